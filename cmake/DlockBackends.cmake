@@ -1,0 +1,62 @@
+# dlock_backend_option(NAME PACKAGE <find_package name> TARGET <imported target>)
+#   Defines the cache variable DLOCK_<NAME> = ON | OFF | AUTO and sets DLOCK_HAVE_<NAME>.
+#   ON: the library is required (configure fails loudly without it). OFF: not built.
+#   AUTO (default): built if and only if the library is found; the choice is printed either way.
+function(dlock_backend_option NAME)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE;TARGET" "")
+  set(DLOCK_${NAME} AUTO CACHE STRING "Build the ${NAME} backends: ON, OFF or AUTO")
+  set_property(CACHE DLOCK_${NAME} PROPERTY STRINGS ON OFF AUTO)
+  string(TOUPPER "${DLOCK_${NAME}}" mode)
+  if(NOT mode MATCHES "^(ON|OFF|AUTO)$")
+    message(FATAL_ERROR "DLOCK_${NAME}=${DLOCK_${NAME}}: expected ON, OFF or AUTO")
+  endif()
+  set(enabled OFF)
+  if(mode STREQUAL "ON")
+    find_package(${ARG_PACKAGE} REQUIRED)
+  elseif(mode STREQUAL "AUTO")
+    find_package(${ARG_PACKAGE} QUIET)
+  endif()
+  if(NOT mode STREQUAL "OFF" AND TARGET ${ARG_TARGET})
+    set(enabled ON)
+  elseif(mode STREQUAL "ON")
+    message(FATAL_ERROR "DLOCK_${NAME}=ON but find_package(${ARG_PACKAGE}) defined no ${ARG_TARGET}")
+  endif()
+  if(enabled)
+    message(STATUS "dlock: ${NAME} backends: ON (DLOCK_${NAME}=${mode})")
+  else()
+    message(STATUS "dlock: ${NAME} backends: OFF (DLOCK_${NAME}=${mode}; ${ARG_PACKAGE} not found or disabled)")
+  endif()
+  set(DLOCK_HAVE_${NAME} ${enabled} PARENT_SCOPE)
+  set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_OPTIONS "${NAME}=${enabled}")
+endfunction()
+
+# dlock_add_backend(<name> SOURCES ... [LINK ...] [PACKAGE <find_package name>])
+#   <name> is a C identifier (mysql_forupdate). Creates the static library dlock_<name>
+#   (alias dlock::<name>), whose src/register.cpp defines `void dlock::register_<name>(registry&)`,
+#   and adds it to the generated registration unit of dlock::all. With DLOCK_BUILD_MODULES it also
+#   builds libdlock_<name>.so, a module registry::open loads by scheme from DLOCK_PLUGIN_PATH.
+#   PACKAGE names the find_package a consumer of the installed package needs for LINK.
+function(dlock_add_backend NAME)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE" "SOURCES;LINK")
+  add_library(dlock_${NAME} STATIC ${ARG_SOURCES})
+  add_library(dlock::${NAME} ALIAS dlock_${NAME})
+  set_target_properties(dlock_${NAME} PROPERTIES EXPORT_NAME ${NAME})
+  target_include_directories(dlock_${NAME} PRIVATE src)
+  target_link_libraries(dlock_${NAME} PUBLIC dlock::core PRIVATE ${ARG_LINK} $<BUILD_INTERFACE:dlock_warnings>)
+  set_property(GLOBAL APPEND PROPERTY DLOCK_BACKENDS ${NAME})
+  if(ARG_PACKAGE)
+    set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_PACKAGES ${ARG_PACKAGE})
+  endif()
+  if(DLOCK_BUILD_MODULES)
+    set(entry "${CMAKE_CURRENT_BINARY_DIR}/plugin_entry_${NAME}.cpp")
+    configure_file("${PROJECT_SOURCE_DIR}/cmake/plugin_entry.cpp.in" "${entry}" @ONLY)
+    add_library(dlock_${NAME}_module MODULE ${entry})
+    set_target_properties(dlock_${NAME}_module PROPERTIES
+      OUTPUT_NAME dlock_${NAME} PREFIX lib
+      LIBRARY_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/plugins")
+    # The whole archive: the module must carry every object of the backend, not only those the
+    # entry point happens to reference.
+    target_link_libraries(dlock_${NAME}_module PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,dlock_${NAME}>" dlock::core)
+    set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_MODULES dlock_${NAME}_module)
+  endif()
+endfunction()

@@ -1,0 +1,56 @@
+#pragma once
+// backend: an opened URI. Owns the connections (pool, session, subscriber) shared by its locks,
+// and makes locks by name. Obtain one from registry::open / dlock::open.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "dlock/capabilities.hpp"
+#include "dlock/distributed_lock.hpp"
+#include "dlock/lock_options.hpp"
+
+namespace dlock {
+
+// What names a backend can take. The core rejects empty names and names over max_length bytes
+// with errc::invalid_name stating the limit; within the limit, a backend escapes or hashes what
+// its server cannot store (spi::safe_key), never letting two distinct names collide.
+struct name_limits {
+  std::size_t max_length = 1024;
+};
+
+class backend : public std::enable_shared_from_this<backend> {
+ public:
+  virtual ~backend();
+  backend(const backend&) = delete;
+  backend& operator=(const backend&) = delete;
+
+  capabilities caps() const noexcept { return caps_; }
+  lock_scope scope() const noexcept { return scope_; }
+  const name_limits& limits() const noexcept { return limits_; }
+  const lock_options& default_options() const noexcept { return defaults_; }
+  // The URI this backend was opened with, password redacted.
+  const std::string& redacted_uri() const noexcept { return redacted_uri_; }
+
+  // Throws errc::invalid_name for an empty or oversized name. Makes no server round trip.
+  [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name);
+  [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options);
+  [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options,
+                                                            std::error_code& ec) noexcept;
+
+ protected:
+  backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri);
+
+  // The name is valid and options.owner is set. Should not throw; a throw is mapped to an error.
+  virtual std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) = 0;
+
+ private:
+  capabilities caps_;
+  lock_scope scope_;
+  name_limits limits_;
+  lock_options defaults_;
+  std::string redacted_uri_;
+};
+
+}  // namespace dlock

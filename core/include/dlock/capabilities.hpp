@@ -1,0 +1,57 @@
+#pragma once
+// Capabilities are declared data: a backend states them when it registers, open(uri, required)
+// refuses early, and the conformance suite asserts each one both ways (present and absent).
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace dlock {
+
+enum class capability : std::uint32_t {
+  reentrant = 1u << 0,          // the same lock object may acquire again while it holds
+  fair = 1u << 1,               // waiters are granted in arrival order
+  blocking = 1u << 2,           // the server queues waiters: no client polling
+  expiring = 1u << 3,           // a dead holder's lock frees itself (after ttl or session loss)
+  renewable = 1u << 4,          // lease::renew extends the grant
+  fencing = 1u << 5,            // lease::fencing_token strictly increases per grant
+  lost_notification = 1u << 6,  // lease::lost_token fires when the grant is gone
+};
+
+inline constexpr capability all_capabilities[] = {
+    capability::reentrant, capability::fair,      capability::blocking,         capability::expiring,
+    capability::renewable, capability::fencing,   capability::lost_notification};
+
+std::string_view to_string(capability c) noexcept;
+
+class capabilities {
+ public:
+  constexpr capabilities() noexcept = default;
+  constexpr capabilities(std::initializer_list<capability> cs) noexcept {
+    for (capability c : cs) bits_ |= static_cast<std::uint32_t>(c);
+  }
+  constexpr bool has(capability c) const noexcept { return (bits_ & static_cast<std::uint32_t>(c)) != 0; }
+  constexpr bool has_all(capabilities wanted) const noexcept { return missing(wanted).empty(); }
+  // The capabilities in `wanted` that this set lacks.
+  constexpr capabilities missing(capabilities wanted) const noexcept { return capabilities(wanted.bits_ & ~bits_); }
+  constexpr capabilities with(capability c) const noexcept { return capabilities(bits_ | static_cast<std::uint32_t>(c)); }
+  constexpr capabilities without(capability c) const noexcept { return capabilities(bits_ & ~static_cast<std::uint32_t>(c)); }
+  constexpr bool empty() const noexcept { return bits_ == 0; }
+  constexpr std::uint32_t bits() const noexcept { return bits_; }
+  friend constexpr bool operator==(capabilities, capabilities) noexcept = default;
+
+  std::string to_string() const;  // "expiring|renewable|fencing", or "none"
+  // Parses the to_string() form (also accepts ',' as a separator); throws dlock::error(invalid_argument).
+  static capabilities parse(std::string_view text);
+
+ private:
+  constexpr explicit capabilities(std::uint32_t bits) noexcept : bits_(bits) {}
+  std::uint32_t bits_ = 0;
+};
+
+// Where exclusion holds. Not a capability (every backend excludes within its scope), but the
+// suite needs it: a process-scoped lock must NOT exclude another process, and a test shows that.
+enum class lock_scope { process, host, network };
+std::string_view to_string(lock_scope s) noexcept;
+
+}  // namespace dlock

@@ -1,0 +1,18 @@
+#pragma once
+// Errors that happen where nobody can catch them: a lease released in its destructor that turns
+// out to be someone else's, a renewal failing in the watchdog thread, an unlock() called by
+// std::unique_lock. They are reported here, never dropped. The default handler writes one line to
+// stderr; a service installs its own to route them to its logger.
+#include <functional>
+#include <string_view>
+#include <system_error>
+
+namespace dlock {
+
+using background_error_handler = std::function<void(std::error_code, std::string_view message)>;
+
+// Returns the previous handler. An empty handler restores the default (stderr).
+background_error_handler set_background_error_handler(background_error_handler handler);
+void report_background_error(std::error_code ec, std::string_view message) noexcept;
+
+}  // namespace dlock

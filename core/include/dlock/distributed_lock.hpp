@@ -1,0 +1,93 @@
+#pragma once
+// distributed_lock: one named lock on one backend. A non-virtual public API over a two-function
+// SPI (spdlog's log -> sink_it_ split): argument checks, deadlines, polling with backoff, the
+// watchdog and error translation live here once; a backend implements one attempt, and overrides
+// the wait only where its server queues waiters.
+//
+// Identity: a lock object is one owner (lock_options::owner). With a reentrant backend, acquiring
+// again through the same object while it holds succeeds; through another object it does not.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "dlock/capabilities.hpp"
+#include "dlock/lease.hpp"
+#include "dlock/lock_options.hpp"
+
+namespace dlock {
+
+namespace spi {
+class lease_state;
+}
+
+class distributed_lock {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  virtual ~distributed_lock();
+  distributed_lock(const distributed_lock&) = delete;
+  distributed_lock& operator=(const distributed_lock&) = delete;
+
+  std::string_view name() const noexcept { return name_; }
+  capabilities caps() const noexcept { return caps_; }
+  const lock_options& options() const noexcept { return options_; }
+  const std::string& owner() const noexcept { return options_.owner; }
+
+  // Exactly one attempt. Empty lease: held by someone else.
+  [[nodiscard]] lease try_acquire();
+  [[nodiscard]] lease try_acquire(std::error_code& ec) noexcept;
+
+  // Waits until the deadline (steady clock). Empty lease: still held by someone else then.
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline);
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept;
+
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout) {
+    return try_acquire_until(deadline_after(timeout));
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::error_code& ec) noexcept {
+    return try_acquire_until(deadline_after(timeout), ec);
+  }
+
+  // Waits as long as it takes. Never returns an empty lease.
+  [[nodiscard]] lease acquire();
+  [[nodiscard]] lease acquire(std::error_code& ec) noexcept;
+
+  // now + timeout, saturating instead of overflowing for huge timeouts (duration::max()).
+  template <class Rep, class Period>
+  static clock::time_point deadline_after(std::chrono::duration<Rep, Period> timeout) noexcept {
+    const auto now = clock::now();
+    if (timeout <= timeout.zero()) return now;
+    using long_seconds = std::chrono::duration<long double>;
+    if (std::chrono::duration_cast<long_seconds>(timeout) >=
+        std::chrono::duration_cast<long_seconds>(clock::time_point::max() - now))
+      return clock::time_point::max();
+    return now + std::chrono::ceil<clock::duration>(timeout);
+  }
+
+ protected:
+  // `options.owner` must be set (backend::make_lock fills it in).
+  distributed_lock(std::string name, capabilities caps, lock_options options);
+
+  // SPI. One attempt: nullptr with !ec means "held by someone else". Never throws.
+  virtual std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept = 0;
+
+  // Override only where the server queues waiters (capability::blocking). deadline may be
+  // time_point::max(). Return nullptr with !ec when the deadline passed. Default: poll
+  // do_try_acquire with jittered exponential backoff (options().poll), and always make one last
+  // attempt at the deadline (DistributedLock's rule).
+  virtual std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                             std::error_code& ec) noexcept;
+
+ private:
+  lease adopt(std::unique_ptr<spi::lease_state> state) noexcept;
+
+  std::string name_;
+  capabilities caps_;
+  lock_options options_;
+};
+
+}  // namespace dlock

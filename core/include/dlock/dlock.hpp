@@ -1,0 +1,14 @@
+#pragma once
+// The whole public API:
+//   auto backend = dlock::open("redis://127.0.0.1:6379?ttl=30s");
+//   auto lock = backend->make_lock("orders/42");
+//   if (auto lease = lock->try_acquire_for(std::chrono::seconds(5))) { ... lease.fencing_token() ... }
+#include "dlock/backend.hpp"
+#include "dlock/capabilities.hpp"
+#include "dlock/diagnostics.hpp"
+#include "dlock/distributed_lock.hpp"
+#include "dlock/error.hpp"
+#include "dlock/lease.hpp"
+#include "dlock/lock_options.hpp"
+#include "dlock/registry.hpp"
+#include "dlock/uri.hpp"

@@ -1,0 +1,77 @@
+#pragma once
+// spi::lease_state: one grant of one lock, as a backend sees it. For backend authors (see spi.hpp).
+//
+// The public part is non-virtual and thread-safe: release and renew are serialized by a mutex
+// here, so a backend's do_release/do_renew never run concurrently for the same grant, and the
+// watchdog thread may renew while another thread releases. Backends implement the do_* hooks;
+// the core owns the validity deadline and the lost signal.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <system_error>
+
+namespace dlock::spi {
+
+class lease_state {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  virtual ~lease_state();
+  lease_state(const lease_state&) = delete;
+  lease_state& operator=(const lease_state&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  std::chrono::milliseconds ttl() const noexcept { return ttl_; }
+  virtual std::optional<std::uint64_t> fencing_token() const noexcept { return std::nullopt; }
+
+  // Local validity: after this instant the server may already have given the lock to someone
+  // else. time_point::max() for grants that do not expire on their own.
+  clock::time_point valid_until() const noexcept;
+
+  // Compare-and-delete. errc::not_owner when the grant was no longer ours; a second release is a
+  // no-op. After any release (successful or not) the lease no longer renews.
+  void release(std::error_code& ec) noexcept;
+  bool released() const noexcept { return released_.load(); }
+
+  // Extends the grant to ttl from now (server clock) and moves valid_until accordingly. A grant
+  // that is gone sets errc::lock_lost or errc::not_owner and marks the lease lost.
+  void renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept;
+
+  // Fires lost_token() once. The first reason wins. Called by backends on session events, by
+  // the watchdog when renewal fails or validity runs out. Thread-safe, never blocks on I/O.
+  void mark_lost(std::error_code reason) noexcept;
+  bool lost() const noexcept { return lost_source_.stop_requested(); }
+  std::stop_token lost_token() const noexcept { return lost_source_.get_token(); }
+  std::error_code lost_reason() const noexcept;
+
+  // The standard validity rule: start + ttl - drift, with drift = ttl/100 + 2ms (Redlock's),
+  // where `start` is taken before the request was sent.
+  static clock::time_point validity_after(clock::time_point start, std::chrono::milliseconds ttl) noexcept;
+
+ protected:
+  // valid_until: use validity_after(start, ttl) for expiring grants, clock::time_point::max() otherwise.
+  lease_state(std::string name, std::chrono::milliseconds ttl, clock::time_point valid_until);
+
+  // The backend's compare-and-delete. Never throws. Only called once, under the lease mutex.
+  virtual void do_release(std::error_code& ec) noexcept = 0;
+  // The backend's compare-and-extend. Default: errc::not_supported.
+  virtual void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept;
+
+  void set_valid_until(clock::time_point t) noexcept;
+
+ private:
+  std::string name_;
+  std::chrono::milliseconds ttl_;
+  std::atomic<clock::rep> valid_until_;
+  std::atomic<bool> released_{false};
+  std::mutex op_mutex_;  // serializes do_release / do_renew
+  std::stop_source lost_source_;
+  mutable std::mutex reason_mutex_;
+  std::error_code lost_reason_;
+};
+
+}  // namespace dlock::spi

@@ -1,0 +1,83 @@
+#pragma once
+// The backend registry, keyed by URI scheme (Arrow's FileSystemFromUri, tooz's drivers).
+// Statically linked backends register through one generated function (register_builtin); a
+// backend built as a shared module is loaded at run time by its scheme from the plugin path.
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "dlock/backend.hpp"
+#include "dlock/capabilities.hpp"
+#include "dlock/lock_options.hpp"
+#include "dlock/uri.hpp"
+
+namespace dlock {
+
+struct backend_info {
+  std::string scheme;       // "redis", "mysql+forupdate", "memory", "file"
+  capabilities caps;        // declared up front; the suite asserts the opened backend matches
+  lock_scope scope = lock_scope::network;
+  std::string example_uri;  // shown in unknown_scheme errors and by `dlock backends`
+  std::string summary;      // one line: the strategy, e.g. "SET NX PX, compare-and-delete unlock"
+  // Query keys the backend accepts beyond the common ones (ttl, watchdog, renew, poll).
+  std::vector<std::string> parameters;
+  // Connects. `defaults` holds the common options already parsed from the URI.
+  std::function<std::shared_ptr<backend>(const uri&, const lock_options& defaults)> open;
+};
+
+// Query keys every backend accepts; parsed by the registry into lock_options.
+const std::vector<std::string>& common_parameters();
+// Parses the common keys of `u` into lock_options (throws errc::invalid_uri naming the bad one).
+lock_options parse_common_options(const uri& u);
+
+class registry {
+ public:
+  registry() = default;
+  registry(const registry&) = delete;
+  registry& operator=(const registry&) = delete;
+
+  void add(backend_info info);  // a duplicate scheme throws errc::invalid_argument
+
+  // parse -> find the scheme (loading a plugin if needed) -> check `required` and the query keys
+  // before connecting -> info.open. Throws dlock::error; every message shows the redacted URI only.
+  [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required = {}) const;
+  [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
+                                              std::error_code& ec) const noexcept;
+
+  std::vector<backend_info> list() const;  // sorted by scheme
+  bool contains(std::string_view scheme) const;
+
+  // Plugins: a shared module exporting `dlock_plugin_register` (see spi.hpp, DLOCK_PLUGIN).
+  // Where open() meets an unknown scheme it looks in each plugin folder for
+  // libdlock_<scheme>.so ('+' and '-' become '_'). Folders come from add_plugin_dir and from
+  // DLOCK_PLUGIN_PATH (':'-separated), read by default_registry().
+  void add_plugin_dir(std::filesystem::path dir);
+  void add_plugin_dirs_from_environment();  // DLOCK_PLUGIN_PATH, ':'-separated
+  void load_plugin(const std::filesystem::path& module);  // throws errc::unknown_scheme if unloadable
+  // Loads every libdlock_*.so in the plugin folders (for `dlock backends`).
+  void load_all_plugins();
+
+ private:
+  bool try_load_plugin_for(std::string_view scheme) const;
+
+  mutable std::shared_mutex mutex_;
+  mutable std::map<std::string, backend_info, std::less<>> by_scheme_;  // plugins add on demand
+  std::vector<std::filesystem::path> plugin_dirs_;
+};
+
+// The process-wide registry with every backend built in (filled by the generated
+// register_builtin, defined in dlock::all) and DLOCK_PLUGIN_PATH applied.
+registry& default_registry();
+// Registers the statically linked backends. Generated from the build; defined in dlock::all.
+void register_builtin(registry& r);
+
+// default_registry().open(...)
+[[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required = {});
+
+}  // namespace dlock

@@ -1,0 +1,62 @@
+#include "dlock/backend.hpp"
+
+#include "dlock/error.hpp"
+#include "dlock/spi.hpp"
+
+namespace dlock {
+
+backend::backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri)
+    : caps_(caps), scope_(scope), limits_(limits), defaults_(std::move(defaults)), redacted_uri_(std::move(redacted_uri)) {}
+
+backend::~backend() = default;
+
+std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name) { return make_lock(name, defaults_); }
+
+std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options) {
+  std::error_code ec;
+  auto lock = make_lock(name, std::move(options), ec);
+  throw_if(ec);
+  return lock;
+}
+
+std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options,
+                                                     std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  const std::string limit = "1 to " + std::to_string(limits_.max_length) + " bytes";
+  if (name.empty()) {
+    set_error(ec, errc::invalid_name, "lock name is empty; " + redacted_uri_ + " accepts names of " + limit);
+    return nullptr;
+  }
+  if (name.size() > limits_.max_length) {
+    set_error(ec, errc::invalid_name, "lock name of " + std::to_string(name.size()) + " bytes is too long; " +
+                                          redacted_uri_ + " accepts names of " + limit);
+    return nullptr;
+  }
+  if (options.ttl <= std::chrono::milliseconds::zero()) {
+    set_error(ec, errc::invalid_argument, "ttl must be positive, got " + std::to_string(options.ttl.count()) + "ms");
+    return nullptr;
+  }
+  if (options.renew_every && (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl)) {
+    set_error(ec, errc::invalid_argument, "renew period must be positive and shorter than the ttl (" +
+                                              format_duration(options.ttl) + ")");
+    return nullptr;
+  }
+  if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min) {
+    set_error(ec, errc::invalid_argument, "poll backoff must satisfy 0 < min <= max");
+    return nullptr;
+  }
+  try {
+    if (options.owner.empty()) options.owner = spi::default_owner_id();
+    auto lock = do_make_lock(std::string(name), std::move(options));
+    if (!lock) set_error(ec, errc::backend_error, "backend " + redacted_uri_ + " made no lock");
+    return lock;
+  } catch (const error& e) {
+    set_error(ec, e.code(), e.what());
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, e.what());
+  }
+  return nullptr;
+}
+
+}  // namespace dlock

@@ -1,0 +1,152 @@
+#include "watchdog.hpp"
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "dlock/diagnostics.hpp"
+#include "dlock/error.hpp"
+
+namespace dlock::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+struct watched {
+  std::weak_ptr<spi::lease_state> state;
+  std::optional<milliseconds> renew_every;
+};
+
+enum class event { renew, check_validity };
+
+class watchdog {
+ public:
+  static watchdog& instance() {
+    static watchdog w;
+    return w;
+  }
+
+  void watch(const std::shared_ptr<spi::lease_state>& s, std::optional<milliseconds> renew_every) {
+    auto w = std::make_shared<watched>(watched{s, renew_every});
+    std::lock_guard guard(mutex_);
+    start_locked();
+    if (renew_every) schedule_locked(clock::now() + *renew_every, event::renew, w);
+    if (s->valid_until() != clock::time_point::max()) schedule_locked(s->valid_until(), event::check_validity, w);
+  }
+
+  ~watchdog() {
+    {
+      std::lock_guard guard(mutex_);
+      stopping_ = true;
+    }
+    timer_cv_.notify_all();
+    worker_cv_.notify_all();
+    if (timer_.joinable()) timer_.join();
+    if (worker_.joinable()) worker_.join();
+  }
+
+ private:
+  using entry = std::pair<event, std::shared_ptr<watched>>;
+
+  void start_locked() {
+    if (timer_.joinable()) return;
+    timer_ = std::thread([this] { run_timer(); });
+    worker_ = std::thread([this] { run_worker(); });
+  }
+
+  void schedule_locked(clock::time_point at, event e, std::shared_ptr<watched> w) {
+    const bool earliest = timers_.empty() || at < timers_.begin()->first;
+    timers_.emplace(at, entry{e, std::move(w)});
+    if (earliest) timer_cv_.notify_one();
+  }
+
+  void run_timer() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (timers_.empty()) {
+        timer_cv_.wait(lock);
+        continue;
+      }
+      const auto due = timers_.begin()->first;
+      if (clock::now() < due) {
+        timer_cv_.wait_until(lock, due);
+        continue;
+      }
+      auto [kind, w] = timers_.begin()->second;
+      timers_.erase(timers_.begin());
+      auto s = w->state.lock();
+      if (!s || s->released() || s->lost()) continue;  // done with this lease
+      if (kind == event::renew) {
+        renewals_.push_back(std::move(w));
+        worker_cv_.notify_one();
+      } else if (clock::now() >= s->valid_until()) {
+        lock.unlock();
+        expire(*s);
+        lock.lock();
+      } else {
+        schedule_locked(s->valid_until(), event::check_validity, std::move(w));  // renewed since
+      }
+    }
+  }
+
+  // The deadline passed with no successful renewal: the server may hand the lock to someone else
+  // now, so the holder must stop. Reported, never silent.
+  static void expire(spi::lease_state& s) {
+    if (s.released() || s.lost()) return;
+    s.mark_lost(make_error_code(errc::lock_lost));
+    report_background_error(make_error_code(errc::lock_lost),
+                            "lease on lock '" + s.name() + "' lost: its validity ran out without a successful renewal");
+  }
+
+  void run_worker() {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (renewals_.empty()) {
+        worker_cv_.wait(lock);
+        continue;
+      }
+      auto w = std::move(renewals_.front());
+      renewals_.pop_front();
+      lock.unlock();
+      const auto next = renew(*w);
+      lock.lock();
+      if (next) schedule_locked(*next, event::renew, std::move(w));
+    }
+  }
+
+  // Returns when to renew next, or nullopt when the lease needs no more renewals.
+  static std::optional<clock::time_point> renew(const watched& w) {
+    auto s = w.state.lock();
+    if (!s || s->released() || s->lost()) return std::nullopt;
+    std::error_code ec;
+    s->renew(s->ttl(), ec);
+    if (!ec) return clock::now() + *w.renew_every;
+    if (s->lost() || s->released()) {
+      if (!s->released())
+        report_background_error(ec, "lease on lock '" + s->name() + "' lost: renewal failed: " + last_error_message());
+      return std::nullopt;
+    }
+    // A transient failure (server unreachable): try again soon; the validity check fires the
+    // lost signal if no renewal succeeds before the deadline.
+    report_background_error(ec, "renewing lock '" + s->name() + "' failed, retrying: " + last_error_message());
+    return clock::now() + std::max(milliseconds(20), *w.renew_every / 4);
+  }
+
+  std::mutex mutex_;
+  std::condition_variable timer_cv_, worker_cv_;
+  std::multimap<clock::time_point, entry> timers_;
+  std::deque<std::shared_ptr<watched>> renewals_;
+  bool stopping_ = false;
+  std::thread timer_, worker_;
+};
+
+}  // namespace
+
+void watch_lease(const std::shared_ptr<spi::lease_state>& state, std::optional<milliseconds> renew_every) {
+  watchdog::instance().watch(state, renew_every);
+}
+
+}  // namespace dlock::detail
