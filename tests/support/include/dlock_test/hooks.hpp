@@ -1,0 +1,38 @@
+#pragma once
+// Per-backend hooks for the conformance suite, registered by URI scheme from each backend's
+// backends/<name>/tests/hooks.cpp (listed as HOOK_SOURCES in dlock_join_conformance).
+//
+//   DLOCK_TEST_HOOKS(redis, {
+//       .break_lock = [](const std::string& uri, const dlock::lease& held) { /* CLIENT KILL / DEL */ },
+//       .is_held_on_server = [](const std::string& uri, std::string_view name) { /* EXISTS */ }});
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "dlock/lease.hpp"
+
+namespace dlock::testing {
+
+struct backend_hooks {
+  // Breaks the grant behind `held` for real, from outside the holder, the way an operator, a
+  // failover or a network fault would: Redis DEL or CLIENT KILL, pg_terminate_backend, MariaDB
+  // KILL, ZooKeeper session expiry, a memcached out-of-band delete, the memory backend's
+  // test-only break. After it returns, the lease's lost_token() must fire (for backends that
+  // declare lost_notification) within the lease's ttl plus a margin.
+  std::function<void(const std::string& uri, const dlock::lease& held)> break_lock;
+  // Reads the server directly (ShedLock's probe): is `name` held by anyone right now?
+  std::function<bool(const std::string& uri, std::string_view name)> is_held_on_server;
+};
+
+// Registration by scheme ("redis", "mysql+forupdate"). The last registration of a scheme wins.
+bool register_hooks(std::string scheme, backend_hooks hooks);
+const backend_hooks* find_hooks(std::string_view scheme);
+
+}  // namespace dlock::testing
+
+// Test code only (backends themselves register explicitly, never through static initializers).
+#define DLOCK_TEST_HOOKS_CONCAT2(a, b) a##b
+#define DLOCK_TEST_HOOKS_CONCAT(a, b) DLOCK_TEST_HOOKS_CONCAT2(a, b)
+#define DLOCK_TEST_HOOKS(scheme_string, ...)                                               \
+  static const bool DLOCK_TEST_HOOKS_CONCAT(dlock_test_hooks_registered_, __LINE__) = \
+      ::dlock::testing::register_hooks(scheme_string, ::dlock::testing::backend_hooks __VA_ARGS__)
