@@ -1,0 +1,127 @@
+#pragma once
+// One hiredis connection and a pool of them per server. Internal to the redis backends.
+//
+// A connection is opened with a connect timeout, authenticates (AUTH user password for ACL users,
+// AUTH password otherwise), selects the database and PINGs, so a wrong password, an unreachable
+// host and a server that does not speak Redis each fail at open time with their own errc and a
+// message that names the endpoint but never the password.
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace dlock::redis {
+
+struct context_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using context_ptr = std::unique_ptr<redisContext, context_deleter>;
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+// Where and how to connect. The password stays here and in AUTH; never in a message.
+struct endpoint {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 6379;
+  std::string user;                     // empty: the default user
+  std::optional<std::string> password;  // nullopt: no AUTH
+  int db = 0;
+  std::chrono::milliseconds connect_timeout{2000};
+  std::chrono::milliseconds command_timeout{2000};
+
+  std::string label() const;  // "127.0.0.1:6379" (what messages name)
+};
+
+// A Lua script with its SHA-1, run by EVALSHA and loaded again on NOSCRIPT.
+struct script {
+  explicit script(std::string source);
+  std::string source;
+  std::string sha1;  // 40 lower-case hex digits
+};
+
+class connection {
+ public:
+  // Connects, authenticates, selects the database and PINGs. nullptr + ec on failure.
+  static std::unique_ptr<connection> open(const endpoint& where, std::error_code& ec) noexcept;
+
+  // One command, arguments as binary-safe strings. nullptr + ec on I/O failure (the connection is
+  // then broken). A Redis error reply is returned as a reply of type REDIS_REPLY_ERROR.
+  reply_ptr command(const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
+  // EVALSHA, falling back to EVAL when the server answers NOSCRIPT (restart, SCRIPT FLUSH).
+  reply_ptr eval(const script& s, const std::vector<std::string_view>& keys,
+                 const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
+
+  // Pipelining for Redlock: append now, flush and read later (in parallel across servers).
+  bool append(const std::vector<std::string_view>& args) noexcept;
+  bool append_eval(const script& s, const std::vector<std::string_view>& keys,
+                   const std::vector<std::string_view>& args) noexcept;
+  bool flush() noexcept;
+  reply_ptr read(std::error_code& ec) noexcept;
+
+  bool broken() const noexcept { return broken_; }
+  const endpoint& where() const noexcept { return where_; }
+  redisContext* raw() noexcept { return context_.get(); }
+  // The server's CLIENT ID of this connection (tests use it with CLIENT KILL ID).
+  std::int64_t client_id(std::error_code& ec) noexcept;
+
+ private:
+  connection(endpoint where, context_ptr context) : where_(std::move(where)), context_(std::move(context)) {}
+  void fail(std::error_code& ec, std::string_view doing) noexcept;
+
+  endpoint where_;
+  context_ptr context_;
+  bool broken_ = false;
+};
+
+// Text of an error reply, or empty.
+std::string_view error_text(const redisReply* r) noexcept;
+bool is_error(const redisReply* r, std::string_view prefix) noexcept;
+
+// A bounded pool of connections to one server. Connections found broken are dropped, and the
+// next checkout opens a fresh one: that is the reconnect after a dropped connection or a restart.
+class pool : public std::enable_shared_from_this<pool> {
+ public:
+  pool(endpoint where, std::size_t max_size);
+
+  class handle {
+   public:
+    handle() = default;
+    handle(std::shared_ptr<pool> owner, std::unique_ptr<connection> c) : owner_(std::move(owner)), c_(std::move(c)) {}
+    handle(handle&&) noexcept = default;
+    handle& operator=(handle&&) noexcept = default;
+    ~handle();
+    connection* operator->() const noexcept { return c_.get(); }
+    connection& operator*() const noexcept { return *c_; }
+    explicit operator bool() const noexcept { return c_ != nullptr; }
+
+   private:
+    std::shared_ptr<pool> owner_;
+    std::unique_ptr<connection> c_;
+  };
+
+  // Waits (up to the connect timeout) when all max_size connections are checked out.
+  handle checkout(std::error_code& ec) noexcept;
+  const endpoint& where() const noexcept { return where_; }
+
+ private:
+  void give_back(std::unique_ptr<connection> c) noexcept;
+
+  endpoint where_;
+  std::size_t max_size_;
+  std::mutex mutex_;
+  std::condition_variable returned_;
+  std::vector<std::unique_ptr<connection>> idle_;
+  std::size_t open_count_ = 0;
+};
+
+}  // namespace dlock::redis

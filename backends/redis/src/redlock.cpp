@@ -1,0 +1,189 @@
+#include "redlock.hpp"
+
+#include "redis_backend.hpp"
+#include "scripts.hpp"
+
+namespace dlock::redis {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
+
+// Sends `build(conn)` to every master first and reads the answers afterwards, so the round trips
+// overlap (parallel, not one after another). Returns how many masters answered `ok(reply)`.
+template <class Build, class Ok>
+std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& failures) {
+  std::vector<pool::handle> conns(s.masters.size());
+  std::vector<bool> sent(s.masters.size(), false);
+  for (std::size_t i = 0; i < s.masters.size(); ++i) {
+    std::error_code ec;
+    conns[i] = s.masters[i]->checkout(ec);
+    if (ec) {
+      failures += " " + s.masters[i]->where().label() + ": unavailable;";
+      continue;
+    }
+    sent[i] = build(*conns[i]) && conns[i]->flush();
+    if (!sent[i]) failures += " " + s.masters[i]->where().label() + ": send failed;";
+  }
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < s.masters.size(); ++i) {
+    if (!sent[i]) continue;
+    std::error_code ec;
+    auto r = conns[i]->read(ec);
+    if (ec) {
+      failures += " " + s.masters[i]->where().label() + ": no answer;";
+      continue;
+    }
+    if (is_error(r.get(), "NOSCRIPT")) {  // script cache lost on that master: run it plainly
+      failures += " " + s.masters[i]->where().label() + ": NOSCRIPT;";
+      continue;
+    }
+    if (ok(r.get())) ++count;
+  }
+  return count;
+}
+
+class redlock_lease final : public spi::lease_state {
+ public:
+  redlock_lease(std::shared_ptr<redlock_shared> s, std::string name, std::string key, std::string token,
+                milliseconds ttl, clock::time_point start)
+      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
+        shared_(std::move(s)),
+        key_(std::move(key)),
+        token_(std::move(token)) {}
+
+  static void release_everywhere(const redlock_shared& s, const std::string& key, const std::string& token,
+                                 std::size_t& released) {
+    std::string failures;
+    const auto channel = key + ":redlock_channel";
+    released = on_all(
+        s, [&](connection& c) { return c.append({"EVAL", scripts::simple_release.source, "2", key, channel, token}); },
+        [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
+  }
+
+ protected:
+  void do_release(std::error_code& ec) noexcept override {
+    try {
+      std::size_t released = 0;
+      release_everywhere(*shared_, key_, token_, released);
+      if (released < shared_->quorum())
+        set_error(ec, errc::not_owner,
+                  "redlock: lock '" + name() + "' was ours on only " + std::to_string(released) + " of " +
+                      std::to_string(shared_->masters.size()) + " masters at release (expired or lost)");
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redlock: out of memory");
+    }
+  }
+
+  void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
+    try {
+      std::string failures;
+      const auto start = clock::now();
+      const auto ttl_text = ms_text(ttl);
+      const auto n = on_all(
+          *shared_,
+          [&](connection& c) { return c.append({"EVAL", scripts::simple_renew.source, "1", key_, token_, ttl_text}); },
+          [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
+      if (n < shared_->quorum() || validity_after(start, ttl) <= clock::now())
+        set_error(ec, errc::lock_lost,
+                  "redlock: lock '" + name() + "' renewed on only " + std::to_string(n) + " of " +
+                      std::to_string(shared_->masters.size()) + " masters:" + failures);
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redlock: out of memory");
+    }
+  }
+
+ private:
+  std::shared_ptr<redlock_shared> shared_;
+  std::string key_, token_;
+};
+
+class redlock_lock final : public distributed_lock {
+ public:
+  redlock_lock(std::shared_ptr<redlock_shared> s, std::string name, capabilities caps, lock_options options)
+      : distributed_lock(name, caps, options), shared_(std::move(s)), key_(shared_->prefix + name) {}
+
+ protected:
+  // One Redlock round: SET NX PX on every master in parallel; held with a majority and positive
+  // validity; otherwise released everywhere. The core's jittered backoff is the random retry delay.
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    try {
+      const auto token = spi::random_token();
+      const auto ttl = options().ttl;
+      const auto ttl_text = ms_text(ttl);
+      std::string failures;
+      const auto start = clock::now();
+      const auto n = on_all(
+          *shared_, [&](connection& c) { return c.append({"SET", key_, token, "NX", "PX", ttl_text}); },
+          [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures);
+      const auto valid_until = spi::lease_state::validity_after(start, ttl);
+      if (n >= shared_->quorum() && valid_until > clock::now())
+        return std::make_unique<redlock_lease>(shared_, std::string(name()), key_, token, ttl, start);
+      std::size_t ignored = 0;
+      redlock_lease::release_everywhere(*shared_, key_, token, ignored);
+      // Fewer masters answered than a majority: that is not contention but unavailability.
+      const auto reachable = shared_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
+      if (reachable < shared_->quorum())
+        set_error(ec, errc::backend_unavailable,
+                  "redlock: only " + std::to_string(reachable) + " of " + std::to_string(shared_->masters.size()) +
+                      " masters reachable, a majority of " + std::to_string(shared_->quorum()) +
+                      " is needed to lock '" + std::string(name()) + "':" + failures);
+      return nullptr;
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redlock: out of memory");
+      return nullptr;
+    }
+  }
+
+ private:
+  std::shared_ptr<redlock_shared> shared_;
+  std::string key_;
+};
+
+}  // namespace
+
+capabilities redlock_backend::declared_caps() noexcept {
+  // No fencing: each master has its own counter, and no construction over them is monotonic
+  // across failovers. No blocking: waiters poll with jittered backoff (Redlock's random retry).
+  return {capability::expiring, capability::renewable, capability::lost_notification};
+}
+
+redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
+    : backend(declared_caps(), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+  if (u.hosts().size() < 3)
+    throw error(errc::invalid_uri, "redlock: " + u.redacted() + ": expected at least 3 independent masters, h1:p1,h2:p2,h3:p3");
+  auto s = std::make_shared<redlock_shared>();
+  s->prefix = u.get("prefix").value_or("");
+  endpoint base;
+  base.user = u.user();
+  base.password = u.password();
+  base.connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::milliseconds(200));
+  // Redlock wants a per-master timeout small against the ttl, so a dead master costs little.
+  base.command_timeout = u.get_duration("command_timeout").value_or(std::chrono::milliseconds(200));
+  const auto pool_size = static_cast<std::size_t>(u.get_int("pool_size", 1, 1024).value_or(8));
+  std::size_t up = 0;
+  std::string failures;
+  for (const auto& h : u.hosts()) {
+    auto e = base;
+    e.host = h.host;
+    e.port = h.port_or(6379);
+    s->masters.push_back(std::make_shared<pool>(e, pool_size));
+    std::error_code ec;
+    { auto probe = s->masters.back()->checkout(ec); }
+    if (ec && ec == errc::authentication_failed) throw error(ec, last_error_message());
+    if (!ec) ++up; else failures += " " + last_error_message() + ";";
+  }
+  if (up < s->quorum())
+    throw error(errc::backend_unavailable, "redlock: " + u.redacted() + ": only " + std::to_string(up) +
+                                               " masters reachable, a majority is needed:" + failures);
+  shared_ = std::move(s);
+}
+
+std::unique_ptr<distributed_lock> redlock_backend::do_make_lock(std::string name, lock_options options) {
+  return std::make_unique<redlock_lock>(shared_, std::move(name), caps(), std::move(options));
+}
+
+}  // namespace dlock::redis

@@ -1,0 +1,29 @@
+#pragma once
+// redlock://h1:p1,h2:p2,h3:p3: Redlock over N independent masters (redis-py key layout on each).
+#include <memory>
+#include <vector>
+
+#include "connection.hpp"
+#include "dlock/spi.hpp"
+
+namespace dlock::redis {
+
+struct redlock_shared {
+  std::vector<std::shared_ptr<pool>> masters;
+  std::string prefix;
+  std::size_t quorum() const noexcept { return masters.size() / 2 + 1; }
+};
+
+class redlock_backend final : public backend {
+ public:
+  redlock_backend(const uri& u, const lock_options& defaults);
+  static capabilities declared_caps() noexcept;
+
+ protected:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+
+ private:
+  std::shared_ptr<redlock_shared> shared_;
+};
+
+}  // namespace dlock::redis

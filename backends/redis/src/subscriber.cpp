@@ -1,0 +1,200 @@
+#include "subscriber.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "dlock/error.hpp"
+
+namespace dlock::redis {
+
+std::uint64_t channel_state::generation() const {
+  std::lock_guard lock(mutex_);
+  return generation_;
+}
+
+bool channel_state::wait(std::uint64_t seen, std::chrono::steady_clock::time_point until) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_until(lock, until, [&] { return generation_ != seen; });
+}
+
+void channel_state::bump() {
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;
+  }
+  changed_.notify_all();
+}
+
+subscriber::subscriber(endpoint where) : where_(std::move(where)) {
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+  thread_ = std::thread([this] { run(); });
+}
+
+subscriber::~subscriber() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake();
+  thread_.join();
+  ::close(wake_pipe_[0]);
+  ::close(wake_pipe_[1]);
+}
+
+void subscriber::wake() noexcept {
+  const char b = 1;
+  [[maybe_unused]] auto n = ::write(wake_pipe_[1], &b, 1);
+}
+
+std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel, std::error_code& ec) noexcept {
+  try {
+    std::shared_ptr<channel_state> state;
+    {
+      std::lock_guard lock(mutex_);
+      auto& slot = channels_[channel];
+      if (!slot) slot = std::make_shared<channel_state>();
+      state = slot;
+      std::lock_guard state_lock(state->mutex_);
+      if (state->users_++ == 0) to_subscribe_.push_back(channel);
+    }
+    wake();
+    std::unique_lock lock(state->mutex_);
+    if (!state->changed_.wait_for(lock, where_.connect_timeout + where_.command_timeout,
+                                  [&] { return state->confirmed_; })) {
+      lock.unlock();
+      unsubscribe(channel);
+      set_error(ec, errc::backend_unavailable,
+                "redis " + where_.label() + ": SUBSCRIBE was not confirmed in time (subscriber connection down?)");
+      return nullptr;
+    }
+    return state;
+  } catch (...) {
+    set_error(ec, errc::backend_unavailable, "redis: out of memory subscribing");
+    return nullptr;
+  }
+}
+
+void subscriber::unsubscribe(const std::string& channel) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    std::lock_guard state_lock(it->second->mutex_);
+    if (--it->second->users_ == 0) to_unsubscribe_.push_back(channel);
+  } catch (...) {
+  }
+  wake();
+}
+
+bool subscriber::connect_and_resubscribe() {
+  std::error_code ec;
+  conn_ = connection::open(where_, ec);
+  if (!conn_) return false;
+  // Reads block only when poll() said so; a zero timeout would make hiredis non-blocking.
+  timeval forever{0, 0};
+  redisSetTimeout(conn_->raw(), forever);
+  std::lock_guard lock(mutex_);
+  to_subscribe_.clear();
+  for (auto& [name, state] : channels_) {
+    std::lock_guard state_lock(state->mutex_);
+    state->confirmed_ = false;
+    if (state->users_ > 0) to_subscribe_.push_back(name);
+  }
+  return true;
+}
+
+void subscriber::dispatch(redisReply* r) {
+  if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
+  const std::string_view kind(r->element[0]->str, r->element[0]->len);
+  const std::string_view channel(r->element[1]->str, r->element[1]->len);
+  std::shared_ptr<channel_state> state;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = channels_.find(channel);
+    if (it == channels_.end()) return;
+    state = it->second;
+    if (kind == "unsubscribe") {
+      std::lock_guard state_lock(state->mutex_);
+      if (state->users_ == 0) {
+        channels_.erase(it);
+        return;
+      }
+    }
+  }
+  if (kind == "subscribe") {
+    {
+      std::lock_guard state_lock(state->mutex_);
+      state->confirmed_ = true;
+    }
+    state->changed_.notify_all();
+  } else if (kind == "message") {
+    state->bump();
+  }
+}
+
+void subscriber::run() {
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (stopping_) return;
+    }
+    if (!conn_ || conn_->broken()) {
+      conn_.reset();
+      // Waiters fall back to their PTTL-bounded waits; wake them so none sleeps on a dead channel.
+      {
+        std::lock_guard lock(mutex_);
+        for (auto& [name, state] : channels_) state->bump();
+      }
+      if (!connect_and_resubscribe()) {
+        pollfd p{wake_pipe_[0], POLLIN, 0};
+        ::poll(&p, 1, 200);
+        char buf[64];
+        while (::read(wake_pipe_[0], buf, sizeof buf) > 0) {
+        }
+        continue;
+      }
+    }
+    std::vector<std::string> subs, unsubs;
+    {
+      std::lock_guard lock(mutex_);
+      subs.swap(to_subscribe_);
+      for (auto& ch : to_unsubscribe_) {
+        auto it = channels_.find(ch);
+        if (it != channels_.end() && it->second->users_ == 0) unsubs.push_back(ch);
+      }
+      to_unsubscribe_.clear();
+    }
+    bool wrote = false;
+    for (auto& ch : subs) wrote |= conn_->append({"SUBSCRIBE", ch});
+    for (auto& ch : unsubs) wrote |= conn_->append({"UNSUBSCRIBE", ch});
+    if (wrote && !conn_->flush()) continue;
+
+    pollfd fds[2] = {{conn_->raw()->fd, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) continue;
+    if (fds[1].revents != 0) {
+      char buf[64];
+      while (::read(wake_pipe_[0], buf, sizeof buf) > 0) {
+      }
+    }
+    if (fds[0].revents != 0) {
+      if (redisBufferRead(conn_->raw()) != REDIS_OK) {
+        std::error_code ignored;
+        conn_.reset();
+        continue;
+      }
+      for (;;) {
+        void* raw_reply = nullptr;
+        if (redisGetReplyFromReader(conn_->raw(), &raw_reply) != REDIS_OK) {
+          conn_.reset();
+          break;
+        }
+        if (raw_reply == nullptr) break;
+        reply_ptr r(static_cast<redisReply*>(raw_reply));
+        dispatch(r.get());
+      }
+    }
+  }
+}
+
+}  // namespace dlock::redis

@@ -1,0 +1,65 @@
+// Conformance hooks for redis://, redis+reentrant:// and redlock://: the saboteur deletes the lock
+// key out of band (what an operator, an eviction or a restart without persistence does), and the
+// probe asks EXISTS. Raw hiredis, so the probe does not trust the code under test.
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "dlock/uri.hpp"
+#include "dlock_test/hooks.hpp"
+
+namespace {
+
+struct ctx_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+
+ctx_ptr connect(const dlock::uri& u, const dlock::host_port& h) {
+  ctx_ptr c(redisConnect(h.host.c_str(), h.port_or(6379)));
+  if (!c || c->err) throw std::runtime_error("redis hooks: cannot connect to " + h.to_string());
+  if (u.password()) {
+    const char* argv[3];
+    size_t lens[3];
+    int n = 0;
+    argv[n] = "AUTH"; lens[n++] = 4;
+    if (!u.user().empty()) { argv[n] = u.user().data(); lens[n++] = u.user().size(); }
+    argv[n] = u.password()->data(); lens[n++] = u.password()->size();
+    freeReplyObject(redisCommandArgv(c.get(), n, argv, lens));
+  }
+  if (!u.path().empty() && u.path() != "/") {
+    const auto db = u.path().substr(1);
+    freeReplyObject(redisCommand(c.get(), "SELECT %s", db.c_str()));
+  }
+  return c;
+}
+
+long long run(redisContext* c, const char* cmd, std::string_view key) {
+  auto* r = static_cast<redisReply*>(redisCommand(c, cmd, key.data(), key.size()));
+  if (!r) throw std::runtime_error("redis hooks: no reply");
+  const long long v = r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+  freeReplyObject(r);
+  return v;
+}
+
+std::string key_of(const dlock::uri& u, std::string_view name) { return u.get("prefix").value_or("") + std::string(name); }
+
+void break_lock(const std::string& text, const dlock::lease& held) {
+  const auto u = dlock::uri::parse(text);
+  for (const auto& h : u.hosts()) run(connect(u, h).get(), "DEL %b", key_of(u, held.name()));
+}
+
+bool is_held(const std::string& text, std::string_view name) {
+  const auto u = dlock::uri::parse(text);
+  std::size_t holding = 0;
+  for (const auto& h : u.hosts()) holding += run(connect(u, h).get(), "EXISTS %b", key_of(u, name)) == 1;
+  return holding >= u.hosts().size() / 2 + 1;
+}
+
+}  // namespace
+
+DLOCK_TEST_HOOKS("redis", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redis+reentrant", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held});

@@ -1,0 +1,251 @@
+// Redis-specific tests against a real server: DLOCK_REDIS_URI (redis://host:port, from
+// compose/native/dlock-servers) and DLOCK_REDLOCK_URI. They FAIL when a variable is unset.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "dlock/spi.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string env_uri(const char* var) {
+  const char* v = std::getenv(var);
+  if (v == nullptr || *v == '\0') {
+    ADD_FAILURE() << var << " is not set: start the servers with compose/native/dlock-servers up redis redlock";
+    return {};
+  }
+  return v;
+}
+
+std::string unique(std::string_view what) { return "dlock-test:" + std::string(what) + ":" + dlock::spi::random_token().substr(0, 12); }
+
+struct ctx_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+ctx_ptr raw(const std::string& uri_text) {
+  const auto u = dlock::uri::parse(uri_text);
+  ctx_ptr c(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
+  EXPECT_TRUE(c && !c->err) << "cannot reach " << u.redacted();
+  return c;
+}
+reply_ptr cmd(redisContext* c, const char* fmt, std::string_view a) {
+  return reply_ptr(static_cast<redisReply*>(redisCommand(c, fmt, a.data(), a.size())));
+}
+std::string with_scheme(std::string uri, std::string_view scheme) { return std::string(scheme) + uri.substr(uri.find("://")); }
+
+TEST(Redis, SimpleLayoutIsRedisPys) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?ttl=5s");
+  const auto name = unique("layout");
+  auto l = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(l);
+  auto c = raw(uri);
+  auto type = cmd(c.get(), "TYPE %b", name);
+  EXPECT_EQ(std::string(type->str), "string");
+  auto value = cmd(c.get(), "GET %b", name);
+  EXPECT_EQ(value->len, 32u) << "128-bit hex token";
+  auto pttl = cmd(c.get(), "PTTL %b", name);
+  EXPECT_GT(pttl->integer, 0);
+  EXPECT_LE(pttl->integer, 5000);
+  ASSERT_TRUE(l.fencing_token());
+  l.release();
+  EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0);
+}
+
+TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?ttl=600ms&watchdog=false");
+  const auto name = unique("expiry");
+  auto first = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  const auto t1 = *first.fencing_token();
+  std::this_thread::sleep_for(900ms);  // expires on the server while the holder "still works"
+  EXPECT_TRUE(first.lost_token().stop_requested()) << "validity ran out: lost must have fired";
+  auto second = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(second);
+  EXPECT_GT(*second.fencing_token(), t1);
+  std::error_code ec;
+  first.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?ttl=900ms");
+  const auto name = unique("deleted");
+  auto l = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(l);
+  auto c = raw(uri);
+  cmd(c.get(), "DEL %b", name);  // what a restart without persistence leaves behind
+  for (int i = 0; i < 40 && !l.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(l.lost_token().stop_requested());
+}
+
+TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?ttl=3s");
+  const auto name = unique("killed");
+  auto l = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(l);
+  auto c = raw(uri);
+  // Kill every normal client but ours: the pooled connection of the holder goes away.
+  auto me = reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "CLIENT ID")));
+  auto killed = reply_ptr(static_cast<redisReply*>(
+      redisCommand(c.get(), "CLIENT KILL TYPE normal SKIPME yes")));
+  ASSERT_EQ(killed->type, REDIS_REPLY_INTEGER);
+  EXPECT_GE(killed->integer, 1);
+  // By design the lease is not tied to a connection: it survives, and the next command reconnects.
+  std::error_code ec;
+  l.renew(3s, ec);
+  if (ec) l.renew(3s, ec);  // the first command may meet the dead socket; the pool then reconnects
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_FALSE(l.lost_token().stop_requested());
+  l.release();
+}
+
+TEST(Redis, WaiterIsWokenByReleaseMessage) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  // A 60s ttl and poll=59s..60s: only the release message can wake the waiter before the deadline.
+  auto b = dlock::open(uri + "?ttl=60s&poll=59s..60s");
+  const auto name = unique("wake");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(200ms);
+    held.release();
+  });
+  auto waiter = b->make_lock(name)->try_acquire_for(20s);
+  releaser.join();
+  EXPECT_TRUE(waiter);
+}
+
+TEST(Redis, InteropWithRedisPyLock) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto u = dlock::uri::parse(uri);
+  auto b = dlock::open(uri + "?ttl=10s");
+  const auto name = unique("py");
+  const auto py = [&](const std::string& body) {
+    const std::string cmdline = "python3 -c \"import redis,sys; r=redis.Redis(host='" + u.hosts()[0].host +
+                                "', port=" + std::to_string(u.hosts()[0].port_or(6379)) + "); l=r.lock('" + name +
+                                "', timeout=10); " + body + "\"";
+    return std::system(cmdline.c_str());
+  };
+  {
+    auto l = b->make_lock(name)->try_acquire();
+    ASSERT_TRUE(l);
+    EXPECT_EQ(py("sys.exit(0 if not l.acquire(blocking=False) else 1)"), 0) << "redis-py took a lock dlock holds";
+  }
+  // redis-py holds it (and exits without releasing: the key lives for its 10s timeout).
+  ASSERT_EQ(py("sys.exit(0 if l.acquire(blocking=False) else 1)"), 0);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "dlock took a lock redis-py holds";
+  auto c = raw(uri);
+  cmd(c.get(), "DEL %b", name);
+}
+
+TEST(Redis, ReentrantLayoutIsRedissons) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(with_scheme(uri, "redis+reentrant") + "?ttl=5s&client_id=11111111-2222-3333-4444-555555555555");
+  const auto name = unique("redisson");
+  auto lock = b->make_lock(name);
+  auto first = lock->try_acquire();
+  ASSERT_TRUE(first);
+  auto again = lock->try_acquire();
+  ASSERT_TRUE(again) << "reentrant";
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "another owner";
+  auto c = raw(uri);
+  EXPECT_EQ(std::string(cmd(c.get(), "TYPE %b", name)->str), "hash");
+  auto all = cmd(c.get(), "HGETALL %b", name);
+  ASSERT_EQ(all->elements, 2u);
+  const std::string field(all->element[0]->str, all->element[0]->len);
+  EXPECT_EQ(field.rfind("11111111-2222-3333-4444-555555555555:", 0), 0u) << field;
+  EXPECT_EQ(std::string(all->element[1]->str), "2") << "re-entry count";
+  EXPECT_GT(cmd(c.get(), "PTTL %b", name)->integer, 0);
+  EXPECT_EQ(cmd(c.get(), "EXISTS redisson_lock_token:{%b}", name)->integer, 1) << "RFencedLock token key";
+  // The unlock message: subscribe to Redisson's channel on a raw connection and release.
+  auto sub = raw(uri);
+  const auto channel = "redisson_lock__channel:{" + name + "}";
+  freeReplyObject(redisCommand(sub.get(), "SUBSCRIBE %b", channel.data(), channel.size()));
+  again.release();
+  EXPECT_EQ(cmd(c.get(), "HGET %b", name + std::string(" ")).get() != nullptr, true);
+  first.release();
+  void* msg = nullptr;
+  ASSERT_EQ(redisGetReply(sub.get(), &msg), REDIS_OK);
+  reply_ptr m(static_cast<redisReply*>(msg));
+  ASSERT_EQ(m->elements, 3u);
+  EXPECT_EQ(std::string(m->element[0]->str), "message");
+  EXPECT_EQ(std::string(m->element[1]->str, m->element[1]->len), channel);
+  EXPECT_EQ(std::string(m->element[2]->str), "0") << "Redisson's UNLOCK_MESSAGE";
+  EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0);
+}
+
+TEST(Redis, HostileNames) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?ttl=5s");
+  const std::string names[] = {std::string("bin\0\xff\x01", 6), "with spaces and\nnewline", std::string(1024, 'k'),
+                               "FLUSHALL", "DEL *", "*", "{braces}", "\"quoted'"};
+  for (const auto& base : names) {
+    const auto name = base + dlock::spi::random_token().substr(0, 6);
+    auto l = b->make_lock(name)->try_acquire();
+    ASSERT_TRUE(l) << "name of " << name.size() << " bytes";
+    EXPECT_FALSE(b->make_lock(name)->try_acquire());
+    l.release();
+  }
+}
+
+TEST(Redis, ClearErrors) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto u = dlock::uri::parse(uri);
+  const auto port = std::to_string(u.hosts()[0].port_or(6379));
+  try {
+    (void)dlock::open("redis://dlock:not-the-password@127.0.0.1:" + port);
+    ADD_FAILURE() << "wrong password accepted";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::authentication_failed) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("not-the-password"), std::string::npos) << e.what();
+  }
+  try {
+    (void)dlock::open("redis://127.0.0.1:1?connect_timeout=300ms");
+    ADD_FAILURE() << "unreachable server accepted";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+  }
+}
+
+TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
+  const auto uri = env_uri("DLOCK_REDLOCK_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?ttl=5s");
+  EXPECT_FALSE(b->caps().has(dlock::capability::fencing)) << "Redlock tokens are not monotonic across masters";
+  const auto name = unique("redlock");
+  auto l = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l.fencing_token());
+  EXPECT_FALSE(b->make_lock(name)->try_acquire());
+  l.release();
+  EXPECT_TRUE(b->make_lock(name)->try_acquire());
+}
+
+}  // namespace
