@@ -25,6 +25,10 @@ std::string env_uri(const char* var) {
   return v;
 }
 
+// dlock::default_registry() directly: core's dlock::open() lives in the shared core library and
+// does not link against the registry defined in dlock::all's static part (reported to the lead).
+std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
+
 std::string unique(std::string_view what) { return "dlock-test:" + std::string(what) + ":" + dlock::spi::random_token().substr(0, 12); }
 
 struct ctx_deleter {
@@ -50,7 +54,7 @@ std::string with_scheme(std::string uri, std::string_view scheme) { return std::
 TEST(Redis, SimpleLayoutIsRedisPys) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(uri + "?ttl=5s");
+  auto b = open_uri(uri + "?ttl=5s");
   const auto name = unique("layout");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
@@ -70,7 +74,7 @@ TEST(Redis, SimpleLayoutIsRedisPys) {
 TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(uri + "?ttl=600ms&watchdog=false");
+  auto b = open_uri(uri + "?ttl=600ms&watchdog=false");
   const auto name = unique("expiry");
   auto first = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(first);
@@ -88,7 +92,7 @@ TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
 TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(uri + "?ttl=900ms");
+  auto b = open_uri(uri + "?ttl=900ms");
   const auto name = unique("deleted");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
@@ -101,7 +105,7 @@ TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
 TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(uri + "?ttl=3s");
+  auto b = open_uri(uri + "?ttl=3s");
   const auto name = unique("killed");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
@@ -125,7 +129,7 @@ TEST(Redis, WaiterIsWokenByReleaseMessage) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
   // A 60s ttl and poll=59s..60s: only the release message can wake the waiter before the deadline.
-  auto b = dlock::open(uri + "?ttl=60s&poll=59s..60s");
+  auto b = open_uri(uri + "?ttl=60s&poll=59s..60s");
   const auto name = unique("wake");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
@@ -142,7 +146,7 @@ TEST(Redis, InteropWithRedisPyLock) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
   const auto u = dlock::uri::parse(uri);
-  auto b = dlock::open(uri + "?ttl=10s");
+  auto b = open_uri(uri + "?ttl=10s");
   const auto name = unique("py");
   const auto py = [&](const std::string& body) {
     const std::string cmdline = "python3 -c \"import redis,sys; r=redis.Redis(host='" + u.hosts()[0].host +
@@ -165,7 +169,7 @@ TEST(Redis, InteropWithRedisPyLock) {
 TEST(Redis, ReentrantLayoutIsRedissons) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(with_scheme(uri, "redis+reentrant") + "?ttl=5s&client_id=11111111-2222-3333-4444-555555555555");
+  auto b = open_uri(with_scheme(uri, "redis+reentrant") + "?ttl=5s&client_id=11111111-2222-3333-4444-555555555555");
   const auto name = unique("redisson");
   auto lock = b->make_lock(name);
   auto first = lock->try_acquire();
@@ -202,7 +206,7 @@ TEST(Redis, ReentrantLayoutIsRedissons) {
 TEST(Redis, HostileNames) {
   const auto uri = env_uri("DLOCK_REDIS_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(uri + "?ttl=5s");
+  auto b = open_uri(uri + "?ttl=5s");
   const std::string names[] = {std::string("bin\0\xff\x01", 6), "with spaces and\nnewline", std::string(1024, 'k'),
                                "FLUSHALL", "DEL *", "*", "{braces}", "\"quoted'"};
   for (const auto& base : names) {
@@ -220,14 +224,14 @@ TEST(Redis, ClearErrors) {
   const auto u = dlock::uri::parse(uri);
   const auto port = std::to_string(u.hosts()[0].port_or(6379));
   try {
-    (void)dlock::open("redis://dlock:not-the-password@127.0.0.1:" + port);
+    (void)open_uri("redis://dlock:not-the-password@127.0.0.1:" + port);
     ADD_FAILURE() << "wrong password accepted";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::authentication_failed) << e.what();
     EXPECT_EQ(std::string(e.what()).find("not-the-password"), std::string::npos) << e.what();
   }
   try {
-    (void)dlock::open("redis://127.0.0.1:1?connect_timeout=300ms");
+    (void)open_uri("redis://127.0.0.1:1?connect_timeout=300ms");
     ADD_FAILURE() << "unreachable server accepted";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
@@ -237,7 +241,7 @@ TEST(Redis, ClearErrors) {
 TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
   const auto uri = env_uri("DLOCK_REDLOCK_URI");
   ASSERT_FALSE(uri.empty());
-  auto b = dlock::open(uri + "?ttl=5s");
+  auto b = open_uri(uri + "?ttl=5s");
   EXPECT_FALSE(b->caps().has(dlock::capability::fencing)) << "Redlock tokens are not monotonic across masters";
   const auto name = unique("redlock");
   auto l = b->make_lock(name)->try_acquire();
