@@ -149,7 +149,8 @@ TEST(Redis, InteropWithRedisPyLock) {
   auto b = open_uri(uri + "?ttl=10s");
   const auto name = unique("py");
   const auto py = [&](const std::string& body) {
-    const std::string cmdline = "python3 -c \"import redis,sys; r=redis.Redis(host='" + u.hosts()[0].host +
+    // Debian's interpreter, where python3-redis lives (a pyenv shim may come first on PATH).
+    const std::string cmdline = "/usr/bin/python3 -c \"import redis,sys; r=redis.Redis(host='" + u.hosts()[0].host +
                                 "', port=" + std::to_string(u.hosts()[0].port_or(6379)) + "); l=r.lock('" + name +
                                 "', timeout=10); " + body + "\"";
     return std::system(cmdline.c_str());
