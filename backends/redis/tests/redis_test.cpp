@@ -254,3 +254,54 @@ TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
 }
 
 }  // namespace
+
+namespace {
+
+// The launcher's stop/start (compose/native/dlock-servers), found through DLOCK_SERVERS.
+int servers(const std::string& verb, const std::string& names) {
+  const char* launcher = std::getenv("DLOCK_SERVERS");
+  if (launcher == nullptr) {
+    ADD_FAILURE() << "DLOCK_SERVERS is not set: run under compose/native/dlock-servers";
+    return -1;
+  }
+  return std::system((std::string(launcher) + " " + verb + " " + names + " >/dev/null 2>&1").c_str());
+}
+
+std::size_t master_count(const std::string& uri) { return dlock::uri::parse(uri).hosts().size(); }
+
+TEST(Redlock, OneMasterStoppedStillAcquiresMajorityStoppedRefusesClearly) {
+  const auto uri = env_uri("DLOCK_REDLOCK_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto n = master_count(uri);
+  auto b = open_uri(uri + "?ttl=5s");
+  ASSERT_EQ(servers("stop", "redlock.1"), 0);
+  {
+    auto l = b->make_lock(unique("one-down"))->try_acquire();
+    EXPECT_TRUE(l) << "a majority of " << n << " is still up";
+  }
+  std::string majority = "redlock.1";
+  for (std::size_t i = 2; i <= n / 2 + 1; ++i) majority += " redlock." + std::to_string(i);
+  ASSERT_EQ(servers("stop", majority), 0);
+  std::error_code ec;
+  auto refused = b->make_lock(unique("majority-down"))->try_acquire(ec);
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << "not contention: " << dlock::last_error_message();
+  EXPECT_NE(dlock::last_error_message().find("majority"), std::string::npos) << dlock::last_error_message();
+  ASSERT_EQ(servers("start", majority), 0);
+}
+
+TEST(Redis, ServerRestartWithoutPersistenceReportsLoss) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = open_uri(uri + "?ttl=1500ms");
+  auto l = b->make_lock(unique("restart"))->try_acquire();
+  ASSERT_TRUE(l);
+  ASSERT_EQ(servers("stop", "redis"), 0);
+  ASSERT_EQ(servers("start", "redis"), 0);
+  for (int i = 0; i < 60 && !l.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(l.lost_token().stop_requested()) << "the key died with the server; renewal must report it";
+  // And the backend reconnected: a fresh lock works on the restarted server.
+  EXPECT_TRUE(b->make_lock(unique("after-restart"))->try_acquire());
+}
+
+}  // namespace
