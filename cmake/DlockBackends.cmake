@@ -62,20 +62,22 @@ function(dlock_add_backend NAME)
 endfunction()
 
 # dlock_join_conformance(<label> (URI <uri> | URI_ENV <variable>) [QUERY <key=value&...>]
-#                        [HOOK_SOURCES <files>...] [HOOK_LINK <targets>...])
+#                        [SCHEME <scheme>] [HOOK_SOURCES <files>...] [HOOK_LINK <targets>...])
 #   Runs the whole conformance suite (tests/conformance) against one backend URI. <label> names the
 #   instantiation in ctest (conformance/redis_reentrant.*). URI_ENV names the environment variable
 #   that holds the server's URI at test time (the native launcher exports it); QUERY is appended.
 #   A backend whose variable is unset or whose server does not answer FAILS, unless the run
 #   excludes it with DLOCK_TEST_EXCLUDE=<label>[,<label>...] (and the run prints what it excluded).
+#   SCHEME replaces the scheme of the URI (DLOCK_MYSQL_URI is mysql://..., the backend is
+#   mysql+getlock://...); it is the entry's 5th '|'-separated field, empty when not given.
 #   HOOK_SOURCES register the backend's saboteur and server probe (tests/support/.../hooks.hpp);
 #   they are compiled into the conformance executable, linked with HOOK_LINK.
 function(dlock_join_conformance LABEL)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "URI;URI_ENV;QUERY" "HOOK_SOURCES;HOOK_LINK")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "URI;URI_ENV;QUERY;SCHEME" "HOOK_SOURCES;HOOK_LINK")
   if(NOT ARG_URI AND NOT ARG_URI_ENV)
     message(FATAL_ERROR "dlock_join_conformance(${LABEL}): give URI or URI_ENV")
   endif()
-  set_property(GLOBAL APPEND PROPERTY DLOCK_CONFORMANCE_ENTRIES "${LABEL}|${ARG_URI}|${ARG_URI_ENV}|${ARG_QUERY}")
+  set_property(GLOBAL APPEND PROPERTY DLOCK_CONFORMANCE_ENTRIES "${LABEL}|${ARG_URI}|${ARG_URI_ENV}|${ARG_QUERY}|${ARG_SCHEME}")
   foreach(src IN LISTS ARG_HOOK_SOURCES)
     cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
     set_property(GLOBAL APPEND PROPERTY DLOCK_CONFORMANCE_HOOK_SOURCES "${src}")
