@@ -12,6 +12,12 @@ using std::chrono::milliseconds;
 
 std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
 
+// Redisson passes the client's wall clock as "now" to its fair-lock scripts; so do we.
+std::string now_ms() {
+  return std::to_string(
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
 // A UUID-shaped client id (Redisson's RedissonClient id is UUID.randomUUID()).
 std::string random_uuid() {
   auto t = spi::random_token();  // 32 hex digits
@@ -41,9 +47,15 @@ class redis_lease final : public spi::lease_state {
       if (cfg.lock_mode == mode::simple) {
         const auto channel = cfg.prefix + redisson_prefix_name("dlock__channel", name());
         r = c->eval(scripts_release_simple(), {key_, channel}, {secret_}, ec);
-      } else {
+      } else if (cfg.lock_mode == mode::reentrant) {
         const auto channel = redisson_prefix_name("redisson_lock__channel", key_);
         r = c->eval(scripts_release_reentrant(), {key_, channel}, {"0", ms_text(ttl()), secret_, "publish"}, ec);
+      } else {
+        r = c->eval(scripts_release_fair(),
+                    {key_, redisson_prefix_name("redisson_lock_queue", key_),
+                     redisson_prefix_name("redisson_lock_timeout", key_),
+                     redisson_prefix_name("redisson_lock__channel", key_)},
+                    {"0", ms_text(ttl()), secret_, now_ms(), "publish"}, ec);
       }
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory releasing");
@@ -85,6 +97,7 @@ class redis_lease final : public spi::lease_state {
  private:
   static const script& scripts_release_simple() noexcept;
   static const script& scripts_release_reentrant() noexcept;
+  static const script& scripts_release_fair() noexcept;
   static const script& scripts_renew_simple() noexcept;
   static const script& scripts_renew_reentrant() noexcept;
 
@@ -103,6 +116,7 @@ namespace {
 
 const script& redis_lease::scripts_release_simple() noexcept { return scripts::simple_release; }
 const script& redis_lease::scripts_release_reentrant() noexcept { return scripts::reentrant_release; }
+const script& redis_lease::scripts_release_fair() noexcept { return scripts::fair_release; }
 const script& redis_lease::scripts_renew_simple() noexcept { return scripts::simple_renew; }
 const script& redis_lease::scripts_renew_reentrant() noexcept { return scripts::reentrant_renew; }
 
@@ -116,12 +130,16 @@ class redis_lock final : public distributed_lock {
       fence_key_ = cfg.prefix + redisson_prefix_name("dlock_fencing", name);
       channel_ = cfg.prefix + redisson_prefix_name("dlock__channel", name);
     } else {
+      queue_key_ = redisson_prefix_name("redisson_lock_queue", key_);
+      timeout_key_ = redisson_prefix_name("redisson_lock_timeout", key_);
       fence_key_ = redisson_prefix_name("redisson_lock_token", key_);
       channel_ = redisson_prefix_name("redisson_lock__channel", key_);
       // Redisson's "<client uuid>:<thread id>", with the lock object's owner in place of the
       // thread: identity per owner (lock object), never per calling thread.
       const auto id = static_cast<std::uint64_t>(spi::sha256_int64(owner())) & 0x7fffffffffffffffULL;
       field_ = cfg.client_id + ":" + std::to_string(id);
+      // RFairLock wakes each waiter on its own channel: redisson_lock__channel:{name}:<owner>.
+      if (cfg.lock_mode == mode::fair) channel_ += ":" + field_;
     }
   }
 
@@ -152,12 +170,22 @@ class redis_lock final : public distributed_lock {
         if (s) s->unsubscribe(ch);
       }
     } guard{sub.get(), channel_};
+    const bool fair = shared_->config.lock_mode == mode::fair;
     for (;;) {
       const auto seen = channel->generation();
-      got = attempt(ec, pttl);
-      if (got || ec) return got;
+      got = attempt(ec, pttl, fair);
+      if (got || ec) {
+        if (ec && fair) leave_queue();
+        return got;
+      }
       const auto now = clock::now();
-      if (now >= deadline) return nullptr;
+      if (now >= deadline) {
+        if (fair) leave_queue();
+        return nullptr;
+      }
+      // Fair: the script answers with the time until our turn could come; never trust it beyond
+      // the lock's own ttl, and never spin on a zero answer.
+      if (fair) pttl = std::clamp(pttl, milliseconds(10), options().ttl);
       // PTTL -1 (a key without expiry, e.g. a redis-py Lock with timeout=None) never publishes:
       // bound that wait by the poll ceiling. Otherwise the holder's TTL bounds it.
       const auto bound = pttl > milliseconds::zero() ? pttl + milliseconds(1) : options().poll.max;
@@ -167,7 +195,9 @@ class redis_lock final : public distributed_lock {
   }
 
  private:
-  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, milliseconds& pttl) noexcept {
+  // One try. Fair mode: `enqueue` joins the queue on a miss (a waiter); otherwise a miss leaves
+  // the queue untouched (try_acquire).
+  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, milliseconds& pttl, bool enqueue = false) noexcept {
     try {
       auto c = shared_->connections->checkout(ec);
       if (ec) return nullptr;
@@ -178,9 +208,13 @@ class redis_lock final : public distributed_lock {
       if (shared_->config.lock_mode == mode::simple) {
         secret = spi::random_token();  // 128 random bits per grant
         r = c->eval(scripts::simple_acquire, {key_, fence_key_}, {secret, ms_text(ttl)}, ec);
-      } else {
+      } else if (shared_->config.lock_mode == mode::reentrant) {
         secret = field_;
         r = c->eval(scripts::reentrant_acquire, {key_, fence_key_}, {ms_text(ttl), field_}, ec);
+      } else {
+        secret = field_;
+        r = c->eval(enqueue ? scripts::fair_enqueue : scripts::fair_try, {key_, queue_key_, timeout_key_, fence_key_},
+                    {ms_text(ttl), field_, ms_text(shared_->config.fair_wait), now_ms()}, ec);
       }
       if (ec) return nullptr;
       if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
@@ -205,8 +239,20 @@ class redis_lock final : public distributed_lock {
     }
   }
 
+  // Redisson's acquireFailed: a waiter that gives up leaves the queue.
+  void leave_queue() noexcept {
+    std::error_code ec;
+    auto c = shared_->connections->checkout(ec);
+    if (ec) return;  // its queue entry times out after fair_wait, as a crashed Java waiter's does
+    try {
+      (void)c->eval(scripts::fair_cancel, {queue_key_, timeout_key_, key_, redisson_prefix_name("redisson_lock__channel", key_)},
+                    {field_, ms_text(shared_->config.fair_wait), "publish"}, ec);
+    } catch (...) {
+    }
+  }
+
   std::shared_ptr<shared> shared_;
-  std::string key_, fence_key_, channel_, field_;
+  std::string key_, fence_key_, channel_, field_, queue_key_, timeout_key_;
 };
 
 }  // namespace
@@ -239,7 +285,8 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
 capabilities caps_of(mode m) noexcept {
   capabilities c{capability::blocking, capability::expiring, capability::renewable, capability::fencing,
                  capability::lost_notification};
-  if (m == mode::reentrant) c = c.with(capability::reentrant);
+  if (m != mode::simple) c = c.with(capability::reentrant);
+  if (m == mode::fair) c = c.with(capability::fair);
   return c;
 }
 
@@ -265,6 +312,7 @@ settings parse_settings(const uri& u, mode m) {
   if (auto v = u.get_int("pool_size", 1, 1024)) s.pool_size = static_cast<std::size_t>(*v);
   if (auto v = u.get("prefix")) s.prefix = *v;
   s.client_id = u.get("client_id").value_or(random_uuid());
+  if (auto v = u.get_duration("fair_wait")) s.fair_wait = *v;
   return s;
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// redis:// (SET NX PX, redis-py layout) and redis+reentrant:// (Redisson RLock layout).
+// redis:// (SET NX PX, redis-py layout), redis+reentrant:// (Redisson RLock layout) and
+// redis+fair:// (Redisson RFairLock layout).
 #include <memory>
 #include <mutex>
 #include <string>
@@ -10,7 +11,7 @@
 
 namespace dlock::redis {
 
-enum class mode { simple, reentrant };
+enum class mode { simple, reentrant, fair };
 
 struct settings {
   endpoint where;
@@ -18,6 +19,7 @@ struct settings {
   std::string prefix;     // prepended to every key; empty = redis-py / Redisson layout
   std::string client_id;  // Redisson client UUID in owner fields
   mode lock_mode = mode::simple;
+  std::chrono::milliseconds fair_wait{300000};  // Redisson's threadWaitTime (fairLockWaitTimeout)
 };
 
 settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_uri)

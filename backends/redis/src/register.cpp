@@ -25,6 +25,17 @@ void register_redis(registry& r) {
          .open = [](const uri& u, const lock_options& d) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::reentrant);
          }});
+  auto fair_params = params;
+  fair_params.push_back("fair_wait");
+  r.add({.scheme = "redis+fair",
+         .caps = redis::caps_of(redis::mode::fair),
+         .scope = lock_scope::network,
+         .example_uri = "redis+fair://127.0.0.1:6379?ttl=30s&fair_wait=5m",
+         .summary = "Redisson RFairLock layout: FIFO queue list + timeout zset, each waiter woken on its own channel",
+         .parameters = fair_params,
+         .open = [](const uri& u, const lock_options& d) {
+           return std::make_shared<redis::redis_backend>(u, d, redis::mode::fair);
+         }});
   r.add({.scheme = "redlock",
          .caps = redis::redlock_backend::declared_caps(),
          .scope = lock_scope::network,

@@ -2,6 +2,7 @@
 // The Lua scripts of the redis backends, run by EVALSHA. Key and argument layouts:
 //   simple    : redis-py's redis.lock.Lock layout (STRING key = name, value = token).
 //   reentrant : Redisson's RLock / RFencedLock layout (anchors.md section c.1).
+//   fair      : Redisson's RFairLock layout (queue list + timeout zset).
 #include "connection.hpp"
 
 namespace dlock::redis::scripts {
@@ -42,5 +43,84 @@ inline const script reentrant_release{
 inline const script reentrant_renew{
     "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); "
     "return 1; end; return 0;"};
+
+// Redisson RFairLock (RedissonFairLock.java; anchors.md c.1). Every fair script first drops stale
+// waiters whose timeout score has passed, exactly as Redisson's do.
+#define DLOCK_REDISSON_FAIR_SWEEP                                                              \
+  "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); "                    \
+  "if firstThreadId2 == false then break; end; "                                               \
+  "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "                            \
+  "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "                       \
+  "redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break; end; end; "
+
+// Take it now or not at all (Redisson's tryLock() branch, plus the RFencedLock token INCR).
+// KEYS = [name, queue, timeout zset, redisson_lock_token:{name}]  ARGV = [ttl, owner field, wait ms, now ms]
+//   -> {-1, fencing token} | {pttl, -1}
+inline const script fair_try{
+    DLOCK_REDISSON_FAIR_SWEEP
+    "if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) "
+    "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
+    "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], ARGV[2]); "
+    "local keys = redis.call('zrange', KEYS[3], 0, -1); "
+    "for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); end; "
+    "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "return {redis.call('pttl', KEYS[1]), -1};"};
+
+// Take it or join the queue (Redisson's blocking branch, plus the token INCR). Same KEYS/ARGV.
+//   -> {-1, fencing token} | {ms to wait, -1}
+inline const script fair_enqueue{
+    DLOCK_REDISSON_FAIR_SWEEP
+    "if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) "
+    "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "
+    "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], ARGV[2]); "
+    "local keys = redis.call('zrange', KEYS[3], 0, -1); "
+    "for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); end; "
+    "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
+    "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "local timeout = redis.call('zscore', KEYS[3], ARGV[2]); "
+    "if timeout ~= false then local ttl = redis.call('pttl', KEYS[1]); return {math.max(0, ttl), -1}; end; "
+    "local lastThreadId = redis.call('lindex', KEYS[2], -1); local ttl; "
+    "if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false then "
+    "ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]); "
+    "else ttl = redis.call('pttl', KEYS[1]); end; "
+    "local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]); "
+    "if redis.call('zadd', KEYS[3], timeout, ARGV[2]) == 1 then redis.call('rpush', KEYS[2], ARGV[2]); end; "
+    "return {ttl, -1};"};
+
+// Redisson's fair unlock: decrement; at zero DEL and publish '0' to the NEXT waiter's own channel
+// (redisson_lock__channel:{name}:<next owner>). Deviation: a missing lock returns nil (not_owner)
+// instead of Redisson's 1, after waking the next waiter the same way.
+// KEYS = [name, queue, timeout zset, redisson_lock__channel:{name}]  ARGV = ['0', ttl, owner, now, 'publish']
+inline const script fair_release{
+    "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); "
+    "if firstThreadId2 == false then break; end; "
+    "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "
+    "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "
+    "redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break; end; end; "
+    "if (redis.call('exists', KEYS[1]) == 0) then local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return nil; end; "
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; "
+    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; end; "
+    "redis.call('del', KEYS[1]); local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+    "if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return 1;"};
+
+// Redisson's acquireFailed: leave the queue, giving the wait time back to everyone behind us; if
+// the lock is free, wake the new head so it does not wait for a message that never comes.
+// KEYS = [queue, timeout zset, name, redisson_lock__channel:{name}]  ARGV = [owner, wait ms, 'publish']
+inline const script fair_cancel{
+    "local queue = redis.call('lrange', KEYS[1], 0, -1); local i = 1; "
+    "while i <= #queue and queue[i] ~= ARGV[1] do i = i + 1; end; i = i + 1; "
+    "while i <= #queue do redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i]); i = i + 1; end; "
+    "redis.call('zrem', KEYS[2], ARGV[1]); redis.call('lrem', KEYS[1], 0, ARGV[1]); "
+    "if redis.call('exists', KEYS[3]) == 0 then local head = redis.call('lindex', KEYS[1], 0); "
+    "if head ~= false then redis.call(ARGV[3], KEYS[4] .. ':' .. head, '0'); end; end; return 1;"};
 
 }  // namespace dlock::redis::scripts

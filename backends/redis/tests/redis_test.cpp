@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <string>
 #include <thread>
 
@@ -302,6 +304,45 @@ TEST(Redis, ServerRestartWithoutPersistenceReportsLoss) {
   EXPECT_TRUE(l.lost_token().stop_requested()) << "the key died with the server; renewal must report it";
   // And the backend reconnected: a fresh lock works on the restarted server.
   EXPECT_TRUE(b->make_lock(unique("after-restart"))->try_acquire());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Redis, FairLayoutIsRedissonsAndGrantsInArrivalOrder) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = open_uri(with_scheme(uri, "redis+fair") + "?ttl=10s&fair_wait=20s");
+  ASSERT_TRUE(b->caps().has(dlock::capability::fair));
+  const auto name = unique("fair");
+  auto holder = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(holder);
+  std::mutex order_mutex;
+  std::vector<int> order;
+  auto first = b->make_lock(name), second = b->make_lock(name);
+  auto wait_in_line = [&](dlock::distributed_lock& lock, int who) {
+    auto l = lock.try_acquire_for(20s);
+    {
+      std::lock_guard g(order_mutex);
+      order.push_back(l ? who : -who);
+    }
+    std::this_thread::sleep_for(50ms);
+  };
+  std::thread a([&] { wait_in_line(*first, 1); });
+  std::this_thread::sleep_for(300ms);
+  std::thread c([&] { wait_in_line(*second, 2); });
+  std::this_thread::sleep_for(300ms);
+  auto raw_c = raw(uri);
+  auto queue = cmd(raw_c.get(), "LRANGE redisson_lock_queue:{%b} 0 -1", name);
+  ASSERT_EQ(queue->elements, 2u) << "two waiters queued in Redisson's list";
+  EXPECT_EQ(cmd(raw_c.get(), "ZCARD redisson_lock_timeout:{%b}", name)->integer, 2);
+  EXPECT_EQ(std::string(cmd(raw_c.get(), "TYPE %b", name)->str), "hash");
+  holder.release();
+  a.join();
+  c.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2})) << "granted in arrival order";
+  EXPECT_EQ(cmd(raw_c.get(), "EXISTS redisson_lock_queue:{%b}", name)->integer, 0) << "queue drained";
 }
 
 }  // namespace
