@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -343,6 +344,45 @@ TEST(Redis, FairLayoutIsRedissonsAndGrantsInArrivalOrder) {
   c.join();
   EXPECT_EQ(order, (std::vector<int>{1, 2})) << "granted in arrival order";
   EXPECT_EQ(cmd(raw_c.get(), "EXISTS redisson_lock_queue:{%b}", name)->integer, 0) << "queue drained";
+}
+
+}  // namespace
+
+namespace {
+
+long long connected_clients(redisContext* c) {
+  auto r = reply_ptr(static_cast<redisReply*>(redisCommand(c, "INFO clients")));
+  const std::string text(r->str, r->len);
+  const auto at = text.find("connected_clients:");
+  return std::stoll(text.substr(at + 18));
+}
+
+TEST(Redis, ManyWaitersShareOneSubscriberConnection) {
+  const auto uri = env_uri("DLOCK_REDIS_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = open_uri(uri + "?ttl=20s&pool_size=4&poll=20s..20s");
+  auto c = raw(uri);
+  const auto before = connected_clients(c.get());
+  constexpr int waiters = 200;
+  std::vector<std::string> names;
+  std::vector<dlock::lease> held;
+  for (int i = 0; i < waiters; ++i) {
+    names.push_back(unique("many"));
+    held.push_back(b->make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(held.back());
+  }
+  std::atomic<int> acquired{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < waiters; ++i)
+    threads.emplace_back([&, i] {
+      if (b->make_lock(names[i])->try_acquire_for(15s)) ++acquired;
+    });
+  std::this_thread::sleep_for(1s);
+  const auto during = connected_clients(c.get());
+  EXPECT_LE(during - before, 4 + 1) << "pool_size=4 plus one subscriber connection, whatever the number of waiters";
+  held.clear();  // releases all: every waiter must be woken by its message
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(acquired.load(), waiters);
 }
 
 }  // namespace
