@@ -1,0 +1,70 @@
+// dlock backends [--markdown]: the schemes built in and the plugins found through
+// DLOCK_PLUGIN_PATH, with scope, one column per capability, example URI and summary.
+// The README's capability table is generated with --markdown.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "dlock/dlock.hpp"
+
+namespace dlock::cli {
+
+int cmd_backends(const arguments& argv) {
+  const args a(argv, {}, {"help", "markdown"});
+  if (a.flag("help")) {
+    std::puts("usage: dlock backends [--markdown]\n"
+              "lists the backends built in and those found through DLOCK_PLUGIN_PATH");
+    return 0;
+  }
+  if (!a.positional().empty()) throw usage_error("takes no arguments");
+  auto& r = default_registry();
+  r.load_all_plugins();
+
+  std::vector<std::string> header = {"scheme", "scope"};
+  for (capability c : all_capabilities) header.emplace_back(to_string(c));
+  header.insert(header.end(), {"example", "summary"});
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& info : r.list()) {
+    std::vector<std::string> row = {info.scheme, std::string(to_string(info.scope))};
+    for (capability c : all_capabilities) row.emplace_back(info.caps.has(c) ? "yes" : "-");
+    row.insert(row.end(), {info.example_uri, info.summary});
+    rows.push_back(std::move(row));
+  }
+
+  if (a.flag("markdown")) {
+    auto line = [](const std::vector<std::string>& cells) {
+      std::string s = "|";
+      for (auto& c : cells) s += " " + (c.empty() ? std::string(" ") : c) + " |";
+      std::puts(s.c_str());
+    };
+    std::vector<std::string> code_header = header;
+    line(header);
+    line(std::vector<std::string>(header.size(), "---"));
+    for (auto row : rows) {
+      row[row.size() - 2] = "`" + row[row.size() - 2] + "`";
+      line(row);
+    }
+    return 0;
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    width[i] = header[i].size();
+    for (auto& row : rows) width[i] = std::max(width[i], row[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      s += cells[i];
+      if (i + 1 < cells.size()) s += std::string(width[i] - cells[i].size() + 2, ' ');
+    }
+    std::puts(s.c_str());
+  };
+  line(header);
+  for (auto& row : rows) line(row);
+  return 0;
+}
+
+}  // namespace dlock::cli

@@ -1,0 +1,56 @@
+// dlock hold URI NAME [--wait D] [--ttl D]: the conformance suite's taker in another process.
+// Prints "acquired <token|->", then holds until stdin closes or SIGTERM/SIGINT, then releases.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <poll.h>
+#include <stop_token>
+#include <unistd.h>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "common.hpp"
+
+namespace dlock::cli {
+
+int cmd_hold(const arguments& argv) {
+  const args a(argv, {"wait", "ttl"}, {"help"});
+  if (a.flag("help")) {
+    std::puts("usage: dlock hold URI NAME [--wait D] [--ttl D]\n"
+              "acquires the lock (waiting up to D; default forever; --wait 0 = one try), prints\n"
+              "'acquired <fencing token or ->', holds until stdin closes or SIGTERM, then releases.\n"
+              "exit: 0 released, 75 not acquired in time, 70 lost while held, 69 backend failure");
+    return 0;
+  }
+  if (a.positional().size() != 2 || a.has_command_separator()) throw usage_error("expected URI NAME");
+  auto& events = event_pipe::instance();
+  events.catch_signals();
+  auto lock = open_lock(a.positional()[0], a.positional()[1], a.duration("ttl"));
+  lease held = acquire_within(*lock, a.duration("wait"));
+  std::stop_callback on_lost(held.lost_token(), [&events] { events.post('L'); });
+  std::printf("acquired %s\n", token_text(held).c_str());
+  std::fflush(stdout);
+
+  pollfd fds[2] = {{events.read_fd(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+  for (bool done = false; !done;) {
+    if (::poll(fds, 2, -1) < 0) continue;  // EINTR
+    if (fds[1].revents) {
+      char buf[256];
+      if (::read(STDIN_FILENO, buf, sizeof buf) <= 0) done = true;  // stdin closed
+    }
+    if (fds[0].revents) {
+      char e;
+      while (::read(events.read_fd(), &e, 1) == 1) {
+        if (e == 'L') {
+          std::fprintf(stderr, "dlock: lock '%s' lost (%s)\n", lock->name().data(), held.lost_reason().message().c_str());
+          return exit_software;
+        }
+        if (e == SIGTERM || e == SIGINT || e == SIGHUP) done = true;
+      }
+    }
+  }
+  held.release();  // throws not_owner (exit 70) if it was no longer ours
+  return 0;
+}
+
+}  // namespace dlock::cli

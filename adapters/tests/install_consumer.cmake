@@ -1,0 +1,15 @@
+# install/consumer: installs the build tree into a temporary prefix, then configures, builds and
+# runs examples/consumer against it, as a service outside the source tree would.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install/consumer: failed (${rc}): ${ARGN}")
+  endif()
+endfunction()
+step(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+step(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/consumer" -B "${WORK_DIR}/build"
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Debug)
+step(${CMAKE_COMMAND} --build "${WORK_DIR}/build" -j2)
+step("${WORK_DIR}/build/consumer" "file://${WORK_DIR}/locks")
