@@ -4,6 +4,11 @@
 #include <hiredis/hiredis.h>
 
 #include <atomic>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -383,6 +388,72 @@ TEST(Redis, ManyWaitersShareOneSubscriberConnection) {
   held.clear();  // releases all: every waiter must be woken by its message
   for (auto& t : threads) t.join();
   EXPECT_EQ(acquired.load(), waiters);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Redis, AclUserAndDatabaseSelection) {
+  const auto acl = env_uri("DLOCK_REDIS_ACL_URI");
+  ASSERT_FALSE(acl.empty());
+  auto b = open_uri(acl + "/3?ttl=5s");
+  const auto name = unique("acl");
+  auto l = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(l);
+  auto c = raw(env_uri("DLOCK_REDIS_URI"));
+  EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0) << "not in db 0";
+  freeReplyObject(redisCommand(c.get(), "SELECT 3"));
+  EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 1) << "in db 3";
+}
+
+TEST(Redis, AServerThatIsNotRedisIsNamedAsSuch) {
+  // A TCP server that answers like an HTTP server would.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(listener, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::thread fake([listener] {
+    const int s = ::accept(listener, nullptr, nullptr);
+    const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    [[maybe_unused]] auto n = ::write(s, answer, sizeof answer - 1);
+    std::this_thread::sleep_for(300ms);
+    ::close(s);
+  });
+  try {
+    (void)open_uri("redis://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "?command_timeout=1s");
+    ADD_FAILURE() << "a non-Redis server was accepted";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_error) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Redis"), std::string::npos) << e.what();
+  }
+  fake.join();
+  ::close(listener);
+}
+
+TEST(Redlock, ThreeMasters) {
+  const auto uri = env_uri("DLOCK_REDLOCK_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto u = dlock::uri::parse(uri);
+  ASSERT_GE(u.hosts().size(), 3u);
+  std::string three = "redlock://";
+  for (int i = 0; i < 3; ++i) three += (i ? "," : "") + u.hosts()[i].to_string();
+  auto b = open_uri(three + "?ttl=5s");
+  const auto name = unique("redlock3");
+  auto l = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire());
+  // Each of the three masters holds the redis-py-layout key with our ttl.
+  for (int i = 0; i < 3; ++i) {
+    ctx_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
+    EXPECT_GT(cmd(c.get(), "PTTL %b", name)->integer, 0) << u.hosts()[i].to_string();
+  }
+  l.release();
 }
 
 }  // namespace
