@@ -1,0 +1,95 @@
+#pragma once
+// What a dialect supplies to the shared table strategies: only SQL text (built once per backend
+// from the validated, quoted table name) and which argument each placeholder binds. The result
+// contract of each operation is fixed here, so the logic in strategies.cpp is written once.
+//
+// A script with more than one statement runs in one transaction; its result is the last
+// statement's (rows_affected for "ours?", rows for returned values). One statement is one round
+// trip (PostgreSQL does every operation in one; a dialect without RETURNING may need two).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "dlock_sql/params.hpp"
+
+namespace dlock::sql {
+
+// The values a statement can bind. Every placeholder of a statement is listed in `binds`, in
+// placeholder order (PostgreSQL $n may repeat an argument: list it once per distinct $n, in n order).
+enum class arg {
+  name,     // bytes: the lock name, exactly as given
+  owner,    // text: the lock object's owner id
+  ttl_ms,   // int64: the grant's ttl in milliseconds; expiry = server clock + ttl
+  version,  // int64: the version read before (optimistic strategy)
+  channel,  // text: the notification channel (PostgreSQL NOTIFY); dialects without it never bind it
+};
+
+struct statement {
+  std::string sql;
+  std::vector<arg> binds;
+};
+using script = std::vector<statement>;
+
+// Columns every table strategy uses (see the README for the DDL per dialect):
+//   name        binary, primary key (bytea / VARBINARY(n)): byte-exact, case-sensitive
+//   owner       text, NULL when free (version strategy)
+//   hold_count  integer, reentrant holds of `owner` (index strategy)
+//   expires_at  timestamp on the SERVER clock (clock_timestamp() / NOW(6)) + ttl
+//   fence       bigint, +1 per grant: the fencing token (version: the version column itself)
+
+// Unique index: the row exists while held; a duplicate key means "held".
+struct index_sql {
+  std::vector<std::string> create;  // DDL, each idempotent (IF NOT EXISTS)
+  // Binds name, owner, ttl_ms. Returns ONE row (fence, hold_count) when granted: a new row, an
+  // expired row taken over (fence+1, hold_count=1), or our own live row (hold_count+1).
+  // Returns NO row when another owner's live row holds it (a duplicate key error also means held).
+  script acquire;
+  // Binds name, owner. Our live row's hold_count-1, deleted at 0 (and the release notified where
+  // the dialect can). rows_affected == 0: not ours (expired and maybe taken over) -> not_owner.
+  script release;
+  // Binds name, owner, ttl_ms. rows_affected == 1 when our live row was extended.
+  script renew;
+  // No binds: deletes every expired row (the optional sweeper, for rows other tools write).
+  script sweep;
+  // Binds name. Returns one row (owner) when a live row exists (tests' is_held_on_server).
+  script probe;
+  // Fair mode (waiters table). Binds name, owner, ttl_ms: enqueue (idempotent, refreshes expiry).
+  script enqueue;
+  // Binds name, owner: dequeue (on grant, on giving up).
+  script dequeue;
+  // Binds name, owner. Returns one row when `owner` is the oldest live waiter of `name`.
+  script is_first_waiter;
+};
+
+// SELECT ... FOR UPDATE: the lock is the row lock of an open transaction on a dedicated connection.
+struct forupdate_sql {
+  std::vector<std::string> create;
+  // Binds name. Inserts the row if absent; a duplicate key is success. Autocommit, before BEGIN.
+  script ensure_row;
+  // Binds name. Inside the transaction: locks the row NOWAIT / waiting (bounded by the session's
+  // lock wait timeout); lock_not_available means held. Returns one row.
+  script lock_nowait;
+  script lock_wait;
+  // Binds name. Same transaction: fence + 1, returns one row (fence).
+  script bump_fence;
+  // Binds name. Returns one row if the row is locked by someone (NOWAIT probe in a transaction).
+  script probe;
+};
+
+// Optimistic version: a conditional update on the version; the version is the fencing token.
+struct version_sql {
+  std::vector<std::string> create;
+  script ensure_row;  // binds name; inserts (version 0, owner NULL) if absent
+  // Binds name. One row: (version, free) where free is 1 when owner IS NULL or expired, else 0.
+  script read;
+  // Binds owner, ttl_ms, name, version. UPDATE ... SET owner, version = version + 1, expires_at
+  // WHERE name AND version = ? AND (free or expired). rows_affected == 1: granted, fence = version+1.
+  script acquire;
+  // Binds name, owner, version. Frees our grant: rows_affected == 0 -> not_owner.
+  script release;
+  // Binds ttl_ms, name, owner, version. rows_affected == 1 when extended.
+  script renew;
+  script probe;  // binds name; one row (owner) when held and live
+};
+
+}  // namespace dlock::sql

@@ -1,0 +1,89 @@
+#pragma once
+// A bounded pool of sql::connection, handing out RAII handles. Strategies that hold a connection
+// for the whole lease (FOR UPDATE, advisory locks) take a *dedicated* handle: it is counted
+// against max_dedicated as well as against max_connections, so a burst of leases cannot take
+// every connection the short statements need, and the bound is stated in the error when hit.
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <vector>
+
+#include "dlock_sql/connection.hpp"
+
+namespace dlock::sql {
+
+struct pool_options {
+  std::size_t max_idle = 8;               // URI pool_size: idle connections kept
+  std::size_t max_connections = 64;       // URI max_connections: idle + in use + dedicated
+  std::size_t max_dedicated = 32;         // URI max_dedicated: connections held by leases
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds{5}};  // URI connect_timeout
+  // How long a checkout waits for a connection to come back when max_connections are out.
+  std::chrono::milliseconds checkout_timeout{std::chrono::seconds{10}};
+};
+
+// Opens one new connection, or returns nullptr with ec (and dlock's last error message) set:
+// authentication_failed / backend_unavailable / backend_error. Never throws.
+using connector = std::function<std::unique_ptr<connection>(std::chrono::milliseconds connect_timeout,
+                                                            std::error_code& ec)>;
+
+class pool : public std::enable_shared_from_this<pool> {
+ public:
+  class handle;
+
+  static std::shared_ptr<pool> make(connector connect, pool_options options);
+  ~pool();
+
+  // A connection for a few statements; returned to the pool when the handle dies.
+  [[nodiscard]] handle checkout(std::error_code& ec) noexcept;
+  // A connection held for a lease (FOR UPDATE transaction, advisory lock session).
+  [[nodiscard]] handle checkout_dedicated(std::error_code& ec) noexcept;
+
+  const pool_options& options() const noexcept { return options_; }
+  std::size_t dedicated_in_use() const noexcept;
+  std::size_t open_connections() const noexcept;
+
+ private:
+  pool(connector connect, pool_options options);
+  handle checkout_impl(bool dedicated, std::error_code& ec) noexcept;
+  void give_back(std::unique_ptr<connection> c, bool dedicated) noexcept;
+
+  connector connect_;
+  pool_options options_;
+  mutable std::mutex mutex_;
+  std::condition_variable returned_;
+  std::vector<std::unique_ptr<connection>> idle_;
+  std::size_t open_ = 0;       // connections alive (idle + out)
+  std::size_t dedicated_ = 0;  // of which held by leases
+
+  friend class handle;
+};
+
+class pool::handle {
+ public:
+  handle() = default;
+  handle(handle&&) noexcept = default;
+  handle& operator=(handle&&) noexcept;
+  ~handle();
+
+  explicit operator bool() const noexcept { return conn_ != nullptr; }
+  connection* operator->() const noexcept { return conn_.get(); }
+  connection& operator*() const noexcept { return *conn_; }
+  // Closes the connection instead of returning it (after an error left it in an unknown state).
+  void discard() noexcept;
+
+ private:
+  friend class pool;
+  handle(std::shared_ptr<pool> owner, std::unique_ptr<connection> conn, bool dedicated) noexcept
+      : owner_(std::move(owner)), conn_(std::move(conn)), dedicated_(dedicated) {}
+  void give_back() noexcept;
+
+  std::shared_ptr<pool> owner_;
+  std::unique_ptr<connection> conn_;
+  bool dedicated_ = false;
+};
+
+}  // namespace dlock::sql

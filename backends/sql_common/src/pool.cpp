@@ -1,0 +1,125 @@
+// The bounded connection pool. Connecting happens outside the mutex; a waiter for a connection
+// wakes on every give-back and gives up at checkout_timeout with backend_unavailable stating
+// the bound it hit.
+#include "dlock_sql/pool.hpp"
+
+#include <string>
+
+#include "dlock/error.hpp"
+
+namespace dlock::sql {
+
+std::shared_ptr<pool> pool::make(connector connect, pool_options options) {
+  return std::shared_ptr<pool>(new pool(std::move(connect), options));
+}
+
+pool::pool(connector connect, pool_options options) : connect_(std::move(connect)), options_(options) {}
+pool::~pool() = default;
+
+pool::handle pool::checkout(std::error_code& ec) noexcept { return checkout_impl(false, ec); }
+pool::handle pool::checkout_dedicated(std::error_code& ec) noexcept { return checkout_impl(true, ec); }
+
+std::size_t pool::dedicated_in_use() const noexcept {
+  std::lock_guard lk(mutex_);
+  return dedicated_;
+}
+std::size_t pool::open_connections() const noexcept {
+  std::lock_guard lk(mutex_);
+  return open_;
+}
+
+pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + options_.checkout_timeout;
+  std::unique_lock lk(mutex_);
+  if (dedicated && dedicated_ >= options_.max_dedicated) {
+    set_error(ec, errc::backend_unavailable,
+              "every connection a lease may hold is in use (max_dedicated=" +
+                  std::to_string(options_.max_dedicated) + "); release leases or raise max_dedicated");
+    return {};
+  }
+  for (;;) {
+    if (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      if (!c->usable()) {
+        --open_;
+        continue;
+      }
+      if (dedicated) ++dedicated_;
+      return handle(shared_from_this(), std::move(c), dedicated);
+    }
+    if (open_ < options_.max_connections) {
+      ++open_;
+      if (dedicated) ++dedicated_;
+      lk.unlock();
+      std::unique_ptr<connection> c;
+      try {
+        c = connect_(options_.connect_timeout, ec);
+      } catch (...) {
+        set_error(ec, errc::backend_error, "connecting threw an unexpected exception");
+      }
+      if (!c) {
+        lk.lock();
+        --open_;
+        if (dedicated) --dedicated_;
+        returned_.notify_one();
+        if (!ec) set_error(ec, errc::backend_unavailable, "could not connect");
+        return {};
+      }
+      return handle(shared_from_this(), std::move(c), dedicated);
+    }
+    if (returned_.wait_until(lk, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= options_.max_connections) {
+      set_error(ec, errc::backend_unavailable,
+                "no connection came back within checkout_timeout (all max_connections=" +
+                    std::to_string(options_.max_connections) + " are in use)");
+      return {};
+    }
+  }
+}
+
+void pool::give_back(std::unique_ptr<connection> c, bool dedicated) noexcept {
+  std::unique_ptr<connection> to_close;
+  {
+    std::lock_guard lk(mutex_);
+    if (dedicated) --dedicated_;
+    if (c && c->usable() && idle_.size() < options_.max_idle) {
+      try {
+        idle_.push_back(std::move(c));
+      } catch (...) {
+        to_close = std::move(c);
+        --open_;
+      }
+    } else {
+      to_close = std::move(c);
+      --open_;
+    }
+  }
+  returned_.notify_one();
+  // to_close is destroyed outside the mutex (closing may do I/O).
+}
+
+pool::handle& pool::handle::operator=(handle&& other) noexcept {
+  if (this != &other) {
+    give_back();
+    owner_ = std::move(other.owner_);
+    conn_ = std::move(other.conn_);
+    dedicated_ = other.dedicated_;
+  }
+  return *this;
+}
+
+pool::handle::~handle() { give_back(); }
+
+void pool::handle::give_back() noexcept {
+  if (owner_) owner_->give_back(std::move(conn_), dedicated_);
+  owner_.reset();
+  conn_.reset();
+}
+
+void pool::handle::discard() noexcept {
+  conn_.reset();  // closes now; give_back counts it as closed
+  give_back();
+}
+
+}  // namespace dlock::sql

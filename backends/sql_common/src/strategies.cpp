@@ -1,0 +1,617 @@
+// The unique-index, FOR UPDATE and optimistic-version strategies, written once over
+// sql::connection + the dialect's SQL (dialect.hpp fixes what each script returns).
+#include "dlock_sql/strategies.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <list>
+#include <mutex>
+#include <thread>
+
+namespace dlock::sql {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// The values a script may bind (dialect.hpp: arg).
+struct values {
+  std::string name;
+  std::string owner;
+  std::int64_t ttl_ms = 0;
+  std::int64_t version = 0;
+  std::string channel;
+};
+
+std::vector<param> bind(const statement& st, const values& v) {
+  std::vector<param> ps;
+  ps.reserve(st.binds.size());
+  for (arg a : st.binds) {
+    switch (a) {
+      case arg::name: ps.emplace_back(bytes{v.name}); break;
+      case arg::owner: ps.emplace_back(v.owner); break;
+      case arg::ttl_ms: ps.emplace_back(v.ttl_ms); break;
+      case arg::version: ps.emplace_back(v.version); break;
+      case arg::channel: ps.emplace_back(v.channel); break;
+    }
+  }
+  return ps;
+}
+
+bool transient(failure f) { return f == failure::deadlock || f == failure::serialization; }
+
+// Runs a script: one statement as it is, several in one transaction. Deadlocks and
+// serialization failures are retried once (they mean "try again", not "broken").
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err) noexcept {
+  for (int attempt = 0;; ++attempt) {
+    err = {};
+    out = {};
+    bool ok = true;
+    try {
+      if (s.size() == 1) {
+        auto ps = bind(s.front(), v);
+        ok = c.execute(s.front().sql, ps, out, err);
+      } else {
+        ok = c.begin(err);
+        for (std::size_t i = 0; ok && i < s.size(); ++i) {
+          auto ps = bind(s[i], v);
+          out = {};
+          ok = c.execute(s[i].sql, ps, out, err);
+        }
+        if (ok) {
+          ok = c.commit(err);
+        } else if (c.usable()) {
+          sql_error ignored;
+          c.rollback(ignored);
+        }
+      }
+    } catch (...) {
+      err = {failure::other, "", "out of memory binding parameters"};
+      ok = false;
+    }
+    if (ok) return true;
+    if (!(transient(err.kind) && attempt == 0)) return false;
+  }
+}
+
+std::optional<std::int64_t> to_int(const std::optional<std::string>& s) {
+  if (!s) return std::nullopt;
+  std::int64_t v = 0;
+  auto [p, e] = std::from_chars(s->data(), s->data() + s->size(), v);
+  if (e != std::errc() || p != s->data() + s->size()) return std::nullopt;
+  return v;
+}
+
+std::string quoted_name(const std::string& name) {
+  std::string out = "'";
+  for (unsigned char ch : name) {
+    if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
+    else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    }
+  }
+  return out + "'";
+}
+
+// What every lock and lease of one backend shares; leases keep it alive past the backend.
+struct shared_state {
+  backend_setup setup;
+  std::string channel;
+};
+
+void create_schema(shared_state& st, const std::vector<std::string>& ddl) {
+  if (!st.setup.params.create_table) return;
+  std::error_code ec;
+  auto h = st.setup.connections->checkout(ec);
+  if (!h) throw error(ec, "opening " + st.setup.redacted_uri + ": " + last_error_message());
+  for (const auto& stmt : ddl) {
+    for (int attempt = 0;; ++attempt) {
+      result out;
+      sql_error err;
+      if (h->execute(stmt, {}, out, err)) break;
+      // Several processes creating the table at once: PostgreSQL's CREATE ... IF NOT EXISTS can
+      // still fail with a unique violation on its catalog; the object then exists.
+      if (err.kind == failure::duplicate_key || (transient(err.kind) && attempt == 0)) {
+        if (err.kind == failure::duplicate_key) break;
+        continue;
+      }
+      std::error_code e;
+      set_sql_error(e, err, "creating the lock table for " + st.setup.redacted_uri +
+                                " (set create_table=false if an administrator creates it; DDL in the README)");
+      throw error(e, last_error_message());
+    }
+  }
+}
+
+// A statement on a pooled connection, dropping the connection if it was lost.
+bool run_pooled(shared_state& st, const script& s, const values& v, result& out, std::error_code& ec,
+                std::string_view what) noexcept {
+  auto h = st.setup.connections->checkout(ec);
+  if (!h) return false;
+  sql_error err;
+  if (run(*h, s, v, out, err)) return true;
+  if (!h->usable()) h.discard();
+  set_sql_error(ec, err, what);
+  return false;
+}
+
+// Waiting through the dialect's notifier (LISTEN/NOTIFY): arm, try, sleep until a release is
+// notified, the holder's ttl could have run out, or the deadline; a last attempt at the deadline.
+template <class Try>
+std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::string& name,
+                                                steady::time_point deadline, std::chrono::milliseconds recheck,
+                                                std::error_code& ec, Try try_once) noexcept {
+  for (;;) {
+    const auto armed = n.arm(name);
+    auto l = try_once(ec);
+    if (l || ec) return l;
+    const auto now = steady::now();
+    if (now >= deadline) return nullptr;
+    // A holder that dies releases nothing: its row expires silently, so re-check at `recheck`.
+    auto until = deadline;
+    if (deadline - now > recheck) until = now + recheck;
+    n.wait_for_release(name, armed, until);
+  }
+}
+
+// ---------------------------------------------------------------- unique index
+struct index_state : shared_state {
+  index_sql sql;
+};
+
+class index_lease final : public spi::lease_state {
+ public:
+  index_lease(std::shared_ptr<index_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
+              steady::time_point start, std::uint64_t fence)
+      : lease_state(name, ttl, validity_after(start, ttl)), st_(std::move(st)), owner_(std::move(owner)), fence_(fence) {}
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+
+ private:
+  void do_release(std::error_code& ec) noexcept override {
+    result out;
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.channel = st_->channel;
+    if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()))) return;
+    if (out.rows_affected == 0)
+      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
+                                         ": the row was no longer ours (expired, maybe taken over)");
+  }
+  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
+    const auto start = steady::now();
+    result out;
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.ttl_ms = ttl.count();
+    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()))) return;
+    if (out.rows_affected == 0) {
+      set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the row is no longer ours");
+      return;
+    }
+    set_valid_until(validity_after(start, ttl));
+  }
+
+  std::shared_ptr<index_state> st_;
+  std::string owner_;
+  std::uint64_t fence_;
+};
+
+class index_lock final : public distributed_lock {
+ public:
+  index_lock(std::shared_ptr<index_state> st, std::string name, lock_options o)
+      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    const auto start = steady::now();
+    result out;
+    values v;
+    v.name = std::string(name());
+    v.owner = owner();
+    v.ttl_ms = options().ttl.count();
+    auto h = st_->setup.connections->checkout(ec);
+    if (!h) return nullptr;
+    sql_error err;
+    if (!run(*h, st_->sql.acquire, v, out, err)) {
+      if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
+      if (!h->usable()) h.discard();
+      set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
+      return nullptr;
+    }
+    if (out.rows.empty()) return nullptr;
+    auto fence = out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
+    if (!fence) {
+      set_error(ec, errc::backend_error, "acquiring lock " + quoted_name(v.name) + ": the server returned no fence");
+      return nullptr;
+    }
+    try {
+      return std::make_unique<index_lease>(st_, v.name, owner(), options().ttl, start,
+                                           static_cast<std::uint64_t>(*fence));
+    } catch (...) {
+      set_error(ec, errc::backend_error, "out of memory");
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    if (!st_->setup.notifier) return distributed_lock::do_acquire_until(deadline, ec);
+    return wait_notified(*st_->setup.notifier, std::string(name()), deadline, options().poll.max, ec,
+                         [this](std::error_code& e) { return do_try_acquire(e); });
+  }
+
+  std::shared_ptr<index_state> st_;
+};
+
+class index_backend final : public backend {
+ public:
+  explicit index_backend(std::shared_ptr<index_state> st)
+      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
+                st->setup.redacted_uri),
+        st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
+    return std::make_unique<index_lock>(st_, std::move(name), std::move(options));
+  }
+  std::shared_ptr<index_state> st_;
+};
+
+// ---------------------------------------------------------------- SELECT ... FOR UPDATE
+class forupdate_lease;
+
+// Watches the connections held by FOR UPDATE leases: a session the server closed (killed,
+// terminated, restarted) is a lost lock. poll_alive() reads only what already arrived on the
+// socket: no round trip.
+class session_monitor {
+ public:
+  explicit session_monitor(std::chrono::milliseconds every) : every_(every) {}
+  ~session_monitor() { stop(); }
+  void add(forupdate_lease* l);
+  void remove(forupdate_lease* l) noexcept;
+  void stop() noexcept {
+    {
+      std::lock_guard lk(m_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() noexcept;
+  std::chrono::milliseconds every_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::list<forupdate_lease*> leases_;
+  bool stopping_ = false;
+  std::jthread thread_;
+};
+
+struct forupdate_state : shared_state {
+  forupdate_sql sql;
+  std::shared_ptr<session_monitor> monitor;
+};
+
+class forupdate_lease final : public spi::lease_state {
+ public:
+  forupdate_lease(std::shared_ptr<forupdate_state> st, std::string name, pool::handle h, std::uint64_t fence)
+      : lease_state(std::move(name), std::chrono::milliseconds::zero(), clock::time_point::max()),
+        st_(std::move(st)),
+        conn_(std::move(h)),
+        fence_(fence) {
+    st_->monitor->add(this);
+  }
+  ~forupdate_lease() override {
+    st_->monitor->remove(this);
+    std::lock_guard lk(conn_mutex_);
+    if (conn_) {  // never released: roll back so the connection goes back clean
+      sql_error ignored;
+      if (conn_->usable()) conn_->rollback(ignored);
+      if (!conn_->usable()) conn_.discard();
+    }
+  }
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+  std::int64_t session_id() const noexcept { return session_id_; }
+
+  // Monitor thread: the session is gone -> lost.
+  void check_session() noexcept {
+    {
+      std::unique_lock lk(conn_mutex_, std::try_to_lock);
+      if (!lk.owns_lock() || !conn_ || conn_->poll_alive()) return;
+      conn_.discard();
+    }
+    // Outside conn_mutex_: a lost callback may release this lease.
+    mark_lost(make_error_code(errc::lock_lost));
+  }
+
+ private:
+  void do_release(std::error_code& ec) noexcept override {
+    std::lock_guard lk(conn_mutex_);
+    if (!conn_) {
+      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
+                                         ": its connection was lost, and the database released the row lock then");
+      return;
+    }
+    sql_error err;
+    if (!conn_->commit(err)) {
+      if (!conn_->usable()) conn_.discard();
+      set_sql_error(ec, err, "releasing lock " + quoted_name(name()) + " (commit)");
+      if (err.kind == failure::connection_lost) ec = make_error_code(errc::not_owner);
+      conn_ = {};
+      return;
+    }
+    conn_ = {};  // back to the pool
+  }
+
+  std::shared_ptr<forupdate_state> st_;
+  std::mutex conn_mutex_;
+  pool::handle conn_;
+  std::uint64_t fence_;
+  std::int64_t session_id_ = conn_ ? conn_->session_id() : 0;
+};
+
+void session_monitor::add(forupdate_lease* l) {
+  std::lock_guard lk(m_);
+  leases_.push_back(l);
+  if (!thread_.joinable()) thread_ = std::jthread([this] { loop(); });
+}
+void session_monitor::remove(forupdate_lease* l) noexcept {
+  std::lock_guard lk(m_);
+  leases_.remove(l);
+}
+void session_monitor::loop() noexcept {
+  std::unique_lock lk(m_);
+  while (!stopping_) {
+    cv_.wait_for(lk, every_);
+    if (stopping_) break;
+    // Under m_: a lease cannot be destroyed (remove() blocks) while it is checked.
+    for (auto* l : leases_) l->check_session();
+  }
+}
+
+class forupdate_lock final : public distributed_lock {
+ public:
+  forupdate_lock(std::shared_ptr<forupdate_state> st, std::string name, lock_options o)
+      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<spi::lease_state> attempt(std::optional<clock::time_point> deadline, std::error_code& ec) noexcept {
+    values v;
+    v.name = std::string(name());
+    auto h = st_->setup.connections->checkout_dedicated(ec);
+    if (!h) return nullptr;
+    const std::string what = "acquiring lock " + quoted_name(v.name);
+    sql_error err;
+    result out;
+    auto fail = [&]() -> std::unique_ptr<spi::lease_state> {
+      if (h->usable()) {
+        sql_error ignored;
+        h->rollback(ignored);
+      }
+      if (!h->usable()) h.discard();
+      if (err.kind == failure::lock_not_available || transient(err.kind)) return nullptr;  // held
+      set_sql_error(ec, err, what);
+      return nullptr;
+    };
+    if (!run(*h, st_->sql.ensure_row, v, out, err) && err.kind != failure::duplicate_key) return fail();
+    if (!h->begin(err)) return fail();
+    if (deadline) {
+      std::optional<std::chrono::milliseconds> wait;
+      if (*deadline != clock::time_point::max()) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock::now());
+        wait = std::max(left, std::chrono::milliseconds{1});
+      }
+      if (!h->set_lock_wait_timeout(wait, err)) return fail();
+      if (!run(*h, st_->sql.lock_wait, v, out, err)) return fail();
+    } else {
+      if (!run(*h, st_->sql.lock_nowait, v, out, err)) return fail();
+    }
+    if (!run(*h, st_->sql.bump_fence, v, out, err)) return fail();
+    auto fence = out.rows.empty() || out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
+    if (!fence) {
+      err = {failure::other, "", "the fence update returned no row"};
+      return fail();
+    }
+    try {
+      return std::make_unique<forupdate_lease>(st_, v.name, std::move(h), static_cast<std::uint64_t>(*fence));
+    } catch (...) {
+      set_error(ec, errc::backend_error, "out of memory");
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    return attempt(std::nullopt, ec);
+  }
+  // The server queues us on the row lock, bounded by the session's lock wait timeout.
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    for (;;) {
+      auto l = attempt(deadline, ec);
+      if (l || ec) return l;
+      if (clock::now() >= deadline) return attempt(std::nullopt, ec);  // the last attempt at the deadline
+    }
+  }
+
+  std::shared_ptr<forupdate_state> st_;
+};
+
+class forupdate_backend final : public backend {
+ public:
+  explicit forupdate_backend(std::shared_ptr<forupdate_state> st)
+      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
+                st->setup.redacted_uri),
+        st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
+    return std::make_unique<forupdate_lock>(st_, std::move(name), std::move(options));
+  }
+  std::shared_ptr<forupdate_state> st_;
+};
+
+// ---------------------------------------------------------------- optimistic version
+struct version_state : shared_state {
+  version_sql sql;
+};
+
+class version_lease final : public spi::lease_state {
+ public:
+  version_lease(std::shared_ptr<version_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
+                steady::time_point start, std::int64_t version)
+      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
+        st_(std::move(st)),
+        owner_(std::move(owner)),
+        version_(version) {}
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(version_); }
+
+ private:
+  void do_release(std::error_code& ec) noexcept override {
+    result out;
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.version = version_;
+    v.channel = st_->channel;
+    if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()))) return;
+    if (out.rows_affected == 0)
+      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
+                                         ": the version moved on (expired and taken over)");
+  }
+  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
+    const auto start = steady::now();
+    result out;
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.ttl_ms = ttl.count();
+    v.version = version_;
+    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()))) return;
+    if (out.rows_affected == 0) {
+      set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the version moved on");
+      return;
+    }
+    set_valid_until(validity_after(start, ttl));
+  }
+
+  std::shared_ptr<version_state> st_;
+  std::string owner_;
+  std::int64_t version_;
+};
+
+class version_lock final : public distributed_lock {
+ public:
+  version_lock(std::shared_ptr<version_state> st, std::string name, lock_options o)
+      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    const auto start = steady::now();
+    values v;
+    v.name = std::string(name());
+    v.owner = owner();
+    v.ttl_ms = options().ttl.count();
+    const std::string what = "acquiring lock " + quoted_name(v.name);
+    auto h = st_->setup.connections->checkout(ec);
+    if (!h) return nullptr;
+    sql_error err;
+    result out;
+    auto fail = [&]() -> std::unique_ptr<spi::lease_state> {
+      if (!h->usable()) h.discard();
+      if (transient(err.kind)) return nullptr;
+      set_sql_error(ec, err, what);
+      return nullptr;
+    };
+    if (!run(*h, st_->sql.read, v, out, err)) return fail();
+    if (out.rows.empty()) {  // first use of this name
+      if (!run(*h, st_->sql.ensure_row, v, out, err) && err.kind != failure::duplicate_key) return fail();
+      if (!run(*h, st_->sql.read, v, out, err)) return fail();
+      if (out.rows.empty()) {
+        set_error(ec, errc::backend_error, what + ": the row vanished after it was inserted");
+        return nullptr;
+      }
+    }
+    const auto& r = out.rows.front();
+    auto version = r.size() > 0 ? to_int(r[0]) : std::nullopt;
+    auto is_free = r.size() > 1 ? to_int(r[1]) : std::nullopt;
+    if (!version || !is_free) {
+      set_error(ec, errc::backend_error, what + ": unexpected row from the version read");
+      return nullptr;
+    }
+    if (*is_free == 0) return nullptr;  // held and live
+    v.version = *version;
+    if (!run(*h, st_->sql.acquire, v, out, err)) return fail();
+    if (out.rows_affected == 0) return nullptr;  // someone else moved the version first
+    try {
+      return std::make_unique<version_lease>(st_, v.name, owner(), options().ttl, start, *version + 1);
+    } catch (...) {
+      set_error(ec, errc::backend_error, "out of memory");
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    if (!st_->setup.notifier) return distributed_lock::do_acquire_until(deadline, ec);
+    return wait_notified(*st_->setup.notifier, std::string(name()), deadline, options().poll.max, ec,
+                         [this](std::error_code& e) { return do_try_acquire(e); });
+  }
+
+  std::shared_ptr<version_state> st_;
+};
+
+class version_backend final : public backend {
+ public:
+  explicit version_backend(std::shared_ptr<version_state> st)
+      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
+                st->setup.redacted_uri),
+        st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
+    return std::make_unique<version_lock>(st_, std::move(name), std::move(options));
+  }
+  std::shared_ptr<version_state> st_;
+};
+
+template <class State>
+void init_shared(State& st, backend_setup&& setup) {
+  st.setup = std::move(setup);
+  if (st.setup.notifier) st.channel = st.setup.notifier->channel();
+}
+
+}  // namespace
+
+std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) {
+  auto st = std::make_shared<index_state>();
+  init_shared(*st, std::move(setup));
+  st->sql = std::move(sql);
+  create_schema(*st, st->sql.create);
+  return std::make_shared<index_backend>(std::move(st));
+}
+
+std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql) {
+  auto st = std::make_shared<forupdate_state>();
+  init_shared(*st, std::move(setup));
+  st->sql = std::move(sql);
+  st->monitor = std::make_shared<session_monitor>(std::chrono::milliseconds{100});
+  create_schema(*st, st->sql.create);
+  return std::make_shared<forupdate_backend>(std::move(st));
+}
+
+std::shared_ptr<backend> make_version_backend(backend_setup setup, version_sql sql) {
+  auto st = std::make_shared<version_state>();
+  init_shared(*st, std::move(setup));
+  st->sql = std::move(sql);
+  create_schema(*st, st->sql.create);
+  return std::make_shared<version_backend>(std::move(st));
+}
+
+}  // namespace dlock::sql
