@@ -441,6 +441,13 @@ TEST(Redlock, ThreeMasters) {
   ASSERT_FALSE(uri.empty());
   const auto u = dlock::uri::parse(uri);
   ASSERT_GE(u.hosts().size(), 3u);
+  // A previous test may have just restarted some masters: wait until each of the three answers.
+  for (int i = 0; i < 3; ++i)
+    for (int tries = 0; tries < 100; ++tries) {
+      ctx_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
+      if (c && !c->err && reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "PING")))) break;
+      std::this_thread::sleep_for(50ms);
+    }
   std::string three = "redlock://";
   for (int i = 0; i < 3; ++i) three += (i ? "," : "") + u.hosts()[i].to_string();
   auto b = open_uri(three + "?ttl=5s");
@@ -451,7 +458,10 @@ TEST(Redlock, ThreeMasters) {
   // Each of the three masters holds the redis-py-layout key with our ttl.
   for (int i = 0; i < 3; ++i) {
     ctx_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
-    EXPECT_GT(cmd(c.get(), "PTTL %b", name)->integer, 0) << u.hosts()[i].to_string();
+    ASSERT_TRUE(c && !c->err) << u.hosts()[i].to_string();
+    auto pttl = cmd(c.get(), "PTTL %b", name);
+    ASSERT_TRUE(pttl) << u.hosts()[i].to_string();
+    EXPECT_GT(pttl->integer, 0) << "key missing on " << u.hosts()[i].to_string();
   }
   l.release();
 }
