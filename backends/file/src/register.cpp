@@ -1,0 +1,19 @@
+// file:///dir: the only coupling between this backend and the build.
+#include "dlock/spi.hpp"
+#include "file_backend.hpp"
+
+namespace dlock {
+
+void register_file(registry& r) {
+  r.add({.scheme = "file",
+         .caps = file::file_capabilities,
+         .scope = lock_scope::host,
+         .example_uri = "file:///var/lock/myapp",
+         .summary = "one lock file per name, flock(LOCK_EX|LOCK_NB) per lease, fencing counter in the file",
+         .parameters = {},
+         .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
+           return std::make_shared<file::file_backend>(u, defaults);
+         }});
+}
+
+}  // namespace dlock

@@ -1,0 +1,35 @@
+#include "memory_backend.hpp"
+
+#include "memory_lock.hpp"
+
+namespace dlock::memory {
+
+std::string namespace_of(const uri& u) {
+  if (!u.user().empty() || u.password())
+    throw error(errc::invalid_uri, u.redacted() + ": memory:// takes no user or password; expected memory://[namespace]");
+  if (u.hosts().size() > 1)
+    throw error(errc::invalid_uri, u.redacted() + ": memory:// takes one namespace; expected memory://[namespace]");
+  std::string ns;
+  if (!u.hosts().empty()) {
+    if (u.hosts().front().port)
+      throw error(errc::invalid_uri, u.redacted() + ": memory:// takes no port; expected memory://[namespace]");
+    ns = u.hosts().front().host;
+  }
+  ns += u.path();
+  return ns;
+}
+
+memory_backend::memory_backend(const uri& u, const lock_options& defaults)
+    : backend(memory_capabilities, lock_scope::process, name_limits{memory_max_name_length}, defaults, u.redacted()),
+      ns_(namespace_of(u)),
+      table_(table_for(ns_)) {}
+
+std::unique_ptr<distributed_lock> memory_backend::do_make_lock(std::string name, lock_options options) {
+  return std::make_unique<memory_lock>(std::move(name), caps(), std::move(options), table_);
+}
+
+bool break_grant(const std::string& ns, const std::string& name) { return table_for(ns)->break_grant(name); }
+
+bool is_held(const std::string& ns, const std::string& name) { return table_for(ns)->is_held(name); }
+
+}  // namespace dlock::memory

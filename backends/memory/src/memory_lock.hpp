@@ -1,0 +1,25 @@
+#pragma once
+// One named memory:// lock. Blocking: waiters queue in the table and sleep until handed the lock.
+#include <memory>
+
+#include "dlock/spi.hpp"
+#include "memory_table.hpp"
+
+namespace dlock::memory {
+
+class memory_lock final : public distributed_lock {
+ public:
+  memory_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<table> owner_table);
+
+ protected:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override;
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override;
+
+ private:
+  std::unique_ptr<spi::lease_state> make_lease(grant_ticket ticket);
+
+  std::shared_ptr<table> table_;
+  std::string key_;  // the name, kept as a std::string for the table's lookups
+};
+
+}  // namespace dlock::memory

@@ -1,0 +1,262 @@
+// memory:// behaviour beyond the shared conformance suite: FIFO hand-off with many waiters,
+// reentrancy hold counting, expiry marking the old lease lost, namespaces kept apart.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "memory_backend.hpp"
+
+namespace dlock {
+void register_memory(registry& r);
+}
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::shared_ptr<dlock::backend> open_memory(std::string_view uri) {
+  static dlock::registry* r = [] {
+    auto* reg = new dlock::registry();
+    dlock::register_memory(*reg);
+    return reg;
+  }();
+  return r->open(uri);
+}
+
+std::string unique(std::string_view base) {
+  static std::atomic<int> n{0};
+  return std::string(base) + "-" + std::to_string(n++);
+}
+
+dlock::lock_options no_watchdog(std::chrono::milliseconds ttl) {
+  dlock::lock_options o;
+  o.ttl = ttl;
+  o.watchdog = false;
+  return o;
+}
+
+void wait_for_waiters(const std::string& ns, const std::string& name, std::size_t n) {
+  auto t = dlock::memory::table_for(ns);
+  while (t->waiting(name) < n) std::this_thread::yield();
+}
+
+TEST(Memory, DeclaresEveryCapabilityAndProcessScope) {
+  auto b = open_memory("memory://");
+  for (auto c : dlock::all_capabilities) EXPECT_TRUE(b->caps().has(c)) << dlock::to_string(c);
+  EXPECT_EQ(b->scope(), dlock::lock_scope::process);
+}
+
+TEST(Memory, WaitersAreGrantedInArrivalOrderAndNobodyBarges) {
+  auto b = open_memory("memory://fifo");
+  const auto name = unique("fifo");
+  auto holder_lock = b->make_lock(name);
+  auto held = holder_lock->acquire();
+
+  constexpr int waiters = 8;
+  std::vector<std::unique_ptr<dlock::distributed_lock>> locks;
+  for (int i = 0; i < waiters; ++i) locks.push_back(b->make_lock(name));
+  std::mutex order_mutex;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < waiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto l = locks[i]->acquire();
+      std::lock_guard guard(order_mutex);
+      order.push_back(i);
+    });  // the lease is released when it goes out of scope, handing over to the next waiter
+    wait_for_waiters("fifo", name, static_cast<std::size_t>(i) + 1);  // i+1 queued: arrival order is fixed
+  }
+  // A newcomer is refused while others queue, even the instant the lock is handed over.
+  auto newcomer = b->make_lock(name);
+  EXPECT_FALSE(newcomer->try_acquire());
+  held.release();
+  for (auto& t : threads) t.join();
+  std::vector<int> expected;
+  for (int i = 0; i < waiters; ++i) expected.push_back(i);
+  EXPECT_EQ(order, expected);
+  EXPECT_TRUE(newcomer->try_acquire());
+}
+
+TEST(Memory, ReentrantLeasesCountHoldsAndShareTheToken) {
+  auto b = open_memory("memory://");
+  const auto name = unique("reentrant");
+  auto mine = b->make_lock(name);
+  auto theirs = b->make_lock(name);
+  auto outer = mine->try_acquire();
+  ASSERT_TRUE(outer);
+  auto inner = mine->try_acquire();
+  ASSERT_TRUE(inner) << "the same lock object must re-enter";
+  EXPECT_EQ(outer.fencing_token(), inner.fencing_token()) << "a re-entrant hold joins the grant";
+  EXPECT_FALSE(theirs->try_acquire());
+
+  outer.release();  // releasing the outer lease first only drops one hold
+  EXPECT_FALSE(theirs->try_acquire());
+  EXPECT_TRUE(dlock::memory::is_held("", name));
+  outer.release();  // a second release of the same lease is a no-op, not a second decrement
+  EXPECT_FALSE(theirs->try_acquire());
+
+  inner.release();
+  EXPECT_FALSE(dlock::memory::is_held("", name));
+  auto next = theirs->try_acquire();
+  ASSERT_TRUE(next);
+  EXPECT_GT(*next.fencing_token(), *inner.fencing_token());
+}
+
+TEST(Memory, SameOwnerOnTwoLockObjectsIsOneOwner) {
+  auto b = open_memory("memory://");
+  const auto name = unique("owner");
+  dlock::lock_options o;
+  o.owner = "worker-7";
+  auto a1 = b->make_lock(name, o);
+  auto a2 = b->make_lock(name, o);
+  auto l1 = a1->try_acquire();
+  auto l2 = a2->try_acquire();
+  EXPECT_TRUE(l1);
+  EXPECT_TRUE(l2);
+}
+
+TEST(Memory, ExpiredGrantGoesToTheWaiterAndTheOldLeaseIsLost) {
+  auto b = open_memory("memory://");
+  const auto name = unique("expiry");
+  auto dead = b->make_lock(name, no_watchdog(300ms));  // never renews: a stuck holder
+  auto stale = dead->try_acquire();
+  ASSERT_TRUE(stale);
+  ASSERT_NE(stale.valid_until(), dlock::lease::clock::time_point::max());
+  auto waiter = b->make_lock(name, no_watchdog(5s));
+  auto fresh = waiter->try_acquire_for(10s);
+  ASSERT_TRUE(fresh) << "the grant must expire after its 300ms ttl";
+  EXPECT_TRUE(stale.lost_token().stop_requested());
+  EXPECT_EQ(stale.lost_reason(), dlock::errc::lock_lost);
+  EXPECT_GT(*fresh.fencing_token(), *stale.fencing_token());
+  std::error_code ec;
+  stale.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_TRUE(fresh.held());
+  EXPECT_TRUE(dlock::memory::is_held("", name)) << "the stale release must not free the new grant";
+}
+
+TEST(Memory, ExpiredGrantReleasedLateIsNotOwnerEvenWithoutATakeover) {
+  auto b = open_memory("memory://");
+  const auto name = unique("late");
+  auto l = b->make_lock(name, no_watchdog(100ms));
+  auto held = l->try_acquire();
+  ASSERT_TRUE(held);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(dlock::memory::is_held("", name));
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST(Memory, RenewKeepsTheGrantPastItsTtl) {
+  auto b = open_memory("memory://");
+  const auto name = unique("renew");
+  auto l = b->make_lock(name, no_watchdog(400ms));
+  auto held = l->try_acquire();
+  ASSERT_TRUE(held);
+  for (int i = 0; i < 4; ++i) {
+    std::this_thread::sleep_for(150ms);
+    held.renew();
+  }
+  EXPECT_TRUE(dlock::memory::is_held("", name)) << "600ms after a 400ms grant, renewed every 150ms";
+  EXPECT_FALSE(held.lost_token().stop_requested());
+  held.release();
+}
+
+TEST(Memory, WatchdogRenewsByDefault) {
+  auto b = open_memory("memory://?ttl=300ms");
+  const auto name = unique("watchdog");
+  auto l = b->make_lock(name);
+  auto held = l->try_acquire();
+  ASSERT_TRUE(held);
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(dlock::memory::is_held("", name));
+  EXPECT_TRUE(held.held());
+}
+
+TEST(Memory, BreakMarksEveryReentrantLeaseLostAndHandsOver) {
+  auto b = open_memory("memory://");
+  const auto name = unique("break");
+  auto mine = b->make_lock(name);
+  auto outer = mine->try_acquire();
+  auto inner = mine->try_acquire();
+  ASSERT_TRUE(outer && inner);
+  std::atomic<bool> callback_ran{false};
+  std::stop_callback on_lost(outer.lost_token(), [&] { callback_ran = true; });
+
+  auto theirs = b->make_lock(name);
+  dlock::lease taken;
+  std::thread waiter([&] { taken = theirs->acquire(); });
+  wait_for_waiters("", name, 1);
+  EXPECT_TRUE(dlock::memory::break_grant("", name));
+  waiter.join();
+  EXPECT_TRUE(taken);
+  EXPECT_TRUE(callback_ran);
+  EXPECT_EQ(outer.lost_reason(), dlock::errc::lock_lost);
+  EXPECT_EQ(inner.lost_reason(), dlock::errc::lock_lost);
+  std::error_code ec;
+  inner.renew(1s, ec);
+  EXPECT_TRUE(ec == dlock::errc::lock_lost || ec == dlock::errc::not_owner) << ec.message();
+  outer.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST(Memory, TimedOutWaiterLeavesTheQueue) {
+  auto b = open_memory("memory://");
+  const auto name = unique("timeout");
+  auto holder = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(holder);
+  auto late = b->make_lock(name);
+  EXPECT_FALSE(late->try_acquire_for(50ms));
+  EXPECT_EQ(dlock::memory::table_for("")->waiting(name), 0u);
+  holder.release();
+  EXPECT_TRUE(late->try_acquire()) << "a waiter that gave up must not keep a place in the queue";
+}
+
+TEST(Memory, NamespacesAreSeparateAndSharedByName) {
+  const auto name = unique("ns");
+  auto a = open_memory("memory://alpha");
+  auto a_again = open_memory("memory://alpha");
+  auto beta = open_memory("memory://beta");
+  auto def = open_memory("memory://");
+  auto held = a->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(a_again->make_lock(name)->try_acquire()) << "one namespace, one table";
+  EXPECT_TRUE(beta->make_lock(name)->try_acquire());
+  EXPECT_TRUE(def->make_lock(name)->try_acquire());
+}
+
+TEST(Memory, NamesAreAnyBytesUpTo64KiB) {
+  auto b = open_memory("memory://");
+  const std::string odd("a\0b/..\xff", 7);
+  auto l1 = b->make_lock(odd)->try_acquire();
+  ASSERT_TRUE(l1);
+  EXPECT_TRUE(b->make_lock(std::string("a\0c/..\xff", 7))->try_acquire());
+  EXPECT_TRUE(b->make_lock("A")->try_acquire());
+  auto lower = b->make_lock("a")->try_acquire();
+  EXPECT_TRUE(lower) << "names are case-sensitive";
+  EXPECT_TRUE(b->make_lock(std::string(64 * 1024, 'x'))->try_acquire());
+  try {
+    (void)b->make_lock(std::string(64 * 1024 + 1, 'x'));
+    FAIL() << "a name over 64 KiB must be refused";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::invalid_name);
+  }
+}
+
+TEST(Memory, UriWithUserPortOrUnknownKeyIsRefused) {
+  for (const char* bad : {"memory://user@ns", "memory://ns:12", "memory://ns?colour=blue"}) {
+    try {
+      (void)open_memory(bad);
+      ADD_FAILURE() << bad << " must be refused";
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(e.code(), dlock::errc::invalid_uri) << bad << ": " << e.what();
+    }
+  }
+}
+
+}  // namespace
