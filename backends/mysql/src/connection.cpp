@@ -1,0 +1,228 @@
+#include "connection.hpp"
+
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <mysql_driver.h>
+
+#include <algorithm>
+
+namespace dlock::mysql {
+
+const std::vector<std::string>& connection_parameters() {
+  static const std::vector<std::string> keys{"connect_timeout", "command_timeout", "pool_size", "max_connections"};
+  return keys;
+}
+
+connection_settings connection_settings::from_uri(const uri& u) {
+  connection_settings s;
+  s.redacted_uri = u.redacted();
+  if (u.hosts().size() != 1)
+    throw error(errc::invalid_uri, u.redacted() + ": expected exactly one host (mysql://user:password@host:port/database)");
+  s.host = u.hosts().front().host;
+  s.port = u.hosts().front().port_or(3306);
+  s.user = u.user();
+  s.password = u.password().value_or("");
+  if (u.path().size() > 1) s.database = u.path().substr(1);
+  if (s.database.empty() || s.database.find('/') != std::string::npos)
+    throw error(errc::invalid_uri, u.redacted() + ": expected the database as the path (mysql://host:port/<database>)");
+  if (auto d = u.get_duration("connect_timeout")) s.connect_timeout = *d;
+  if (auto d = u.get_duration("command_timeout")) s.command_timeout = *d;
+  if (s.connect_timeout < std::chrono::seconds{1} || s.command_timeout < std::chrono::seconds{1})
+    throw error(errc::invalid_uri, u.redacted() + ": connect_timeout and command_timeout must be at least 1s "
+                                                  "(the client library counts whole seconds)");
+  if (auto n = u.get_int("pool_size", 0, 1024)) s.pool_size = static_cast<std::size_t>(*n);
+  if (auto n = u.get_int("max_connections", 1, 100000)) s.max_connections = static_cast<std::size_t>(*n);
+  return s;
+}
+
+bool is_lock_busy(const sql::SQLException& e) noexcept {
+  const int n = e.getErrorCode();
+  return n == error_number::lock_wait_timeout || n == error_number::lock_nowait_mysql;
+}
+
+bool is_duplicate_key(const sql::SQLException& e) noexcept { return e.getErrorCode() == error_number::duplicate_key; }
+
+errc classify(const sql::SQLException& e) noexcept {
+  using namespace error_number;
+  switch (e.getErrorCode()) {
+    case access_denied: return errc::authentication_failed;
+    case server_gone:
+    case cant_connect:
+    case cant_connect_local:
+    case unknown_host:
+    case lost_connection:
+    case connection_killed:
+    case server_shutdown:
+    case query_interrupted: return errc::backend_unavailable;
+    default: break;
+  }
+  // SQLSTATE class 08: connection exception. HY000 with error code 0: the connector's own
+  // "connection is closed" style errors.
+  const std::string& state = e.getSQLState();
+  if (state.rfind("08", 0) == 0) return errc::backend_unavailable;
+  if (e.getErrorCode() == 0) return errc::backend_unavailable;
+  return errc::backend_error;
+}
+
+std::string describe(const sql::SQLException& e, const std::string& what) {
+  std::string m = what + ": MySQL error " + std::to_string(e.getErrorCode());
+  if (!e.getSQLState().empty()) m += " (SQLSTATE " + e.getSQLState() + ")";
+  m += ": ";
+  m += e.what();
+  switch (e.getErrorCode()) {
+    case error_number::access_denied: m += " (check the user and password in the URI)"; break;
+    case error_number::unknown_database: m += " (the URI's path names the database; create it first)"; break;
+    default: break;
+  }
+  return m;
+}
+
+void connection_deleter::operator()(sql::Connection* c) const noexcept {
+  if (!c) return;
+  try {
+    c->close();
+  } catch (...) {
+  }
+  delete c;
+}
+
+namespace {
+sql::mysql::MySQL_Driver& driver() {
+  // get_mysql_driver_instance initialises the client library once; not safe to race.
+  static sql::mysql::MySQL_Driver* d = sql::mysql::get_mysql_driver_instance();
+  return *d;
+}
+int whole_seconds(std::chrono::milliseconds d) {
+  return static_cast<int>(std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(d).count()));
+}
+}  // namespace
+
+connection_ptr connect(const connection_settings& s) {
+  static std::mutex init_mutex;
+  sql::mysql::MySQL_Driver* d = nullptr;
+  {
+    std::lock_guard lock(init_mutex);
+    d = &driver();
+  }
+  sql::ConnectOptionsMap options;
+  options["hostName"] = sql::SQLString(s.host);
+  options["port"] = static_cast<int>(s.port);
+  options["userName"] = sql::SQLString(s.user);
+  options["password"] = sql::SQLString(s.password);
+  options["schema"] = sql::SQLString(s.database);
+  options["OPT_CONNECT_TIMEOUT"] = whole_seconds(s.connect_timeout);
+  options["OPT_READ_TIMEOUT"] = whole_seconds(s.command_timeout);
+  options["OPT_WRITE_TIMEOUT"] = whole_seconds(s.command_timeout);
+  options["OPT_RECONNECT"] = false;
+  options["CLIENT_MULTI_STATEMENTS"] = false;
+  // UPDATE reports the rows it matched, not only those it changed: "was it ours?" is a row count.
+  options["CLIENT_FOUND_ROWS"] = true;
+  try {
+    connection_ptr c(d->connect(options));
+    c->setAutoCommit(true);
+    return c;
+  } catch (const sql::SQLException& e) {
+    errc code = classify(e);
+    if (e.getErrorCode() == error_number::unknown_database) code = errc::backend_error;
+    throw error(code, describe(e, "connecting to " + s.redacted_uri));
+  }
+}
+
+void statement_deleter::operator()(sql::PreparedStatement* p) const noexcept {
+  if (!p) return;
+  try {
+    p->close();
+  } catch (...) {
+  }
+  delete p;
+}
+
+session::session(connection_ptr c) : connection_(std::move(c)) {
+  std::unique_ptr<sql::Statement> st(connection_->createStatement());
+  std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SELECT CONNECTION_ID()"));
+  if (rs->next()) id_ = rs->getUInt64(1);
+}
+
+session::~session() {
+  statements_.clear();  // before the connection they belong to
+}
+
+sql::PreparedStatement& session::prepared(const std::string& text) {
+  for (auto& [sql_text, st] : statements_)
+    if (sql_text == text) return *st;
+  statement_ptr st(connection_->prepareStatement(text));
+  statements_.emplace_back(text, std::move(st));
+  return *statements_.back().second;
+}
+
+void session::execute(const std::string& text) {
+  std::unique_ptr<sql::Statement> st(connection_->createStatement());
+  st->execute(text);
+}
+
+bool session::closed() const noexcept {
+  try {
+    return connection_->isClosed();
+  } catch (...) {
+    return true;
+  }
+}
+
+pool::~pool() = default;
+
+session_ptr pool::take(std::error_code& ec) noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      session_ptr c = std::move(idle_.back());
+      idle_.pop_back();
+      return c;
+    }
+    if (open_ >= settings_.max_connections) {
+      set_error(ec, errc::backend_unavailable,
+                settings_.redacted_uri + ": all max_connections=" + std::to_string(settings_.max_connections) +
+                    " connections are in use (leases of connection-bound locks each hold one until release)");
+      return nullptr;
+    }
+    ++open_;
+  }
+  try {
+    return std::make_unique<session>(connect(settings_));
+  } catch (const error& e) {
+    set_error(ec, e.code(), e.what());
+  } catch (const sql::SQLException& e) {
+    set_error(ec, classify(e), describe(e, "connecting to " + settings_.redacted_uri));
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, std::string("connecting to ") + settings_.redacted_uri + ": " + e.what());
+  }
+  std::lock_guard lock(mutex_);
+  --open_;
+  return nullptr;
+}
+
+void pool::give_back(session_ptr c) noexcept {
+  if (!c) return;
+  const bool keep = !c->closed();
+  std::unique_lock lock(mutex_);
+  if (keep && idle_.size() < settings_.pool_size) {
+    idle_.push_back(std::move(c));
+    return;
+  }
+  --open_;
+  lock.unlock();
+  c.reset();
+}
+
+void pool::discard(session_ptr c) noexcept {
+  if (!c) return;
+  {
+    std::lock_guard lock(mutex_);
+    --open_;
+  }
+  c.reset();
+}
+
+}  // namespace dlock::mysql

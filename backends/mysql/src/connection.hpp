@@ -1,0 +1,157 @@
+#pragma once
+// One MariaDB/MySQL connection through Connector/C++ 1.1 (the legacy JDBC-style API), the
+// settings parsed from the URI, the mapping of Connector/C++ exceptions to dlock::errc, and a
+// small bounded pool. Connector/C++ throws; everything above this file is noexcept, so every
+// call into the connector goes through guard() below.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "dlock/error.hpp"
+#include "dlock/uri.hpp"
+
+namespace sql {
+class Connection;
+class PreparedStatement;
+class SQLException;
+}  // namespace sql
+
+namespace dlock::mysql {
+
+struct connection_settings {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 3306;
+  std::string user;
+  std::string password;  // never formatted into a message
+  std::string database;
+  std::chrono::milliseconds connect_timeout{std::chrono::seconds{5}};
+  // Socket read/write timeout of every statement; a server-side wait (GET_LOCK(name, n)) is cut
+  // into pieces shorter than this.
+  std::chrono::milliseconds command_timeout{std::chrono::seconds{30}};
+  std::size_t pool_size = 8;            // idle connections kept
+  std::size_t max_connections = 64;     // idle + in use + dedicated to leases
+  std::string redacted_uri;
+
+  static connection_settings from_uri(const uri& u);
+};
+
+// The URI parameters the connection understands (registered by every mysql scheme).
+const std::vector<std::string>& connection_parameters();
+
+// MySQL / MariaDB client and server error numbers we classify.
+namespace error_number {
+inline constexpr int access_denied = 1045;
+inline constexpr int unknown_database = 1049;
+inline constexpr int duplicate_key = 1062;
+inline constexpr int lock_wait_timeout = 1205;
+inline constexpr int deadlock = 1213;
+inline constexpr int query_interrupted = 1317;
+inline constexpr int lock_nowait_mysql = 3572;  // MySQL 8: NOWAIT found the row locked
+inline constexpr int server_gone = 2006;
+inline constexpr int cant_connect = 2003;
+inline constexpr int unknown_host = 2005;
+inline constexpr int cant_connect_local = 2002;
+inline constexpr int lost_connection = 2013;
+inline constexpr int connection_killed = 1927;  // MariaDB ER_CONNECTION_KILLED
+inline constexpr int server_shutdown = 1053;
+}  // namespace error_number
+
+// Lock contention (NOWAIT / lock wait timeout): not an error, "held by someone else".
+bool is_lock_busy(const sql::SQLException& e) noexcept;
+bool is_duplicate_key(const sql::SQLException& e) noexcept;
+// The errc for a connector exception: authentication_failed, backend_unavailable (unreachable,
+// dropped, killed, timed out), backend_error (anything else the server said).
+errc classify(const sql::SQLException& e) noexcept;
+// "<what>: MySQL error <n> (SQLSTATE xxxxx): <server message>"; never contains the password
+// (the server's 1045 message names the user and host only).
+std::string describe(const sql::SQLException& e, const std::string& what);
+
+struct connection_deleter {
+  void operator()(sql::Connection* c) const noexcept;
+};
+using connection_ptr = std::unique_ptr<sql::Connection, connection_deleter>;
+
+// Opens one connection with the settings' timeouts, auto-reconnect OFF (a silent reconnect
+// would drop every GET_LOCK and row lock the session held without telling us). Throws
+// dlock::error: authentication_failed, backend_unavailable or backend_error (unknown database).
+connection_ptr connect(const connection_settings& s);
+
+// Runs f(); a connector exception becomes ec (through classify/describe) and returns false; any
+// other exception becomes backend_error.
+template <class F>
+bool guard(std::error_code& ec, const std::string& what, F&& f) noexcept;
+
+struct statement_deleter {
+  void operator()(sql::PreparedStatement* p) const noexcept;
+};
+using statement_ptr = std::unique_ptr<sql::PreparedStatement, statement_deleter>;
+
+// One connection with its prepared statements cached (prepare once per connection: a statement
+// then costs one round trip to execute) and its server-side CONNECTION_ID().
+class session {
+ public:
+  explicit session(connection_ptr c);
+  ~session();
+  sql::Connection& connection() noexcept { return *connection_; }
+  std::uint64_t id() const noexcept { return id_; }
+  // The statement for this SQL text, prepared on first use. Throws sql::SQLException.
+  sql::PreparedStatement& prepared(const std::string& text);
+  // Plain statement without parameters (SET SESSION ..., COMMIT). Throws sql::SQLException.
+  void execute(const std::string& text);
+  bool closed() const noexcept;
+
+ private:
+  connection_ptr connection_;
+  std::uint64_t id_ = 0;
+  std::vector<std::pair<std::string, statement_ptr>> statements_;
+};
+using session_ptr = std::unique_ptr<session>;
+
+// A bounded pool of idle connections. take() hands out an idle connection or opens a new one
+// while fewer than max_connections exist; a lease that keeps its connection simply does not give
+// it back until release, and is counted against max_connections meanwhile.
+class pool {
+ public:
+  explicit pool(connection_settings s) : settings_(std::move(s)) {}
+  ~pool();
+  const connection_settings& settings() const noexcept { return settings_; }
+  // nullptr with ec set on failure (backend_unavailable when max_connections are all in use).
+  session_ptr take(std::error_code& ec) noexcept;
+  // Returns a healthy connection to the idle list (closes it when the list is full).
+  void give_back(session_ptr c) noexcept;
+  // Closes a connection that died or whose state we no longer trust.
+  void discard(session_ptr c) noexcept;
+
+ private:
+  connection_settings settings_;
+  std::mutex mutex_;
+  std::vector<session_ptr> idle_;
+  std::size_t open_ = 0;  // idle + handed out
+};
+
+}  // namespace dlock::mysql
+
+// ---- template definition ----
+#include <cppconn/exception.h>
+
+namespace dlock::mysql {
+template <class F>
+bool guard(std::error_code& ec, const std::string& what, F&& f) noexcept {
+  try {
+    f();
+    return true;
+  } catch (const sql::SQLException& e) {
+    set_error(ec, classify(e), describe(e, what));
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, what + ": " + e.what());
+  } catch (...) {
+    set_error(ec, errc::backend_error, what + ": unknown exception from Connector/C++");
+  }
+  return false;
+}
+}  // namespace dlock::mysql

@@ -1,0 +1,148 @@
+#include "sql_connection.hpp"
+
+#include <cppconn/connection.h>
+#include <cppconn/datatype.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+
+#include <type_traits>
+
+namespace dlock::mysql {
+
+dlock::sql::failure failure_of(const ::sql::SQLException& e) noexcept {
+  using dlock::sql::failure;
+  using namespace error_number;
+  switch (e.getErrorCode()) {
+    case duplicate_key: return failure::duplicate_key;
+    case lock_wait_timeout:  // also MariaDB's answer to NOWAIT and WAIT n
+    case lock_nowait_mysql: return failure::lock_not_available;
+    case deadlock: return failure::deadlock;
+    case access_denied: return failure::auth_failed;
+    case unknown_database: return failure::unknown_database;
+    case 1146: return failure::undefined_table;  // ER_NO_SUCH_TABLE
+    case cant_connect:
+    case cant_connect_local:
+    case unknown_host: return failure::unreachable;
+    default: break;
+  }
+  if (classify(e) == errc::backend_unavailable) return failure::connection_lost;
+  return failure::other;
+}
+
+namespace {
+
+class mysql_sql_connection final : public dlock::sql::connection {
+ public:
+  explicit mysql_sql_connection(session_ptr s) : session_(std::move(s)) {}
+
+  bool execute(std::string_view text, std::span<const dlock::sql::param> params, dlock::sql::result& out,
+               dlock::sql::sql_error& err) noexcept override {
+    out = {};
+    return run(err, [&] {
+      auto& st = session_->prepared(std::string(text));
+      unsigned i = 1;
+      for (const auto& p : params) {
+        std::visit(
+            [&](const auto& v) {
+              using T = std::decay_t<decltype(v)>;
+              if constexpr (std::is_same_v<T, std::monostate>) st.setNull(i, ::sql::DataType::VARCHAR);
+              else if constexpr (std::is_same_v<T, std::int64_t>) st.setInt64(i, v);
+              else if constexpr (std::is_same_v<T, std::string>) st.setString(i, v);
+              else st.setString(i, v.data);  // SQLString keeps the std::string: NUL bytes survive
+            },
+            p);
+        ++i;
+      }
+      if (st.execute()) {
+        std::unique_ptr<::sql::ResultSet> rs(st.getResultSet());
+        const unsigned columns = rs->getMetaData()->getColumnCount();
+        while (rs->next()) {
+          dlock::sql::row r;
+          r.reserve(columns);
+          for (unsigned c = 1; c <= columns; ++c) {
+            if (rs->isNull(c)) r.emplace_back(std::nullopt);
+            else r.emplace_back(std::string(rs->getString(c)));
+          }
+          out.rows.push_back(std::move(r));
+        }
+        out.rows_affected = out.rows.size();
+      } else {
+        out.rows_affected = static_cast<std::uint64_t>(st.getUpdateCount());
+      }
+    });
+  }
+
+  bool begin(dlock::sql::sql_error& err) noexcept override {
+    return run(err, [&] { session_->execute("START TRANSACTION"); });
+  }
+  bool commit(dlock::sql::sql_error& err) noexcept override {
+    return run(err, [&] { session_->execute("COMMIT"); });
+  }
+  bool rollback(dlock::sql::sql_error& err) noexcept override {
+    return run(err, [&] { session_->execute("ROLLBACK"); });
+  }
+
+  // innodb_lock_wait_timeout counts whole seconds: a timed try rounds up (MariaDB accepts 0,
+  // which fails at once like NOWAIT). nullopt: the server's maximum, 1073741824 s.
+  bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout,
+                             dlock::sql::sql_error& err) noexcept override {
+    const long long seconds =
+        timeout ? std::chrono::ceil<std::chrono::seconds>(std::max(*timeout, std::chrono::milliseconds::zero())).count()
+                : 1073741824LL;
+    if (seconds == lock_wait_seconds_) return true;  // no round trip when unchanged
+    const bool ok = run(err, [&] {
+      session_->execute("SET SESSION innodb_lock_wait_timeout = " + std::to_string(seconds));  // an integer
+    });
+    if (ok) lock_wait_seconds_ = seconds;
+    return ok;
+  }
+
+  std::int64_t session_id() const noexcept override { return static_cast<std::int64_t>(session_->id()); }
+  bool usable() const noexcept override { return usable_ && !session_->closed(); }
+
+ private:
+  template <class F>
+  bool run(dlock::sql::sql_error& err, F&& f) noexcept {
+    err = {};
+    try {
+      f();
+      return true;
+    } catch (const ::sql::SQLException& e) {
+      err.kind = failure_of(e);
+      err.code = std::to_string(e.getErrorCode()) + (e.getSQLState().empty() ? "" : "/" + e.getSQLState());
+      err.message = e.what();
+    } catch (const std::exception& e) {
+      err.kind = dlock::sql::failure::other;
+      err.message = e.what();
+    } catch (...) {
+      err.kind = dlock::sql::failure::other;
+      err.message = "unknown exception from Connector/C++";
+    }
+    if (err.kind == dlock::sql::failure::connection_lost || err.kind == dlock::sql::failure::unreachable)
+      usable_ = false;
+    return false;
+  }
+
+  session_ptr session_;
+  bool usable_ = true;
+  long long lock_wait_seconds_ = -1;  // unknown: the server default
+};
+
+}  // namespace
+
+std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s, std::error_code& ec) noexcept {
+  try {
+    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s)));
+  } catch (const error& e) {
+    set_error(ec, e.code(), e.what());
+  } catch (const ::sql::SQLException& e) {
+    set_error(ec, classify(e), describe(e, "connecting to " + s.redacted_uri));
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, "connecting to " + s.redacted_uri + ": " + e.what());
+  }
+  return nullptr;
+}
+
+}  // namespace dlock::mysql

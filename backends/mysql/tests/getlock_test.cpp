@@ -1,0 +1,166 @@
+// mysql+getlock:// against a real MariaDB (DLOCK_MYSQL_URI). Fails, never skips, without a server.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cppconn/connection.h>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "../src/getlock_key.hpp"
+#include "dlock/dlock.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace dlock::mysql;
+
+std::shared_ptr<dlock::backend> open_getlock(std::string_view query = "ttl=2s") {
+  return dlock::open(test::uri_for("mysql+getlock", query));
+}
+
+// Waits (bounded) for a stop token to fire; the bound is a deadlock guard, not a timing claim.
+bool fires_within(std::stop_token t, std::chrono::seconds bound) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool fired = false;
+  std::stop_callback cb(t, [&] {
+    std::lock_guard lock(m);
+    fired = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(m);
+  return cv.wait_for(lock, bound, [&] { return fired; });
+}
+
+TEST(GetLockKey, PlainNamesStayReadableEverythingElseIsHashedInto64Chars) {
+  EXPECT_EQ(getlock_key("jobs/nightly-report.v2"), "jobs/nightly-report.v2");
+  for (std::string_view n : {"Upper", "has space", "#plain", "quote'", std::string_view("nul\0x", 5)}) {
+    const auto k = getlock_key(n);
+    EXPECT_EQ(k.front(), '#') << n;
+    EXPECT_EQ(k.size(), 64u) << n;
+  }
+  EXPECT_NE(getlock_key("Lock"), getlock_key("lock"));
+  EXPECT_NE(getlock_key("Lock"), getlock_key("LOCK"));
+  EXPECT_EQ(getlock_key(std::string(64, 'a')), std::string(64, 'a'));
+  EXPECT_EQ(getlock_key(std::string(65, 'a')).front(), '#');
+}
+
+TEST(GetLock, OneHolderAtATimeAndReleaseFreesIt) {
+  auto b = open_getlock();
+  const auto name = test::unique_name("excl");
+  auto a = b->make_lock(name);
+  auto other = b->make_lock(name);
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(other->try_acquire());
+  EXPECT_FALSE(a->try_acquire()) << "not reentrant: a second acquire through the same object must not succeed";
+  held.release();
+  auto next = other->try_acquire();
+  EXPECT_TRUE(next);
+}
+
+TEST(GetLock, KilledHolderConnectionFreesTheLockAndFiresLost) {
+  auto b = open_getlock("ttl=1s");
+  const auto name = test::unique_name("kill");
+  auto a = b->make_lock(name);
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  auto raw = test::raw_connect(test::server_uri());
+  const auto holder = test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(name));
+  ASSERT_TRUE(holder.has_value());
+  test::kill_connection(*raw, *holder);
+  // The server freed it at once: someone else gets it.
+  auto other = b->make_lock(name)->try_acquire_for(5s);
+  EXPECT_TRUE(other);
+  // The watchdog's liveness check (every ttl/3) notices and fires lost.
+  EXPECT_TRUE(fires_within(held.lost_token(), 30s));
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_TRUE(ec == dlock::errc::not_owner || !ec) << ec.message();
+}
+
+TEST(GetLock, TimedTryWaitsOnTheServerUntilTheHolderReleases) {
+  auto b = open_getlock();
+  const auto name = test::unique_name("wait");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  auto waiter = std::async(std::launch::async, [&] { return b->make_lock(name)->try_acquire_for(20s); });
+  std::this_thread::sleep_for(300ms);
+  held.release();
+  EXPECT_TRUE(waiter.get());
+}
+
+TEST(GetLock, SubSecondTimedTryGivesUpWhileHeld) {
+  auto b = open_getlock();
+  const auto name = test::unique_name("short");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire_for(200ms));
+  EXPECT_TRUE(held.held());
+}
+
+TEST(GetLock, HostileNamesAreDistinctLocksAndExcludeThemselves) {
+  auto b = open_getlock();
+  const auto base = test::unique_name("h");
+  std::vector<std::string> names = {
+      base + "'; DROP TABLE x; --", base + "\\", base + "%", base + "_", base + "\"",
+      base + std::string("\0a", 2), base + std::string("\0b", 2), base + "\xc3\xa9t\xc3\xa9", base + "\xff\xfe",
+      base + "Case", base + "case", base + "CASE", base + "#", "#" + base, base + " ", base,
+  };
+  names.push_back(base + std::string(1024 - base.size() - 1, 'x'));  // 1024 bytes: the core's maximum
+  names.push_back(base + std::string(64 - base.size() - 1, 'y'));
+  names.push_back(base + std::string(64 - base.size(), 'y'));
+  names.push_back(base + std::string(64 - base.size() + 1, 'y'));
+  std::set<std::string> keys;
+  for (const auto& n : names) keys.insert(getlock_key(n));
+  ASSERT_EQ(keys.size(), names.size());
+  std::vector<dlock::lease> held;
+  for (const auto& n : names) {
+    held.push_back(b->make_lock(n)->try_acquire());
+    ASSERT_TRUE(held.back()) << "distinct name collided with another held one: index " << held.size() - 1;
+  }
+  for (const auto& n : names) EXPECT_FALSE(b->make_lock(n)->try_acquire()) << "same name must exclude";
+  for (auto& l : held) l.release();
+}
+
+TEST(GetLock, WrongPasswordIsAuthenticationFailedWithoutThePassword) {
+  auto text = test::server_uri();
+  const auto at = text.find('@');
+  const auto colon = text.rfind(':', at);
+  ASSERT_NE(at, std::string::npos);
+  text = text.substr(0, colon + 1) + "Wr0ng-Pa55" + text.substr(at);
+  try {
+    auto b = dlock::open(test::with_scheme(text, "mysql+getlock"));
+    FAIL() << "opened with a wrong password";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::authentication_failed) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("Wr0ng-Pa55"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GetLock, UnknownDatabaseIsNamed) {
+  auto text = test::server_uri();
+  text = text.substr(0, text.rfind('/')) + "/no_such_db_dlock";
+  try {
+    auto b = dlock::open(test::with_scheme(text, "mysql+getlock"));
+    FAIL() << "opened an unknown database";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_error) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no_such_db_dlock"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GetLock, UnreachableServerIsBackendUnavailable) {
+  try {
+    auto b = dlock::open("mysql+getlock://dlock:secret@127.0.0.1:1/dlock?connect_timeout=1s");
+    FAIL() << "opened an unreachable server";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

@@ -1,0 +1,32 @@
+#pragma once
+// For the mysql tests and hooks: the server URI from DLOCK_MYSQL_URI (a test FAILS when it is
+// unset), URIs with our schemes, unique lock names, and a raw Connector/C++ connection that does
+// not go through the code under test.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sql {
+class Connection;
+}
+
+namespace dlock::mysql::test {
+
+// DLOCK_MYSQL_URI, or throws std::runtime_error saying how to start a server.
+std::string server_uri();
+// server_uri() with the scheme replaced (mysql+getlock) and `query` appended.
+std::string uri_for(std::string_view scheme, std::string_view query = "");
+// The same URI text with its scheme replaced.
+std::string with_scheme(std::string_view uri_text, std::string_view scheme);
+std::string unique_name(std::string_view prefix);
+
+// A raw connection to the URI's server (any scheme). Throws on failure.
+std::shared_ptr<sql::Connection> raw_connect(const std::string& uri_text);
+// One integer from a query with one string parameter (nullopt for NULL).
+std::optional<std::int64_t> query_int(sql::Connection& c, const std::string& text, const std::string& param);
+// KILL <id> (the MariaDB way an operator ends a session).
+void kill_connection(sql::Connection& c, std::int64_t id);
+
+}  // namespace dlock::mysql::test
