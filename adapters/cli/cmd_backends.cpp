@@ -40,10 +40,11 @@ int cmd_backends(const arguments& argv) {
       for (auto& c : cells) s += " " + (c.empty() ? std::string(" ") : c) + " |";
       std::puts(s.c_str());
     };
-    std::vector<std::string> code_header = header;
     line(header);
     line(std::vector<std::string>(header.size(), "---"));
     for (auto row : rows) {
+      for (auto& cell : row)  // a '|' inside a cell would end it
+        for (std::size_t at = cell.find('|'); at != std::string::npos; at = cell.find('|', at + 2)) cell.insert(at, "\\");
       row[row.size() - 2] = "`" + row[row.size() - 2] + "`";
       line(row);
     }
