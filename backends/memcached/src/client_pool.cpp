@@ -1,0 +1,137 @@
+#include "client_pool.hpp"
+
+#include <string>
+
+#include "dlock/error.hpp"
+#include "dlock/spi.hpp"
+
+namespace dlock::memcached {
+
+memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout) {
+  if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+  memc_ptr m(memcached_create(nullptr));
+  if (!m) throw error(errc::backend_unavailable, "memcached: out of memory creating a client");
+  // ASCII protocol on purpose: over the binary protocol a CAS store with a past expiry answers
+  // SUCCESS and keeps the item, which would turn release into a no-op.
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_BINARY_PROTOCOL, 0);
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_SUPPORT_CAS, 1);
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_TCP_NODELAY, 1);
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_DISTRIBUTION, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA);
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT, static_cast<uint64_t>(connect_timeout.count()));
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_POLL_TIMEOUT, static_cast<uint64_t>(io_timeout.count()));
+  // A dead server is retried after 1s instead of being dropped from the ring: dropping it would
+  // move its names to another server, where a second holder could acquire them.
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
+  memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 0);
+  for (const auto& h : u.hosts()) {
+    const auto rc = memcached_server_add(m.get(), h.host.c_str(), h.port_or(11211));
+    if (memcached_failed(rc))
+      throw error(errc::invalid_uri, u.redacted() + ": cannot use server " + h.to_string() + ": " +
+                                         memcached_strerror(m.get(), rc));
+  }
+  return m;
+}
+
+client_pool::client_pool(memc_ptr prototype, std::size_t max_size)
+    : prototype_(std::move(prototype)), max_size_(max_size == 0 ? 1 : max_size) {}
+
+client_pool::handle::~handle() {
+  if (m_) pool_->give_back(std::move(m_));
+}
+
+client_pool::handle client_pool::borrow() {
+  std::unique_lock lock(mutex_);
+  returned_.wait(lock, [&] { return !idle_.empty() || out_ < max_size_; });
+  ++out_;
+  if (!idle_.empty()) {
+    memc_ptr m = std::move(idle_.back());
+    idle_.pop_back();
+    return handle(*this, std::move(m));
+  }
+  lock.unlock();
+  memc_ptr m(memcached_clone(nullptr, prototype_.get()));
+  if (!m) {
+    std::lock_guard relock(mutex_);
+    --out_;
+    returned_.notify_one();
+    throw error(errc::backend_unavailable, "memcached: cannot clone a client handle");
+  }
+  return handle(*this, std::move(m));
+}
+
+void client_pool::give_back(memc_ptr m) noexcept {
+  std::lock_guard lock(mutex_);
+  --out_;
+  idle_.push_back(std::move(m));
+  returned_.notify_one();
+}
+
+key_layout keys_for(std::string_view prefix, std::string_view name) {
+  const std::size_t longest_suffix = std::string_view("fence:").size();
+  const std::size_t room = max_key_bytes - prefix.size() - longest_suffix;
+  key_layout k;
+  k.group = spi::safe_key(name, room, [](unsigned char c) { return c > 0x20 && c < 0x7f; }, "#");
+  k.lock = std::string(prefix) + "lock:" + k.group;
+  k.fence = std::string(prefix) + "fence:" + k.group;
+  return k;
+}
+
+time_t exptime_for(std::chrono::milliseconds ttl) noexcept {
+  const auto secs = std::chrono::ceil<std::chrono::seconds>(ttl).count();
+  return static_cast<time_t>((secs < 1 ? 1 : secs) + 1);
+}
+
+std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string& key, memcached_return_t& rc) {
+  const char* keys[1] = {key.data()};
+  const size_t lens[1] = {key.size()};
+  rc = memcached_mget_by_key(m, k.group.data(), k.group.size(), keys, lens, 1);
+  if (memcached_failed(rc)) return std::nullopt;
+  std::optional<item> found;
+  memcached_result_st* r = nullptr;
+  memcached_return_t frc = MEMCACHED_SUCCESS;
+  while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
+    if (!found) found = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
+    memcached_result_free(r);
+  }
+  if (frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND) {
+    rc = frc;
+    return std::nullopt;
+  }
+  rc = found ? MEMCACHED_SUCCESS : MEMCACHED_NOTFOUND;
+  return found;
+}
+
+bool is_network_failure(memcached_return_t rc) noexcept {
+  switch (rc) {
+    case MEMCACHED_CONNECTION_FAILURE:
+    case MEMCACHED_CONNECTION_SOCKET_CREATE_FAILURE:
+    case MEMCACHED_HOST_LOOKUP_FAILURE:
+    case MEMCACHED_READ_FAILURE:
+    case MEMCACHED_WRITE_FAILURE:
+    case MEMCACHED_UNKNOWN_READ_FAILURE:
+    case MEMCACHED_TIMEOUT:
+    case MEMCACHED_SERVER_MARKED_DEAD:
+    case MEMCACHED_SERVER_TEMPORARILY_DISABLED:
+    case MEMCACHED_NO_SERVERS:
+    case MEMCACHED_ERRNO:
+    case MEMCACHED_CONNECTION_BIND_FAILURE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void set_memcached_error(std::error_code& ec, memcached_st* m, memcached_return_t rc, std::string_view what) {
+  std::string message = "memcached: ";
+  message += what;
+  message += ": ";
+  message += memcached_strerror(m, rc);
+  if (const char* detail = memcached_last_error_message(m); detail) {
+    message += " (";
+    message += detail;
+    message += ")";
+  }
+  set_error(ec, is_network_failure(rc) ? errc::backend_unavailable : errc::backend_error, std::move(message));
+}
+
+}  // namespace dlock::memcached

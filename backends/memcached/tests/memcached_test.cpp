@@ -1,0 +1,193 @@
+// memcached:// against a real server (DLOCK_MEMCACHED_URI, e.g. from compose/native/dlock-servers).
+// Each test reads the server directly with raw libmemcached, so it does not trust the code under test.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "client_pool.hpp"
+#include "dlock/dlock.hpp"
+#include "dlock/spi.hpp"
+
+using namespace std::chrono_literals;
+namespace mc = dlock::memcached;
+
+namespace {
+
+std::string server_uri() {
+  const char* v = std::getenv("DLOCK_MEMCACHED_URI");
+  if (!v || !*v) {
+    ADD_FAILURE() << "DLOCK_MEMCACHED_URI is not set: start a server, e.g. eval \"$(compose/native/dlock-servers up memcached)\"";
+    return {};
+  }
+  return v;
+}
+
+std::string unique(std::string_view prefix) { return std::string(prefix) + "-" + dlock::spi::random_token().substr(0, 16); }
+
+struct raw_client {
+  dlock::uri u;
+  mc::memc_ptr m;
+  explicit raw_client(const std::string& text)
+      : u(dlock::uri::parse(text)), m(mc::make_handle(u, 2s, 2s)) {}
+  std::optional<mc::item> get(std::string_view name) {
+    const auto k = mc::keys_for("dlock:", name);
+    memcached_return_t rc;
+    auto it = mc::gets(m.get(), k, k.lock, rc);
+    EXPECT_TRUE(rc == MEMCACHED_SUCCESS || rc == MEMCACHED_NOTFOUND) << memcached_strerror(m.get(), rc);
+    return it;
+  }
+  void set(std::string_view name, std::string_view value) {
+    const auto k = mc::keys_for("dlock:", name);
+    const auto rc = memcached_set_by_key(m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(),
+                                         value.data(), value.size(), 30, 0);
+    ASSERT_EQ(rc, MEMCACHED_SUCCESS) << memcached_strerror(m.get(), rc);
+  }
+};
+
+std::shared_ptr<dlock::backend> open_backend(std::string_view query = "ttl=2s") {
+  const auto base = server_uri();
+  if (base.empty()) return nullptr;
+  return dlock::open(base + "?" + std::string(query));
+}
+
+}  // namespace
+
+TEST(memcached, UnreachableServerFailsAtOpenWithBackendUnavailable) {
+  try {
+    (void)dlock::open("memcached://127.0.0.1:1?ttl=2s");
+    FAIL() << "open of a closed port succeeded";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::make_error_code(dlock::errc::backend_unavailable)) << e.what();
+  }
+}
+
+TEST(memcached, SecondOwnerIsRefusedWhileHeld) {
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  const auto name = unique("excl");
+  auto a = b->make_lock(name), c = b->make_lock(name);
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(c->try_acquire());
+  held.release();
+  EXPECT_TRUE(c->try_acquire());
+}
+
+TEST(memcached, ReleaseReallyDeletesTheItem) {
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  raw_client raw(server_uri());
+  const auto name = unique("del");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  ASSERT_TRUE(raw.get(name).has_value());
+  held.release();
+  EXPECT_FALSE(raw.get(name).has_value()) << "the item survived a release (binary protocol CAS trap?)";
+}
+
+TEST(memcached, ReleaseByAFormerOwnerLeavesTheNewHoldersItem) {
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  raw_client raw(server_uri());
+  const auto name = unique("nonowner");
+  auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
+  ASSERT_TRUE(held);
+  // Our grant expired and someone else took the lock: the item now carries their token.
+  raw.set(name, "someone-else");
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::make_error_code(dlock::errc::not_owner));
+  const auto after = raw.get(name);
+  ASSERT_TRUE(after.has_value()) << "a non-owner's release deleted the new holder's item";
+  EXPECT_EQ(after->value, "someone-else");
+}
+
+TEST(memcached, RenewIsCasGuarded) {
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  raw_client raw(server_uri());
+  const auto name = unique("renew");
+  auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
+  ASSERT_TRUE(held);
+  held.renew(2s);  // ours: succeeds
+  raw.set(name, "someone-else");
+  std::error_code ec;
+  held.renew(2s, ec);
+  EXPECT_EQ(ec, dlock::make_error_code(dlock::errc::not_owner));
+  EXPECT_TRUE(held.lost_token().stop_requested());
+  EXPECT_EQ(raw.get(name)->value, "someone-else");
+}
+
+TEST(memcached, AnExpiredGrantFreesTheLock) {
+  auto b = open_backend("ttl=1s&watchdog=false");
+  ASSERT_TRUE(b);
+  const auto name = unique("expiry");
+  auto holder = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(holder);
+  // ttl 1s -> exptime 2s on the server: gone after at most 2s. Bounded wait, not a timing claim.
+  auto next = b->make_lock(name)->try_acquire_for(6s);
+  EXPECT_TRUE(next);
+}
+
+TEST(memcached, FencingTokensIncreasePerGrant) {
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  const auto name = unique("fence");
+  auto lock = b->make_lock(name);
+  std::uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto l = lock->try_acquire();
+    ASSERT_TRUE(l);
+    ASSERT_TRUE(l.fencing_token().has_value());
+    EXPECT_GT(*l.fencing_token(), last);
+    last = *l.fencing_token();
+  }
+}
+
+TEST(memcached, NamesMemcachedCannotStoreAreHashedWithoutCollisions) {
+  const std::string long_a(300, 'a');
+  std::string long_b = long_a;
+  long_b.back() = 'b';
+  const std::set<std::string> keys{mc::keys_for("dlock:", "a b").lock, mc::keys_for("dlock:", "a_b").lock,
+                                   mc::keys_for("dlock:", long_a).lock, mc::keys_for("dlock:", long_b).lock,
+                                   mc::keys_for("dlock:", "a\nb").lock, mc::keys_for("dlock:", "#a").lock};
+  EXPECT_EQ(keys.size(), 6u);
+  for (const auto& k : keys) {
+    EXPECT_LE(k.size(), mc::max_key_bytes);
+    for (unsigned char c : k) EXPECT_TRUE(c > 0x20 && c < 0x7f) << k;
+  }
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  const auto base = unique("long");
+  auto x = b->make_lock(base + long_a)->try_acquire();
+  auto y = b->make_lock(base + long_b)->try_acquire();
+  auto z = b->make_lock(base + " with space")->try_acquire();
+  EXPECT_TRUE(x);
+  EXPECT_TRUE(y) << "two distinct long names shared one key";
+  EXPECT_TRUE(z);
+}
+
+TEST(memcached, TtlIsWholeSecondsRoundedUpNeverZero) {
+  EXPECT_EQ(mc::exptime_for(1ms), 2);
+  EXPECT_EQ(mc::exptime_for(0ms), 2);
+  EXPECT_EQ(mc::exptime_for(1000ms), 2);
+  EXPECT_EQ(mc::exptime_for(1001ms), 3);
+}
+
+TEST(memcached, OutOfBandDeleteFiresLost) {
+  auto b = open_backend("ttl=1500ms");
+  ASSERT_TRUE(b);
+  raw_client raw(server_uri());
+  const auto name = unique("lost");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  const auto k = mc::keys_for("dlock:", name);
+  ASSERT_EQ(memcached_delete_by_key(raw.m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0),
+            MEMCACHED_SUCCESS);
+  for (int i = 0; i < 100 && !held.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(held.lost_token().stop_requested()) << "the watchdog's renewal did not notice the deleted item";
+}
