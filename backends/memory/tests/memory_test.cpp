@@ -44,6 +44,11 @@ void wait_for_waiters(const std::string& ns, const std::string& name, std::size_
   while (t->waiting(name) < n) std::this_thread::yield();
 }
 
+TEST(Memory, IsBuiltIntoTheDefaultRegistry) {
+  EXPECT_TRUE(dlock::default_registry().contains("memory"));
+  EXPECT_EQ(dlock::open("memory://")->caps(), dlock::memory::memory_capabilities);
+}
+
 TEST(Memory, DeclaresEveryCapabilityAndProcessScope) {
   auto b = open_memory("memory://");
   for (auto c : dlock::all_capabilities) EXPECT_TRUE(b->caps().has(c)) << dlock::to_string(c);

@@ -1,0 +1,291 @@
+// file:// behaviour beyond the shared conformance suite: processes contending via fork(), the
+// kernel freeing a killed holder's lock, fencing across processes, the replaced-inode check, name
+// mapping, and the directory error messages.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "dlock/dlock.hpp"
+#include "lock_file.hpp"
+
+namespace dlock {
+void register_file(registry& r);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+dlock::registry& file_registry() {
+  static dlock::registry* r = [] {
+    auto* reg = new dlock::registry();
+    dlock::register_file(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+class File : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path("/tmp") / ("dlock-file-test-" + std::to_string(::getpid()) + "-" +
+                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    uri_ = "file://" + dir_.string();
+    backend_ = file_registry().open(uri_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string uri_;
+  std::shared_ptr<dlock::backend> backend_;
+};
+
+// Runs `body` in a child process; returns its pid.
+template <class F>
+pid_t spawn(F body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 1;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  return pid;
+}
+
+int wait_exit_code(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST_F(File, DeclaresHostScopeAndHonestCapabilities) {
+  EXPECT_EQ(backend_->scope(), dlock::lock_scope::host);
+  EXPECT_EQ(backend_->caps(), (dlock::capabilities{dlock::capability::expiring, dlock::capability::fencing}));
+  auto held = backend_->make_lock("x")->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held.valid_until(), dlock::lease::clock::time_point::max()) << "no ttl while the holder lives";
+  EXPECT_TRUE(held.fencing_token());
+}
+
+TEST_F(File, DirectoryIsCreatedWithMode0700) {
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(File, TwoLockObjectsInOneProcessExcludeEachOtherAndNeitherReenters) {
+  auto a = backend_->make_lock("job");
+  auto b = backend_->make_lock("job");
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(b->try_acquire());
+  EXPECT_FALSE(a->try_acquire()) << "flock is per open file description: not reentrant, as declared";
+  held.release();
+  EXPECT_TRUE(b->try_acquire());
+}
+
+TEST_F(File, ChildProcessHoldingExcludesParentAndSigkillFreesTheLock) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const std::string uri = uri_;
+  const pid_t child = spawn([&] {
+    ::close(ready[0]);
+    dlock::registry r;
+    dlock::register_file(r);
+    auto held = r.open(uri)->make_lock("shared")->try_acquire();
+    const char c = held ? 'y' : 'n';
+    if (::write(ready[1], &c, 1) != 1) return 2;
+    ::pause();  // hold until killed
+    return 0;
+  });
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(c, 'y');
+  auto lock = backend_->make_lock("shared");
+  EXPECT_FALSE(lock->try_acquire()) << "a lock held by another process must exclude this one";
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  EXPECT_TRUE(lock->try_acquire()) << "the kernel drops the flock of a dead holder";
+}
+
+TEST_F(File, ProcessesContendingKeepACounterExactAndTokensIncreasing) {
+  const fs::path counter = dir_ / "counter.txt";
+  const fs::path tokens = dir_ / "tokens.txt";
+  { std::ofstream(counter) << 0; }
+  constexpr int processes = 3, rounds = 40;
+  std::vector<pid_t> children;
+  const std::string uri = uri_;
+  for (int p = 0; p < processes; ++p) {
+    children.push_back(spawn([&] {
+      dlock::registry r;
+      dlock::register_file(r);
+      auto lock = r.open(uri)->make_lock("counter");
+      for (int i = 0; i < rounds; ++i) {
+        auto held = lock->acquire();
+        long value = 0;
+        { std::ifstream(counter) >> value; }
+        { std::ofstream(counter) << value + 1; }  // a lossy read-modify-write without the lock
+        { std::ofstream(tokens, std::ios::app) << *held.fencing_token() << '\n'; }
+      }
+      return 0;
+    }));
+  }
+  for (pid_t c : children) EXPECT_EQ(wait_exit_code(c), 0);
+  long value = 0;
+  std::ifstream(counter) >> value;
+  EXPECT_EQ(value, processes * rounds);
+  std::ifstream in(tokens);
+  std::uint64_t previous = 0, token = 0;
+  int n = 0;
+  while (in >> token) {
+    EXPECT_GT(token, previous) << "grant " << n;
+    previous = token;
+    ++n;
+  }
+  EXPECT_EQ(n, processes * rounds);
+}
+
+TEST_F(File, LockFileIsKeptAndTheCounterContinues) {
+  auto lock = backend_->make_lock("persist");
+  std::uint64_t first = 0;
+  {
+    auto held = lock->try_acquire();
+    ASSERT_TRUE(held);
+    first = *held.fencing_token();
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "persist.lock")) << "lock files are never unlinked (they carry the counter)";
+  auto again = lock->try_acquire();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again.fencing_token(), first + 1);
+}
+
+TEST_F(File, ReplacedLockFileMakesReleaseNotOwnerAndFreesTheName) {
+  auto mine = backend_->make_lock("replaced");
+  auto held = mine->try_acquire();
+  ASSERT_TRUE(held);
+  const auto path = dir_ / "replaced.lock";
+  const auto temp = dir_ / ".replacement";
+  fs::copy_file(path, temp);  // keeps the counter, as an operator restoring the file would
+  fs::rename(temp, path);     // a new inode under the same name
+  auto theirs = backend_->make_lock("replaced");
+  auto taken = theirs->try_acquire();
+  ASSERT_TRUE(taken) << "the new inode is not locked by anyone";
+  EXPECT_GT(*taken.fencing_token(), *held.fencing_token());
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner) << "our inode is no longer the lock file";
+  EXPECT_FALSE(mine->try_acquire()) << "the stale release must not free the new holder's lock";
+}
+
+TEST_F(File, DeletedLockFileIsRecreatedAndTheStaleHolderIsNotOwner) {
+  auto held = backend_->make_lock("deleted")->try_acquire();
+  ASSERT_TRUE(held);
+  fs::remove(dir_ / "deleted.lock");
+  auto other = backend_->make_lock("deleted")->try_acquire();
+  EXPECT_TRUE(other);
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST_F(File, NamesMapToDistinctFilesInsideTheDirectory) {
+  const std::vector<std::string> names = {"a/b", "a_b", "..", ".", ".hidden", "A", "a", "#a", "a b", "\xff",
+                                          std::string(200, 'n'), std::string(201, 'n'), std::string(4096, 'z'),
+                                          "../escape", std::string("nul\0byte", 8)};
+  std::vector<dlock::lease> held;
+  std::set<std::string> files;
+  for (const auto& n : names) {
+    auto l = backend_->make_lock(n)->try_acquire();
+    ASSERT_TRUE(l) << "name of " << n.size() << " bytes";
+    held.push_back(std::move(l));
+    const auto file = dlock::file::lock_file_name(n);
+    EXPECT_TRUE(files.insert(file).second) << file << " collides";
+    EXPECT_FALSE(file.starts_with('.'));
+    EXPECT_EQ(file.find('/'), std::string::npos);
+    EXPECT_LE(file.size(), 255u);
+  }
+  EXPECT_FALSE(fs::exists(dir_.parent_path() / "escape.lock"));
+  std::size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) entries += e.is_regular_file();
+  EXPECT_EQ(entries, names.size());
+  EXPECT_EQ(dlock::file::lock_file_name("plain-name_1.x"), "plain-name_1.x.lock");
+}
+
+TEST_F(File, SymlinkedLockFileIsRefused) {
+  const auto target = dir_ / "target.txt";
+  { std::ofstream(target) << "precious"; }
+  fs::create_symlink(target, dir_ / "link.lock");
+  try {
+    (void)backend_->make_lock("link")->try_acquire();
+    FAIL() << "a symlink must not be followed";
+  } catch (const dlock::error& e) {
+    EXPECT_NE(std::string(e.what()).find("symlink"), std::string::npos) << e.what();
+  }
+  std::string content;
+  std::ifstream(target) >> content;
+  EXPECT_EQ(content, "precious");
+}
+
+TEST(FileUri, IsBuiltIntoTheDefaultRegistry) { EXPECT_TRUE(dlock::default_registry().contains("file")); }
+
+TEST(FileUri, MissingPathNamesTheExpectedForm) {
+  for (const char* bad : {"file://", "file:///", "file://otherhost/x", "file://user@localhost/x"}) {
+    try {
+      (void)file_registry().open(bad);
+      ADD_FAILURE() << bad << " must be refused";
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(e.code(), dlock::errc::invalid_uri) << bad;
+      EXPECT_NE(std::string(e.what()).find("file:///var/lock/myapp"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FileUri, UnwritableDirectoryIsAClearError) {
+  // Root bypasses permission bits, so the check runs in a child that drops to nobody.
+  const fs::path parent = fs::path("/tmp") / ("dlock-file-perm-" + std::to_string(::getpid()));
+  fs::remove_all(parent);
+  fs::create_directories(parent);
+  fs::permissions(parent, fs::perms::owner_all);  // 0700, owned by us
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  const pid_t child = spawn([&] {
+    ::close(out[0]);
+    if (::geteuid() == 0 && ::setuid(65534) != 0) return 3;
+    std::string message = "opened";
+    try {
+      (void)file_registry().open("file://" + (parent / "sub").string());
+    } catch (const dlock::error& e) {
+      message = std::to_string(static_cast<int>(e.code().value())) + " " + e.what();
+    }
+    return ::write(out[1], message.data(), message.size()) > 0 ? 0 : 2;
+  });
+  ::close(out[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  EXPECT_EQ(wait_exit_code(child), 0);
+  fs::remove_all(parent);
+  EXPECT_EQ(message.rfind(std::to_string(static_cast<int>(dlock::errc::backend_unavailable)) + " ", 0), 0u) << message;
+  EXPECT_NE(message.find((parent / "sub").string()), std::string::npos) << message;
+  EXPECT_NE(message.find("Permission denied"), std::string::npos) << message;
+}
+
+}  // namespace
