@@ -148,9 +148,11 @@ std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::
   for (;;) {
     const auto armed = n.arm(name);
     auto l = try_once(ec);
-    if (l || ec) return l;
     const auto now = steady::now();
-    if (now >= deadline) return nullptr;
+    if (l || ec || now >= deadline) {
+      n.disarm(name);
+      return l;
+    }
     // A holder that dies releases nothing: its row expires silently, so re-check at `recheck`.
     auto until = deadline;
     if (deadline - now > recheck) until = now + recheck;
@@ -400,20 +402,32 @@ class forupdate_lock final : public distributed_lock {
       set_sql_error(ec, err, what);
       return nullptr;
     };
-    if (!run(*h, st_->sql.ensure_row, v, out, err) && err.kind != failure::duplicate_key) return fail();
-    if (!h->begin(err)) return fail();
-    if (deadline) {
-      std::optional<std::chrono::milliseconds> wait;
-      if (*deadline != clock::time_point::max()) {
-        auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock::now());
-        wait = std::max(left, std::chrono::milliseconds{1});
+    // BEGIN, [the wait bound], lock the row; a name seen for the first time has no row yet:
+    // insert it outside the transaction (a concurrent insert is fine) and lock again.
+    auto lock_row = [&]() -> bool {
+      if (!h->begin(err)) return false;
+      if (deadline) {
+        std::optional<std::chrono::milliseconds> wait;
+        if (*deadline != clock::time_point::max()) {
+          auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock::now());
+          wait = std::max(left, std::chrono::milliseconds{1});
+        }
+        if (!h->set_lock_wait_timeout(wait, err)) return false;
+        return run(*h, st_->sql.lock_wait, v, out, err);
       }
-      if (!h->set_lock_wait_timeout(wait, err)) return fail();
-      if (!run(*h, st_->sql.lock_wait, v, out, err)) return fail();
-    } else {
-      if (!run(*h, st_->sql.lock_nowait, v, out, err)) return fail();
+      return run(*h, st_->sql.lock_nowait, v, out, err);
+    };
+    if (!lock_row()) return fail();
+    if (out.rows.empty()) {
+      if (!h->rollback(err)) return fail();
+      if (!run(*h, st_->sql.ensure_row, v, out, err) && err.kind != failure::duplicate_key) return fail();
+      if (!lock_row()) return fail();
+      if (out.rows.empty()) {
+        err = {failure::other, "", "the lock row vanished after it was inserted (deleted by another tool?)"};
+        return fail();
+      }
     }
-    if (!run(*h, st_->sql.bump_fence, v, out, err)) return fail();
+    if (!st_->sql.bump_fence.empty() && !run(*h, st_->sql.bump_fence, v, out, err)) return fail();
     auto fence = out.rows.empty() || out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
     if (!fence) {
       err = {failure::other, "", "the fence update returned no row"};

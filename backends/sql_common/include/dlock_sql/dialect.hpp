@@ -67,10 +67,12 @@ struct forupdate_sql {
   // Binds name. Inserts the row if absent; a duplicate key is success. Autocommit, before BEGIN.
   script ensure_row;
   // Binds name. Inside the transaction: locks the row NOWAIT / waiting (bounded by the session's
-  // lock wait timeout); lock_not_available means held. Returns one row.
+  // lock wait timeout); lock_not_available means held. Returns one row, or NO row when the row
+  // does not exist yet (the strategy then rolls back, runs ensure_row and tries again).
+  // When bump_fence is empty, the lock statement itself increments and returns the fence.
   script lock_nowait;
   script lock_wait;
-  // Binds name. Same transaction: fence + 1, returns one row (fence).
+  // Binds name. Same transaction: fence + 1, returns one row (fence). May be empty (see above).
   script bump_fence;
   // Binds name. Returns one row if the row is locked by someone (NOWAIT probe in a transaction).
   script probe;

@@ -25,6 +25,8 @@ class release_notifier {
   virtual std::uint64_t arm(const std::string& name) noexcept = 0;
   virtual void wait_for_release(const std::string& name, std::uint64_t armed_at,
                                 std::chrono::steady_clock::time_point deadline) noexcept = 0;
+  // Undoes arm() when the attempt after it returned without waiting (wait_for_release disarms).
+  virtual void disarm(const std::string& name) noexcept = 0;
 };
 
 struct backend_setup {

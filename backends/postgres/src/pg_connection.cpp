@@ -1,0 +1,221 @@
+// libpq: parameters are always bound with PQexecParams (names as binary bytea), never pasted.
+#include "pg_connection.hpp"
+
+#include <poll.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "dlock/error.hpp"
+#include "dlock_sql/params.hpp"
+
+namespace dlock::pg {
+
+pg_settings pg_settings::from_uri(const uri& u) {
+  pg_settings s;
+  if (u.hosts().size() != 1)
+    throw error(errc::invalid_uri, "expected exactly one host in " + u.redacted() +
+                                       " (postgres+index://user:password@host:port/database)");
+  s.host = u.hosts().front().host;
+  s.port = u.hosts().front().port_or(5432);
+  s.user = u.user();
+  s.password = u.password().value_or("");
+  s.database = u.path().empty() ? std::string() : u.path().substr(1);
+  if (s.database.empty())
+    throw error(errc::invalid_uri, "expected a database name as the path of " + u.redacted() +
+                                       " (postgres+index://user:password@host:port/database)");
+  if (auto m = u.get("sslmode")) {
+    static const char* modes[] = {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"};
+    bool ok = false;
+    for (auto* m2 : modes) ok = ok || *m == m2;
+    if (!ok)
+      throw error(errc::invalid_uri, "sslmode=" + *m + ": expected disable, allow, prefer, require, verify-ca or "
+                                                       "verify-full in " + u.redacted());
+    s.sslmode = *m;
+  }
+  s.redacted_uri = u.redacted();
+  return s;
+}
+
+const std::vector<std::string>& connection_parameters() {
+  static const std::vector<std::string> keys{"sslmode"};
+  return keys;
+}
+
+sql::failure classify_sqlstate(std::string_view st) noexcept {
+  using sql::failure;
+  if (st == "23505" || st == "42P07" || st == "42710") return failure::duplicate_key;
+  if (st == "55P03") return failure::lock_not_available;
+  if (st == "40P01") return failure::deadlock;
+  if (st == "40001") return failure::serialization;
+  if (st.starts_with("57P0") || st.starts_with("08")) return failure::connection_lost;
+  if (st == "28P01" || st == "28000") return failure::auth_failed;
+  if (st == "3D000") return failure::unknown_database;
+  if (st == "42P01") return failure::undefined_table;
+  return failure::other;
+}
+
+namespace {
+std::string trimmed(const char* s) {
+  std::string m = s ? s : "";
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+}  // namespace
+
+pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_timeout, sql::sql_error& err) noexcept {
+  try {
+    // libpq's connect_timeout is whole seconds (and at least 2); round up.
+    auto secs = std::max<long long>(2, (connect_timeout.count() + 999) / 1000);
+    const std::string port = std::to_string(s.port), timeout = std::to_string(secs);
+    const char* keys[] = {"host", "port", "user", "password", "dbname", "connect_timeout", "sslmode",
+                          "application_name", nullptr};
+    const char* vals[] = {s.host.c_str(), port.c_str(),    s.user.c_str(), s.password.c_str(), s.database.c_str(),
+                          timeout.c_str(), s.sslmode.c_str(), "dlock",      nullptr};
+    pgconn_ptr c(PQconnectdbParams(keys, vals, /*expand_dbname=*/0));
+    if (!c) {
+      err = {sql::failure::other, "", "libpq could not allocate a connection"};
+      return nullptr;
+    }
+    if (PQstatus(c.get()) != CONNECTION_OK) {
+      std::string m = trimmed(PQerrorMessage(c.get()));
+      // libpq gives no SQLSTATE for a failed connection; its messages are stable across versions.
+      if (m.find("password authentication failed") != std::string::npos ||
+          m.find("authentication failed") != std::string::npos || m.find("no password supplied") != std::string::npos)
+        err = {sql::failure::auth_failed, "28P01", "authentication failed for user \"" + s.user + "\""};
+      else if (m.find("database \"") != std::string::npos && m.find("does not exist") != std::string::npos)
+        err = {sql::failure::unknown_database, "3D000", "database \"" + s.database + "\" does not exist"};
+      else
+        err = {sql::failure::unreachable, "", m};
+      return nullptr;
+    }
+    return c;
+  } catch (...) {
+    err = {sql::failure::other, "", "out of memory"};
+    return nullptr;
+  }
+}
+
+sql::connector make_connector(pg_settings s) {
+  return [s = std::move(s)](std::chrono::milliseconds timeout, std::error_code& ec) -> std::unique_ptr<sql::connection> {
+    sql::sql_error err;
+    auto c = connect_raw(s, timeout, err);
+    if (!c) {
+      std::error_code e;
+      if (err.kind == sql::failure::unknown_database) {
+        set_error(ec, errc::backend_error, "connecting to " + s.redacted_uri + ": " + err.message);
+      } else {
+        sql::set_sql_error(ec, err, "connecting to " + s.redacted_uri);
+      }
+      return nullptr;
+    }
+    return std::make_unique<pg_connection>(std::move(c));
+  };
+}
+
+bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) noexcept {
+  pgresult_ptr r(raw);
+  const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+    if (!out) return true;
+    try {
+      const int rows = PQntuples(r.get()), cols = PQnfields(r.get());
+      out->rows.clear();
+      out->rows.reserve(rows);
+      for (int i = 0; i < rows; ++i) {
+        sql::row row;
+        row.reserve(cols);
+        for (int j = 0; j < cols; ++j) {
+          if (PQgetisnull(r.get(), i, j)) row.emplace_back(std::nullopt);
+          else row.emplace_back(std::string(PQgetvalue(r.get(), i, j), PQgetlength(r.get(), i, j)));
+        }
+        out->rows.push_back(std::move(row));
+      }
+      const char* n = PQcmdTuples(r.get());
+      std::uint64_t affected = static_cast<std::uint64_t>(rows);
+      if (n && *n) std::from_chars(n, n + std::strlen(n), affected);
+      out->rows_affected = affected;
+    } catch (...) {
+      err = {sql::failure::other, "", "out of memory reading a result"};
+      return false;
+    }
+    return true;
+  }
+  const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+  if (PQstatus(conn_.get()) != CONNECTION_OK) {
+    usable_ = false;
+    err = {sql::failure::connection_lost, state ? state : "", trimmed(PQerrorMessage(conn_.get()))};
+    return false;
+  }
+  std::string msg = r ? trimmed(PQresultErrorMessage(r.get())) : trimmed(PQerrorMessage(conn_.get()));
+  err = {state ? classify_sqlstate(state) : sql::failure::other, state ? state : "", std::move(msg)};
+  if (err.kind == sql::failure::connection_lost) usable_ = false;
+  return false;
+}
+
+bool pg_connection::simple(const char* sql, sql::sql_error& err) noexcept {
+  return check(PQexec(conn_.get(), sql), nullptr, err);
+}
+
+bool pg_connection::execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
+                            sql::sql_error& err) noexcept {
+  try {
+    const std::string text(sql);
+    std::vector<std::string> storage(params.size());
+    std::vector<const char*> values(params.size());
+    std::vector<int> lengths(params.size()), formats(params.size());
+    std::vector<Oid> types(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto& p = params[i];
+      if (std::holds_alternative<std::monostate>(p)) {
+        values[i] = nullptr;
+        types[i] = 0;
+      } else if (auto* n = std::get_if<std::int64_t>(&p)) {
+        storage[i] = std::to_string(*n);
+        types[i] = 20;  // int8
+      } else if (auto* t = std::get_if<std::string>(&p)) {
+        storage[i] = *t;
+        types[i] = 25;  // text
+      } else {
+        storage[i] = std::get<sql::bytes>(p).data;
+        types[i] = 17;  // bytea, sent in binary: every byte (NUL included) as it is
+        formats[i] = 1;
+      }
+      if (!std::holds_alternative<std::monostate>(p)) {
+        values[i] = storage[i].data();
+        lengths[i] = static_cast<int>(storage[i].size());
+      }
+    }
+    return check(PQexecParams(conn_.get(), text.c_str(), static_cast<int>(params.size()), types.data(), values.data(),
+                              lengths.data(), formats.data(), /*resultFormat text*/ 0),
+                 &out, err);
+  } catch (...) {
+    err = {sql::failure::other, "", "out of memory binding parameters"};
+    return false;
+  }
+}
+
+bool pg_connection::set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout, sql::sql_error& err) noexcept {
+  // lock_timeout 0 means "wait forever" in PostgreSQL; "fail at once" is the smallest bound.
+  std::string value = !timeout ? "0" : std::to_string(std::max<long long>(1, timeout->count())) + "ms";
+  sql::param p{value};
+  sql::result out;
+  return execute("SELECT set_config('lock_timeout', $1, true)", std::span(&p, 1), out, err);
+}
+
+bool pg_connection::poll_alive() noexcept {
+  if (!usable()) return false;
+  pollfd fd{PQsocket(conn_.get()), POLLIN, 0};
+  if (fd.fd < 0) return false;
+  if (::poll(&fd, 1, 0) <= 0) return true;  // nothing arrived: nothing to say
+  // Something arrived on an idle session: the server's FATAL before it closes, or EOF.
+  if (!PQconsumeInput(conn_.get()) || PQstatus(conn_.get()) != CONNECTION_OK) {
+    usable_ = false;
+    return false;
+  }
+  // A notice or a notification only: still alive. Drop queued notifications.
+  while (PGnotify* n = PQnotifies(conn_.get())) PQfreemem(n);
+  return true;
+}
+
+}  // namespace dlock::pg

@@ -1,0 +1,79 @@
+#pragma once
+// One libpq connection as an sql::connection, the settings parsed from a postgres*:// URI, and
+// the SQLSTATE classification. libpq headers stay inside this folder.
+#include <libpq-fe.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dlock/uri.hpp"
+#include "dlock_sql/connection.hpp"
+#include "dlock_sql/pool.hpp"
+
+namespace dlock::pg {
+
+struct pg_settings {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 5432;
+  std::string user;
+  std::string password;  // never formatted into a message
+  std::string database;
+  std::string sslmode = "prefer";  // URI sslmode=disable|prefer|require|verify-ca|verify-full
+  std::string redacted_uri;
+
+  static pg_settings from_uri(const uri& u);
+};
+
+// URI keys the connection understands beyond sql::common_parameter_names(): sslmode.
+const std::vector<std::string>& connection_parameters();
+
+// SQLSTATE -> failure (23505 duplicate_key, 55P03 lock_not_available, 40P01 deadlock, 40001
+// serialization, 57P0x/08xxx connection_lost, 28P01/28000 auth_failed, 3D000 unknown_database,
+// 42P01 undefined_table; 42P07/42710 (a concurrent CREATE ... IF NOT EXISTS) count as duplicate_key).
+sql::failure classify_sqlstate(std::string_view sqlstate) noexcept;
+
+struct pgconn_deleter {
+  void operator()(PGconn* c) const noexcept { PQfinish(c); }
+};
+using pgconn_ptr = std::unique_ptr<PGconn, pgconn_deleter>;
+struct pgresult_deleter {
+  void operator()(PGresult* r) const noexcept { PQclear(r); }
+};
+using pgresult_ptr = std::unique_ptr<PGresult, pgresult_deleter>;
+
+// Opens a raw libpq connection (for the connection class, the listener, tests and benchmarks).
+// nullptr with `err` set (auth_failed / unknown_database / unreachable) on failure.
+pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_timeout, sql::sql_error& err) noexcept;
+
+class pg_connection final : public sql::connection {
+ public:
+  explicit pg_connection(pgconn_ptr c) noexcept : conn_(std::move(c)) {}
+
+  bool execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
+               sql::sql_error& err) noexcept override;
+  bool begin(sql::sql_error& err) noexcept override { return simple("BEGIN", err); }
+  bool commit(sql::sql_error& err) noexcept override { return simple("COMMIT", err); }
+  bool rollback(sql::sql_error& err) noexcept override { return simple("ROLLBACK", err); }
+  // SET LOCAL lock_timeout (through set_config(..., true)): call inside a transaction.
+  bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout, sql::sql_error& err) noexcept override;
+  std::int64_t session_id() const noexcept override { return PQbackendPID(conn_.get()); }
+  bool usable() const noexcept override { return usable_ && PQstatus(conn_.get()) == CONNECTION_OK; }
+  bool poll_alive() noexcept override;
+
+  PGconn* raw() const noexcept { return conn_.get(); }
+
+ private:
+  bool simple(const char* sql, sql::sql_error& err) noexcept;
+  bool check(PGresult* r, sql::result* out, sql::sql_error& err) noexcept;
+
+  pgconn_ptr conn_;
+  bool usable_ = true;
+};
+
+// The pool's connector for these settings.
+sql::connector make_connector(pg_settings s);
+
+}  // namespace dlock::pg

@@ -1,0 +1,42 @@
+#include "pg_open.hpp"
+
+#include "pg_notifier.hpp"
+#include "pg_sql.hpp"
+
+namespace dlock::pg {
+
+std::vector<std::string> table_scheme_parameters() {
+  auto keys = sql::common_parameter_names();
+  for (const auto& k : connection_parameters()) keys.push_back(k);
+  return keys;
+}
+
+std::vector<std::string> advisory_parameters() {
+  std::vector<std::string> keys{"pool_size", "max_connections", "max_dedicated", "connect_timeout", "checkout_timeout"};
+  for (const auto& k : connection_parameters()) keys.push_back(k);
+  return keys;
+}
+
+sql::backend_setup table_setup(const uri& u, const lock_options& defaults, std::string_view default_table,
+                               capabilities caps) {
+  sql::backend_setup s;
+  s.params = sql::parse_common_params(u, default_table);
+  if (s.params.fair)
+    throw error(errc::invalid_uri, "fair=true is not implemented by the PostgreSQL table schemes yet (" +
+                                       u.redacted() + "); see backends/postgres/README.md");
+  auto settings = pg_settings::from_uri(u);
+  s.connections = sql::pool::make(make_connector(settings), s.params.pool);
+  s.caps = caps;
+  s.defaults = defaults;
+  s.redacted_uri = u.redacted();
+  s.max_name_length = max_name_length;
+  {  // connect once now: wrong credentials, an unknown database, an unreachable server fail at open
+    std::error_code ec;
+    auto h = s.connections->checkout(ec);
+    if (!h) throw error(ec, last_error_message());
+  }
+  s.notifier = std::make_shared<pg_notifier>(settings, s.params.pool.connect_timeout, channel_for(s.params.table));
+  return s;
+}
+
+}  // namespace dlock::pg

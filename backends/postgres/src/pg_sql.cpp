@@ -1,0 +1,100 @@
+// The statements, one round trip each where PostgreSQL allows it (ON CONFLICT, RETURNING,
+// data-modifying CTEs). Every time is clock_timestamp(): the server's clock, never the client's.
+#include "pg_sql.hpp"
+
+namespace dlock::pg {
+
+using sql::arg;
+
+namespace {
+std::string quote(const std::string& id) { return "\"" + id + "\""; }
+constexpr const char* expiry = "clock_timestamp() + $3::bigint * interval '1 millisecond'";
+}  // namespace
+
+std::string qualified(const sql::table_ref& t, const std::string& suffix) {
+  return t.schema.empty() ? quote(t.table + suffix) : quote(t.schema) + "." + quote(t.table + suffix);
+}
+
+std::string channel_for(const sql::table_ref& t) { return "dlock_" + t.table; }
+
+sql::index_sql index_statements(const sql::table_ref& t) {
+  const auto tab = qualified(t), seq = qualified(t, "_fence");
+  sql::index_sql s;
+  if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
+  s.create.push_back("CREATE SEQUENCE IF NOT EXISTS " + seq);
+  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
+                     " (name bytea PRIMARY KEY, owner text NOT NULL, hold_count integer NOT NULL,"
+                     " expires_at timestamptz NOT NULL, fence bigint NOT NULL)");
+  // Insert, or take over an expired row, or re-enter our own live row: one statement, and a
+  // conflicting live row of another owner returns no row (the WHERE of DO UPDATE is false).
+  s.acquire = {{"INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
+                " VALUES ($1, $2, 1, " + expiry + ", nextval('" + seq + "'))"
+                " ON CONFLICT (name) DO UPDATE SET"
+                " hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                "   THEN l.hold_count + 1 ELSE 1 END,"
+                " fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                "   THEN l.fence ELSE EXCLUDED.fence END,"
+                " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+                " WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
+                " RETURNING l.fence, l.hold_count",
+                {arg::name, arg::owner, arg::ttl_ms}}};
+  // One hold less, the row deleted at the last one and the release notified in the same statement.
+  s.release = {{"WITH dec AS (UPDATE " + tab + " SET hold_count = hold_count - 1"
+                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
+                " del AS (DELETE FROM " + tab +
+                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
+                "   RETURNING pg_notify($3, encode(name, 'hex')))"
+                " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
+                {arg::name, arg::owner, arg::channel}}};
+  s.renew = {{"UPDATE " + tab + " SET expires_at = " + expiry +
+              " WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()",
+              {arg::name, arg::owner, arg::ttl_ms}}};
+  s.sweep = {{"DELETE FROM " + tab + " WHERE expires_at <= clock_timestamp()", {}}};
+  s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
+  return s;
+}
+
+sql::forupdate_sql forupdate_statements(const sql::table_ref& t) {
+  const auto tab = qualified(t);
+  sql::forupdate_sql s;
+  if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
+  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab + " (name bytea PRIMARY KEY, fence bigint NOT NULL DEFAULT 0)");
+  s.ensure_row = {{"INSERT INTO " + tab + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {arg::name}}};
+  // The UPDATE takes the row lock (waiting up to lock_timeout) and bumps the fence in one trip;
+  // the NOWAIT form locks through a FOR UPDATE NOWAIT sub-select first.
+  s.lock_wait = {{"UPDATE " + tab + " SET fence = fence + 1 WHERE name = $1 RETURNING fence", {arg::name}}};
+  s.lock_nowait = {{"WITH l AS (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT)"
+                    " UPDATE " + tab + " t SET fence = t.fence + 1 FROM l WHERE t.name = l.name RETURNING t.fence",
+                    {arg::name}}};
+  s.probe = {{"SELECT 1 FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT", {arg::name}}};
+  return s;
+}
+
+sql::version_sql version_statements(const sql::table_ref& t) {
+  const auto tab = qualified(t);
+  sql::version_sql s;
+  if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
+  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
+                     " (name bytea PRIMARY KEY, owner text, version bigint NOT NULL DEFAULT 0, expires_at timestamptz)");
+  s.ensure_row = {{"INSERT INTO " + tab + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {arg::name}}};
+  s.read = {{"SELECT version, CASE WHEN owner IS NULL OR expires_at <= clock_timestamp() THEN 1 ELSE 0 END"
+             " FROM " + tab + " WHERE name = $1",
+             {arg::name}}};
+  s.acquire = {{"UPDATE " + tab + " SET owner = $1, version = version + 1,"
+                " expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'"
+                " WHERE name = $3 AND version = $4 AND (owner IS NULL OR expires_at <= clock_timestamp())",
+                {arg::owner, arg::ttl_ms, arg::name, arg::version}}};
+  s.release = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
+                " WHERE name = $1 AND owner = $2 AND version = $3 AND expires_at > clock_timestamp()"
+                " RETURNING pg_notify($4, encode(name, 'hex'))",
+                {arg::name, arg::owner, arg::version, arg::channel}}};
+  s.renew = {{"UPDATE " + tab + " SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
+              " WHERE name = $2 AND owner = $3 AND version = $4 AND expires_at > clock_timestamp()",
+              {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
+  s.probe = {{"SELECT owner FROM " + tab +
+              " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
+              {arg::name}}};
+  return s;
+}
+
+}  // namespace dlock::pg
