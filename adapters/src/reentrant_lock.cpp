@@ -39,9 +39,10 @@ class reentrant_lease final : public spi::lease_state {
       : lease_state(std::string(grant->inner.name()), grant->inner.state()->ttl(), clock::time_point::max()),
         grant_(std::move(grant)),
         slot_(std::move(slot)),
-        on_inner_lost_(grant_->inner.lost_token(), lost_forwarder{this}) {}
+        inner_state_(grant_->inner.state()),
+        on_inner_lost_(inner_state_->lost_token(), lost_forwarder{this}) {}
 
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return grant_->inner.fencing_token(); }
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return inner_state_->fencing_token(); }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
@@ -67,13 +68,15 @@ class reentrant_lease final : public spi::lease_state {
   struct lost_forwarder {
     reentrant_lease* self;
     void operator()() const noexcept {
-      auto reason = self->grant_->inner.lost_reason();
+      // The inner state, not grant_->inner: the last release may be moving that lease out now.
+      auto reason = self->inner_state_->lost_reason();
       self->mark_lost(reason ? reason : make_error_code(errc::lock_lost));
     }
   };
 
   std::shared_ptr<detail::shared_grant> grant_;
   std::shared_ptr<detail::reentrant_slot> slot_;
+  std::shared_ptr<spi::lease_state> inner_state_;  // the inner grant, readable without grant_->mutex
   std::stop_callback<lost_forwarder> on_inner_lost_;
 };
 

@@ -175,3 +175,31 @@ INSTANTIATE_TEST_SUITE_P(Embedded, Adapters,
                          [](const auto& info) { return info.param.substr(0, info.param.find(':')); });
 
 }  // namespace
+
+namespace {
+
+// The inner grant expires (no watchdog, short ttl): every outer lease of reentrant_lock must be
+// marked lost through the forwarded lost signal.
+TEST(ReentrantLock, InnerLossMarksEveryOuterLeaseLost) {
+  auto backend = dlock::open("memory://?ttl=300ms&watchdog=false");
+  dlock::reentrant_lock lock(backend->make_lock(unique("reentrant_lost")));
+  auto first = lock.acquire();
+  auto second = lock.acquire();
+  ASSERT_TRUE(first.held());
+  ASSERT_TRUE(second.held());
+  std::mutex m;
+  std::condition_variable cv;
+  int fired = 0;
+  auto count = [&] {
+    std::lock_guard g(m);
+    ++fired;
+    cv.notify_all();
+  };
+  std::stop_callback a(first.lost_token(), count), b(second.lost_token(), count);
+  std::unique_lock g(m);
+  EXPECT_TRUE(cv.wait_for(g, 10s, [&] { return fired == 2; })) << "outer leases were not marked lost";
+  EXPECT_FALSE(first.held());
+  EXPECT_EQ(first.lost_reason(), dlock::errc::lock_lost);
+}
+
+}  // namespace
