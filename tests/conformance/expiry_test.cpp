@@ -1,0 +1,86 @@
+#include "conformance_test.hpp"
+
+namespace dlock::conformance {
+
+TEST_P(Lock, KilledHolderProcess) {
+  const auto name = dlock::testing::unique_name("killed");
+  const auto ttl = 1000ms;
+  dlock::testing::child_process holder({DLOCK_CONFORMANCE_WORKER, "hold", uri_, name, std::to_string(ttl.count())});
+  const auto line = holder.read_line(15s);
+  ASSERT_TRUE(line && line->starts_with("acquired")) << "the holder process did not acquire";
+  auto other = make(name);
+  if (backend_->scope() == lock_scope::process) {
+    EXPECT_TRUE(other->try_acquire()) << "a process-scoped lock excluded another process";
+    return;
+  }
+  EXPECT_FALSE(other->try_acquire()) << "acquired while another process holds";
+  holder.kill_hard();
+  holder.wait(10s);
+  if (has(capability::expiring)) {
+    EXPECT_TRUE(other->try_acquire_for(ttl + margin)) << "declared expiring, but the dead holder's lock stayed held";
+  } else {
+    std::this_thread::sleep_for(2 * ttl);
+    EXPECT_FALSE(other->try_acquire()) << "not declared expiring, but the dead holder's lock freed itself";
+  }
+}
+
+TEST_P(Lock, ExpiryWithoutRenewal) {
+  const auto name = dlock::testing::unique_name("no-renewal");
+  const auto ttl = 600ms;
+  auto mine = make(name, options(ttl, false)), theirs = make(name);
+  auto held = mine->try_acquire();
+  ASSERT_TRUE(held);
+  if (!has(capability::expiring) || held.valid_until() == clock::time_point::max()) {
+    if (!has(capability::expiring)) {
+      EXPECT_EQ(held.valid_until(), clock::time_point::max());
+    }
+    std::this_thread::sleep_for(2 * ttl);
+    EXPECT_FALSE(theirs->try_acquire()) << "a grant without ttl expiry was taken from a live holder";
+    EXPECT_FALSE(held.lost_token().stop_requested());
+    return;
+  }
+  std::this_thread::sleep_until(held.valid_until());
+  auto now_theirs = theirs->try_acquire_for(ttl + margin);
+  EXPECT_TRUE(now_theirs) << "the unrenewed grant did not expire";
+  const auto deadline = clock::now() + margin;
+  while (!held.lost_token().stop_requested() && clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(held.lost_token().stop_requested()) << "validity ran out but lost did not fire";
+}
+
+TEST_P(Lock, RenewKeepsTheLockPastItsTtl) {
+  const auto name = dlock::testing::unique_name("renew");
+  const auto ttl = 600ms;
+  auto mine = make(name, options(ttl, false)), theirs = make(name);
+  auto held = mine->try_acquire();
+  ASSERT_TRUE(held);
+  if (!has(capability::renewable)) {
+    try {
+      held.renew(ttl);
+      ADD_FAILURE() << "renew succeeded on a backend not declared renewable";
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(e.code(), errc::not_supported) << e.what();
+    }
+    return;
+  }
+  const auto end = clock::now() + 3 * ttl;
+  while (clock::now() < end) {
+    std::this_thread::sleep_for(ttl / 3);
+    held.renew(ttl);
+    EXPECT_FALSE(theirs->try_acquire()) << "another owner acquired a renewed lock";
+  }
+  EXPECT_TRUE(held.held());
+}
+
+TEST_P(Lock, WatchdogKeepsTheLockPastItsTtl) {
+  if (!has(capability::renewable)) GTEST_SKIP() << "not renewable: no watchdog runs (the renew test asserts not_supported)";
+  const auto name = dlock::testing::unique_name("watchdog");
+  const auto ttl = 600ms;
+  auto mine = make(name, options(ttl, true)), theirs = make(name);
+  auto held = mine->try_acquire();
+  ASSERT_TRUE(held);
+  std::this_thread::sleep_for(3 * ttl);
+  EXPECT_FALSE(theirs->try_acquire()) << "the watchdog did not keep the lock";
+  EXPECT_TRUE(held.held());
+}
+
+}  // namespace dlock::conformance

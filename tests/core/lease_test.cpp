@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "test_backend.hpp"
+
+namespace {
+
+using namespace dlock;
+using namespace std::chrono_literals;
+
+struct captured_errors {
+  std::mutex m;
+  std::vector<std::pair<std::error_code, std::string>> seen;
+  background_error_handler previous;
+  captured_errors() {
+    previous = set_background_error_handler([this](std::error_code ec, std::string_view msg) {
+      std::lock_guard g(m);
+      seen.emplace_back(ec, std::string(msg));
+    });
+  }
+  ~captured_errors() { set_background_error_handler(previous); }
+  bool has(errc e) {
+    std::lock_guard g(m);
+    for (auto& [ec, msg] : seen)
+      if (ec == e) return true;
+    return false;
+  }
+};
+
+TEST(Lease, EmptyLease) {
+  lease l;
+  EXPECT_FALSE(l);
+  EXPECT_FALSE(l.held());
+  EXPECT_FALSE(l.fencing_token());
+  EXPECT_NO_THROW(l.release());
+  EXPECT_FALSE(l.lost_token().stop_possible());
+  EXPECT_THROW(l.renew(), dlock::error);
+}
+
+TEST(Lease, MoveAssignReleasesTheOverwrittenLease) {
+  core_test::test_backend b({});
+  auto a = b.make_lock("a"), a2 = b.make_lock("a"), c = b.make_lock("c");
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(a2->try_acquire());
+  held = c->try_acquire();
+  EXPECT_TRUE(a2->try_acquire()) << "move-assign did not release the overwritten lease";
+}
+
+TEST(Lease, DestructorReleaseFailureIsReported) {
+  captured_errors errors;
+  core_test::test_backend b({});
+  {
+    auto held = b.make_lock("x")->try_acquire();
+    ASSERT_TRUE(held);
+    std::lock_guard g(b.t->m);
+    b.t->owner_of["x"] = "someone else";
+  }
+  EXPECT_TRUE(errors.has(errc::not_owner)) << "a failed release in the destructor was dropped";
+}
+
+TEST(Lease, SecondReleaseIsANoOpAndNotOwnerMarksLost) {
+  core_test::test_backend b({});
+  auto held = b.make_lock("x")->try_acquire();
+  {
+    std::lock_guard g(b.t->m);
+    b.t->owner_of["x"] = "someone else";
+  }
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, errc::not_owner);
+  EXPECT_TRUE(held.lost_token().stop_requested());
+  held.release(ec);
+  EXPECT_FALSE(ec);
+}
+
+TEST(Lease, RenewOnANonRenewableBackendIsNotSupported) {
+  core_test::test_backend b({});
+  auto held = b.make_lock("x")->try_acquire();
+  try {
+    held.renew(1s);
+    FAIL();
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), errc::not_supported);
+  }
+}
+
+TEST(Watchdog, RenewsAtATthirdOfTheTtl) {
+  core_test::test_backend b({capability::expiring, capability::renewable});
+  lock_options o;
+  o.ttl = 600ms;
+  auto held = b.make_lock("x", o)->try_acquire();
+  ASSERT_TRUE(held);
+  std::this_thread::sleep_for(1100ms);  // renewals due at 200, 400, 600, 800, 1000 ms
+  const int n = b.t->renewals.load();
+  EXPECT_GE(n, 3);
+  EXPECT_LE(n, 6);
+  EXPECT_FALSE(held.lost_token().stop_requested()) << "lost fired although renewals succeeded";
+}
+
+TEST(Watchdog, FiresLostWhenRenewalFails) {
+  captured_errors errors;
+  core_test::test_backend b({capability::expiring, capability::renewable});
+  lock_options o;
+  o.ttl = 300ms;
+  auto held = b.make_lock("x", o)->try_acquire();
+  b.t->fail_renew = true;
+  const auto deadline = std::chrono::steady_clock::now() + 3s;
+  while (!held.lost_token().stop_requested() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(held.lost_token().stop_requested());
+  EXPECT_TRUE(held.lost_reason());
+}
+
+TEST(Watchdog, FiresLostWhenValidityRunsOutWithoutWatchdog) {
+  captured_errors errors;
+  core_test::test_backend b({capability::expiring});
+  lock_options o;
+  o.ttl = 200ms;
+  auto held = b.make_lock("x", o)->try_acquire();
+  std::this_thread::sleep_for(600ms);
+  EXPECT_TRUE(held.lost_token().stop_requested());
+  EXPECT_EQ(held.lost_reason(), errc::lock_lost);
+  EXPECT_EQ(b.t->renewals.load(), 0);
+}
+
+}  // namespace

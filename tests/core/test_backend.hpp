@@ -1,0 +1,67 @@
+#pragma once
+// A test-local backend for testing the core machinery itself (watchdog, lease, registry checks):
+// an in-process table, with counters and switches the tests read and flip. Not a server mock.
+#include <atomic>
+#include <map>
+#include <mutex>
+
+#include "dlock/spi.hpp"
+
+namespace dlock::core_test {
+
+struct table {
+  std::mutex m;
+  std::map<std::string, std::string> owner_of;
+  std::atomic<int> renewals{0};
+  std::atomic<bool> fail_renew{false};
+};
+
+class test_lease final : public spi::lease_state {
+ public:
+  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring)
+      : lease_state(name, ttl, expiring ? validity_after(clock::now(), ttl) : clock::time_point::max()),
+        t_(std::move(t)), owner_(std::move(owner)) {}
+
+ private:
+  void do_release(std::error_code& ec) noexcept override {
+    std::lock_guard g(t_->m);
+    auto it = t_->owner_of.find(name());
+    if (it == t_->owner_of.end() || it->second != owner_) return set_error(ec, errc::not_owner, "not ours");
+    t_->owner_of.erase(it);
+  }
+  void do_renew(std::chrono::milliseconds, std::error_code& ec) noexcept override {
+    ++t_->renewals;
+    if (t_->fail_renew) set_error(ec, errc::not_owner, "renewal refused");
+  }
+  std::shared_ptr<table> t_;
+  std::string owner_;
+};
+
+class test_lock final : public distributed_lock {
+ public:
+  test_lock(std::shared_ptr<table> t, std::string name, capabilities caps, lock_options o)
+      : distributed_lock(std::move(name), caps, std::move(o)), t_(std::move(t)) {}
+
+ private:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code&) noexcept override {
+    std::lock_guard g(t_->m);
+    auto [it, inserted] = t_->owner_of.try_emplace(std::string(name()), owner());
+    if (!inserted) return nullptr;
+    return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl, caps().has(capability::expiring));
+  }
+  std::shared_ptr<table> t_;
+};
+
+class test_backend final : public backend {
+ public:
+  test_backend(capabilities caps, lock_options o = {}, std::size_t max_name = 64)
+      : backend(caps, lock_scope::process, {max_name}, std::move(o), "test://"), t(std::make_shared<table>()) {}
+  std::shared_ptr<table> t;
+
+ private:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options o) override {
+    return std::make_unique<test_lock>(t, std::move(name), caps(), std::move(o));
+  }
+};
+
+}  // namespace dlock::core_test

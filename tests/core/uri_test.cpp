@@ -1,0 +1,104 @@
+#include <gtest/gtest.h>
+
+#include "dlock/dlock.hpp"
+
+namespace {
+
+using dlock::uri;
+using namespace std::chrono_literals;
+
+dlock::errc code_of(std::string_view text) {
+  try {
+    (void)uri::parse(text);
+  } catch (const dlock::error& e) {
+    return static_cast<dlock::errc>(e.code().value());
+  }
+  return dlock::errc{};
+}
+
+TEST(Uri, SchemeHostPortPathQuery) {
+  const auto u = uri::parse("Redis://127.0.0.1:6379/2?ttl=30s&watchdog=false");
+  EXPECT_EQ(u.scheme(), "redis");
+  ASSERT_EQ(u.hosts().size(), 1u);
+  EXPECT_EQ(u.hosts()[0].host, "127.0.0.1");
+  EXPECT_EQ(u.hosts()[0].port, 6379);
+  EXPECT_EQ(u.path(), "/2");
+  EXPECT_EQ(u.get("ttl"), "30s");
+  EXPECT_EQ(u.get_duration("ttl"), 30s);
+  EXPECT_EQ(u.get_bool("watchdog"), false);
+  EXPECT_FALSE(u.has("nope"));
+}
+
+TEST(Uri, SchemeWithPlus) { EXPECT_EQ(uri::parse("mysql+forupdate://h/db").scheme(), "mysql+forupdate"); }
+
+TEST(Uri, UserinfoAndPercentEscapes) {
+  const auto u = uri::parse("redis://us%40er:S3cr3t-P%40ss@host:1/a%20b");
+  EXPECT_EQ(u.user(), "us@er");
+  EXPECT_EQ(u.password(), "S3cr3t-P@ss");
+  EXPECT_EQ(u.path(), "/a b");
+  EXPECT_EQ(u.redacted().find("S3cr3t"), std::string::npos);
+  EXPECT_NE(u.redacted().find("***"), std::string::npos);
+}
+
+TEST(Uri, Ipv6) {
+  const auto u = uri::parse("redis://[::1]:6380");
+  ASSERT_EQ(u.hosts().size(), 1u);
+  EXPECT_EQ(u.hosts()[0].host, "::1");
+  EXPECT_EQ(u.hosts()[0].to_string(), "[::1]:6380");
+}
+
+TEST(Uri, MultiHostList) {
+  const auto u = uri::parse("zookeeper://a:1,b:2,[::1]:3/path");
+  ASSERT_EQ(u.hosts().size(), 3u);
+  EXPECT_EQ(u.hosts()[0].host, "a");
+  EXPECT_EQ(u.hosts()[1].port, 2);
+  EXPECT_EQ(u.hosts()[2].host, "::1");
+  EXPECT_EQ(u.path(), "/path");
+  EXPECT_EQ(code_of("zookeeper://a:1,,b:2/x"), dlock::errc::invalid_uri);
+}
+
+TEST(Uri, NoHost) {
+  const auto u = uri::parse("file:///var/lock/x");
+  EXPECT_TRUE(u.hosts().empty());
+  EXPECT_EQ(u.path(), "/var/lock/x");
+}
+
+TEST(Uri, Rejections) {
+  EXPECT_EQ(code_of(""), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("no-scheme"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://h:0"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://h:65536"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://h:port"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://h/?a=1&a=2"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://h/#frag"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://h/?=1"), dlock::errc::invalid_uri);
+}
+
+TEST(Uri, BadTypedValuesNameTheKey) {
+  const auto u = uri::parse("redis://h/?ttl=soon&n=99&b=maybe");
+  try {
+    (void)u.get_duration("ttl");
+    FAIL();
+  } catch (const dlock::error& e) {
+    EXPECT_NE(std::string(e.what()).find("ttl"), std::string::npos);
+  }
+  EXPECT_THROW((void)u.get_int("n", 0, 10), dlock::error);
+  EXPECT_THROW((void)u.get_bool("b"), dlock::error);
+}
+
+TEST(Duration, Parses) {
+  EXPECT_EQ(dlock::parse_duration("500ms"), 500ms);
+  EXPECT_EQ(dlock::parse_duration("30s"), 30s);
+  EXPECT_EQ(dlock::parse_duration("2m"), 2min);
+  EXPECT_EQ(dlock::parse_duration("1h"), 1h);
+  EXPECT_EQ(dlock::parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(dlock::format_duration(1500ms), "1500ms");
+  EXPECT_EQ(dlock::format_duration(120s), "2m");
+}
+
+TEST(Duration, Rejects) {
+  for (const char* bad : {"", "5", "ms", "-1s", "1.5.2s", ".5s", "10 s", "3d", "0.0001ms", "1e3s"})
+    EXPECT_THROW(dlock::parse_duration(bad), dlock::error) << bad;
+}
+
+}  // namespace

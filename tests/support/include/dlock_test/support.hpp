@@ -1,0 +1,68 @@
+#pragma once
+// Test support shared by tests/core, tests/conformance and the backends' own tests.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace dlock::testing {
+
+// "<prefix>-<24 random hex digits>": parallel runs (and repeated runs against one server) never
+// share a lock name.
+std::string unique_name(std::string_view prefix);
+
+// One backend the conformance suite runs against, as joined by dlock_join_conformance().
+struct conformance_target {
+  std::string label;    // ctest name part: "memory", "redis_reentrant"
+  std::string uri;      // a literal URI, or empty
+  std::string uri_env;  // else: the environment variable holding the server's URI
+  std::string query;    // appended to the URI ("ttl=1s&x=y")
+  std::string scheme;   // replaces the URI's scheme when not empty (mysql:// -> mysql+getlock://)
+};
+
+// Every target the build joined (generated from DLOCK_CONFORMANCE_ENTRIES).
+const std::vector<conformance_target>& joined_targets();
+
+// The labels and schemes named in DLOCK_TEST_EXCLUDE (comma-separated, spaces ignored).
+std::vector<std::string> excluded_names_from_environment();
+// The scheme of a target if it can be known without connecting (literal URI, or a set variable).
+std::optional<std::string> scheme_of(const conformance_target& t);
+bool is_excluded(const conformance_target& t, const std::vector<std::string>& excluded);
+
+// The URI a target runs against, or an error message saying what to do (unset variable).
+struct resolved_uri {
+  std::optional<std::string> uri;
+  std::string error;
+};
+resolved_uri resolve(const conformance_target& t);
+// `uri` with `query` appended (joined by '?' or '&').
+std::string with_query(std::string uri, std::string_view query);
+
+// A child process with its stdout on a pipe. The destructor SIGKILLs and reaps a child still running.
+class child_process {
+ public:
+  // argv[0] is the executable path. Throws std::system_error when it cannot be started.
+  explicit child_process(const std::vector<std::string>& argv);
+  ~child_process();
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  pid_t pid() const noexcept { return pid_; }
+  // The next line of the child's stdout (without '\n'), or nullopt at EOF or after the timeout.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout);
+  void kill_hard();  // SIGKILL
+  // waitpid: the exit code, or 128 + signal number when killed. Waits at most `timeout`, then
+  // SIGKILLs the child and returns nullopt.
+  std::optional<int> wait(std::chrono::milliseconds timeout);
+
+ private:
+  pid_t pid_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffered_;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+}  // namespace dlock::testing
