@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "dlock/dlock.hpp"
 
 namespace {
@@ -30,6 +32,8 @@ TEST(FilePlugin, SchemeIsFoundByLoadingTheModuleAndExcludesTheStaticBackend) {
   ASSERT_TRUE(via_static);
   EXPECT_FALSE(loaded->make_lock("shared")->try_acquire());
   EXPECT_GT(*via_static.fencing_token(), *via_module.fencing_token());
+  via_static.release();
+  std::filesystem::remove_all(uri.substr(std::string_view("file://").size()));
 }
 
 }  // namespace
