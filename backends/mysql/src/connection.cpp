@@ -7,7 +7,16 @@
 #include <cppconn/statement.h>
 #include <mysql_driver.h>
 
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 
 namespace dlock::mysql {
 
@@ -38,14 +47,14 @@ connection_settings connection_settings::from_uri(const uri& u) {
   return s;
 }
 
-bool is_lock_busy(const sql::SQLException& e) noexcept {
+bool is_lock_busy(const ::sql::SQLException& e) noexcept {
   const int n = e.getErrorCode();
   return n == error_number::lock_wait_timeout || n == error_number::lock_nowait_mysql;
 }
 
-bool is_duplicate_key(const sql::SQLException& e) noexcept { return e.getErrorCode() == error_number::duplicate_key; }
+bool is_duplicate_key(const ::sql::SQLException& e) noexcept { return e.getErrorCode() == error_number::duplicate_key; }
 
-errc classify(const sql::SQLException& e) noexcept {
+errc classify(const ::sql::SQLException& e) noexcept {
   using namespace error_number;
   switch (e.getErrorCode()) {
     case access_denied: return errc::authentication_failed;
@@ -67,7 +76,7 @@ errc classify(const sql::SQLException& e) noexcept {
   return errc::backend_error;
 }
 
-std::string describe(const sql::SQLException& e, const std::string& what) {
+std::string describe(const ::sql::SQLException& e, const std::string& what) {
   std::string m = what + ": MySQL error " + std::to_string(e.getErrorCode());
   if (!e.getSQLState().empty()) m += " (SQLSTATE " + e.getSQLState() + ")";
   m += ": ";
@@ -80,7 +89,7 @@ std::string describe(const sql::SQLException& e, const std::string& what) {
   return m;
 }
 
-void connection_deleter::operator()(sql::Connection* c) const noexcept {
+void connection_deleter::operator()(::sql::Connection* c) const noexcept {
   if (!c) return;
   try {
     c->close();
@@ -90,9 +99,9 @@ void connection_deleter::operator()(sql::Connection* c) const noexcept {
 }
 
 namespace {
-sql::mysql::MySQL_Driver& driver() {
+::sql::mysql::MySQL_Driver& driver() {
   // get_mysql_driver_instance initialises the client library once; not safe to race.
-  static sql::mysql::MySQL_Driver* d = sql::mysql::get_mysql_driver_instance();
+  static ::sql::mysql::MySQL_Driver* d = ::sql::mysql::get_mysql_driver_instance();
   return *d;
 }
 int whole_seconds(std::chrono::milliseconds d) {
@@ -102,17 +111,17 @@ int whole_seconds(std::chrono::milliseconds d) {
 
 connection_ptr connect(const connection_settings& s) {
   static std::mutex init_mutex;
-  sql::mysql::MySQL_Driver* d = nullptr;
+  ::sql::mysql::MySQL_Driver* d = nullptr;
   {
     std::lock_guard lock(init_mutex);
     d = &driver();
   }
-  sql::ConnectOptionsMap options;
-  options["hostName"] = sql::SQLString(s.host);
+  ::sql::ConnectOptionsMap options;
+  options["hostName"] = ::sql::SQLString(s.host);
   options["port"] = static_cast<int>(s.port);
-  options["userName"] = sql::SQLString(s.user);
-  options["password"] = sql::SQLString(s.password);
-  options["schema"] = sql::SQLString(s.database);
+  options["userName"] = ::sql::SQLString(s.user);
+  options["password"] = ::sql::SQLString(s.password);
+  options["schema"] = ::sql::SQLString(s.database);
   options["OPT_CONNECT_TIMEOUT"] = whole_seconds(s.connect_timeout);
   options["OPT_READ_TIMEOUT"] = whole_seconds(s.command_timeout);
   options["OPT_WRITE_TIMEOUT"] = whole_seconds(s.command_timeout);
@@ -124,14 +133,14 @@ connection_ptr connect(const connection_settings& s) {
     connection_ptr c(d->connect(options));
     c->setAutoCommit(true);
     return c;
-  } catch (const sql::SQLException& e) {
+  } catch (const ::sql::SQLException& e) {
     errc code = classify(e);
     if (e.getErrorCode() == error_number::unknown_database) code = errc::backend_error;
     throw error(code, describe(e, "connecting to " + s.redacted_uri));
   }
 }
 
-void statement_deleter::operator()(sql::PreparedStatement* p) const noexcept {
+void statement_deleter::operator()(::sql::PreparedStatement* p) const noexcept {
   if (!p) return;
   try {
     p->close();
@@ -140,17 +149,65 @@ void statement_deleter::operator()(sql::PreparedStatement* p) const noexcept {
   delete p;
 }
 
-session::session(connection_ptr c) : connection_(std::move(c)) {
-  std::unique_ptr<sql::Statement> st(connection_->createStatement());
-  std::unique_ptr<sql::ResultSet> rs(st->executeQuery("SELECT CONNECTION_ID()"));
-  if (rs->next()) id_ = rs->getUInt64(1);
+namespace {
+int port_of(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
+  if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
+  return -1;
+}
+
+// Connector/C++ 1.1 does not expose its socket. The server tells us our client port
+// ("127.0.0.1:54321" in PROCESSLIST.HOST); the socket of this process bound to that local port
+// and connected to the server's port is ours.
+int find_socket(const std::string& processlist_host, int server_port) {
+  const auto colon = processlist_host.rfind(':');
+  if (colon == std::string::npos) return -1;  // a unix socket connection: "localhost"
+  int local_port = -1;
+  const char* first = processlist_host.data() + colon + 1;
+  const char* last = processlist_host.data() + processlist_host.size();
+  if (std::from_chars(first, last, local_port).ec != std::errc()) return -1;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
+  if (!dir) return -1;
+  int found = -1;
+  while (dirent* e = readdir(dir.get())) {
+    int fd = -1;
+    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+    sockaddr_storage local{}, peer{};
+    socklen_t ll = sizeof local, pl = sizeof peer;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
+    if (port_of(local) != local_port) continue;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0 || port_of(peer) != server_port) continue;
+    if (found != -1) return -1;  // ambiguous (should not happen): do not guess
+    found = fd;
+  }
+  return found;
+}
+}  // namespace
+
+session::session(connection_ptr c, int server_port) : connection_(std::move(c)) {
+  std::unique_ptr<::sql::Statement> st(connection_->createStatement());
+  std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
+      "SELECT CONNECTION_ID(), (SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID())"));
+  if (rs->next()) {
+    id_ = rs->getUInt64(1);
+    if (!rs->isNull(2)) socket_fd_ = find_socket(std::string(rs->getString(2)), server_port);
+  }
+}
+
+bool session::poll_alive() const noexcept {
+  if (socket_fd_ < 0) return true;
+  char byte;
+  const ssize_t n = ::recv(socket_fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0) return false;  // EOF: the server closed the session
+  if (n > 0) return false;   // unasked bytes while idle: the server's goodbye (killed / shutdown)
+  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 }
 
 session::~session() {
   statements_.clear();  // before the connection they belong to
 }
 
-sql::PreparedStatement& session::prepared(const std::string& text) {
+::sql::PreparedStatement& session::prepared(const std::string& text) {
   for (auto& [sql_text, st] : statements_)
     if (sql_text == text) return *st;
   statement_ptr st(connection_->prepareStatement(text));
@@ -159,7 +216,7 @@ sql::PreparedStatement& session::prepared(const std::string& text) {
 }
 
 void session::execute(const std::string& text) {
-  std::unique_ptr<sql::Statement> st(connection_->createStatement());
+  std::unique_ptr<::sql::Statement> st(connection_->createStatement());
   st->execute(text);
 }
 
@@ -190,10 +247,10 @@ session_ptr pool::take(std::error_code& ec) noexcept {
     ++open_;
   }
   try {
-    return std::make_unique<session>(connect(settings_));
+    return std::make_unique<session>(connect(settings_), settings_.port);
   } catch (const error& e) {
     set_error(ec, e.code(), e.what());
-  } catch (const sql::SQLException& e) {
+  } catch (const ::sql::SQLException& e) {
     set_error(ec, classify(e), describe(e, "connecting to " + settings_.redacted_uri));
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, std::string("connecting to ") + settings_.redacted_uri + ": " + e.what());

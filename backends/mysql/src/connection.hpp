@@ -62,19 +62,19 @@ inline constexpr int server_shutdown = 1053;
 }  // namespace error_number
 
 // Lock contention (NOWAIT / lock wait timeout): not an error, "held by someone else".
-bool is_lock_busy(const sql::SQLException& e) noexcept;
-bool is_duplicate_key(const sql::SQLException& e) noexcept;
+bool is_lock_busy(const ::sql::SQLException& e) noexcept;
+bool is_duplicate_key(const ::sql::SQLException& e) noexcept;
 // The errc for a connector exception: authentication_failed, backend_unavailable (unreachable,
 // dropped, killed, timed out), backend_error (anything else the server said).
-errc classify(const sql::SQLException& e) noexcept;
+errc classify(const ::sql::SQLException& e) noexcept;
 // "<what>: MySQL error <n> (SQLSTATE xxxxx): <server message>"; never contains the password
 // (the server's 1045 message names the user and host only).
-std::string describe(const sql::SQLException& e, const std::string& what);
+std::string describe(const ::sql::SQLException& e, const std::string& what);
 
 struct connection_deleter {
-  void operator()(sql::Connection* c) const noexcept;
+  void operator()(::sql::Connection* c) const noexcept;
 };
-using connection_ptr = std::unique_ptr<sql::Connection, connection_deleter>;
+using connection_ptr = std::unique_ptr<::sql::Connection, connection_deleter>;
 
 // Opens one connection with the settings' timeouts, auto-reconnect OFF (a silent reconnect
 // would drop every GET_LOCK and row lock the session held without telling us). Throws
@@ -87,27 +87,32 @@ template <class F>
 bool guard(std::error_code& ec, const std::string& what, F&& f) noexcept;
 
 struct statement_deleter {
-  void operator()(sql::PreparedStatement* p) const noexcept;
+  void operator()(::sql::PreparedStatement* p) const noexcept;
 };
-using statement_ptr = std::unique_ptr<sql::PreparedStatement, statement_deleter>;
+using statement_ptr = std::unique_ptr<::sql::PreparedStatement, statement_deleter>;
 
 // One connection with its prepared statements cached (prepare once per connection: a statement
 // then costs one round trip to execute) and its server-side CONNECTION_ID().
 class session {
  public:
-  explicit session(connection_ptr c);
+  session(connection_ptr c, int server_port);
   ~session();
-  sql::Connection& connection() noexcept { return *connection_; }
+  ::sql::Connection& connection() noexcept { return *connection_; }
   std::uint64_t id() const noexcept { return id_; }
-  // The statement for this SQL text, prepared on first use. Throws sql::SQLException.
-  sql::PreparedStatement& prepared(const std::string& text);
-  // Plain statement without parameters (SET SESSION ..., COMMIT). Throws sql::SQLException.
+  // The statement for this SQL text, prepared on first use. Throws ::sql::SQLException.
+  ::sql::PreparedStatement& prepared(const std::string& text);
+  // Plain statement without parameters (SET SESSION ..., COMMIT). Throws ::sql::SQLException.
   void execute(const std::string& text);
   bool closed() const noexcept;
+  // Without a round trip, and only while no statement is in flight: false when the server has
+  // closed this session (KILL, shutdown) as far as the socket shows: EOF, or bytes the server
+  // sent unasked (MariaDB's "connection killed" packet). True when it cannot tell.
+  bool poll_alive() const noexcept;
 
  private:
   connection_ptr connection_;
   std::uint64_t id_ = 0;
+  int socket_fd_ = -1;  // this connection's TCP socket, found through its local port; -1: unknown
   std::vector<std::pair<std::string, statement_ptr>> statements_;
 };
 using session_ptr = std::unique_ptr<session>;
@@ -145,7 +150,7 @@ bool guard(std::error_code& ec, const std::string& what, F&& f) noexcept {
   try {
     f();
     return true;
-  } catch (const sql::SQLException& e) {
+  } catch (const ::sql::SQLException& e) {
     set_error(ec, classify(e), describe(e, what));
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, what + ": " + e.what());

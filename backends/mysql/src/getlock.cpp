@@ -17,8 +17,8 @@ constexpr const char* release_lock_sql = "SELECT RELEASE_LOCK(?)";
 constexpr const char* still_ours_sql = "SELECT IS_USED_LOCK(?) = CONNECTION_ID()";
 
 // The single integer a SELECT of one function returns; nullopt for SQL NULL.
-std::optional<long long> scalar(sql::PreparedStatement& st) {
-  std::unique_ptr<sql::ResultSet> rs(st.executeQuery());
+std::optional<long long> scalar(::sql::PreparedStatement& st) {
+  std::unique_ptr<::sql::ResultSet> rs(st.executeQuery());
   if (!rs->next() || rs->isNull(1)) return std::nullopt;
   return rs->getInt64(1);
 }

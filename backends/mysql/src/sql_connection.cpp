@@ -1,5 +1,7 @@
 #include "sql_connection.hpp"
 
+#include "dialect.hpp"
+
 #include <cppconn/connection.h>
 #include <cppconn/datatype.h>
 #include <cppconn/exception.h>
@@ -40,7 +42,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
   bool execute(std::string_view text, std::span<const dlock::sql::param> params, dlock::sql::result& out,
                dlock::sql::sql_error& err) noexcept override {
     out = {};
-    return run(err, [&] {
+    const bool ok = run(err, [&] {
       auto& st = session_->prepared(std::string(text));
       unsigned i = 1;
       for (const auto& p : params) {
@@ -72,6 +74,15 @@ class mysql_sql_connection final : public dlock::sql::connection {
         out.rows_affected = static_cast<std::uint64_t>(st.getUpdateCount());
       }
     });
+    // An INSERT of an existing key whose record another transaction holds FOR UPDATE waits for
+    // that holder (InnoDB's duplicate check takes a shared lock). Statements marked by the
+    // dialect run with no lock wait, and then "lock wait timeout" proves the row exists.
+    if (!ok && err.kind == dlock::sql::failure::lock_not_available && text.starts_with(exists_if_locked_marker)) {
+      err = {};
+      out = {};
+      return true;
+    }
+    return ok;
   }
 
   bool begin(dlock::sql::sql_error& err) noexcept override {
@@ -101,6 +112,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
 
   std::int64_t session_id() const noexcept override { return static_cast<std::int64_t>(session_->id()); }
   bool usable() const noexcept override { return usable_ && !session_->closed(); }
+  bool poll_alive() noexcept override { return session_->poll_alive(); }
 
  private:
   template <class F>
@@ -134,7 +146,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
 
 std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s, std::error_code& ec) noexcept {
   try {
-    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s)));
+    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port));
   } catch (const error& e) {
     set_error(ec, e.code(), e.what());
   } catch (const ::sql::SQLException& e) {

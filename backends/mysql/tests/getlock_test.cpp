@@ -37,7 +37,7 @@ bool fires_within(std::stop_token t, std::chrono::seconds bound) {
 
 TEST(GetLockKey, PlainNamesStayReadableEverythingElseIsHashedInto64Chars) {
   EXPECT_EQ(getlock_key("jobs/nightly-report.v2"), "jobs/nightly-report.v2");
-  for (std::string_view n : {"Upper", "has space", "#plain", "quote'", std::string_view("nul\0x", 5)}) {
+  for (std::string_view n : std::initializer_list<std::string_view>{"Upper", "has space", "#plain", "quote'", std::string_view("nul\0x", 5)}) {
     const auto k = getlock_key(n);
     EXPECT_EQ(k.front(), '#') << n;
     EXPECT_EQ(k.size(), 64u) << n;

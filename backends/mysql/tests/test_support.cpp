@@ -47,34 +47,34 @@ std::string unique_name(std::string_view prefix) {
   return s;
 }
 
-std::shared_ptr<sql::Connection> raw_connect(const std::string& uri_text) {
+std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text) {
   static std::mutex init;
-  sql::mysql::MySQL_Driver* d;
+  ::sql::mysql::MySQL_Driver* d;
   {
     std::lock_guard lock(init);
-    d = sql::mysql::get_mysql_driver_instance();
+    d = ::sql::mysql::get_mysql_driver_instance();
   }
   const auto u = uri::parse(uri_text);
-  sql::ConnectOptionsMap o;
-  o["hostName"] = sql::SQLString(u.hosts().at(0).host);
+  ::sql::ConnectOptionsMap o;
+  o["hostName"] = ::sql::SQLString(u.hosts().at(0).host);
   o["port"] = static_cast<int>(u.hosts().at(0).port_or(3306));
-  o["userName"] = sql::SQLString(u.user());
-  o["password"] = sql::SQLString(u.password().value_or(""));
-  o["schema"] = sql::SQLString(u.path().substr(1));
+  o["userName"] = ::sql::SQLString(u.user());
+  o["password"] = ::sql::SQLString(u.password().value_or(""));
+  o["schema"] = ::sql::SQLString(u.path().substr(1));
   o["OPT_CONNECT_TIMEOUT"] = 5;
-  return std::shared_ptr<sql::Connection>(d->connect(o));
+  return std::shared_ptr<::sql::Connection>(d->connect(o));
 }
 
-std::optional<std::int64_t> query_int(sql::Connection& c, const std::string& text, const std::string& param) {
-  std::unique_ptr<sql::PreparedStatement> st(c.prepareStatement(text));
+std::optional<std::int64_t> query_int(::sql::Connection& c, const std::string& text, const std::string& param) {
+  std::unique_ptr<::sql::PreparedStatement> st(c.prepareStatement(text));
   st->setString(1, param);
-  std::unique_ptr<sql::ResultSet> rs(st->executeQuery());
+  std::unique_ptr<::sql::ResultSet> rs(st->executeQuery());
   if (!rs->next() || rs->isNull(1)) return std::nullopt;
   return rs->getInt64(1);
 }
 
-void kill_connection(sql::Connection& c, std::int64_t id) {
-  std::unique_ptr<sql::Statement> st(c.createStatement());
+void kill_connection(::sql::Connection& c, std::int64_t id) {
+  std::unique_ptr<::sql::Statement> st(c.createStatement());
   st->execute("KILL " + std::to_string(id));  // an integer, not a name
 }
 

@@ -23,10 +23,10 @@ std::string with_scheme(std::string_view uri_text, std::string_view scheme);
 std::string unique_name(std::string_view prefix);
 
 // A raw connection to the URI's server (any scheme). Throws on failure.
-std::shared_ptr<sql::Connection> raw_connect(const std::string& uri_text);
+std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text);
 // One integer from a query with one string parameter (nullopt for NULL).
-std::optional<std::int64_t> query_int(sql::Connection& c, const std::string& text, const std::string& param);
+std::optional<std::int64_t> query_int(::sql::Connection& c, const std::string& text, const std::string& param);
 // KILL <id> (the MariaDB way an operator ends a session).
-void kill_connection(sql::Connection& c, std::int64_t id);
+void kill_connection(::sql::Connection& c, std::int64_t id);
 
 }  // namespace dlock::mysql::test

@@ -1,0 +1,114 @@
+#include "dialect.hpp"
+
+namespace dlock::mysql {
+
+using dlock::sql::arg;
+
+std::string quoted_table(const dlock::sql::table_ref& t, const std::string& suffix) {
+  std::string q;
+  if (!t.schema.empty()) q += "`" + t.schema + "`.";
+  return q + "`" + t.table + suffix + "`";
+}
+
+namespace {
+// expiry on the server's clock: NOW(6) + ttl (milliseconds, bound)
+constexpr const char* expiry_from_now = "TIMESTAMPADD(MICROSECOND, ? * 1000, NOW(6))";
+}  // namespace
+
+dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
+  const std::string tbl = quoted_table(t);
+  const std::string seq = quoted_table(t, "_fence");
+  dlock::sql::index_sql s;
+  s.create = {
+      "CREATE TABLE IF NOT EXISTS " + tbl +
+          " (name VARBINARY(512) NOT NULL, owner VARBINARY(255) NOT NULL, hold_count INT NOT NULL,"
+          " fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL, PRIMARY KEY (name), KEY (expires_at))"
+          " ENGINE=InnoDB",
+      // One strictly increasing source of fencing tokens: a released row is deleted, so the fence
+      // cannot live in it alone.
+      "CREATE SEQUENCE IF NOT EXISTS " + seq + " ENGINE=InnoDB",
+  };
+  // Insert; on a duplicate key, in the same statement: take over an expired row (new fence,
+  // count 1), or count a re-entry of our own live row; another owner's live row is left alone.
+  // MariaDB evaluates the assignments left to right, each seeing the previous ones, so the
+  // conditions come first and `owner`/`expires_at` are assigned last. NOW(6) is one instant
+  // per statement. Then our live row, if any, is returned.
+  s.acquire = {
+      {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(" + seq + "), " +
+           expiry_from_now +
+           ") ON DUPLICATE KEY UPDATE"
+           " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
+           " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
+           " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
+           " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
+       {arg::name, arg::owner, arg::ttl_ms}},
+      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
+       {arg::name, arg::owner}},
+  };
+  // One statement: one hold fewer; at zero the row is expired at once (free for the next
+  // acquire's takeover, deleted by the sweeper). Matches only our live row: 0 rows -> not_owner.
+  s.release = {{"UPDATE " + tbl +
+                    " SET hold_count = hold_count - 1,"
+                    " expires_at = IF(hold_count = 0, '1970-01-01 00:00:01', expires_at)"
+                    " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
+                {arg::name, arg::owner}}};
+  s.renew = {{"UPDATE " + tbl + " SET expires_at = " + expiry_from_now +
+                  " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
+              {arg::ttl_ms, arg::name, arg::owner}}};
+  s.sweep = {{"DELETE FROM " + tbl + " WHERE expires_at <= NOW(6)", {}}};
+  s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND expires_at > NOW(6)", {arg::name}}};
+  return s;  // enqueue/dequeue/is_first_waiter: no fair mode on MySQL yet
+}
+
+dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
+  const std::string tbl = quoted_table(t);
+  dlock::sql::forupdate_sql s;
+  s.create = {"CREATE TABLE IF NOT EXISTS " + tbl +
+              " (name VARBINARY(512) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL DEFAULT 0, holder BIGINT NULL)"
+              " ENGINE=InnoDB"};
+  // InnoDB's duplicate-key check waits for a shared lock on the existing record, so a plain
+  // INSERT of a name someone holds FOR UPDATE would queue behind the holder. It is tried with no
+  // lock wait at all instead, and "lock wait timeout" here means the row exists (the connection
+  // maps it to success through the marker).
+  s.ensure_row = {{std::string(exists_if_locked_marker) +
+                       " SET STATEMENT innodb_lock_wait_timeout = 0 FOR INSERT IGNORE INTO " + tbl +
+                       " (name, fence) VALUES (?, 0)",
+                   {arg::name}}};
+  s.lock_nowait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};
+  // Bounded by the session's innodb_lock_wait_timeout (whole seconds, set by the strategy).
+  s.lock_wait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE", {arg::name}}};
+  // `holder` (uncommitted while held, so visible only to READ UNCOMMITTED readers) names the
+  // holding connection for operators and the tests' KILL.
+  s.bump_fence = {{"INSERT INTO " + tbl +
+                       " (name, fence) VALUES (?, 1) ON DUPLICATE KEY UPDATE fence = fence + 1, holder = CONNECTION_ID() RETURNING fence",
+                   {arg::name}}};
+  s.probe = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};
+  return s;
+}
+
+dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t) {
+  const std::string tbl = quoted_table(t);
+  dlock::sql::version_sql s;
+  s.create = {"CREATE TABLE IF NOT EXISTS " + tbl +
+              " (name VARBINARY(512) NOT NULL PRIMARY KEY, version BIGINT NOT NULL, owner VARBINARY(255) NULL,"
+              " expires_at DATETIME(6) NULL) ENGINE=InnoDB"};
+  s.ensure_row = {{"INSERT IGNORE INTO " + tbl + " (name, version, owner, expires_at) VALUES (?, 0, NULL, NULL)",
+                   {arg::name}}};
+  s.read = {{"SELECT version, (owner IS NULL OR expires_at <= NOW(6)) FROM " + tbl + " WHERE name = ?", {arg::name}}};
+  s.acquire = {{"UPDATE " + tbl + " SET owner = ?, expires_at = " + expiry_from_now +
+                    ", version = version + 1"
+                    " WHERE name = ? AND version = ? AND (owner IS NULL OR expires_at <= NOW(6))",
+                {arg::owner, arg::ttl_ms, arg::name, arg::version}}};
+  s.release = {{"UPDATE " + tbl +
+                    " SET owner = NULL, expires_at = NULL"
+                    " WHERE name = ? AND owner = ? AND version = ? AND expires_at > NOW(6)",
+                {arg::name, arg::owner, arg::version}}};
+  s.renew = {{"UPDATE " + tbl + " SET expires_at = " + expiry_from_now +
+                  " WHERE name = ? AND owner = ? AND version = ? AND expires_at > NOW(6)",
+              {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
+  s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)",
+              {arg::name}}};
+  return s;
+}
+
+}  // namespace dlock::mysql

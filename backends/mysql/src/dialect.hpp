@@ -1,0 +1,26 @@
+#pragma once
+// MariaDB's SQL for the three table strategies of backends/sql_common (dialect.hpp there fixes
+// what each script returns). The only text pasted into SQL is the table (and schema) name, which
+// sql_common validated as a plain identifier; it is quoted with backticks here. Lock names,
+// owners and every value are bound parameters.
+#include <string>
+
+#include "dlock_sql/dialect.hpp"
+#include "dlock_sql/params.hpp"
+
+namespace dlock::mysql {
+
+// Marker of a statement whose lock wait means "the row exists" (see sql_connection.cpp).
+inline constexpr const char* exists_if_locked_marker = "/* dlock:exists-if-locked */";
+
+// `schema`.`table` (or `table`), plus a suffix on the table part (the fence sequence).
+std::string quoted_table(const dlock::sql::table_ref& t, const std::string& suffix = "");
+
+dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t);
+dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t);
+dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t);
+
+// The width of the name column (VARBINARY(512)): InnoDB keys hold up to 3072 bytes.
+inline constexpr std::size_t max_name_bytes = 512;
+
+}  // namespace dlock::mysql

@@ -1,0 +1,193 @@
+// mysql+index, mysql+forupdate, mysql+version against a real MariaDB (DLOCK_MYSQL_URI), each on
+// a table of its own per test run so runs never see each other's rows.
+#include <gtest/gtest.h>
+
+#include <cppconn/connection.h>
+#include <cppconn/statement.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace dlock::mysql;
+
+std::string fresh_table() {
+  auto n = test::unique_name("t");
+  for (auto& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
+bool fires_within(std::stop_token t, std::chrono::seconds bound) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool fired = false;
+  std::stop_callback cb(t, [&] {
+    std::lock_guard lock(m);
+    fired = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(m);
+  return cv.wait_for(lock, bound, [&] { return fired; });
+}
+
+class Tables : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::shared_ptr<dlock::backend> open(std::string_view extra = "ttl=2s") {
+    return dlock::open(test::uri_for(GetParam(), "table=" + table_ + "&" + std::string(extra)));
+  }
+  std::string table_ = fresh_table();
+};
+
+TEST_P(Tables, OneHolderAtATimeReleaseFreesAndFencesIncrease) {
+  auto b = open();
+  const auto name = test::unique_name("x");
+  auto a = b->make_lock(name);
+  auto other = b->make_lock(name);
+  auto first = a->try_acquire();
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(other->try_acquire());
+  const auto f1 = first.fencing_token();
+  ASSERT_TRUE(f1.has_value());
+  first.release();
+  auto second = other->try_acquire();
+  ASSERT_TRUE(second);
+  ASSERT_TRUE(second.fencing_token().has_value());
+  EXPECT_GT(*second.fencing_token(), *f1);
+}
+
+TEST_P(Tables, HostileNamesAreDistinctLocks) {
+  auto b = open();
+  const auto base = test::unique_name("h");
+  std::vector<std::string> names = {base + "'; DROP TABLE x; --", base + "\\", base + "%", base + "_",
+                                    base + std::string("\0a", 2), base + std::string("\0b", 2),
+                                    base + "\xc3\xa9", base + "\xff", base + "Case", base + "case", base + "CASE",
+                                    base + " ", base, base + std::string(512 - base.size(), 'm')};
+  std::vector<dlock::lease> held;
+  for (const auto& n : names) {
+    held.push_back(b->make_lock(n)->try_acquire());
+    ASSERT_TRUE(held.back()) << "distinct name collided: index " << held.size() - 1;
+  }
+  for (const auto& n : names) EXPECT_FALSE(b->make_lock(n)->try_acquire()) << "same name must exclude";
+  for (auto& l : held) l.release();
+  std::error_code ec;
+  auto too_long = b->make_lock(std::string(513, 'z'), b->default_options(), ec);
+  EXPECT_EQ(ec, dlock::errc::invalid_name);
+}
+
+TEST_P(Tables, SchemaCreationRacesFromManyConnectionsAtOnce) {
+  std::vector<std::future<bool>> opens;
+  for (int i = 0; i < 6; ++i)
+    opens.push_back(std::async(std::launch::async, [&] { return open() != nullptr; }));
+  for (auto& f : opens) EXPECT_TRUE(f.get());
+}
+
+INSTANTIATE_TEST_SUITE_P(Mysql, Tables, ::testing::Values("mysql+index", "mysql+forupdate", "mysql+version"),
+                         [](const auto& info) {
+                           auto s = info.param.substr(info.param.find('+') + 1);
+                           return s;
+                         });
+
+TEST(MysqlIndex, ExpiredRowIsTakenOverAndTheOldHolderIsNotOwner) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=1s&watchdog=false"));
+  const auto name = test::unique_name("exp");
+  auto old = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(old);
+  std::this_thread::sleep_for(1500ms);  // past the server-side expiry
+  auto next = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(next) << "an expired row must be taken over without a sweeper";
+  EXPECT_GT(*next.fencing_token(), *old.fencing_token());
+  std::error_code ec;
+  old.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_TRUE(next.held());
+}
+
+TEST(MysqlIndex, ReentrantThroughTheSameObjectWithACount) {
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + fresh_table() + "&ttl=5s"));
+  const auto name = test::unique_name("re");
+  auto lock = b->make_lock(name);
+  auto outer = lock->try_acquire();
+  ASSERT_TRUE(outer);
+  auto inner = lock->try_acquire();
+  ASSERT_TRUE(inner);
+  inner.release();
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "still held once";
+  outer.release();
+  EXPECT_TRUE(b->make_lock(name)->try_acquire());
+}
+
+// The articles' ABA: A's grant expires, B takes the lock and releases it, so the row looks free
+// again (owner NULL) -- but the version moved on twice, and A's release and renew must fail.
+TEST(MysqlVersion, AbaAStaleHolderCannotReleaseOrRenewAfterTheVersionMoved) {
+  auto b = dlock::open(test::uri_for("mysql+version", "table=" + fresh_table() + "&ttl=1s&watchdog=false"));
+  const auto name = test::unique_name("aba");
+  auto a = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(a);
+  std::this_thread::sleep_for(1500ms);
+  auto bl = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(bl);
+  EXPECT_GT(*bl.fencing_token(), *a.fencing_token());
+  bl.release();  // the row is free again: the "A" of A-B-A
+  std::error_code ec;
+  a.renew(1s, ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  auto c = b->make_lock(name)->try_acquire();
+  EXPECT_TRUE(c) << "the stale holder must not have re-taken the free row";
+}
+
+TEST(MysqlForUpdate, KilledHolderConnectionFreesTheRowAndFiresLost) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + table));
+  const auto name = test::unique_name("kill");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  auto raw = test::raw_connect(test::server_uri());
+  std::unique_ptr<::sql::Statement>(raw->createStatement())
+      ->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
+  const auto holder = test::query_int(*raw, "SELECT holder FROM `" + table + "` WHERE name = ?", name);
+  ASSERT_TRUE(holder.has_value());
+  test::kill_connection(*raw, *holder);
+  EXPECT_TRUE(fires_within(held.lost_token(), 30s));
+  auto next = b->make_lock(name)->try_acquire_for(10s);
+  EXPECT_TRUE(next);
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST(MysqlForUpdate, TimedTryWaitsOnTheServerForTheHolder) {
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + fresh_table()));
+  const auto name = test::unique_name("wait");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire());
+  auto waiter = std::async(std::launch::async, [&] { return b->make_lock(name)->try_acquire_for(20s); });
+  std::this_thread::sleep_for(300ms);
+  held.release();
+  auto got = waiter.get();
+  ASSERT_TRUE(got);
+}
+
+TEST(MysqlTables, KilledConnectionOfATableStrategyKeepsTheLockUntilExpiry) {
+  // The table strategies hold no connection: a dead process's row stays until its ttl passes.
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=1s&watchdog=false"));
+  const auto name = test::unique_name("keep");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  auto other = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=1s"));
+  EXPECT_FALSE(other->make_lock(name)->try_acquire());
+  EXPECT_TRUE(other->make_lock(name)->try_acquire_for(10s)) << "free after expiry";
+}
+
+}  // namespace
