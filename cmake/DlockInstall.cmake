@@ -3,14 +3,6 @@
 # re-finds those with the same Find modules the build used.
 include(CMakePackageConfigHelpers)
 
-# dlock_builtin defines dlock::default_registry(), which the shared dlock_core calls: a program
-# that only calls dlock::open references nothing in that archive itself, so the linker would drop
-# it and fail with "undefined reference to dlock::default_registry()" (seen building
-# examples/consumer against the installed package). Mark the symbol as needed so the archive
-# member is kept. (Belongs next to dlock_all in backends/CMakeLists.txt; put here by the adapters
-# helper because that file had other uncommitted work in progress.)
-target_link_options(dlock_all INTERFACE "LINKER:--undefined=_ZN5dlock16default_registryEv")
-
 get_property(backends GLOBAL PROPERTY DLOCK_BACKENDS)
 list(TRANSFORM backends PREPEND "dlock_" OUTPUT_VARIABLE backend_targets)
 get_property(modules GLOBAL PROPERTY DLOCK_BACKEND_MODULES)

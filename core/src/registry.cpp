@@ -197,8 +197,4 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
   return nullptr;
 }
 
-std::shared_ptr<backend> open(std::string_view uri_text, capabilities required) {
-  return default_registry().open(uri_text, required);
-}
-
 }  // namespace dlock

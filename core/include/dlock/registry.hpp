@@ -77,7 +77,7 @@ registry& default_registry();
 // Registers the statically linked backends. Generated from the build; defined in dlock::all.
 void register_builtin(registry& r);
 
-// default_registry().open(...)
+// default_registry().open(...). Like default_registry, defined in dlock::all (the generated unit).
 [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required = {});
 
 }  // namespace dlock
