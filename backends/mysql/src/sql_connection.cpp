@@ -35,6 +35,10 @@ dlock::sql::failure failure_of(const ::sql::SQLException& e) noexcept {
 
 namespace {
 
+bool returns_rows(std::string_view text) noexcept {
+  return text.starts_with("SELECT") || text.find(" RETURNING ") != std::string_view::npos;
+}
+
 class mysql_sql_connection final : public dlock::sql::connection {
  public:
   explicit mysql_sql_connection(session_ptr s) : session_(std::move(s)) {}
@@ -57,8 +61,10 @@ class mysql_sql_connection final : public dlock::sql::connection {
             p);
         ++i;
       }
-      if (st.execute()) {
-        std::unique_ptr<::sql::ResultSet> rs(st.getResultSet());
+      // Connector/C++ 1.1's prepared statements cannot report an update count after execute(),
+      // so the kind of statement decides: rows come back from SELECT and ... RETURNING.
+      if (returns_rows(text)) {
+        std::unique_ptr<::sql::ResultSet> rs(st.executeQuery());
         const unsigned columns = rs->getMetaData()->getColumnCount();
         while (rs->next()) {
           dlock::sql::row r;
@@ -71,7 +77,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
         }
         out.rows_affected = out.rows.size();
       } else {
-        out.rows_affected = static_cast<std::uint64_t>(st.getUpdateCount());
+        out.rows_affected = static_cast<std::uint64_t>(st.executeUpdate());
       }
     });
     // An INSERT of an existing key whose record another transaction holds FOR UPDATE waits for

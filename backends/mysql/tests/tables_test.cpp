@@ -139,8 +139,10 @@ TEST(MysqlVersion, AbaAStaleHolderCannotReleaseOrRenewAfterTheVersionMoved) {
   EXPECT_GT(*bl.fencing_token(), *a.fencing_token());
   bl.release();  // the row is free again: the "A" of A-B-A
   std::error_code ec;
-  a.renew(1s, ec);
-  EXPECT_EQ(ec, dlock::errc::not_owner);
+  a.renew(1s, ec);  // the core may already know the validity ran out (lock_lost); else the server says not_owner
+  EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost) << ec.message();
+  a.release(ec);
+  EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost || !ec) << ec.message();
   auto c = b->make_lock(name)->try_acquire();
   EXPECT_TRUE(c) << "the stale holder must not have re-taken the free row";
 }
