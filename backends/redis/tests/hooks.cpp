@@ -1,4 +1,4 @@
-// Conformance hooks for redis://, redis+reentrant:// and redlock://: the saboteur deletes the lock
+// Conformance hooks for redis://, redis+reentrant://, redis+fair:// and redlock://: the saboteur deletes the lock
 // key out of band (what an operator, an eviction or a restart without persistence does), and the
 // probe asks EXISTS. Raw hiredis, so the probe does not trust the code under test.
 #include <hiredis/hiredis.h>
@@ -62,4 +62,5 @@ bool is_held(const std::string& text, std::string_view name) {
 
 DLOCK_TEST_HOOKS("redis", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redis+reentrant", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redis+fair", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held});
