@@ -1,0 +1,16 @@
+// zookeeper://h1:2181[,h2:2181...]/root?session_timeout=10s[&connect_timeout=10s&digest=user:pw&acl=creator|open&on_suspended=keep|lose]
+#include "zk_lock.hpp"
+
+namespace dlock {
+
+void register_zookeeper(registry& r) {
+  r.add({.scheme = "zookeeper",
+         .caps = zookeeper::declared_caps(),
+         .scope = lock_scope::network,
+         .example_uri = "zookeeper://[user:password@]h1:2181,h2:2181,h3:2181/dlock?session_timeout=10s",
+         .summary = "Curator InterProcessMutex layout: ephemeral sequential nodes, watch the predecessor, czxid fencing",
+         .parameters = {"session_timeout", "connect_timeout", "digest", "acl", "on_suspended"},
+         .open = [](const uri& u, const lock_options& d) { return std::make_shared<zookeeper::zookeeper_backend>(u, d); }});
+}
+
+}  // namespace dlock

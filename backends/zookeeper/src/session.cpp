@@ -1,0 +1,179 @@
+#include "session.hpp"
+
+#include <cstring>
+
+#include "dlock/error.hpp"
+
+namespace dlock::zookeeper {
+
+void set_zk_error(std::error_code& ec, int rc, std::string_view what) {
+  std::string message = "zookeeper: ";
+  message += what;
+  message += ": ";
+  message += zerror(rc);
+  errc e = errc::backend_error;
+  if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
+      rc == ZINVALIDSTATE || rc == ZSESSIONMOVED)
+    e = errc::backend_unavailable;
+  else if (rc == ZNOAUTH || rc == ZAUTHFAILED)
+    e = errc::authentication_failed;
+  set_error(ec, e, std::move(message));
+}
+
+std::shared_ptr<session> session::open(session_options options, const std::string& redacted_uri) {
+  std::shared_ptr<session> s(new session());
+  s->options_ = std::move(options);
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  s->zh_.reset(zookeeper_init(s->options_.hosts.c_str(), &session::watcher,
+                              static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0));
+  if (!s->zh_) throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + redacted_uri + ": " + std::strerror(errno));
+  {
+    std::unique_lock lock(s->mutex_);
+    const auto deadline = std::chrono::steady_clock::now() + s->options_.connect_timeout;
+    if (!s->changed_.wait_until(lock, deadline, [&] { return s->state_ == ZOO_CONNECTED_STATE; }))
+      throw error(errc::backend_unavailable,
+                  "zookeeper: no session with " + redacted_uri + " within " +
+                      std::to_string(s->options_.connect_timeout.count()) + "ms (is the ensemble up?)");
+  }
+  s->monitor_ = std::jthread([raw = s.get()](std::stop_token stop) { raw->watch_disconnection(stop); });
+  if (!s->options_.digest.empty()) {
+    // Synchronous auth: zoo_add_auth's completion only posts the result, we wait here.
+    struct auth_result {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+      int rc = 0;
+    };
+    auto result = std::make_shared<auth_result>();
+    auto* keep = new std::shared_ptr<auth_result>(result);  // owned by the completion
+    const int rc = zoo_add_auth(
+        s->zh_.get(), "digest", s->options_.digest.data(), static_cast<int>(s->options_.digest.size()),
+        [](int rc, const void* data) {
+          std::unique_ptr<std::shared_ptr<auth_result>> r(static_cast<std::shared_ptr<auth_result>*>(const_cast<void*>(data)));
+          std::lock_guard lock((*r)->m);
+          (*r)->done = true;
+          (*r)->rc = rc;
+          (*r)->cv.notify_all();
+        },
+        keep);
+    if (rc != ZOK) {
+      delete keep;
+      throw error(errc::backend_unavailable, "zookeeper: cannot send credentials to " + redacted_uri + ": " + zerror(rc));
+    }
+    std::unique_lock lock(result->m);
+    if (!result->cv.wait_for(lock, s->options_.connect_timeout, [&] { return result->done; }) || result->rc != ZOK)
+      throw error(errc::authentication_failed, "zookeeper: digest authentication failed for " + redacted_uri);
+  }
+  return s;
+}
+
+session::~session() {
+  if (monitor_.joinable()) {
+    monitor_.request_stop();
+    {
+      std::lock_guard lock(mutex_);
+      changed_.notify_all();
+    }
+    monitor_.join();
+  }
+  zh_.reset();  // joins the client's threads before the members the watcher touches go away
+}
+
+clientid_t session::client_id() const noexcept { return *zoo_client_id(zh_.get()); }
+
+bool session::expired() const noexcept {
+  std::lock_guard lock(mutex_);
+  return presumed_expired_ || state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE;
+}
+
+session::stamp session::stamp_of(const std::string& path) const {
+  std::lock_guard lock(mutex_);
+  const auto it = path_events_.find(path);
+  return {state_changes_, it == path_events_.end() ? 0 : it->second};
+}
+
+bool session::wait_for_change(const std::string& path, stamp seen, std::chrono::steady_clock::time_point deadline) const {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_until(lock, deadline, [&] {
+    const auto it = path_events_.find(path);
+    return state_changes_ != seen.state_changes || (it == path_events_.end() ? 0 : it->second) != seen.path_events;
+  });
+}
+
+void session::forget_path(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  path_events_.erase(path);
+}
+
+void session::watch_node(const std::string& path, std::function<void(std::error_code)> on_lost) {
+  std::lock_guard lock(mutex_);
+  nodes_[path] = std::move(on_lost);
+}
+
+void session::unwatch_node(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  nodes_.erase(path);
+}
+
+std::vector<std::function<void(std::error_code)>> session::take_all_nodes_locked() {
+  std::vector<std::function<void(std::error_code)>> out;
+  for (auto& [p, tell] : nodes_) out.push_back(std::move(tell));
+  nodes_.clear();
+  return out;
+}
+
+void session::watch_disconnection(std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    if (state_ == ZOO_CONNECTING_STATE && !presumed_expired_) {
+      const auto deadline = disconnected_since_ + options_.session_timeout;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        presumed_expired_ = true;
+        ++state_changes_;
+        auto to_tell = take_all_nodes_locked();
+        changed_.notify_all();
+        lock.unlock();
+        for (auto& tell : to_tell) tell(make_error_code(errc::lock_lost));
+        lock.lock();
+        continue;
+      }
+      changed_.wait_until(lock, deadline);
+    } else {
+      changed_.wait(lock);
+    }
+  }
+}
+
+void session::watcher(zhandle_t*, int type, int state, const char* path, void* ctx) {
+  static_cast<session*>(ctx)->on_event(type, state, path);
+}
+
+// Runs on the client's completion thread: no I/O, no waiting.
+void session::on_event(int type, int state, const char* path) {
+  std::vector<std::function<void(std::error_code)>> to_tell;
+  {
+    std::lock_guard lock(mutex_);
+    if (type == ZOO_SESSION_EVENT) {
+      if (state == ZOO_CONNECTING_STATE && state_ != ZOO_CONNECTING_STATE) disconnected_since_ = std::chrono::steady_clock::now();
+      state_ = state;
+      ++state_changes_;
+      const bool gone = state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
+      const bool suspended = state == ZOO_CONNECTING_STATE && options_.on_suspended == suspended_policy::lose;
+      if (gone || suspended) {
+        to_tell = take_all_nodes_locked();
+      }
+    } else if (path && *path) {
+      ++path_events_[path];
+      if (type == ZOO_DELETED_EVENT) {
+        if (auto it = nodes_.find(path); it != nodes_.end()) {
+          to_tell.push_back(std::move(it->second));
+          nodes_.erase(it);
+        }
+      }
+    }
+    changed_.notify_all();
+  }
+  for (auto& tell : to_tell) tell(make_error_code(errc::lock_lost));
+}
+
+}  // namespace dlock::zookeeper

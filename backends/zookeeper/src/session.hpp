@@ -1,0 +1,92 @@
+#pragma once
+// One ZooKeeper session shared by every lock of a backend. Runs the sync API from caller threads;
+// the client's completion thread only ever runs session::on_event, which takes a mutex for a few
+// instructions, bumps a counter, notifies a condition variable and fires lost tokens: it never
+// blocks on I/O (the C client would stall every other callback).
+#include <zookeeper/zookeeper.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "dlock/spi.hpp"
+
+namespace dlock::zookeeper {
+
+enum class suspended_policy { keep, lose };
+
+struct session_options {
+  std::string hosts;  // "h1:2181,h2:2181"
+  std::chrono::milliseconds session_timeout{10000};
+  std::chrono::milliseconds connect_timeout{10000};
+  std::string digest;  // "user:password", or empty
+  suspended_policy on_suspended = suspended_policy::keep;
+};
+
+class session : public std::enable_shared_from_this<session> {
+ public:
+  // Connects and waits until the session is established; throws dlock::error.
+  static std::shared_ptr<session> open(session_options options, const std::string& redacted_uri);
+  ~session();
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  zhandle_t* handle() const noexcept { return zh_.get(); }
+  clientid_t client_id() const noexcept;
+  bool expired() const noexcept;
+
+  // A waiter's view of the events it cares about: session state changes plus events on one path
+  // (its predecessor). Only that waiter wakes up for its predecessor's deletion: no local herd.
+  struct stamp {
+    std::uint64_t state_changes = 0;
+    std::uint64_t path_events = 0;
+  };
+  stamp stamp_of(const std::string& path) const;
+  // Waits until something in `seen` changed or the deadline passed. True if it changed.
+  bool wait_for_change(const std::string& path, stamp seen, std::chrono::steady_clock::time_point deadline) const;
+  void forget_path(const std::string& path);
+
+  // Called (on the completion thread, outside the session mutex) when the session is lost (or
+  // suspended, with the `lose` policy) or the node at `path` is deleted. Must not block.
+  void watch_node(const std::string& path, std::function<void(std::error_code)> on_lost);
+  void unwatch_node(const std::string& path);
+
+  static void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
+
+ private:
+  session() = default;
+  void on_event(int type, int state, const char* path);
+  // Curator's rule: disconnected for a whole session timeout means the session is gone, even
+  // though the client only hears "expired" from a server once it reconnects (which, without a
+  // quorum, it cannot). Runs on its own thread, never on the completion thread.
+  void watch_disconnection(std::stop_token stop);
+  std::vector<std::function<void(std::error_code)>> take_all_nodes_locked();
+
+  struct zh_deleter {
+    void operator()(zhandle_t* zh) const noexcept { zookeeper_close(zh); }
+  };
+  std::unique_ptr<zhandle_t, zh_deleter> zh_;
+  session_options options_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::uint64_t state_changes_ = 0;
+  std::map<std::string, std::uint64_t> path_events_;
+  int state_ = 0;
+  std::chrono::steady_clock::time_point disconnected_since_{};
+  bool presumed_expired_ = false;
+  std::map<std::string, std::function<void(std::error_code)>> nodes_;
+  std::jthread monitor_;  // last: stopped and joined first
+};
+
+// A ZooKeeper return code as a dlock error.
+void set_zk_error(std::error_code& ec, int rc, std::string_view what);
+
+}  // namespace dlock::zookeeper

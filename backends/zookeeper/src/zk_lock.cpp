@@ -1,0 +1,328 @@
+#include "zk_lock.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "dlock/error.hpp"
+#include "sequence.hpp"
+
+namespace dlock::zookeeper {
+
+capabilities declared_caps() noexcept {
+  return {capability::blocking, capability::fair,    capability::expiring,
+          capability::reentrant, capability::fencing, capability::lost_notification};
+}
+
+connection::connection(session_options options, std::string redacted_uri)
+    : options_(std::move(options)), redacted_uri_(std::move(redacted_uri)) {}
+
+std::shared_ptr<session> connection::live() {
+  std::lock_guard lock(mutex_);
+  if (!current_ || current_->expired()) current_ = session::open(options_, redacted_uri_);
+  return current_;
+}
+
+std::string parent_path(const std::string& root, std::string_view name) {
+  // Node names may not contain '/', and "." / ".." are reserved: names of [A-Za-z0-9_:-] are
+  // used as they are (so a Curator service on "<root>/<name>" meets us), others are hashed.
+  const auto mapped = spi::safe_key(name, 200, [](unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '-';
+  }, "#");
+  return root + "/" + mapped;
+}
+
+namespace {
+
+std::string uuid_text() {
+  const auto hex = spi::random_token();  // 32 hex digits
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20, 12);
+}
+
+struct string_vector_guard {
+  String_vector v{0, nullptr};
+  ~string_vector_guard() { deallocate_String_vector(&v); }
+};
+
+int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::string>& out) {
+  string_vector_guard g;
+  const int rc = zoo_get_children(zh, parent.c_str(), 0, &g.v);
+  out.clear();
+  if (rc == ZOK)
+    for (int i = 0; i < g.v.count; ++i) out.emplace_back(g.v.data[i]);
+  return rc;
+}
+
+// The node a grant holds: shared by the reentrant leases of one lock object.
+struct held_node {
+  std::shared_ptr<session> s;
+  std::string path;
+  std::int64_t czxid = 0;
+  // Recursive: a lost callback fires user stop-callbacks under it, and those may release.
+  std::recursive_mutex mutex;
+  unsigned count = 0;
+  std::vector<spi::lease_state*> live;  // every zk_lease of this node (registered in ctor/dtor)
+};
+
+class zk_lease final : public spi::lease_state {
+ public:
+  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl)
+      : lease_state(std::move(name), ttl, clock::time_point::max()), node_(std::move(node)) {
+    std::lock_guard guard(node_->mutex);
+    node_->live.push_back(this);
+  }
+  ~zk_lease() override {
+    std::lock_guard guard(node_->mutex);
+    std::erase(node_->live, this);
+  }
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(node_->czxid); }
+  clientid_t client_id() const noexcept { return node_->s->client_id(); }
+
+ protected:
+  void do_release(std::error_code& ec) noexcept override {
+    std::unique_lock lock(node_->mutex);
+    if (node_->count > 1) {
+      --node_->count;
+      return;
+    }
+    node_->count = 0;
+    lock.unlock();
+    node_->s->unwatch_node(node_->path);
+    if (lost()) {
+      set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': the lock was lost (session expired or node deleted)");
+      return;
+    }
+    const int rc = zoo_delete(node_->s->handle(), node_->path.c_str(), -1);
+    if (rc == ZOK) return;
+    if (rc == ZNONODE || rc == ZSESSIONEXPIRED)
+      set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': our node " + node_->path + " is gone");
+    else
+      set_zk_error(ec, rc, "release of '" + name() + "' (delete " + node_->path + ")");
+  }
+
+ private:
+  std::shared_ptr<held_node> node_;
+};
+
+class zk_lock final : public distributed_lock {
+ public:
+  zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings)
+      : distributed_lock(std::move(name), declared_caps(), std::move(options)),
+        conn_(std::move(conn)),
+        settings_(std::move(settings)),
+        parent_(parent_path(settings_.root, this->name())) {}
+
+ protected:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    return attempt(clock::now(), false, ec);
+  }
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    return attempt(deadline, true, ec);
+  }
+
+ private:
+  const ACL_vector* acl() const noexcept { return settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE; }
+
+  std::unique_ptr<spi::lease_state> reenter() {
+    std::lock_guard guard(mutex_);
+    auto node = held_.lock();
+    if (!node) return nullptr;
+    std::lock_guard node_guard(node->mutex);
+    if (node->count == 0) return nullptr;
+    for (auto* other : node->live)
+      if (other->lost()) return nullptr;  // a lost grant is not re-entered
+    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl);
+    ++node->count;
+    return l;
+  }
+
+  // Persistent nodes for the root, a container node for the per-name parent (removed by the
+  // server once empty).
+  int ensure_parents(zhandle_t* zh) {
+    std::string path;
+    std::size_t at = 1;
+    const auto& root = settings_.root;
+    while (at <= root.size()) {
+      const auto next = root.find('/', at);
+      path = root.substr(0, next == std::string::npos ? root.size() : next);
+      const int rc = zoo_create(zh, path.c_str(), nullptr, -1, acl(), ZOO_PERSISTENT, nullptr, 0);
+      if (rc != ZOK && rc != ZNODEEXISTS) return rc;
+      if (next == std::string::npos) break;
+      at = next + 1;
+    }
+    const int rc = zoo_create(zh, parent_.c_str(), nullptr, -1, acl(), ZOO_CONTAINER, nullptr, 0);
+    return rc == ZNODEEXISTS ? ZOK : rc;
+  }
+
+  // Protected create: on a lost reply, look for our UUID among the children before creating again.
+  int create_node(zhandle_t* zh, const std::string& uuid, std::string& our_name, std::int64_t& czxid) {
+    const std::string prefix = node_prefix(uuid);
+    const std::string path = parent_ + "/" + prefix;
+    const std::string data = owner();
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      char created[1024];
+      Stat stat{};
+      int rc = zoo_create2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl(),
+                           ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &stat);
+      if (rc == ZNONODE) {
+        rc = ensure_parents(zh);
+        if (rc != ZOK) return rc;
+        continue;
+      }
+      if (rc == ZOK) {
+        const std::string full(created);
+        our_name = full.substr(full.rfind('/') + 1);
+        czxid = stat.czxid;
+        return ZOK;
+      }
+      if (rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT) return rc;
+      // The create may have happened: find it by our UUID.
+      std::vector<std::string> children;
+      for (int look = 0; look < 5; ++look) {
+        const int crc = children_of(zh, parent_, children);
+        if (crc == ZCONNECTIONLOSS || crc == ZOPERATIONTIMEOUT) continue;
+        if (crc != ZOK && crc != ZNONODE) return crc;
+        for (const auto& c : children)
+          if (c.rfind(prefix, 0) == 0) {
+            Stat s{};
+            if (zoo_exists(zh, (parent_ + "/" + c).c_str(), 0, &s) == ZOK) {
+              our_name = c;
+              czxid = s.czxid;
+              return ZOK;
+            }
+          }
+        break;
+      }
+    }
+    return ZCONNECTIONLOSS;
+  }
+
+  std::unique_ptr<spi::lease_state> attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept {
+    try {
+      if (auto again = reenter()) return again;
+      auto s = conn_->live();
+      zhandle_t* zh = s->handle();
+      std::string ours;
+      std::int64_t czxid = 0;
+      int rc = create_node(zh, uuid_text(), ours, czxid);
+      if (rc != ZOK) {
+        set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
+        return nullptr;
+      }
+      const std::string our_path = parent_ + "/" + ours;
+      auto give_up = [&] { zoo_delete(zh, our_path.c_str(), -1); };
+      std::vector<std::string> children;
+      bool final_look = false;
+      for (;;) {
+        rc = children_of(zh, parent_, children);
+        if (rc != ZOK) {
+          give_up();
+          set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
+          return nullptr;
+        }
+        const auto ordered = lock_nodes_in_order(children);
+        const auto it = std::find(ordered.begin(), ordered.end(), ours);
+        if (it == ordered.end()) {
+          set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
+          return nullptr;
+        }
+        if (it == ordered.begin()) return grant(s, our_path, czxid);
+        if (!wait || final_look) {
+          give_up();
+          return nullptr;
+        }
+        // Watch only the predecessor: one waiter wakes per release (no herd).
+        const std::string predecessor = parent_ + "/" + *(it - 1);
+        const auto seen = s->stamp_of(predecessor);
+        Stat st{};
+        rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
+        if (rc == ZNONODE) continue;
+        if (rc != ZOK) {
+          give_up();
+          set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (watch " + predecessor + ")");
+          return nullptr;
+        }
+        if (!s->wait_for_change(predecessor, seen, deadline)) final_look = true;  // one last look at the deadline
+        s->forget_path(predecessor);
+        if (s->expired()) {
+          set_error(ec, errc::backend_unavailable, "zookeeper: the session expired while waiting for '" + std::string(name()) + "'");
+          return nullptr;
+        }
+      }
+    } catch (const dlock::error& e) {
+      set_error(ec, e.code(), e.what());
+      return nullptr;
+    } catch (const std::exception& e) {
+      set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> grant(const std::shared_ptr<session>& s, const std::string& path, std::int64_t czxid) {
+    auto node = std::make_shared<held_node>();
+    node->s = s;
+    node->path = path;
+    node->czxid = czxid;
+    node->count = 1;
+    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl);
+    std::weak_ptr<held_node> weak_node = node;
+    s->watch_node(path, [weak_node](std::error_code reason) {
+      if (auto n = weak_node.lock()) {
+        std::lock_guard guard(n->mutex);
+        const auto live = n->live;  // mark_lost may run callbacks that release and unregister
+        for (auto* l : live) l->mark_lost(reason);
+      }
+    });
+    // The node itself: a deletion from outside (an operator, break_lock) is a lost lock.
+    Stat st{};
+    zoo_wexists(s->handle(), path.c_str(), &session::watcher, s.get(), &st);
+    std::lock_guard guard(mutex_);
+    held_ = node;
+    return l;
+  }
+
+  std::shared_ptr<connection> conn_;
+  node_settings settings_;
+  std::string parent_;
+  std::mutex mutex_;
+  std::weak_ptr<held_node> held_;
+};
+
+}  // namespace
+
+std::optional<clientid_t> session_of(const spi::lease_state& lease) {
+  if (auto* z = dynamic_cast<const zk_lease*>(&lease)) return z->client_id();
+  return std::nullopt;
+}
+
+zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
+    : backend(declared_caps(), lock_scope::network, name_limits{}, defaults, u.redacted()) {
+  if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+  session_options o;
+  for (const auto& h : u.hosts()) {
+    if (!o.hosts.empty()) o.hosts += ",";
+    o.hosts += h.host + ":" + std::to_string(h.port_or(2181));
+  }
+  o.session_timeout = u.get_duration("session_timeout").value_or(std::chrono::seconds{10});
+  o.connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{10});
+  if (u.password()) o.digest = u.user() + ":" + *u.password();
+  if (auto d = u.get("digest")) o.digest = *d;
+  const auto suspended = u.get("on_suspended").value_or("keep");
+  if (suspended == "lose") o.on_suspended = suspended_policy::lose;
+  else if (suspended != "keep") throw error(errc::invalid_uri, u.redacted() + ": on_suspended must be keep or lose");
+  const auto acl = u.get("acl").value_or(o.digest.empty() ? "open" : "creator");
+  if (acl != "open" && acl != "creator") throw error(errc::invalid_uri, u.redacted() + ": acl must be open or creator");
+  if (acl == "creator" && o.digest.empty())
+    throw error(errc::invalid_uri, u.redacted() + ": acl=creator needs digest credentials (user:password@ or digest=)");
+  settings_.creator_acl = acl == "creator";
+  settings_.root = u.path();
+  while (!settings_.root.empty() && settings_.root.back() == '/') settings_.root.pop_back();
+  connection_ = std::make_shared<connection>(std::move(o), u.redacted());
+  (void)connection_->live();  // connect now: a wrong address fails at open
+}
+
+std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string name, lock_options options) {
+  return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
+}
+
+}  // namespace dlock::zookeeper
