@@ -18,9 +18,9 @@ struct table {
 
 class test_lease final : public spi::lease_state {
  public:
-  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring)
+  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring, bool renewable)
       : lease_state(name, ttl, expiring ? validity_after(clock::now(), ttl) : clock::time_point::max()),
-        t_(std::move(t)), owner_(std::move(owner)) {}
+        t_(std::move(t)), owner_(std::move(owner)), renewable_(renewable) {}
 
  private:
   void do_release(std::error_code& ec) noexcept override {
@@ -29,12 +29,14 @@ class test_lease final : public spi::lease_state {
     if (it == t_->owner_of.end() || it->second != owner_) return set_error(ec, errc::not_owner, "not ours");
     t_->owner_of.erase(it);
   }
-  void do_renew(std::chrono::milliseconds, std::error_code& ec) noexcept override {
+  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
+    if (!renewable_) return lease_state::do_renew(ttl, ec);  // the core's not_supported
     ++t_->renewals;
     if (t_->fail_renew) set_error(ec, errc::not_owner, "renewal refused");
   }
   std::shared_ptr<table> t_;
   std::string owner_;
+  bool renewable_;
 };
 
 class test_lock final : public distributed_lock {
@@ -47,7 +49,8 @@ class test_lock final : public distributed_lock {
     std::lock_guard g(t_->m);
     auto [it, inserted] = t_->owner_of.try_emplace(std::string(name()), owner());
     if (!inserted) return nullptr;
-    return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl, caps().has(capability::expiring));
+    return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl, caps().has(capability::expiring),
+                                        caps().has(capability::renewable));
   }
   std::shared_ptr<table> t_;
 };
