@@ -77,6 +77,9 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
       err = {sql::failure::other, "", "libpq could not allocate a connection"};
       return nullptr;
     }
+    // Server NOTICEs (e.g. "relation already exists, skipping" from CREATE ... IF NOT EXISTS) are
+    // not errors; libpq would print them on stderr.
+    PQsetNoticeProcessor(c.get(), [](void*, const char*) {}, nullptr);
     if (PQstatus(c.get()) != CONNECTION_OK) {
       std::string m = trimmed(PQerrorMessage(c.get()));
       // libpq gives no SQLSTATE for a failed connection; its messages are stable across versions.
@@ -111,6 +114,17 @@ sql::connector make_connector(pg_settings s) {
     }
     return std::make_unique<pg_connection>(std::move(c));
   };
+}
+
+pg_connection::pg_connection(pgconn_ptr c) noexcept : conn_(std::move(c)) {
+  PQsetNoticeReceiver(
+      conn_.get(),
+      [](void* self, const PGresult* r) {
+        const char* severity = PQresultErrorField(r, PG_DIAG_SEVERITY_NONLOCALIZED);
+        if (severity && (std::strcmp(severity, "FATAL") == 0 || std::strcmp(severity, "PANIC") == 0))
+          static_cast<pg_connection*>(self)->fatal_seen_ = true;
+      },
+      this);
 }
 
 bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) noexcept {
@@ -208,10 +222,14 @@ bool pg_connection::poll_alive() noexcept {
   pollfd fd{PQsocket(conn_.get()), POLLIN, 0};
   if (fd.fd < 0) return false;
   if (::poll(&fd, 1, 0) <= 0) return true;  // nothing arrived: nothing to say
-  // Something arrived on an idle session: the server's FATAL before it closes, or EOF.
-  if (!PQconsumeInput(conn_.get()) || PQstatus(conn_.get()) != CONNECTION_OK) {
-    usable_ = false;
-    return false;
+  // Something arrived on an idle session: the server's FATAL before it closes (seen by the
+  // notice receiver), or EOF; read until neither is pending.
+  for (int i = 0; i < 4; ++i) {
+    if (!PQconsumeInput(conn_.get()) || PQstatus(conn_.get()) != CONNECTION_OK || fatal_seen_) {
+      usable_ = false;
+      return false;
+    }
+    if (::poll(&fd, 1, 0) <= 0) break;
   }
   // A notice or a notification only: still alive. Drop queued notifications.
   while (PGnotify* n = PQnotifies(conn_.get())) PQfreemem(n);

@@ -50,7 +50,11 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
 
 class pg_connection final : public sql::connection {
  public:
-  explicit pg_connection(pgconn_ptr c) noexcept : conn_(std::move(c)) {}
+  // Installs a notice receiver on the connection: a FATAL arriving on an idle session (libpq
+  // passes it as a notice; pg_terminate_backend, shutdown) marks the connection dead.
+  explicit pg_connection(pgconn_ptr c) noexcept;
+  pg_connection(const pg_connection&) = delete;
+  pg_connection& operator=(const pg_connection&) = delete;
 
   bool execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
                sql::sql_error& err) noexcept override;
@@ -60,7 +64,7 @@ class pg_connection final : public sql::connection {
   // SET LOCAL lock_timeout (through set_config(..., true)): call inside a transaction.
   bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout, sql::sql_error& err) noexcept override;
   std::int64_t session_id() const noexcept override { return PQbackendPID(conn_.get()); }
-  bool usable() const noexcept override { return usable_ && PQstatus(conn_.get()) == CONNECTION_OK; }
+  bool usable() const noexcept override { return usable_ && !fatal_seen_ && PQstatus(conn_.get()) == CONNECTION_OK; }
   bool poll_alive() noexcept override;
 
   PGconn* raw() const noexcept { return conn_.get(); }
@@ -71,6 +75,7 @@ class pg_connection final : public sql::connection {
 
   pgconn_ptr conn_;
   bool usable_ = true;
+  bool fatal_seen_ = false;
 };
 
 // The pool's connector for these settings.

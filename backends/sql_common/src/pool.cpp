@@ -41,7 +41,9 @@ pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      if (!c->usable()) {
+      // An idle connection the server closed meanwhile (restart, pg_terminate_backend, KILL,
+      // idle timeout) is dropped here instead of failing the caller's first statement.
+      if (!c->usable() || !c->poll_alive()) {
         --open_;
         continue;
       }

@@ -1,0 +1,19 @@
+// Conformance hooks for the four postgres+* schemes.
+#include "dlock_test/hooks.hpp"
+#include "pg_probe.hpp"
+
+namespace {
+dlock::testing::backend_hooks pg_hooks() {
+  return {.break_lock = [](const std::string& uri, const dlock::lease& held) {
+            dlock::pg::testing::break_lock(uri, held.name());
+          },
+          .is_held_on_server = [](const std::string& uri, std::string_view name) {
+            return dlock::pg::testing::held_on_server(uri, name);
+          }};
+}
+}  // namespace
+
+DLOCK_TEST_HOOKS("postgres+index", {pg_hooks()});
+DLOCK_TEST_HOOKS("postgres+forupdate", {pg_hooks()});
+DLOCK_TEST_HOOKS("postgres+version", {pg_hooks()});
+DLOCK_TEST_HOOKS("postgres+advisory", {pg_hooks()});

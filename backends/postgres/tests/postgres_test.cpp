@@ -1,0 +1,331 @@
+// PostgreSQL backend tests against a real server: DLOCK_POSTGRES_URI (the native launcher's
+// postgres://dlock:dlock-secret@127.0.0.1:PORT/dlock); each test substitutes the scheme.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "dlock/spi.hpp"
+#include "hostile_names.hpp"
+#include "pg_probe.hpp"
+
+using namespace std::chrono_literals;
+namespace probe = dlock::pg::testing;
+
+namespace {
+
+std::string base_uri() {
+  const char* v = std::getenv("DLOCK_POSTGRES_URI");
+  if (!v || !*v) {
+    ADD_FAILURE() << "DLOCK_POSTGRES_URI is not set: start the servers with "
+                     "eval \"$(compose/native/dlock-servers up postgres)\"";
+    return {};
+  }
+  return v;
+}
+
+// postgres://... -> <scheme>://...?<query>
+std::string uri_for(const std::string& scheme, const std::string& query = "") {
+  auto b = base_uri();
+  auto pos = b.find("://");
+  if (pos == std::string::npos) return {};
+  std::string u = scheme + b.substr(pos);
+  if (!query.empty()) u += (u.find('?') == std::string::npos ? "?" : "&") + query;
+  return u;
+}
+
+std::string unique(const std::string& prefix) { return prefix + "-" + dlock::spi::random_token().substr(0, 12); }
+
+// Waits (bounded) until the predicate holds; the bound is generous and only prevents a hang.
+template <class P>
+bool eventually(P p, std::chrono::milliseconds bound = 15s) {
+  const auto end = std::chrono::steady_clock::now() + bound;
+  while (std::chrono::steady_clock::now() < end) {
+    if (p()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return p();
+}
+
+const std::vector<std::string> all_schemes{"postgres+index", "postgres+forupdate", "postgres+version",
+                                           "postgres+advisory"};
+const std::vector<std::string> table_schemes{"postgres+index", "postgres+version"};
+const std::vector<std::string> session_schemes{"postgres+forupdate", "postgres+advisory"};
+
+class each_scheme : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(each_scheme, excludes_and_releases) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=5s"));
+  const auto name = unique("basic");
+  auto a = be->make_lock(name), b = be->make_lock(name);
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), name));
+  EXPECT_FALSE(b->try_acquire());
+  held.release();
+  EXPECT_FALSE(probe::held_on_server(uri_for(GetParam()), name));
+  auto again = b->try_acquire();
+  EXPECT_TRUE(again);
+}
+
+TEST_P(each_scheme, fencing_tokens_increase_when_declared) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=5s"));
+  auto lock = be->make_lock(unique("fence"));
+  std::optional<std::uint64_t> last;
+  for (int i = 0; i < 3; ++i) {
+    auto l = lock->try_acquire();
+    ASSERT_TRUE(l);
+    if (!be->caps().has(dlock::capability::fencing)) {
+      EXPECT_FALSE(l.fencing_token());
+      continue;
+    }
+    ASSERT_TRUE(l.fencing_token());
+    if (last) EXPECT_GT(*l.fencing_token(), *last);
+    last = l.fencing_token();
+  }
+}
+
+// Quotes, backslashes, LIKE wildcards, NUL bytes, non-ASCII, the maximum length, and names that
+// differ only in case: each held independently, none colliding with another.
+TEST_P(each_scheme, hostile_names_are_distinct_and_exact) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=10s"));
+  const auto prefix = unique("h") + "/";
+  auto names = dlock::sql::testing::hostile_names(be->limits().max_length - prefix.size());
+  std::vector<dlock::lease> held;
+  for (const auto& n : names) {
+    auto l = be->make_lock(prefix + n)->try_acquire();
+    ASSERT_TRUE(l) << "could not take hostile name #" << held.size();
+    held.push_back(std::move(l));
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_FALSE(be->make_lock(prefix + names[i])->try_acquire()) << "name #" << i << " not excluded";
+    EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), prefix + names[i])) << "name #" << i;
+  }
+  // "plain" released: "Plain" and "PLAIN" stay held.
+  held[0].release();
+  EXPECT_FALSE(probe::held_on_server(uri_for(GetParam()), prefix + names[0]));
+  EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), prefix + names[1]));
+  EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), prefix + names[2]));
+  for (auto& l : held) l.release();
+}
+
+TEST_P(each_scheme, timed_wait_gets_the_lock_when_released) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=20s"));
+  const auto name = unique("wait");
+  auto first = be->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  auto waiter = be->make_lock(name);
+  auto got = std::async(std::launch::async, [&] { return waiter->try_acquire_for(15s); });
+  std::this_thread::sleep_for(300ms);
+  first.release();
+  auto l = got.get();
+  EXPECT_TRUE(l);
+}
+
+TEST_P(each_scheme, timed_try_gives_up_while_held) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=20s"));
+  const auto name = unique("giveup");
+  auto first = be->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(be->make_lock(name)->try_acquire_for(300ms));
+  first.release();
+  // Nothing was left behind by the timed out attempt (advisory: no stacked key on a pooled session).
+  EXPECT_FALSE(probe::held_on_server(uri_for(GetParam()), name));
+  EXPECT_TRUE(be->make_lock(name)->try_acquire());
+}
+
+INSTANTIATE_TEST_SUITE_P(pg, each_scheme, ::testing::ValuesIn(all_schemes),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// The holder's connection killed from the server side: connection-bound schemes free the lock
+// and report it lost.
+class session_scheme : public ::testing::TestWithParam<std::string> {};
+TEST_P(session_scheme, terminated_session_frees_the_lock_and_reports_lost) {
+  auto be = dlock::open(uri_for(GetParam()));
+  const auto name = unique("kill");
+  auto held = be->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_GT(probe::break_lock(uri_for(GetParam()), name), 0);
+  EXPECT_TRUE(eventually([&] { return held.lost_token().stop_requested(); })) << "lost notification never fired";
+  EXPECT_TRUE(eventually([&] { return !probe::held_on_server(uri_for(GetParam()), name); }));
+  EXPECT_TRUE(be->make_lock(name)->try_acquire());
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+INSTANTIATE_TEST_SUITE_P(pg, session_scheme, ::testing::ValuesIn(session_schemes),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// Table schemes: the grant is a row; killing every session of ours changes nothing until expiry,
+// then another owner takes the expired row over (no sweeper) with a larger fence, and the old
+// holder's release is refused.
+class table_scheme : public ::testing::TestWithParam<std::string> {};
+TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
+  const auto name = unique("expire");
+  auto held = be->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  auto admin = probe::connect(uri_for(GetParam()));
+  const std::string ours =
+      " FROM pg_stat_activity WHERE application_name = 'dlock' AND datname = current_database()"
+      " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+  probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
+  // pg_terminate_backend only signals: wait until the sessions are gone (then the pool's idle
+  // check sees their closed sockets and reconnects).
+  ASSERT_TRUE(eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s));
+  EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), name));
+  auto other = be->make_lock(name);
+  EXPECT_FALSE(other->try_acquire());  // may reconnect (the pool dropped its dead connections)
+  ASSERT_TRUE(eventually([&] { return !probe::held_on_server(uri_for(GetParam()), name); }, 10s));
+  auto taken = other->try_acquire();
+  ASSERT_TRUE(taken) << "expired row was not taken over";
+  EXPECT_GT(*taken.fencing_token(), *held.fencing_token());
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), name)) << "a stale release freed the new holder's row";
+}
+INSTANTIATE_TEST_SUITE_P(pg, table_scheme, ::testing::ValuesIn(table_schemes),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// The ABA case of the optimistic-lock article: A's grant expires, the row goes through other
+// owners and looks free again; A's stale version must not match anything.
+TEST(version, aba_stale_version_matches_nothing) {
+  const auto uri = uri_for("postgres+version", "ttl=1s&watchdog=false");
+  auto be = dlock::open(uri);
+  const auto name = unique("aba");
+  auto a = be->make_lock(name);
+  auto first = a->try_acquire();
+  ASSERT_TRUE(first);
+  const auto stale_version = static_cast<std::int64_t>(*first.fencing_token());
+  ASSERT_TRUE(eventually([&] { return !probe::held_on_server(uri, name); }, 10s));
+  {
+    auto b = be->make_lock(name)->try_acquire();  // B takes the expired row...
+    ASSERT_TRUE(b);
+  }  // ...and releases it: the row is free again (A), with another version (B-A-B)
+  EXPECT_FALSE(probe::held_on_server(uri, name));
+  // A's conditional update with the version it read before: 0 rows.
+  auto admin = probe::connect(uri);
+  auto r = probe::exec(admin.get(),
+                       "UPDATE dlock_version SET owner = 'A', version = version + 1 WHERE name = $1 AND version = $2"
+                       " AND (owner IS NULL OR expires_at <= clock_timestamp())",
+                       {dlock::sql::bytes{name}, stale_version - 1});
+  EXPECT_EQ(r.rows_affected, 0u);
+  // And through dlock: the same lock object re-acquires; its old lease's release is refused
+  // and does not free the new grant, although the owner is the same.
+  auto second = a->try_acquire();
+  ASSERT_TRUE(second);
+  std::error_code ec;
+  first.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_TRUE(probe::held_on_server(uri, name));
+}
+
+TEST(index, reentrant_through_the_same_owner_counts_holds) {
+  auto be = dlock::open(uri_for("postgres+index", "ttl=10s"));
+  const auto name = unique("reenter");
+  auto lock = be->make_lock(name);
+  auto outer = lock->try_acquire();
+  ASSERT_TRUE(outer);
+  auto inner = lock->try_acquire();
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(*inner.fencing_token(), *outer.fencing_token());
+  EXPECT_FALSE(be->make_lock(name)->try_acquire());
+  inner.release();
+  EXPECT_TRUE(probe::held_on_server(uri_for("postgres+index"), name));
+  outer.release();
+  EXPECT_FALSE(probe::held_on_server(uri_for("postgres+index"), name));
+}
+
+TEST(advisory, not_reentrant_on_one_backend) {
+  auto be = dlock::open(uri_for("postgres+advisory"));
+  const auto name = unique("stack");
+  auto lock = be->make_lock(name);
+  auto held = lock->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(lock->try_acquire()) << "advisory locks stack per session: a second grant leaked through";
+  held.release();
+  EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
+}
+
+TEST(open, wrong_password_is_authentication_failed_and_never_shown) {
+  auto uri = uri_for("postgres+index");
+  const std::string secret = "dlock-secret";
+  auto pos = uri.find(secret);
+  ASSERT_NE(pos, std::string::npos) << "expected the launcher's credentials in DLOCK_POSTGRES_URI";
+  uri.replace(pos, secret.size(), "Wr0ng-Pa55");
+  for (const auto& scheme : all_schemes) {
+    auto u = scheme + uri.substr(uri.find("://"));
+    std::error_code ec;
+    auto be = dlock::default_registry().open(u, {}, ec);
+    EXPECT_FALSE(be);
+    EXPECT_EQ(ec, dlock::errc::authentication_failed) << scheme << ": " << dlock::last_error_message();
+    EXPECT_EQ(dlock::last_error_message().find("Wr0ng-Pa55"), std::string::npos) << dlock::last_error_message();
+  }
+}
+
+TEST(open, unknown_database_and_unreachable_server) {
+  auto uri = uri_for("postgres+index");
+  auto slash = uri.rfind('/');
+  std::error_code ec;
+  auto be = dlock::default_registry().open(uri.substr(0, slash) + "/no_such_db", {}, ec);
+  EXPECT_FALSE(be);
+  EXPECT_EQ(ec, dlock::errc::backend_error);
+  EXPECT_NE(dlock::last_error_message().find("no_such_db"), std::string::npos) << dlock::last_error_message();
+  be = dlock::default_registry().open("postgres+index://dlock:dlock-secret@127.0.0.1:1/dlock?connect_timeout=2s", {}, ec);
+  EXPECT_FALSE(be);
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
+  EXPECT_EQ(dlock::last_error_message().find("dlock-secret"), std::string::npos);
+}
+
+TEST(open, table_and_schema_must_be_identifiers) {
+  std::error_code ec;
+  auto be = dlock::default_registry().open(uri_for("postgres+index", "table=x%22%3B%20drop"), {}, ec);
+  EXPECT_FALSE(be);
+  EXPECT_EQ(ec, dlock::errc::invalid_uri);
+}
+
+// Several processes creating the same (new) table and schema at once: every one opens.
+TEST(schema, creation_races_from_several_processes) {
+  const auto suffix = dlock::spi::random_token().substr(0, 10);
+  const auto uri = uri_for("postgres+index", "schema=race_" + suffix + "&table=locks_" + suffix);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 6; ++i) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::error_code ec;
+      auto be = dlock::default_registry().open(uri, {}, ec);
+      if (!be) _exit(2);
+      auto l = be->make_lock("n" + std::to_string(i))->try_acquire(ec);
+      _exit(l ? 0 : 3);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t c : children) {
+    int status = 0;
+    waitpid(c, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a racing process failed to open or lock";
+  }
+  auto admin = probe::connect(uri);
+  probe::exec(admin.get(), "DROP SCHEMA \"race_" + suffix + "\" CASCADE");
+}
+
+TEST(index, create_table_false_with_a_missing_table_is_a_clear_error) {
+  std::error_code ec;
+  auto be = dlock::default_registry().open(
+      uri_for("postgres+index", "create_table=false&table=absent_" + dlock::spi::random_token().substr(0, 8)), {}, ec);
+  ASSERT_TRUE(be) << dlock::last_error_message();
+  auto l = be->make_lock("x")->try_acquire(ec);
+  EXPECT_FALSE(l);
+  EXPECT_EQ(ec, dlock::errc::backend_error);
+  EXPECT_NE(dlock::last_error_message().find("42P01"), std::string::npos) << dlock::last_error_message();
+}
+
+}  // namespace
