@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <thread>
 
@@ -20,6 +21,9 @@ using dlock::testing::conformance_target;
 
 // Generous slack for "within ttl + margin": a correctness bound, not a speed assertion.
 inline constexpr auto margin = 3s;
+
+// gtest prints the parameter in test listings; show the label, never the URI.
+inline void PrintTo(const conformance_target& t, std::ostream* os) { *os << t.label; }
 
 class Lock : public ::testing::TestWithParam<conformance_target> {
  protected:
