@@ -13,6 +13,11 @@
 #include "dlock_test/hooks.hpp"
 #include "dlock_test/support.hpp"
 
+namespace dlock::testing {
+// gtest prints the parameter in listings and failures; show the label, never the URI (found by ADL).
+inline void PrintTo(const conformance_target& t, std::ostream* os) { *os << t.label; }
+}  // namespace dlock::testing
+
 namespace dlock::conformance {
 
 using namespace std::chrono_literals;
@@ -21,9 +26,6 @@ using dlock::testing::conformance_target;
 
 // Generous slack for "within ttl + margin": a correctness bound, not a speed assertion.
 inline constexpr auto margin = 3s;
-
-// gtest prints the parameter in test listings; show the label, never the URI.
-inline void PrintTo(const conformance_target& t, std::ostream* os) { *os << t.label; }
 
 class Lock : public ::testing::TestWithParam<conformance_target> {
  protected:
