@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "client_pool.hpp"
+#include "../src/client_pool.hpp"
 #include "dlock/uri.hpp"
 #include "dlock_test/hooks.hpp"
 

@@ -11,8 +11,8 @@
 
 #include "dlock/uri.hpp"
 #include "dlock_test/hooks.hpp"
-#include "sequence.hpp"
-#include "zk_lock.hpp"
+#include "../src/sequence.hpp"
+#include "../src/zk_lock.hpp"
 
 namespace {
 
