@@ -52,7 +52,7 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
     if (!lock) set_error(ec, errc::backend_error, "backend " + redacted_uri_ + " made no lock");
     return lock;
   } catch (const error& e) {
-    set_error(ec, e.code(), e.what());
+    set_error(ec, e.code(), e.detail());
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, e.what());
   }

@@ -190,7 +190,7 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
     if (!b) set_error(ec, errc::backend_error, "backend '" + info.scheme + "' failed to open " + u.redacted());
     return b;
   } catch (const error& e) {
-    set_error(ec, e.code(), e.what());
+    set_error(ec, e.code(), e.detail());
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, e.what());
   }

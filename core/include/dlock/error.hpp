@@ -29,8 +29,14 @@ inline std::error_code make_error_code(errc e) noexcept {
 
 class error : public std::system_error {
  public:
-  error(errc e, const std::string& what) : std::system_error(make_error_code(e), what) {}
-  error(std::error_code ec, const std::string& what) : std::system_error(ec, what) {}
+  error(errc e, const std::string& what) : std::system_error(make_error_code(e), what), detail_(what) {}
+  error(std::error_code ec, const std::string& what) : std::system_error(ec, what), detail_(what) {}
+  // The message without the ": <category message>" suffix that what() appends: what to pass on
+  // when re-reporting this error through an error_code overload.
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  std::string detail_;
 };
 
 // The error_code overloads cannot carry a message in std::error_code itself, so the last detailed
