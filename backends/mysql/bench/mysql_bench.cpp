@@ -1,0 +1,166 @@
+// dlock's four MySQL schemes against raw Connector/C++ issuing the same statements, uncontended
+// (each thread its own lock name), in the same run. Needs DLOCK_MYSQL_URI.
+//   taskset -c 1 ./mysql_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
+//       --benchmark_report_aggregates_only=true
+// Round trips per acquire / release are listed in the README.
+#include <benchmark/benchmark.h>
+
+#include <cppconn/connection.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "../src/dialect.hpp"
+#include "../src/getlock_key.hpp"
+#include "../tests/test_support.hpp"
+#include "dlock/dlock.hpp"
+
+namespace {
+
+using namespace dlock::mysql;
+
+std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
+  static std::mutex m;
+  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
+  std::lock_guard lock(m);
+  auto& b = opened[scheme];
+  if (!b) b = dlock::open(test::uri_for(scheme, "ttl=30s&watchdog=false&table=bench_" + scheme.substr(6) + "&pool_size=16"));
+  return b;
+}
+
+void dlock_loop(benchmark::State& state, const std::string& scheme) {
+  auto b = backend_for(scheme);
+  auto lock = b->make_lock(test::unique_name("bench"));
+  for (auto _ : state) {
+    auto l = lock->try_acquire();
+    if (!l) state.SkipWithError("contended?");
+    l.release();
+  }
+}
+
+// One prepared statement per SQL text on one raw connection.
+struct raw_session {
+  std::shared_ptr<::sql::Connection> c = test::raw_connect(test::server_uri());
+  std::map<std::string, std::unique_ptr<::sql::PreparedStatement>> st;
+  ::sql::PreparedStatement& p(const std::string& text) {
+    auto& s = st[text];
+    if (!s) s.reset(c->prepareStatement(text));
+    return *s;
+  }
+  void exec(const std::string& text) { std::unique_ptr<::sql::Statement>(c->createStatement())->execute(text); }
+};
+
+void bind_args(::sql::PreparedStatement& st, const dlock::sql::statement& s, const std::string& name,
+          const std::string& owner, std::int64_t version) {
+  unsigned i = 1;
+  for (auto a : s.binds) {
+    switch (a) {
+      case dlock::sql::arg::name: st.setString(i, name); break;
+      case dlock::sql::arg::owner: st.setString(i, owner); break;
+      case dlock::sql::arg::ttl_ms: st.setInt64(i, 30000); break;
+      case dlock::sql::arg::version: st.setInt64(i, version); break;
+      case dlock::sql::arg::channel: st.setString(i, ""); break;
+    }
+    ++i;
+  }
+}
+
+void BM_raw_getlock(benchmark::State& state) {
+  raw_session r;
+  const auto key = getlock_key(test::unique_name("bench"));
+  for (auto _ : state) {
+    auto& g = r.p("SELECT GET_LOCK(?, ?)");
+    g.setString(1, key);
+    g.setDouble(2, 0);
+    std::unique_ptr<::sql::ResultSet>(g.executeQuery())->next();
+    auto& rel = r.p("SELECT RELEASE_LOCK(?)");
+    rel.setString(1, key);
+    std::unique_ptr<::sql::ResultSet>(rel.executeQuery())->next();
+  }
+}
+
+void BM_raw_index(benchmark::State& state) {
+  raw_session r;
+  dlock::sql::table_ref t{"", "bench_index"};
+  backend_for("mysql+index");  // creates the table
+  const auto sql = index_dialect(t);
+  const auto name = test::unique_name("bench"), owner = test::unique_name("owner");
+  for (auto _ : state) {
+    r.exec("START TRANSACTION");
+    auto& ins = r.p(sql.acquire[0].sql);
+    bind_args(ins, sql.acquire[0], name, owner, 0);
+    ins.executeUpdate();
+    auto& sel = r.p(sql.acquire[1].sql);
+    bind_args(sel, sql.acquire[1], name, owner, 0);
+    std::unique_ptr<::sql::ResultSet>(sel.executeQuery())->next();
+    r.exec("COMMIT");
+    auto& rel = r.p(sql.release[0].sql);
+    bind_args(rel, sql.release[0], name, owner, 0);
+    rel.executeUpdate();
+  }
+}
+
+void BM_raw_forupdate(benchmark::State& state) {
+  raw_session r;
+  backend_for("mysql+forupdate");
+  const auto sql = forupdate_dialect({"", "bench_forupdate"});
+  const auto name = test::unique_name("bench");
+  for (auto _ : state) {
+    auto& ensure = r.p(sql.ensure_row[0].sql);
+    bind_args(ensure, sql.ensure_row[0], name, "", 0);
+    ensure.executeUpdate();
+    r.exec("START TRANSACTION");
+    auto& lock = r.p(sql.lock_nowait[0].sql);
+    bind_args(lock, sql.lock_nowait[0], name, "", 0);
+    std::unique_ptr<::sql::ResultSet>(lock.executeQuery())->next();
+    auto& bump = r.p(sql.bump_fence[0].sql);
+    bind_args(bump, sql.bump_fence[0], name, "", 0);
+    std::unique_ptr<::sql::ResultSet>(bump.executeQuery())->next();
+    r.exec("COMMIT");
+  }
+}
+
+void BM_raw_version(benchmark::State& state) {
+  raw_session r;
+  backend_for("mysql+version");
+  const auto sql = version_dialect({"", "bench_version"});
+  const auto name = test::unique_name("bench"), owner = test::unique_name("owner");
+  auto& ensure = r.p(sql.ensure_row[0].sql);
+  bind_args(ensure, sql.ensure_row[0], name, owner, 0);
+  ensure.executeUpdate();
+  for (auto _ : state) {
+    auto& read = r.p(sql.read[0].sql);
+    bind_args(read, sql.read[0], name, owner, 0);
+    std::unique_ptr<::sql::ResultSet> rs(read.executeQuery());
+    rs->next();
+    const std::int64_t version = rs->getInt64(1);
+    auto& acq = r.p(sql.acquire[0].sql);
+    bind_args(acq, sql.acquire[0], name, owner, version);
+    acq.executeUpdate();
+    auto& rel = r.p(sql.release[0].sql);
+    bind_args(rel, sql.release[0], name, owner, version + 1);
+    rel.executeUpdate();
+  }
+}
+
+void BM_dlock_getlock(benchmark::State& s) { dlock_loop(s, "mysql+getlock"); }
+void BM_dlock_index(benchmark::State& s) { dlock_loop(s, "mysql+index"); }
+void BM_dlock_forupdate(benchmark::State& s) { dlock_loop(s, "mysql+forupdate"); }
+void BM_dlock_version(benchmark::State& s) { dlock_loop(s, "mysql+version"); }
+
+}  // namespace
+
+BENCHMARK(BM_raw_getlock)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_dlock_getlock)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_raw_index)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_dlock_index)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_raw_forupdate)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_dlock_forupdate)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_raw_version)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_dlock_version)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK_MAIN();
