@@ -2,6 +2,7 @@
 
 #include <openssl/sha.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -119,6 +120,13 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
       set_error(ec, errc::backend_error, "redis " + where.label() + ": unexpected answer to PING: " +
                                              std::string(error_text(pong.get())) + " (expected PONG from a Redis server)");
       return nullptr;
+    }
+    // Named "dlock-<pid>" so CLIENT LIST shows whose connection it is (and a test can kill only
+    // this process's connections). One round trip per new connection, none per lock operation.
+    {
+      const auto name = "dlock-" + std::to_string(::getpid());
+      auto r = c->command({"CLIENT", "SETNAME", name}, ec);
+      if (ec) return nullptr;
     }
     if (where.db != 0) {
       const auto db = std::to_string(where.db);
