@@ -22,6 +22,11 @@ std::shared_ptr<session> connection::live() {
   return current_;
 }
 
+void connection::discard(const std::shared_ptr<session>& dead) {
+  std::lock_guard lock(mutex_);
+  if (current_ == dead) current_.reset();
+}
+
 std::string parent_path(const std::string& root, std::string_view name) {
   // Node names may not contain '/', and "." / ".." are reserved: names of [A-Za-z0-9_:-] are
   // used as they are (so a Curator service on "<root>/<name>" meets us), others are hashed.
@@ -205,6 +210,12 @@ class zk_lock final : public distributed_lock {
       std::string ours;
       std::int64_t czxid = 0;
       int rc = create_node(zh, uuid_text(), ours, czxid);
+      if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {  // expired, event not seen yet: one fresh session
+        conn_->discard(s);
+        s = conn_->live();
+        zh = s->handle();
+        rc = create_node(zh, uuid_text(), ours, czxid);
+      }
       if (rc != ZOK) {
         set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
         return nullptr;

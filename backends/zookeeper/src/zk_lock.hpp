@@ -20,6 +20,8 @@ class connection {
  public:
   connection(session_options options, std::string redacted_uri);
   std::shared_ptr<session> live();  // throws dlock::error
+  // The server said this session is expired before its event reached us: drop it now.
+  void discard(const std::shared_ptr<session>& dead);
 
  private:
   std::mutex mutex_;
