@@ -29,7 +29,9 @@ std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
   static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
   std::lock_guard lock(m);
   auto& b = opened[scheme];
-  if (!b) b = dlock::open(test::uri_for(scheme, "ttl=30s&watchdog=false&table=bench_" + scheme.substr(6) + "&pool_size=16"));
+  std::string query = "ttl=30s&watchdog=false&pool_size=16";
+  if (scheme != "mysql+getlock") query += "&table=bench_" + scheme.substr(6);
+  if (!b) b = dlock::open(test::uri_for(scheme, query));
   return b;
 }
 
@@ -110,10 +112,10 @@ void BM_raw_forupdate(benchmark::State& state) {
   backend_for("mysql+forupdate");
   const auto sql = forupdate_dialect({"", "bench_forupdate"});
   const auto name = test::unique_name("bench");
+  auto& ensure = r.p(sql.ensure_row[0].sql);
+  bind_args(ensure, sql.ensure_row[0], name, "", 0);
+  ensure.executeUpdate();
   for (auto _ : state) {
-    auto& ensure = r.p(sql.ensure_row[0].sql);
-    bind_args(ensure, sql.ensure_row[0], name, "", 0);
-    ensure.executeUpdate();
     r.exec("START TRANSACTION");
     auto& lock = r.p(sql.lock_nowait[0].sql);
     bind_args(lock, sql.lock_nowait[0], name, "", 0);

@@ -66,12 +66,12 @@ dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
   s.create = {"CREATE TABLE IF NOT EXISTS " + tbl +
               " (name VARBINARY(512) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL DEFAULT 0, holder BIGINT NULL)"
               " ENGINE=InnoDB"};
-  // InnoDB's duplicate-key check waits for a shared lock on the existing record, so a plain
-  // INSERT of a name someone holds FOR UPDATE would queue behind the holder. It is tried with no
-  // lock wait at all instead, and "lock wait timeout" here means the row exists (the connection
-  // maps it to success through the marker).
-  s.ensure_row = {{std::string(exists_if_locked_marker) +
-                       " SET STATEMENT innodb_lock_wait_timeout = 0 FOR INSERT IGNORE INTO " + tbl +
+  // Run only after a locking read found no row. InnoDB's duplicate-key check takes a shared lock
+  // on an existing record, and an insert waits for gap locks of concurrent FOR UPDATE reads of
+  // absent names, so in a race with another inserter this INSERT could queue behind a holder
+  // for the holder's whole lease. It is bounded to 1 s instead; a lock wait timeout then counts
+  // as "held" (a try returns empty, a timed wait tries again).
+  s.ensure_row = {{"SET STATEMENT innodb_lock_wait_timeout = 1 FOR INSERT IGNORE INTO " + tbl +
                        " (name, fence) VALUES (?, 0)",
                    {arg::name}}};
   s.lock_nowait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};

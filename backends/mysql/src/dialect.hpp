@@ -10,9 +10,6 @@
 
 namespace dlock::mysql {
 
-// Marker of a statement whose lock wait means "the row exists" (see sql_connection.cpp).
-inline constexpr const char* exists_if_locked_marker = "/* dlock:exists-if-locked */";
-
 // `schema`.`table` (or `table`), plus a suffix on the table part (the fence sequence).
 std::string quoted_table(const dlock::sql::table_ref& t, const std::string& suffix = "");
 

@@ -1,7 +1,5 @@
 #include "sql_connection.hpp"
 
-#include "dialect.hpp"
-
 #include <cppconn/connection.h>
 #include <cppconn/datatype.h>
 #include <cppconn/exception.h>
@@ -80,14 +78,6 @@ class mysql_sql_connection final : public dlock::sql::connection {
         out.rows_affected = static_cast<std::uint64_t>(st.executeUpdate());
       }
     });
-    // An INSERT of an existing key whose record another transaction holds FOR UPDATE waits for
-    // that holder (InnoDB's duplicate check takes a shared lock). Statements marked by the
-    // dialect run with no lock wait, and then "lock wait timeout" proves the row exists.
-    if (!ok && err.kind == dlock::sql::failure::lock_not_available && text.starts_with(exists_if_locked_marker)) {
-      err = {};
-      out = {};
-      return true;
-    }
     return ok;
   }
 
