@@ -202,6 +202,19 @@ class zk_lock final : public distributed_lock {
     return ZCONNECTIONLOSS;
   }
 
+  static bool transient(int rc) noexcept { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+  // A dropped connection with a live session (one ensemble node stopped): the client reconnects
+  // to another node by itself; our node and place in the queue survive. Wait for the reconnect
+  // (bounded by the deadline and, for a single attempt, by the session timeout) and look again.
+  bool retry_after_disconnect(session& s, clock::time_point deadline, bool wait) {
+    if (s.expired()) return false;
+    const auto until = wait ? deadline : clock::now() + std::chrono::seconds{2};
+    if (clock::now() >= until) return false;
+    s.wait_for_change("", s.stamp_of(""), std::min(until, clock::now() + std::chrono::milliseconds{200}));
+    return !s.expired();
+  }
+
   std::unique_ptr<spi::lease_state> attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept {
     try {
       if (auto again = reenter()) return again;
@@ -226,6 +239,7 @@ class zk_lock final : public distributed_lock {
       bool final_look = false;
       for (;;) {
         rc = children_of(zh, parent_, children);
+        if (transient(rc) && retry_after_disconnect(*s, deadline, wait)) continue;
         if (rc != ZOK) {
           give_up();
           set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
@@ -248,6 +262,7 @@ class zk_lock final : public distributed_lock {
         Stat st{};
         rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
         if (rc == ZNONODE) continue;
+        if (transient(rc) && retry_after_disconnect(*s, deadline, wait)) continue;
         if (rc != ZOK) {
           give_up();
           set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (watch " + predecessor + ")");

@@ -244,9 +244,9 @@ TEST(zookeeper_ensemble, OneNodeDownLockSurvivesAndWaitersStillGetItInOrder) {
   const auto parent = zk::parent_path(root_of(uri), name);
   std::vector<int> order;
   std::mutex m;
-  std::thread t1([&] { auto l = w1->acquire(); std::lock_guard g(m); order.push_back(1); });
+  std::thread t1([&] { std::error_code ec; auto l = w1->acquire(ec); std::lock_guard g(m); order.push_back(ec ? -1 : 1); });
   wait_for_contenders(zh.get(), parent, 2);
-  std::thread t2([&] { auto l = w2->acquire(); std::lock_guard g(m); order.push_back(2); });
+  std::thread t2([&] { std::error_code ec; auto l = w2->acquire(ec); std::lock_guard g(m); order.push_back(ec ? -2 : 2); });
   wait_for_contenders(zh.get(), parent, 3);
   ASSERT_EQ(launcher("stop zookeeper-ensemble.1"), 0);
   std::this_thread::sleep_for(2s);
