@@ -249,7 +249,7 @@ session_ptr pool::take(std::error_code& ec) noexcept {
   try {
     return std::make_unique<session>(connect(settings_), settings_.port);
   } catch (const error& e) {
-    set_error(ec, e.code(), e.what());
+    set_error(ec, e.code(), e.detail());
   } catch (const ::sql::SQLException& e) {
     set_error(ec, classify(e), describe(e, "connecting to " + settings_.redacted_uri));
   } catch (const std::exception& e) {

@@ -144,7 +144,7 @@ std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_set
   try {
     return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port));
   } catch (const error& e) {
-    set_error(ec, e.code(), e.what());
+    set_error(ec, e.code(), e.detail());
   } catch (const ::sql::SQLException& e) {
     set_error(ec, classify(e), describe(e, "connecting to " + s.redacted_uri));
   } catch (const std::exception& e) {

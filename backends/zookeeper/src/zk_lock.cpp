@@ -276,7 +276,7 @@ class zk_lock final : public distributed_lock {
         }
       }
     } catch (const dlock::error& e) {
-      set_error(ec, e.code(), e.what());
+      set_error(ec, e.code(), e.detail());
       return nullptr;
     } catch (const std::exception& e) {
       set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
