@@ -43,8 +43,14 @@ int cmd_backends(const arguments& argv) {
     line(header);
     line(std::vector<std::string>(header.size(), "---"));
     for (auto row : rows) {
-      for (auto& cell : row)  // a '|' inside a cell would end it
-        for (std::size_t at = cell.find('|'); at != std::string::npos; at = cell.find('|', at + 2)) cell.insert(at, "\\");
+      for (auto& cell : row) {  // a '|' inside a cell would end it
+        std::string escaped;
+        for (char ch : cell) {
+          if (ch == '|') escaped += '\\';
+          escaped += ch;
+        }
+        cell = std::move(escaped);
+      }
       row[row.size() - 2] = "`" + row[row.size() - 2] + "`";
       line(row);
     }
