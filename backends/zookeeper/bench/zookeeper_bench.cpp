@@ -1,12 +1,19 @@
 // dlock zookeeper:// vs the raw ZooKeeper C client doing the same requests (create ephemeral
-// sequential, get_children, delete), uncontended, in the same run; and dlock's 8-way handoff.
+// sequential, get_children, pipelined exists-watch, delete), uncontended, in the same run, with the
+// server's packet counts per iteration; and dlock's 8-way handoff.
 //   taskset -c 1 zookeeper_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 // kazoo's handoff on the same server: bench/kazoo_handoff.py (same 8 ways).
 #include <benchmark/benchmark.h>
 #include <zookeeper/zookeeper.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,7 +26,51 @@ static std::string server() {
   return v ? v : "zookeeper://127.0.0.1:2181/dlock";
 }
 
-static void raw_zookeeper_acquire_release(benchmark::State& state) {
+// Requests per acquire + release, every loop (counted with the server's srvr "Received"/"Sent"
+// counters, README): create2 (EPHEMERAL_SEQUENTIAL) + get_children + exists + delete = 4 requests.
+// dlock's exists leaves a watch on its own node (deletion = lost lock) and is pipelined (its reply
+// not awaited), so 3 round trips of latency; the server also sends one watch notification per
+// cycle when the node is deleted. raw_..._watched does exactly that.
+// The server's packet counters (four-letter word srvr: "Received: N", "Sent: N"), read around a
+// timed loop and reported per iteration: requests (Received) and replies + watch notifications
+// (Sent) per acquire + release. Other sessions' pings add a few hundredths.
+struct packet_counts {
+  double received = 0, sent = 0;
+};
+
+static packet_counts server_packets() {
+  const auto u = dlock::uri::parse(server());
+  packet_counts out;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(u.hosts()[0].port_or(2181));
+  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &addr.sin_addr);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::write(fd, "srvr", 4) == 4) {
+    char buf[1024];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const auto number_after = [&](const char* key) {
+    const auto at = reply.find(key);
+    return at == std::string::npos ? 0.0 : std::stod(reply.substr(at + std::strlen(key)));
+  };
+  out.received = number_after("Received: ");
+  out.sent = number_after("Sent: ");
+  return out;
+}
+
+static void report_packets(benchmark::State& state, const packet_counts& before) {
+  const auto after = server_packets();
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["requests"] = (after.received - before.received) / n;
+  state.counters["server_packets"] = (after.sent - before.sent) / n;
+}
+
+static void noop_watcher(zhandle_t*, int, int, const char*, void*) {}
+
+static void raw_loop(benchmark::State& state, bool watch_own_node) {
   const auto u = dlock::uri::parse(server());
   const auto hosts = u.hosts()[0].host + ":" + std::to_string(u.hosts()[0].port_or(2181));
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
@@ -28,6 +79,7 @@ static void raw_zookeeper_acquire_release(benchmark::State& state) {
   const std::string parent = u.path() + "/raw-" + dlock::spi::random_token();
   zoo_create(zh, u.path().c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
   zoo_create(zh, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
+  const auto before = server_packets();
   for (auto _ : state) {
     char created[512];
     Stat st{};
@@ -37,21 +89,33 @@ static void raw_zookeeper_acquire_release(benchmark::State& state) {
     String_vector v{0, nullptr};
     zoo_get_children(zh, parent.c_str(), 0, &v);
     deallocate_String_vector(&v);
-    zoo_wexists(zh, created, nullptr, nullptr, &st);  // dlock watches its own node once granted
+    if (watch_own_node)  // as dlock: the watch is sent, its reply not waited for (the delete follows it)
+      zoo_awexists(zh, created, &noop_watcher, nullptr, [](int, const Stat*, const void*) {}, nullptr);
+    else  // a null watcher function sends watch=false: no watch, no notification after the delete
+      zoo_exists(zh, created, 0, &st);
     zoo_delete(zh, created, -1);
   }
+  report_packets(state, before);
   zoo_delete(zh, parent.c_str(), -1);
   zookeeper_close(zh);
 }
 
+// The same operations as dlock: the exists leaves a watch on our node.
+static void raw_zookeeper_acquire_release_watched(benchmark::State& state) { raw_loop(state, true); }
+// The loop of the first figures (0.77x): a synchronous exists without a watch (4 round trips, one
+// server packet fewer than dlock).
+static void raw_zookeeper_acquire_release_unwatched(benchmark::State& state) { raw_loop(state, false); }
+
 static void dlock_acquire_release(benchmark::State& state) {
   auto b = dlock::open(server());
   auto lock = b->make_lock("bench-" + dlock::spi::random_token());
+  const auto before = server_packets();
   for (auto _ : state) {
     auto l = lock->try_acquire();
     if (!l) state.SkipWithError("try_acquire failed");
     l.release();
   }
+  report_packets(state, before);
 }
 
 // 8 lock objects (one session) on one name, each acquiring/releasing in turn: time per handoff.
@@ -71,7 +135,8 @@ static void dlock_handoff_8way(benchmark::State& state) {
   }
 }
 
-BENCHMARK(raw_zookeeper_acquire_release)->UseRealTime();
+BENCHMARK(raw_zookeeper_acquire_release_watched)->UseRealTime();
+BENCHMARK(raw_zookeeper_acquire_release_unwatched)->UseRealTime();
 BENCHMARK(dlock_acquire_release)->UseRealTime();
 BENCHMARK(dlock_handoff_8way)->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

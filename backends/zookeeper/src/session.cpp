@@ -15,8 +15,12 @@ void set_zk_error(std::error_code& ec, int rc, std::string_view what) {
   if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZCLOSING ||
       rc == ZINVALIDSTATE || rc == ZSESSIONMOVED)
     e = errc::backend_unavailable;
-  else if (rc == ZNOAUTH || rc == ZAUTHFAILED)
+  else if (rc == ZNOAUTH || rc == ZAUTHFAILED) {
     e = errc::authentication_failed;
+    // Digest auth itself never fails (the server only records user:sha1 as our identity): a wrong
+    // user or password shows up here, as nodes whose ACL does not admit us.
+    if (rc == ZNOAUTH) message += " (the node's ACL does not admit this client: wrong or missing digest user:password?)";
+  }
   set_error(ec, e, std::move(message));
 }
 
@@ -146,6 +150,43 @@ void session::watch_disconnection(std::stop_token stop) {
 
 void session::watcher(zhandle_t*, int type, int state, const char* path, void* ctx) {
   static_cast<session*>(ctx)->on_event(type, state, path);
+}
+
+void session::own_node_watcher(zhandle_t*, int type, int, const char* path, void* ctx) {
+  static_cast<session*>(ctx)->on_own_node_event(type, path);
+}
+
+void session::watch_own_node(const std::string& path) {
+  struct pending_exists {
+    session* s;
+    std::string path;
+  };
+  auto pending = std::make_unique<pending_exists>(pending_exists{this, path});
+  // The completion runs on the completion thread, at the latest (ZCLOSING) inside zookeeper_close,
+  // which ~session calls before its members go away.
+  const int rc = zoo_awexists(
+      zh_.get(), path.c_str(), &session::own_node_watcher, this,
+      [](int rc, const Stat*, const void* data) {
+        std::unique_ptr<pending_exists> p(static_cast<pending_exists*>(const_cast<void*>(data)));
+        if (rc == ZNONODE) p->s->on_own_node_event(ZOO_DELETED_EVENT, p->path.c_str());
+      },
+      pending.get());
+  if (rc == ZOK) (void)pending.release();  // owned by the completion now
+  // Otherwise not sent (the handle is closing or the session is gone): the session event tells.
+}
+
+// Completion thread. Session events also reach this watcher; the default watcher handles them.
+void session::on_own_node_event(int type, const char* path) {
+  if (type != ZOO_DELETED_EVENT || !path) return;
+  std::function<void(std::error_code)> tell;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = nodes_.find(path);
+    if (it == nodes_.end()) return;  // released by us: not a loss
+    tell = std::move(it->second);
+    nodes_.erase(it);
+  }
+  tell(make_error_code(errc::lock_lost));
 }
 
 // Runs on the client's completion thread: no I/O, no waiting.

@@ -58,12 +58,21 @@ class session : public std::enable_shared_from_this<session> {
   // suspended, with the `lose` policy) or the node at `path` is deleted. Must not block.
   void watch_node(const std::string& path, std::function<void(std::error_code)> on_lost);
   void unwatch_node(const std::string& path);
+  // Leave an exists-watch on a node we were just granted, without waiting for the reply (the grant
+  // needs the watch, not the answer: one round trip less per acquire). The session answers requests
+  // in order, so a later delete of the node is processed after it. A reply "no node" (deleted in
+  // between) is a loss like the deletion event. Call after watch_node(path, ...).
+  void watch_own_node(const std::string& path);
 
   static void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
+  // The exists-watch on a node we hold: only its deletion matters (lost); it is not counted in
+  // path_events_, whose keys would otherwise pile up, one per grant, for the life of the session.
+  static void own_node_watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
 
  private:
   session() = default;
   void on_event(int type, int state, const char* path);
+  void on_own_node_event(int type, const char* path);
   // Curator's rule: disconnected for a whole session timeout means the session is gone, even
   // though the client only hears "expired" from a server once it reconnects (which, without a
   // quorum, it cannot). Runs on its own thread, never on the completion thread.

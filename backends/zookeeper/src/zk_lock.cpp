@@ -299,9 +299,9 @@ class zk_lock final : public distributed_lock {
         for (auto* l : live) l->mark_lost(reason);
       }
     });
-    // The node itself: a deletion from outside (an operator, break_lock) is a lost lock.
-    Stat st{};
-    zoo_wexists(s->handle(), path.c_str(), &session::watcher, s.get(), &st);
+    // The node itself: a deletion from outside (an operator, break_lock) is a lost lock. Not waited
+    // for: acquire + release costs 3 round trips of latency (create, get_children, delete) + 1 pipelined.
+    s->watch_own_node(path);
     std::lock_guard guard(mutex_);
     held_ = node;
     return l;
@@ -321,29 +321,56 @@ std::optional<clientid_t> session_of(const spi::lease_state& lease) {
   return std::nullopt;
 }
 
+namespace {
+
+// uri::redacted() hides the password of user:password@ but prints query values as they are:
+// hide the password of digest=user:password too (error messages, redacted_uri()).
+std::string redacted_text(const uri& u) {
+  auto text = u.redacted();
+  const auto digest = u.get("digest");
+  if (!digest) return text;
+  const auto colon = digest->find(':');
+  const auto shown = "digest=" + (colon == std::string::npos ? std::string("***") : digest->substr(0, colon + 1) + "***");
+  const auto raw = "digest=" + *digest;
+  for (auto at = text.find(raw); at != std::string::npos; at = text.find(raw, at + shown.size()))
+    text.replace(at, raw.size(), shown);
+  return text;
+}
+
+std::chrono::milliseconds duration_parameter(const uri& u, const char* key, std::chrono::milliseconds fallback) {
+  try {
+    return u.get_duration(key).value_or(fallback);
+  } catch (const error&) {  // the core's message would print the URI with the digest password
+    throw error(errc::invalid_uri, std::string("parameter ") + key + "='" + u.get(key).value_or("") + "' in " +
+                                       redacted_text(u) + " is not a duration; expected e.g. 500ms, 30s, 2m or 1h");
+  }
+}
+
+}  // namespace
+
 zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
-    : backend(declared_caps(), lock_scope::network, name_limits{}, defaults, u.redacted()) {
-  if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+    : backend(declared_caps(), lock_scope::network, name_limits{}, defaults, redacted_text(u)) {
+  if (u.hosts().empty()) throw error(errc::invalid_uri, redacted_text(u) + ": expected at least one host:port");
   session_options o;
   for (const auto& h : u.hosts()) {
     if (!o.hosts.empty()) o.hosts += ",";
     o.hosts += h.host + ":" + std::to_string(h.port_or(2181));
   }
-  o.session_timeout = u.get_duration("session_timeout").value_or(std::chrono::seconds{10});
-  o.connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{10});
+  o.session_timeout = duration_parameter(u, "session_timeout", std::chrono::seconds{10});
+  o.connect_timeout = duration_parameter(u, "connect_timeout", std::chrono::seconds{10});
   if (u.password()) o.digest = u.user() + ":" + *u.password();
   if (auto d = u.get("digest")) o.digest = *d;
   const auto suspended = u.get("on_suspended").value_or("keep");
   if (suspended == "lose") o.on_suspended = suspended_policy::lose;
-  else if (suspended != "keep") throw error(errc::invalid_uri, u.redacted() + ": on_suspended must be keep or lose");
+  else if (suspended != "keep") throw error(errc::invalid_uri, redacted_text(u) + ": on_suspended must be keep or lose");
   const auto acl = u.get("acl").value_or(o.digest.empty() ? "open" : "creator");
-  if (acl != "open" && acl != "creator") throw error(errc::invalid_uri, u.redacted() + ": acl must be open or creator");
+  if (acl != "open" && acl != "creator") throw error(errc::invalid_uri, redacted_text(u) + ": acl must be open or creator");
   if (acl == "creator" && o.digest.empty())
-    throw error(errc::invalid_uri, u.redacted() + ": acl=creator needs digest credentials (user:password@ or digest=)");
+    throw error(errc::invalid_uri, redacted_text(u) + ": acl=creator needs digest credentials (user:password@ or digest=)");
   settings_.creator_acl = acl == "creator";
   settings_.root = u.path();
   while (!settings_.root.empty() && settings_.root.back() == '/') settings_.root.pop_back();
-  connection_ = std::make_shared<connection>(std::move(o), u.redacted());
+  connection_ = std::make_shared<connection>(std::move(o), redacted_text(u));
   (void)connection_->live();  // connect now: a wrong address fails at open
 }
 
