@@ -9,10 +9,12 @@
 #include <charconv>
 #include <cmath>
 #include <memory>
+#include <regex>
 
 #include "dlock/error.hpp"
 
 namespace dlock {
+static std::string redact_userinfo(std::string_view text);  // internal; defined below
 namespace {
 
 std::string range_text(const UriTextRangeA& r) {
@@ -30,6 +32,14 @@ std::string percent_decode(std::string text) {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
+}
+
+// Query keys whose values are credentials (ZooKeeper's ?digest=user:password, ...): redacted too.
+bool is_secret_key(std::string_view key) {
+  const std::string k = lower(std::string(key));
+  for (const char* word : {"password", "passwd", "secret", "digest", "token", "auth", "key"})
+    if (k.find(word) != std::string::npos) return true;
+  return false;
 }
 
 [[noreturn]] void bad_uri(std::string_view raw, const std::string& what) {
@@ -70,6 +80,14 @@ std::string host_port::to_string() const {
 }
 
 std::string redact_uri_text(std::string_view text) {
+  std::string hidden = redact_userinfo(text);
+  // Then the values of credential-carrying query keys (?digest=user:password).
+  static const std::regex secret_value(R"(([?&][^=&#]*(password|passwd|secret|digest|token|auth|key)[^=&#]*=)[^&#]*)",
+                                       std::regex::icase);
+  return std::regex_replace(hidden, secret_value, "$1***");
+}
+
+std::string redact_userinfo(std::string_view text) {
   // The password may itself hold unescaped '/', '?' or ':' in text that failed to parse, so look
   // for the last '@' anywhere and hide everything from the first ':' of the authority up to it.
   const auto scheme_end = text.find("://");
@@ -173,7 +191,7 @@ std::string uri::redacted() const {
   for (std::size_t i = 0; i < hosts_.size(); ++i) out += (i ? "," : "") + hosts_[i].to_string();
   out += path_;
   for (std::size_t i = 0; i < query_.size(); ++i)
-    out += (i ? "&" : "?") + query_[i].first + "=" + query_[i].second;
+    out += (i ? "&" : "?") + query_[i].first + "=" + (is_secret_key(query_[i].first) ? "***" : query_[i].second);
   return out;
 }
 
@@ -193,7 +211,7 @@ std::optional<std::chrono::milliseconds> uri::get_duration(std::string_view key)
   try {
     return parse_duration(*value);
   } catch (const error&) {
-    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + *value + "' in " + redacted() +
+    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
                                        " is not a duration; expected e.g. 500ms, 30s, 2m or 1h");
   }
 }
@@ -204,7 +222,7 @@ std::optional<std::int64_t> uri::get_int(std::string_view key, std::int64_t min,
   std::int64_t n = 0;
   const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), n);
   if (ec != std::errc{} || end != value->data() + value->size() || n < min || n > max)
-    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + *value + "' in " + redacted() +
+    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
                                        " is not an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return n;
 }
@@ -215,7 +233,7 @@ std::optional<bool> uri::get_bool(std::string_view key) const {
   const std::string v = lower(*value);
   if (v == "true" || v == "yes" || v == "on" || v == "1") return true;
   if (v == "false" || v == "no" || v == "off" || v == "0") return false;
-  throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + *value + "' in " + redacted() +
+  throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
                                      " is not a boolean; expected true or false");
 }
 

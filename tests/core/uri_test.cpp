@@ -102,3 +102,20 @@ TEST(Duration, Rejects) {
 }
 
 }  // namespace
+
+// A credential can also travel in the query (ZooKeeper's ?digest=user:password): its value is
+// hidden like the userinfo password, in redacted(), typed-value errors and unparsable text.
+TEST(Uri, CredentialQueryValuesAreRedacted) {
+  const auto u = uri::parse("zookeeper://h:2181/dlock?digest=alice:S3cr3t&session_timeout=5s");
+  EXPECT_EQ(u.get("digest"), "alice:S3cr3t");
+  EXPECT_EQ(u.redacted().find("S3cr3t"), std::string::npos) << u.redacted();
+  EXPECT_NE(u.redacted().find("digest=***"), std::string::npos) << u.redacted();
+  EXPECT_NE(u.redacted().find("session_timeout=5s"), std::string::npos) << u.redacted();
+  try {
+    (void)uri::parse("zookeeper://h:2181/dlock?digest=alice:S3cr3t&ttl=soon").get_duration("ttl");
+    FAIL() << "a bad duration must throw";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(std::string(e.what()).find("S3cr3t"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(dlock::redact_uri_text("zookeeper://h:2181:bad/x?digest=alice:S3cr3t#").find("S3cr3t"), std::string::npos);
+}
