@@ -21,9 +21,6 @@ sql::backend_setup table_setup(const uri& u, const lock_options& defaults, std::
                                capabilities caps) {
   sql::backend_setup s;
   s.params = sql::parse_common_params(u, default_table);
-  if (s.params.fair)
-    throw error(errc::invalid_uri, "fair=true is not implemented by the PostgreSQL table schemes yet (" +
-                                       u.redacted() + "); see backends/postgres/README.md");
   auto settings = pg_settings::from_uri(u);
   s.connections = sql::pool::make(make_connector(settings), s.params.pool);
   s.caps = caps;

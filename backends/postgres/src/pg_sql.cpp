@@ -51,6 +51,52 @@ sql::index_sql index_statements(const sql::table_ref& t) {
               {arg::name, arg::owner, arg::ttl_ms}}};
   s.sweep = {{"DELETE FROM " + tab + " WHERE expires_at <= clock_timestamp()", {}}};
   s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
+
+  // Fair mode (fair=true only): the waiters table, arrival order from an identity column.
+  const auto waiters = qualified(t, "_waiters");
+  s.create_fair.push_back("CREATE TABLE IF NOT EXISTS " + waiters +
+                          " (name bytea NOT NULL, owner text NOT NULL,"
+                          " seq bigint GENERATED ALWAYS AS IDENTITY,"
+                          " expires_at timestamptz NOT NULL, PRIMARY KEY (name, owner))");
+  s.create_fair.push_back("CREATE INDEX IF NOT EXISTS " + quote(t.table + "_waiters_order") + " ON " + waiters +
+                          " (name, seq)");
+  // Join once (a new row takes the next seq) or refresh our expiry keeping our seq; other
+  // owners' expired rows for this name are cleared on the way.
+  s.enqueue = {{"WITH gone AS (DELETE FROM " + waiters +
+                "   WHERE name = $1 AND owner <> $2 AND expires_at <= clock_timestamp())"
+                " INSERT INTO " + waiters + " (name, owner, expires_at) VALUES ($1, $2, " + expiry + ")"
+                " ON CONFLICT (name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at",
+                {arg::name, arg::owner, arg::ttl_ms}}};
+  s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = $1 AND owner = $2"
+                " RETURNING pg_notify($3, encode(name, 'hex'))",
+                {arg::name, arg::owner, arg::channel}}};
+  // The attempt: the insert/take-over of `acquire`, fed by a SELECT that yields a row only when
+  // we already hold the lock (re-entry) or no live waiter of another owner is older than ours
+  // (no row of ours: no live waiter at all). On grant our waiter row goes; on a miss it is
+  // refreshed. One statement, one round trip.
+  s.acquire_fair = {{
+      "WITH mine AS (SELECT seq FROM " + waiters + " WHERE name = $1 AND owner = $2),"
+      " granted AS (INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
+      "   SELECT $1, $2, 1, " + expiry + ", nextval('" + seq + "')"
+      "   WHERE EXISTS (SELECT 1 FROM " + tab + " h"
+      "                 WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp())"
+      "      OR NOT EXISTS (SELECT 1 FROM " + waiters + " w"
+      "                     WHERE w.name = $1 AND w.owner <> $2 AND w.expires_at > clock_timestamp()"
+      "                       AND w.seq < COALESCE((SELECT seq FROM mine), 9223372036854775807))"
+      "   ON CONFLICT (name) DO UPDATE SET"
+      "   hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+      "     THEN l.hold_count + 1 ELSE 1 END,"
+      "   fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+      "     THEN l.fence ELSE EXCLUDED.fence END,"
+      "   owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+      "   WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
+      "   RETURNING l.fence, l.hold_count),"
+      " left_queue AS (DELETE FROM " + waiters + " WHERE name = $1 AND owner = $2"
+      "   AND EXISTS (SELECT 1 FROM granted)),"
+      " refreshed AS (UPDATE " + waiters + " SET expires_at = " + expiry +
+      "   WHERE name = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM granted))"
+      " SELECT fence, hold_count FROM granted",
+      {arg::name, arg::owner, arg::ttl_ms}}};
   return s;
 }
 

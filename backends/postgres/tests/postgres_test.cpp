@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <future>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -241,6 +242,88 @@ TEST(index, reentrant_through_the_same_owner_counts_holds) {
   EXPECT_TRUE(probe::held_on_server(uri_for("postgres+index"), name));
   outer.release();
   EXPECT_FALSE(probe::held_on_server(uri_for("postgres+index"), name));
+}
+
+// ---- fair=true (postgres+index): the waiters table grants in arrival order.
+std::int64_t queued(const std::string& name) {
+  auto c = probe::connect(uri_for("postgres+index"));
+  auto r = probe::exec(c.get(), "SELECT count(*) FROM dlock_index_waiters WHERE name = $1 AND expires_at > clock_timestamp()",
+                       {dlock::sql::bytes{name}});
+  return std::stoll(r.rows.at(0).at(0).value());
+}
+
+TEST(index_fair, declared_only_when_enabled_and_index_only) {
+  EXPECT_FALSE(dlock::open(uri_for("postgres+index"))->caps().has(dlock::capability::fair));
+  EXPECT_TRUE(dlock::open(uri_for("postgres+index", "fair=true"))->caps().has(dlock::capability::fair));
+  for (const auto* scheme : {"postgres+forupdate", "postgres+version"}) {
+    std::error_code ec;
+    EXPECT_FALSE(dlock::default_registry().open(uri_for(scheme, "fair=true"), {}, ec)) << scheme;
+    EXPECT_EQ(ec, dlock::errc::invalid_uri) << scheme;
+  }
+}
+
+TEST(index_fair, waiters_are_granted_in_arrival_order) {
+  auto be = dlock::open(uri_for("postgres+index", "fair=true&ttl=5s"));
+  const auto name = unique("fifo");
+  auto held = be->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  constexpr int waiters = 5;
+  std::mutex m;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < waiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto lock = be->make_lock(name);
+      auto got = lock->try_acquire_for(60s);
+      if (!got) return;
+      std::lock_guard g(m);
+      order.push_back(i);
+    });
+    // The next waiter starts only once this one is in the queue: arrival order is i.
+    EXPECT_TRUE(eventually([&] { return queued(name) == i + 1; })) << "waiter " << i << " never queued";
+  }
+  // A newcomer's plain try may not barge past the queue, even the instant the lock is free.
+  EXPECT_FALSE(be->make_lock(name)->try_acquire());
+  held.release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(queued(name), 0) << "granted waiters must leave the waiters table";
+}
+
+TEST(index_fair, try_acquire_refused_while_queued_and_a_dead_waiter_leaves_after_its_ttl) {
+  auto be = dlock::open(uri_for("postgres+index", "fair=true"));
+  const auto name = unique("deadwaiter");
+  {  // another process queued, then died: its row expires on the server clock
+    auto c = probe::connect(uri_for("postgres+index"));
+    probe::exec(c.get(),
+                "INSERT INTO dlock_index_waiters (name, owner, expires_at)"
+                " VALUES ($1, 'dead-waiter', clock_timestamp() + interval '1500 milliseconds')",
+                {dlock::sql::bytes{name}});
+  }
+  auto lock = be->make_lock(name);
+  EXPECT_FALSE(lock->try_acquire()) << "the lock is free, but a live waiter queues before us";
+  EXPECT_TRUE(eventually([&] { return static_cast<bool>(lock->try_acquire()); }))
+      << "the dead waiter's row never expired";
+}
+
+TEST(index_fair, a_waiter_that_gives_up_leaves_the_queue_and_reentry_is_not_queued) {
+  auto be = dlock::open(uri_for("postgres+index", "fair=true&ttl=10s"));
+  const auto name = unique("giveup");
+  auto holder = be->make_lock(name);
+  auto held = holder->try_acquire();
+  ASSERT_TRUE(held);
+  auto waiter = be->make_lock(name);
+  EXPECT_FALSE(waiter->try_acquire_for(300ms));
+  EXPECT_EQ(queued(name), 0) << "a waiter that timed out must leave the waiters table";
+  // A second waiter queues; the holder's re-entry still succeeds (it is not a newcomer).
+  auto second = be->make_lock(name);
+  auto waiting = std::async(std::launch::async, [&] { return static_cast<bool>(second->try_acquire_for(30s)); });
+  ASSERT_TRUE(eventually([&] { return queued(name) == 1; }));
+  auto inner = holder->try_acquire();
+  EXPECT_TRUE(inner) << "re-entry by the holder must not wait behind the queue";
+  inner.release();
+  held.release();
+  EXPECT_TRUE(waiting.get());
 }
 
 TEST(advisory, not_reentrant_on_one_backend) {

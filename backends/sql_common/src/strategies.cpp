@@ -42,8 +42,8 @@ std::vector<param> bind(const statement& st, const values& v) {
 bool transient(failure f) { return f == failure::deadlock || f == failure::serialization; }
 
 // Runs a script: one statement as it is, several in one transaction. Deadlocks and
-// serialization failures are retried once (they mean "try again", not "broken").
-bool run(connection& c, const script& s, const values& v, result& out, sql_error& err) noexcept {
+// serialization failures are retried (once by default; `attempts` in all): "try again", not "broken".
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2) noexcept {
   for (int attempt = 0;; ++attempt) {
     err = {};
     out = {};
@@ -71,7 +71,11 @@ bool run(connection& c, const script& s, const values& v, result& out, sql_error
       ok = false;
     }
     if (ok) return true;
-    if (!(transient(err.kind) && attempt == 0)) return false;
+    // The transaction was rolled back, so running it again is safe. Fair-mode attempts on MariaDB
+    // (INSERT ... SELECT takes shared next-key locks) make deadlocks with releases common under
+    // contention: the index strategy allows a few retries, each after a short growing pause.
+    if (!transient(err.kind) || attempt + 1 >= attempts) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{1 + attempt * 2});
   }
 }
 
@@ -129,11 +133,11 @@ void create_schema(shared_state& st, const std::vector<std::string>& ddl) {
 
 // A statement on a pooled connection, dropping the connection if it was lost.
 bool run_pooled(shared_state& st, const script& s, const values& v, result& out, std::error_code& ec,
-                std::string_view what) noexcept {
+                std::string_view what, int attempts = 2) noexcept {
   auto h = st.setup.connections->checkout(ec);
   if (!h) return false;
   sql_error err;
-  if (run(*h, s, v, out, err)) return true;
+  if (run(*h, s, v, out, err, attempts)) return true;
   if (!h->usable()) h.discard();
   set_sql_error(ec, err, what);
   return false;
@@ -161,6 +165,8 @@ std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::
 }
 
 // ---------------------------------------------------------------- unique index
+// The index strategy's statements are whole transactions of their own: safe to re-run.
+constexpr int index_attempts = 5;
 struct index_state : shared_state {
   index_sql sql;
 };
@@ -179,7 +185,7 @@ class index_lease final : public spi::lease_state {
     v.name = name();
     v.owner = owner_;
     v.channel = st_->channel;
-    if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()))) return;
+    if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()), index_attempts)) return;
     if (out.rows_affected == 0)
       set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
                                          ": the row was no longer ours (expired, maybe taken over)");
@@ -191,7 +197,7 @@ class index_lease final : public spi::lease_state {
     v.name = name();
     v.owner = owner_;
     v.ttl_ms = ttl.count();
-    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()))) return;
+    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()), index_attempts)) return;
     if (out.rows_affected == 0) {
       set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the row is no longer ours");
       return;
@@ -220,8 +226,11 @@ class index_lock final : public distributed_lock {
     auto h = st_->setup.connections->checkout(ec);
     if (!h) return nullptr;
     sql_error err;
-    if (!run(*h, st_->sql.acquire, v, out, err)) {
+    if (!run(*h, st_->setup.params.fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts)) {
       if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
+      // A deadlock/serialization failure that persisted through run()'s retry: contention (other
+      // attempts on the same rows), not a broken server; a miss, the caller waits and tries again.
+      if (transient(err.kind)) return nullptr;
       if (!h->usable()) h.discard();
       set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
       return nullptr;
@@ -243,9 +252,66 @@ class index_lock final : public distributed_lock {
 
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
+    if (st_->setup.params.fair) return fair_acquire_until(deadline, ec);
+    return wait_until(deadline, options().poll.max, ec);
+  }
+
+  std::unique_ptr<spi::lease_state> wait_until(clock::time_point deadline, std::chrono::milliseconds recheck,
+                                               std::error_code& ec) noexcept {
     if (!st_->setup.notifier) return distributed_lock::do_acquire_until(deadline, ec);
-    return wait_notified(*st_->setup.notifier, std::string(name()), deadline, options().poll.max, ec,
+    return wait_notified(*st_->setup.notifier, std::string(name()), deadline, recheck, ec,
                          [this](std::error_code& e) { return do_try_acquire(e); });
+  }
+
+  // Fair mode: one attempt as a newcomer (granted only when nobody is queued: the uncontended
+  // case stays one round trip), then join the waiters table once and retry until our row is the
+  // oldest live waiter and the lock is free. Every attempt refreshes our waiter row (server-side
+  // expiry = ttl), so attempts come at least every ttl/3; the row leaves on grant (inside the
+  // granting statement) or on giving up (dequeue, which wakes the next waiter).
+  std::unique_ptr<spi::lease_state> fair_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept {
+    auto l = do_try_acquire(ec);
+    if (l || ec || clock::now() >= deadline) return l;
+    values v;
+    v.name = std::string(name());
+    v.owner = owner();
+    v.ttl_ms = options().ttl.count();
+    v.channel = st_->channel;
+    result out;
+    {  // joining the queue races with other waiters' attempts (InnoDB gap locks): retry deadlocks
+      auto h = st_->setup.connections->checkout(ec);
+      if (!h) return nullptr;
+      sql_error err;
+      bool queued = false;
+      for (int tries = 0; tries < 8 && !queued; ++tries) {
+        queued = run(*h, st_->sql.enqueue, v, out, err, index_attempts);
+        if (!queued && !transient(err.kind)) break;
+      }
+      if (!queued) {
+        if (!h->usable()) h.discard();
+        set_sql_error(ec, err, "queueing for lock " + quoted_name(v.name));
+        return nullptr;
+      }
+    }
+    auto recheck = std::min<std::chrono::milliseconds>(options().poll.max, options().ttl / 3);
+    if (recheck < std::chrono::milliseconds{1}) recheck = std::chrono::milliseconds{1};
+    if (st_->setup.notifier) {
+      l = wait_until(deadline, recheck, ec);
+    } else {  // jittered polling, each sleep capped at `recheck` so our waiter row stays live
+      for (unsigned attempt = 0;; ++attempt) {
+        l = do_try_acquire(ec);
+        const auto now = clock::now();
+        if (l || ec || now >= deadline) break;
+        auto delay = std::min<clock::duration>(spi::backoff_delay(options().poll, attempt), recheck);
+        if (deadline - now < delay) delay = deadline - now;
+        std::this_thread::sleep_for(delay);
+      }
+    }
+    if (!l) {  // timed out or failed: leave the queue (best effort; the row expires anyway)
+      std::error_code ignored;
+      run_pooled(*st_, st_->sql.dequeue, v, out, ignored, "leaving the queue of lock " + quoted_name(v.name),
+                 index_attempts);
+    }
+    return l;
   }
 
   std::shared_ptr<index_state> st_;
@@ -604,14 +670,23 @@ void init_shared(State& st, backend_setup&& setup) {
 }  // namespace
 
 std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) {
+  if (setup.params.fair) {
+    if (sql.acquire_fair.empty() || sql.enqueue.empty() || sql.dequeue.empty())
+      throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true is not available with this dialect");
+    setup.caps = setup.caps.with(capability::fair);  // declared only when enabled
+  }
   auto st = std::make_shared<index_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);
   create_schema(*st, st->sql.create);
+  if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
   return std::make_shared<index_backend>(std::move(st));
 }
 
 std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql) {
+  if (setup.params.fair)
+    throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the FOR UPDATE"
+                                   " strategy has no waiters table)");
   auto st = std::make_shared<forupdate_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);
@@ -621,6 +696,9 @@ std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_s
 }
 
 std::shared_ptr<backend> make_version_backend(backend_setup setup, version_sql sql) {
+  if (setup.params.fair)
+    throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the optimistic-version"
+                                   " strategy has no waiters table)");
   auto st = std::make_shared<version_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);

@@ -37,7 +37,7 @@ enum class failure {
   none = 0,
   duplicate_key,          // PG 23505, MySQL 1062
   lock_not_available,     // PG 55P03 (NOWAIT, lock_timeout), MySQL 1205 / 3572
-  deadlock,               // PG 40P01, MySQL 1213: retried once by the strategies, then "held"
+  deadlock,               // PG 40P01, MySQL 1213: retried by the strategies (index: 4 times), then "held"
   serialization,          // PG 40001: the same
   connection_lost,        // dropped, killed (PG 57P01, pg_terminate_backend; MySQL 2006/2013/1927)
   unreachable,            // connect failed / timed out

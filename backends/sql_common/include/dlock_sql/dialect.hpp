@@ -53,12 +53,23 @@ struct index_sql {
   script sweep;
   // Binds name. Returns one row (owner) when a live row exists (tests' is_held_on_server).
   script probe;
-  // Fair mode (waiters table). Binds name, owner, ttl_ms: enqueue (idempotent, refreshes expiry).
+  // Fair mode (fair=true; empty scripts = the dialect has no fair mode). A waiters table
+  // (name, owner, seq: arrival order from an identity/auto-increment, expires_at on the server
+  // clock) queues the owners of timed/blocking acquires; a waiter that stops refreshing its row
+  // leaves the queue after ttl.
+  std::vector<std::string> create_fair;  // the waiters table's DDL, run only when fair=true
+  // Binds name, owner, ttl_ms: joins the queue once (a later seq than every waiter before it),
+  // or refreshes our row's expiry keeping its seq; may delete other owners' expired waiter rows.
   script enqueue;
-  // Binds name, owner: dequeue (on grant, on giving up).
+  // Binds name, owner (and channel where the dialect notifies): leaves the queue (giving up,
+  // timing out, failing). Wakes the next waiter where the dialect can.
   script dequeue;
-  // Binds name, owner. Returns one row when `owner` is the oldest live waiter of `name`.
-  script is_first_waiter;
+  // Binds name, owner, ttl_ms. The fair attempt, same result contract as `acquire`, granted only
+  // when the lock row is free/expired (or is our own live row: re-entry) AND no live waiter of
+  // another owner is queued before ours (not queued at all: no live waiter of another owner, so a
+  // fair try_acquire never barges past the queue). On grant it also removes our waiter row; on a
+  // miss it refreshes our waiter row's expiry (if we have one). One statement where possible.
+  script acquire_fair;
 };
 
 // SELECT ... FOR UPDATE: the lock is the row lock of an open transaction on a dedicated connection.
