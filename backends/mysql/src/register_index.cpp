@@ -14,8 +14,9 @@ void register_mysql_index(registry& r) {
          .parameters = mysql::table_parameters(),
          .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
            auto setup = mysql::setup_for(u, d, mysql::index_caps(), "dlock_index");
-           if (setup.params.fair)
-             throw error(errc::invalid_uri, u.redacted() + ": fair=true is not available on mysql+index yet");
+           if (setup.params.fair && setup.params.table.table.size() > 55)
+             throw error(errc::invalid_uri, u.redacted() + ": with fair=true, table names are limited to 55 "
+                                                           "characters on mysql+index (the waiters table is <table>_waiters)");
            if (setup.params.table.table.size() > 58)
              throw error(errc::invalid_uri, u.redacted() + ": table names are limited to 58 characters on "
                                                            "mysql+index (the fence sequence is <table>_fence)");

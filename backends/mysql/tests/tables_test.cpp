@@ -126,6 +126,49 @@ TEST(MysqlIndex, ReentrantThroughTheSameObjectWithACount) {
   EXPECT_TRUE(b->make_lock(name)->try_acquire());
 }
 
+// fair=true: the waiters table grants in arrival order; a newcomer's try never barges in.
+TEST(MysqlIndexFair, WaitersAreGrantedInArrivalOrderAndLeaveTheQueue) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&fair=true&ttl=5s"));
+  EXPECT_TRUE(b->caps().has(dlock::capability::fair));
+  EXPECT_FALSE(dlock::open(test::uri_for("mysql+index", "table=" + table))->caps().has(dlock::capability::fair));
+  const auto name = test::unique_name("fifo");
+  auto raw = test::raw_connect(test::server_uri());
+  auto queued = [&] {
+    return test::query_int(*raw, "SELECT COUNT(*) FROM `" + table + "_waiters` WHERE name = ? AND expires_at > NOW(6)",
+                           name)
+        .value_or(-1);
+  };
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  constexpr int waiters = 4;
+  std::mutex m;
+  std::vector<int> order;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < waiters; ++i) {
+    threads.emplace_back([&, i] {
+      auto lock = b->make_lock(name);
+      auto got = lock->try_acquire_for(60s);
+      if (!got) return;
+      std::lock_guard g(m);
+      order.push_back(i);
+    });
+    // The next waiter starts only once this one is queued: arrival order is i (bounded wait).
+    for (int polls = 0; polls < 750 && queued() != i + 1; ++polls) std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(queued(), i + 1) << "waiter " << i << " never queued";
+  }
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a newcomer barged past the queue";
+  held.release();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(queued(), 0) << "granted waiters must leave the waiters table";
+  // A waiter that times out leaves the queue too.
+  auto again = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire_for(300ms));
+  EXPECT_EQ(queued(), 0) << "a waiter that gave up must leave the waiters table";
+}
+
 // The articles' ABA: A's grant expires, B takes the lock and releases it, so the row looks free
 // again (owner NULL) -- but the version moved on twice, and A's release and renew must fail.
 TEST(MysqlVersion, AbaAStaleHolderCannotReleaseOrRenewAfterTheVersionMoved) {
