@@ -30,9 +30,9 @@ class memcached_lease final : public spi::lease_state {
     store_if_ours(expired_exptime, "release", ec);
   }
 
+  // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
-    const auto start = clock::now();
-    if (store_if_ours(exptime_for(ttl), "renew", ec)) set_valid_until(validity_after(start, ttl));
+    store_if_ours(exptime_for(ttl), "renew", ec);
   }
 
  private:

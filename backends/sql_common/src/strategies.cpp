@@ -190,8 +190,8 @@ class index_lease final : public spi::lease_state {
       set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
                                          ": the row was no longer ours (expired, maybe taken over)");
   }
+  // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
-    const auto start = steady::now();
     result out;
     values v;
     v.name = name();
@@ -200,9 +200,7 @@ class index_lease final : public spi::lease_state {
     if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()), index_attempts)) return;
     if (out.rows_affected == 0) {
       set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the row is no longer ours");
-      return;
     }
-    set_valid_until(validity_after(start, ttl));
   }
 
   std::shared_ptr<index_state> st_;
@@ -565,8 +563,8 @@ class version_lease final : public spi::lease_state {
       set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
                                          ": the version moved on (expired and taken over)");
   }
+  // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
-    const auto start = steady::now();
     result out;
     values v;
     v.name = name();
@@ -576,9 +574,7 @@ class version_lease final : public spi::lease_state {
     if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()))) return;
     if (out.rows_affected == 0) {
       set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the version moved on");
-      return;
     }
-    set_valid_until(validity_after(start, ttl));
   }
 
   std::shared_ptr<version_state> st_;
