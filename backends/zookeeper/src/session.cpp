@@ -1,6 +1,8 @@
 #include "session.hpp"
 
 #include <cstring>
+#include <string_view>
+#include <utility>
 
 #include "dlock/error.hpp"
 
@@ -39,7 +41,7 @@ std::shared_ptr<session> session::open(session_options options, const std::strin
                   "zookeeper: no session with " + redacted_uri + " within " +
                       std::to_string(s->options_.connect_timeout.count()) + "ms (is the ensemble up?)");
   }
-  s->monitor_ = std::jthread([raw = s.get()](std::stop_token stop) { raw->watch_disconnection(stop); });
+  s->monitor_ = std::jthread([raw = s.get()](std::stop_token stop) { raw->monitor(stop); });
   if (!s->options_.digest.empty()) {
     // Synchronous auth: zoo_add_auth's completion only posts the result, we wait here.
     struct auth_result {
@@ -126,7 +128,35 @@ std::vector<std::function<void(std::error_code)>> session::take_all_nodes_locked
   return out;
 }
 
-void session::watch_disconnection(std::stop_token stop) {
+void session::delete_in_background(std::string parent, std::string name_prefix) {
+  std::lock_guard lock(mutex_);
+  orphans_.push_back({std::move(parent), std::move(name_prefix)});
+  changed_.notify_all();
+}
+
+std::size_t session::background_deletes_pending() const {
+  std::lock_guard lock(mutex_);
+  return orphans_.size();
+}
+
+bool session::delete_orphan(const orphan& o) {
+  auto transient = [](int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; };
+  String_vector children{0, nullptr};
+  const int rc = zoo_get_children(zh_.get(), o.parent.c_str(), 0, &children);
+  std::vector<std::string> ours;
+  if (rc == ZOK)
+    for (int i = 0; i < children.count; ++i)
+      if (std::string_view(children.data[i]).starts_with(o.name_prefix)) ours.emplace_back(children.data[i]);
+  deallocate_String_vector(&children);
+  if (rc != ZOK) return !transient(rc);  // no parent: nothing there; expired: gone with the session
+  for (const auto& name : ours) {
+    const int drc = zoo_delete(zh_.get(), (o.parent + "/" + name).c_str(), -1);
+    if (transient(drc)) return false;
+  }
+  return true;
+}
+
+void session::monitor(std::stop_token stop) {
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
     if (state_ == ZOO_CONNECTING_STATE && !presumed_expired_) {
@@ -142,6 +172,18 @@ void session::watch_disconnection(std::stop_token stop) {
         continue;
       }
       changed_.wait_until(lock, deadline);
+    } else if (presumed_expired_ || state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE) {
+      orphans_.clear();  // the server removed them with the session
+      changed_.wait(lock);
+    } else if (state_ == ZOO_CONNECTED_STATE && !orphans_.empty()) {
+      auto work = std::exchange(orphans_, {});
+      lock.unlock();
+      std::vector<orphan> left;
+      for (auto& o : work)
+        if (!delete_orphan(o)) left.push_back(std::move(o));
+      lock.lock();
+      orphans_.insert(orphans_.end(), std::make_move_iterator(left.begin()), std::make_move_iterator(left.end()));
+      if (!orphans_.empty()) changed_.wait_for(lock, std::chrono::milliseconds{200});
     } else {
       changed_.wait(lock);
     }

@@ -42,6 +42,7 @@ class session : public std::enable_shared_from_this<session> {
   zhandle_t* handle() const noexcept { return zh_.get(); }
   clientid_t client_id() const noexcept;
   bool expired() const noexcept;
+  std::chrono::milliseconds session_timeout() const noexcept { return options_.session_timeout; }
 
   // A waiter's view of the events it cares about: session state changes plus events on one path
   // (its predecessor). Only that waiter wakes up for its predecessor's deletion: no local herd.
@@ -64,6 +65,15 @@ class session : public std::enable_shared_from_this<session> {
   // between) is a loss like the deletion event. Call after watch_node(path, ...).
   void watch_own_node(const std::string& path);
 
+  // A node of ours that may exist and could not be deleted now: a delete that kept failing with a
+  // dropped connection, or a create whose reply was lost and never confirmed (named by its
+  // protected prefix, `name_prefix`). The monitor thread deletes every child of `parent` with that
+  // prefix once connected, retrying until done or the session ends (Curator's
+  // FindAndDeleteProtectedNodeInBackground): left alone, the node would block the name for as
+  // long as this session lives.
+  void delete_in_background(std::string parent, std::string name_prefix);
+  std::size_t background_deletes_pending() const;
+
   static void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
   // The exists-watch on a node we hold: only its deletion matters (lost); it is not counted in
   // path_events_, whose keys would otherwise pile up, one per grant, for the life of the session.
@@ -75,9 +85,14 @@ class session : public std::enable_shared_from_this<session> {
   void on_own_node_event(int type, const char* path);
   // Curator's rule: disconnected for a whole session timeout means the session is gone, even
   // though the client only hears "expired" from a server once it reconnects (which, without a
-  // quorum, it cannot). Runs on its own thread, never on the completion thread.
-  void watch_disconnection(std::stop_token stop);
+  // quorum, it cannot). Also runs the background deletes. Its own thread, never the completion thread.
+  void monitor(std::stop_token stop);
   std::vector<std::function<void(std::error_code)>> take_all_nodes_locked();
+  struct orphan {
+    std::string parent, name_prefix;
+  };
+  // True when done: deleted, or nothing (left) to delete. False: try again later.
+  bool delete_orphan(const orphan& o);
 
   struct zh_deleter {
     void operator()(zhandle_t* zh) const noexcept { zookeeper_close(zh); }
@@ -92,6 +107,7 @@ class session : public std::enable_shared_from_this<session> {
   std::chrono::steady_clock::time_point disconnected_since_{};
   bool presumed_expired_ = false;
   std::map<std::string, std::function<void(std::error_code)>> nodes_;
+  std::vector<orphan> orphans_;
   std::jthread monitor_;  // last: stopped and joined first
 };
 

@@ -1,5 +1,8 @@
 #include "zk_lock.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -58,6 +61,30 @@ int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::strin
   return rc;
 }
 
+bool transient_failure(int rc) noexcept { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+// Deletes a node of ours (a release, or a waiter giving up), riding out a dropped connection: the
+// client reconnects to another server by itself and the session, with our node, survives, so the
+// delete must be retried, or the node would block the name for as long as our process lives.
+// "No node" after a lost reply means our first delete was applied (Curator's guaranteed delete
+// reads it the same way). Bounded by twice the session timeout; past that, the delete is handed to
+// the session's background deleter and the transient code is returned.
+int delete_own_node(session& s, const std::string& path) {
+  using std::chrono::steady_clock;
+  const auto patience = steady_clock::now() + 2 * s.session_timeout();
+  for (bool retried = false;; retried = true) {
+    const int rc = zoo_delete(s.handle(), path.c_str(), -1);
+    if (rc == ZNONODE && retried) return ZOK;
+    if (!transient_failure(rc) || s.expired()) return rc;
+    if (steady_clock::now() >= patience) {
+      const auto slash = path.rfind('/');
+      s.delete_in_background(path.substr(0, slash), path.substr(slash + 1));
+      return rc;
+    }
+    s.wait_for_change("", s.stamp_of(""), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
+  }
+}
+
 // The node a grant holds: shared by the reentrant leases of one lock object.
 struct held_node {
   std::shared_ptr<session> s;
@@ -82,6 +109,7 @@ class zk_lease final : public spi::lease_state {
   }
   std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(node_->czxid); }
   clientid_t client_id() const noexcept { return node_->s->client_id(); }
+  zhandle_t* handle() const noexcept { return node_->s->handle(); }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
@@ -97,10 +125,14 @@ class zk_lease final : public spi::lease_state {
       set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': the lock was lost (session expired or node deleted)");
       return;
     }
-    const int rc = zoo_delete(node_->s->handle(), node_->path.c_str(), -1);
+    const int rc = delete_own_node(*node_->s, node_->path);
     if (rc == ZOK) return;
     if (rc == ZNONODE || rc == ZSESSIONEXPIRED)
       set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': our node " + node_->path + " is gone");
+    else if (transient_failure(rc))
+      set_zk_error(ec, rc, "release of '" + name() + "' not confirmed (delete " + node_->path +
+                               "): no server answered for two session timeouts; the node is deleted in the background "
+                               "once the client reconnects, or goes with the session");
     else
       set_zk_error(ec, rc, "release of '" + name() + "' (delete " + node_->path + ")");
   }
@@ -159,59 +191,69 @@ class zk_lock final : public distributed_lock {
     return rc == ZNODEEXISTS ? ZOK : rc;
   }
 
-  // Protected create: on a lost reply, look for our UUID among the children before creating again.
-  int create_node(zhandle_t* zh, const std::string& uuid, std::string& our_name, std::int64_t& czxid) {
+  // Protected create (Curator's rule): the node name carries our UUID, so after a lost reply we
+  // look for it among the children before creating again; a second node of ours would sit in the
+  // queue, held by our live session, and block the name until the process exits.
+  int create_node(session& s, const std::string& uuid, std::string& our_name, std::int64_t& czxid,
+                  clock::time_point patience) {
+    zhandle_t* zh = s.handle();
     const std::string prefix = node_prefix(uuid);
     const std::string path = parent_ + "/" + prefix;
     const std::string data = owner();
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      char created[1024];
-      Stat stat{};
-      int rc = zoo_create2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl(),
-                           ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &stat);
-      if (rc == ZNONODE) {
-        rc = ensure_parents(zh);
-        if (rc != ZOK) return rc;
-        continue;
-      }
-      if (rc == ZOK) {
-        const std::string full(created);
-        our_name = full.substr(full.rfind('/') + 1);
-        czxid = stat.czxid;
-        return ZOK;
-      }
-      if (rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT) return rc;
-      // The create may have happened: find it by our UUID.
-      std::vector<std::string> children;
-      for (int look = 0; look < 5; ++look) {
-        const int crc = children_of(zh, parent_, children);
-        if (crc == ZCONNECTIONLOSS || crc == ZOPERATIONTIMEOUT) continue;
-        if (crc != ZOK && crc != ZNONODE) return crc;
-        for (const auto& c : children)
-          if (c.rfind(prefix, 0) == 0) {
-            Stat s{};
-            if (zoo_exists(zh, (parent_ + "/" + c).c_str(), 0, &s) == ZOK) {
-              our_name = c;
-              czxid = s.czxid;
-              return ZOK;
+    bool maybe_created = false;
+    for (int parents_made = 0;;) {
+      int rc = ZOK;
+      if (maybe_created) {
+        std::vector<std::string> children;
+        rc = children_of(zh, parent_, children);
+        if (rc == ZOK || rc == ZNONODE) {
+          maybe_created = false;  // unless we find it below, the lost create did not happen
+          for (const auto& c : children)
+            if (c.rfind(prefix, 0) == 0) {
+              Stat st{};
+              rc = zoo_exists(zh, (parent_ + "/" + c).c_str(), 0, &st);
+              if (rc == ZOK) {
+                our_name = c;
+                czxid = st.czxid;
+                return ZOK;
+              }
+              maybe_created = true;  // the look itself failed: look again after the reconnect
             }
-          }
-        break;
+          if (!maybe_created) continue;
+        }
+      } else {
+        Stat st{};
+        char created[1024];
+        rc = zoo_create2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl(),
+                         ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
+        if (rc == ZOK) {
+          const std::string full(created);
+          our_name = full.substr(full.rfind('/') + 1);
+          czxid = st.czxid;
+          return ZOK;
+        }
+        if (rc == ZNONODE && parents_made++ < 3) {  // the container parent was swept: make it again
+          rc = ensure_parents(zh);
+          if (rc == ZOK) continue;
+        } else if (transient_failure(rc)) {
+          maybe_created = true;
+        }
+      }
+      if (!transient_failure(rc)) return rc;
+      if (!ride_out_disconnect(s, patience)) {
+        if (s.expired()) return ZSESSIONEXPIRED;  // the caller starts a fresh session
+        if (maybe_created) s.delete_in_background(parent_, prefix);
+        return rc;
       }
     }
-    return ZCONNECTIONLOSS;
   }
 
-  static bool transient(int rc) noexcept { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
-
-  // A dropped connection with a live session (one ensemble node stopped): the client reconnects
-  // to another node by itself; our node and place in the queue survive. Wait for the reconnect
-  // (bounded by the deadline and, for a single attempt, by the session timeout) and look again.
-  bool retry_after_disconnect(session& s, clock::time_point deadline, bool wait) {
-    if (s.expired()) return false;
-    const auto until = wait ? deadline : clock::now() + std::chrono::seconds{2};
-    if (clock::now() >= until) return false;
-    s.wait_for_change("", s.stamp_of(""), std::min(until, clock::now() + std::chrono::milliseconds{200}));
+  // A dropped connection with a live session (a server stalled or stopped): the client reconnects
+  // to another server by itself, and our node and place in the queue survive. Wait a moment for
+  // the reconnect and say whether to try again: not once the session is gone or `patience` is over.
+  static bool ride_out_disconnect(session& s, clock::time_point patience) {
+    if (s.expired() || clock::now() >= patience) return false;
+    s.wait_for_change("", s.stamp_of(""), std::min(patience, clock::now() + std::chrono::milliseconds{200}));
     return !s.expired();
   }
 
@@ -220,26 +262,29 @@ class zk_lock final : public distributed_lock {
       if (auto again = reenter()) return again;
       auto s = conn_->live();
       zhandle_t* zh = s->handle();
+      // Transient failures are ridden out until the caller's deadline, and at least for a session
+      // timeout: a disconnection that long ends the session (and frees our node) anyway.
+      const auto patience = std::max(deadline, clock::now() + s->session_timeout());
       std::string ours;
       std::int64_t czxid = 0;
-      int rc = create_node(zh, uuid_text(), ours, czxid);
+      int rc = create_node(*s, uuid_text(), ours, czxid, patience);
       if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {  // expired, event not seen yet: one fresh session
         conn_->discard(s);
         s = conn_->live();
         zh = s->handle();
-        rc = create_node(zh, uuid_text(), ours, czxid);
+        rc = create_node(*s, uuid_text(), ours, czxid, patience);
       }
       if (rc != ZOK) {
         set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
         return nullptr;
       }
       const std::string our_path = parent_ + "/" + ours;
-      auto give_up = [&] { zoo_delete(zh, our_path.c_str(), -1); };
+      auto give_up = [&] { (void)delete_own_node(*s, our_path); };
       std::vector<std::string> children;
       bool final_look = false;
       for (;;) {
         rc = children_of(zh, parent_, children);
-        if (transient(rc) && retry_after_disconnect(*s, deadline, wait)) continue;
+        if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
         if (rc != ZOK) {
           give_up();
           set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
@@ -262,7 +307,7 @@ class zk_lock final : public distributed_lock {
         Stat st{};
         rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
         if (rc == ZNONODE) continue;
-        if (transient(rc) && retry_after_disconnect(*s, deadline, wait)) continue;
+        if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
         if (rc != ZOK) {
           give_up();
           set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (watch " + predecessor + ")");
@@ -319,6 +364,28 @@ class zk_lock final : public distributed_lock {
 std::optional<clientid_t> session_of(const spi::lease_state& lease) {
   if (auto* z = dynamic_cast<const zk_lease*>(&lease)) return z->client_id();
   return std::nullopt;
+}
+
+std::optional<std::string> connected_server(const spi::lease_state& lease) {
+  auto* z = dynamic_cast<const zk_lease*>(&lease);
+  if (!z) return std::nullopt;
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (!zookeeper_get_connected_host(z->handle(), reinterpret_cast<sockaddr*>(&address), &length)) return std::nullopt;
+  char host[INET6_ADDRSTRLEN] = {};
+  std::uint16_t port = 0;
+  if (address.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&address);
+    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
+    port = ntohs(v4->sin_port);
+  } else if (address.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
+    port = ntohs(v6->sin6_port);
+  } else {
+    return std::nullopt;
+  }
+  return std::string(host) + ":" + std::to_string(port);
 }
 
 namespace {
