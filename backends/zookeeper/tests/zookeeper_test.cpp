@@ -287,6 +287,29 @@ TEST(zookeeper, FencingIsTheCzxidAndIncreases) {
   }
 }
 
+// Parents are container nodes: once the last lock node under one is gone, the server deletes it
+// (the launcher sets znode.container.checkIntervalMs=1000; the server default sweeps every 60 s),
+// so a service locking millions of distinct names does not leave millions of empty parents.
+TEST(zookeeper, EmptyParentsAreRemovedByTheServer) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri);
+  const auto name = unique("container");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto zh = raw_connect(uri);
+  {
+    auto held = b->make_lock(name)->acquire();
+    Stat st{};
+    ASSERT_EQ(zoo_exists(zh.get(), parent.c_str(), 0, &st), ZOK);
+    EXPECT_EQ(st.numChildren, 1);
+  }
+  int rc = ZOK;
+  for (int i = 0; i < 100 && (rc = zoo_exists(zh.get(), parent.c_str(), 0, nullptr)) == ZOK; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(rc, ZNONODE) << parent << " is still there 10 s after its last lock node went";
+  // And the name still works: the next acquire makes the parent again.
+  EXPECT_TRUE(b->make_lock(name)->try_acquire());
+}
+
 // What a create with a lost reply, or a delete cut off for two session timeouts, leaves behind: a
 // node of our live session that nobody will release. The session deletes it in the background,
 // found by its protected prefix, so the name is not blocked for as long as the process lives.
