@@ -14,6 +14,7 @@ int cmd_backends(const arguments& a);
 int cmd_bench(const arguments& a);
 int cmd_demo(const arguments& a);
 int cmd_demo_worker(const arguments& a);
+int cmd_sweep(const arguments& a);
 
 // The path of this executable (for `demo` to start its workers).
 std::string self_executable();

@@ -26,6 +26,8 @@ constexpr const char* usage_text =
     "                      acquire+release throughput, latency percentiles and handoff time\n"
     "  demo [URI] [--workers N] [--stock S]\n"
     "                      the flash-sale demo: worker processes selling stock with and without the lock\n"
+    "  sweep URI           delete the expired lock records the server keeps (SQL table schemes:\n"
+    "                      expired rows, also other tools'); live locks are never touched\n"
     "\n"
     "durations: 500ms, 2s, 1.5s, 1m ('--wait 0' = one try)\n"
     "exit status: the command's own status (run), or\n"
@@ -48,7 +50,8 @@ int main(int argc, char** argv) {
   }
   const std::map<std::string, int (*)(const arguments&)> commands = {
       {"run", cmd_run},     {"hold", cmd_hold}, {"backends", cmd_backends},
-      {"bench", cmd_bench}, {"demo", cmd_demo}, {"demo-worker", cmd_demo_worker}};
+      {"bench", cmd_bench}, {"demo", cmd_demo}, {"demo-worker", cmd_demo_worker},
+      {"sweep", cmd_sweep}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     std::fprintf(stderr, "dlock: unknown command '%s'\n%s", command.c_str(), usage_text);

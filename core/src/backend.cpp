@@ -59,4 +59,26 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
   return nullptr;
 }
 
+std::size_t backend::sweep_expired() {
+  std::error_code ec;
+  const auto n = sweep_expired(ec);
+  throw_if(ec);
+  return n;
+}
+
+std::size_t backend::sweep_expired(std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  return do_sweep_expired(ec);
+}
+
+std::size_t backend::do_sweep_expired(std::error_code& ec) noexcept {
+  ec.clear();
+  return 0;
+}
+
+std::string backend::sweep_target() const { return do_sweep_target(); }
+
+std::string backend::do_sweep_target() const { return {}; }
+
 }  // namespace dlock

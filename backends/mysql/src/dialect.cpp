@@ -45,13 +45,15 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
       {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
        {arg::name, arg::owner}},
   };
-  // One statement: one hold fewer; at zero the row is expired at once (free for the next
-  // acquire's takeover, deleted by the sweeper). Matches only our live row: 0 rows -> not_owner.
-  s.release = {{"UPDATE " + tbl +
-                    " SET hold_count = hold_count - 1,"
-                    " expires_at = IF(hold_count = 0, '1970-01-01 00:00:01', expires_at)"
-                    " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
+  // The common case, the last hold, is one statement: our live row with hold_count 1 is deleted
+  // (the fence lives in the SEQUENCE, so nothing is lost). Only when that matched no row does the
+  // strategy run release_reentered: one hold fewer of our live re-entered row. No row matched by
+  // either -> not_owner (expired, maybe taken over, or deleted by an operator).
+  s.release = {{"DELETE FROM " + tbl + " WHERE name = ? AND owner = ? AND hold_count = 1 AND expires_at > NOW(6)",
                 {arg::name, arg::owner}}};
+  s.release_reentered = {{"UPDATE " + tbl + " SET hold_count = hold_count - 1"
+                              " WHERE name = ? AND owner = ? AND hold_count > 1 AND expires_at > NOW(6)",
+                          {arg::name, arg::owner}}};
   s.renew = {{"UPDATE " + tbl + " SET expires_at = " + expiry_from_now +
                   " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
               {arg::ttl_ms, arg::name, arg::owner}}};
@@ -77,6 +79,8 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
        {arg::name, arg::owner, arg::ttl_ms}},
   };
   s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = ? AND owner = ?", {arg::name, arg::owner}}};
+  // The sweeper's part for fair=true: waiters that died without leaving the queue.
+  s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= NOW(6)", {}}};
   // The attempt: `acquire`'s insert/take-over fed by a SELECT that yields a row only when we hold
   // the lock (re-entry) or no live waiter of another owner is older than ours (none at all when
   // we are not queued); then our waiter row goes if we hold the lock, else it is refreshed.
@@ -152,6 +156,9 @@ dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t) {
               {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
   s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)",
               {arg::name}}};
+  // The sweeper frees expired grants but keeps the rows: the version must never restart.
+  s.sweep = {{"UPDATE " + tbl + " SET owner = NULL, expires_at = NULL WHERE owner IS NOT NULL AND expires_at <= NOW(6)",
+              {}}};
   return s;
 }
 

@@ -70,6 +70,8 @@ sql::index_sql index_statements(const sql::table_ref& t) {
   s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = $1 AND owner = $2"
                 " RETURNING pg_notify($3, encode(name, 'hex'))",
                 {arg::name, arg::owner, arg::channel}}};
+  // The sweeper's part for fair=true: waiters that died without leaving the queue.
+  s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= clock_timestamp()", {}}};
   // The attempt: the insert/take-over of `acquire`, fed by a SELECT that yields a row only when
   // we already hold the lock (re-entry) or no live waiter of another owner is older than ours
   // (no row of ours: no live waiter at all). On grant our waiter row goes; on a miss it is
@@ -140,6 +142,10 @@ sql::version_sql version_statements(const sql::table_ref& t) {
   s.probe = {{"SELECT owner FROM " + tab +
               " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
               {arg::name}}};
+  // The sweeper frees expired grants but keeps the rows: the version must never restart.
+  s.sweep = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
+              " WHERE owner IS NOT NULL AND expires_at <= clock_timestamp()",
+              {}}};
   return s;
 }
 

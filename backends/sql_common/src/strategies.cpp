@@ -6,6 +6,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <initializer_list>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -164,6 +165,24 @@ std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::
   }
 }
 
+// The sweeper (backend::sweep_expired): each script on a pooled connection, rows summed.
+std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> scripts, std::error_code& ec) noexcept {
+  std::size_t swept = 0;
+  for (const script* s : scripts) {
+    if (s->empty()) continue;
+    result out;
+    if (!run_pooled(st, *s, values{}, out, ec, "sweeping expired rows of " + st.setup.redacted_uri)) return swept;
+    swept += static_cast<std::size_t>(out.rows_affected);
+  }
+  return swept;
+}
+
+// "schema"."table" (display only: the dialect quotes for SQL), plus suffixed tables.
+std::string table_label(const table_ref& t, std::string_view suffix = {}) {
+  std::string label = t.schema.empty() ? std::string() : "\"" + t.schema + "\".";
+  return label + "\"" + t.table + std::string(suffix) + "\"";
+}
+
 // ---------------------------------------------------------------- unique index
 // The index strategy's statements are whole transactions of their own: safe to re-run.
 constexpr int index_attempts = 5;
@@ -185,10 +204,18 @@ class index_lease final : public spi::lease_state {
     v.name = name();
     v.owner = owner_;
     v.channel = st_->channel;
-    if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()), index_attempts)) return;
+    const std::string what = "releasing lock " + quoted_name(name());
+    if (!run_pooled(*st_, st_->sql.release, v, out, ec, what, index_attempts)) return;
+    // A dialect whose release deletes only the last hold (one round trip in the common case)
+    // decrements a re-entered row with a second statement. Two rounds: a concurrent release of
+    // another hold of the same owner may bring the count from 2 to 1 between the two statements.
+    for (int round = 0; out.rows_affected == 0 && !st_->sql.release_reentered.empty() && round < 2; ++round) {
+      if (!run_pooled(*st_, st_->sql.release_reentered, v, out, ec, what, index_attempts)) return;
+      if (out.rows_affected != 0 || round == 1) break;
+      if (!run_pooled(*st_, st_->sql.release, v, out, ec, what, index_attempts)) return;
+    }
     if (out.rows_affected == 0)
-      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
-                                         ": the row was no longer ours (expired, maybe taken over)");
+      set_error(ec, errc::not_owner, what + ": the row was no longer ours (expired, maybe taken over)");
   }
   // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
@@ -325,6 +352,18 @@ class index_backend final : public backend {
  private:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
     return std::make_unique<index_lock>(st_, std::move(name), std::move(options));
+  }
+  // Expired lock rows (acquire takes them over anyway: this is for tables other tools write),
+  // and with fair=true the rows of waiters that died without leaving the queue.
+  std::size_t do_sweep_expired(std::error_code& ec) noexcept override {
+    if (st_->setup.params.fair) return sweep_with(*st_, {&st_->sql.sweep, &st_->sql.sweep_waiters}, ec);
+    return sweep_with(*st_, {&st_->sql.sweep}, ec);
+  }
+  std::string do_sweep_target() const override {
+    const auto& t = st_->setup.params.table;
+    if (st_->setup.params.fair && !st_->sql.sweep_waiters.empty())
+      return table_label(t) + " and " + table_label(t, "_waiters");
+    return table_label(t);
   }
   std::shared_ptr<index_state> st_;
 };
@@ -653,6 +692,12 @@ class version_backend final : public backend {
  private:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
     return std::make_unique<version_lock>(st_, std::move(name), std::move(options));
+  }
+  // Expired grants are freed, their rows kept: the version column is the fencing token.
+  std::size_t do_sweep_expired(std::error_code& ec) noexcept override { return sweep_with(*st_, {&st_->sql.sweep}, ec); }
+  std::string do_sweep_target() const override {
+    if (st_->sql.sweep.empty()) return {};
+    return table_label(st_->setup.params.table) + " (grants freed, rows kept: the version is the fencing token)";
   }
   std::shared_ptr<version_state> st_;
 };

@@ -39,11 +39,30 @@ class backend : public std::enable_shared_from_this<backend> {
   [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options,
                                                             std::error_code& ec) noexcept;
 
+  // Deletes the expired lock records this backend's server keeps (rows of the SQL table schemes
+  // whose expiry has passed on the server's clock, stale waiters of a fair queue), including
+  // records other tools wrote, and returns how many it deleted (a record that must outlive its
+  // grant, like a version row whose version is the fencing token, is freed instead of deleted,
+  // and counted). Never touches a live record. Not
+  // needed for correctness (an acquire takes over an expired record itself): it keeps tables
+  // small. Backends whose server expires records on its own (Redis, memcached, ZooKeeper
+  // sessions) or that hold no records (in-process, connection-bound locks) return 0.
+  std::size_t sweep_expired();  // throws dlock::error
+  std::size_t sweep_expired(std::error_code& ec) noexcept;
+  // What sweep_expired cleans, for messages (e.g. `"dlock_index"` for a table), or empty when
+  // this backend keeps no expiring records of its own and sweep_expired always returns 0.
+  std::string sweep_target() const;
+
  protected:
   backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri);
 
   // The name is valid and options.owner is set. Should not throw; a throw is mapped to an error.
   virtual std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) = 0;
+
+  // One sweep (see sweep_expired). Default: nothing to sweep, 0, no error -- a backend whose
+  // server expires records itself (or that keeps none) has nothing left behind to delete.
+  virtual std::size_t do_sweep_expired(std::error_code& ec) noexcept;
+  virtual std::string do_sweep_target() const;
 
  private:
   capabilities caps_;

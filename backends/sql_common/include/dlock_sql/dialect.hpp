@@ -46,10 +46,18 @@ struct index_sql {
   script acquire;
   // Binds name, owner. Our live row's hold_count-1, deleted at 0 (and the release notified where
   // the dialect can). rows_affected == 0: not ours (expired and maybe taken over) -> not_owner.
+  // When release_reentered is not empty, `release` handles only the last hold (deletes our live
+  // row with hold_count 1: the common case stays one round trip) ...
   script release;
+  // ... and this one, run only when `release` matched no row, the re-entered case: binds name,
+  // owner; hold_count-1 of our live row with hold_count > 1. rows_affected == 0 after both
+  // (tried twice: a concurrent release by the same owner may move the count in between) ->
+  // not_owner. Empty: `release` does both (PostgreSQL, in one statement).
+  script release_reentered;
   // Binds name, owner, ttl_ms. rows_affected == 1 when our live row was extended.
   script renew;
-  // No binds: deletes every expired row (the optional sweeper, for rows other tools write).
+  // No binds: deletes every expired row (the optional sweeper, for rows other tools write);
+  // rows_affected = rows deleted. backend::sweep_expired runs it.
   script sweep;
   // Binds name. Returns one row (owner) when a live row exists (tests' is_held_on_server).
   script probe;
@@ -64,6 +72,9 @@ struct index_sql {
   // Binds name, owner (and channel where the dialect notifies): leaves the queue (giving up,
   // timing out, failing). Wakes the next waiter where the dialect can.
   script dequeue;
+  // No binds: deletes every expired waiter row (waiters that died without leaving the queue);
+  // run by backend::sweep_expired after `sweep` when fair=true. rows_affected = rows deleted.
+  script sweep_waiters;
   // Binds name, owner, ttl_ms. The fair attempt, same result contract as `acquire`, granted only
   // when the lock row is free/expired (or is our own live row: re-entry) AND no live waiter of
   // another owner is queued before ours (not queued at all: no live waiter of another owner, so a
@@ -103,6 +114,10 @@ struct version_sql {
   // Binds ttl_ms, name, owner, version. rows_affected == 1 when extended.
   script renew;
   script probe;  // binds name; one row (owner) when held and live
+  // No binds: frees every expired grant (owner and expires_at NULL) WITHOUT deleting the row: its
+  // version is the fencing token and must never restart. rows_affected = grants freed. Empty:
+  // backend::sweep_expired has nothing to do.
+  script sweep;
 };
 
 }  // namespace dlock::sql
