@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cppconn/connection.h>
+#include <cppconn/prepared_statement.h>
 #include <cppconn/statement.h>
 
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
+#include "schema_race.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -83,11 +85,11 @@ TEST_P(Tables, HostileNamesAreDistinctLocks) {
   EXPECT_EQ(ec, dlock::errc::invalid_name);
 }
 
-TEST_P(Tables, SchemaCreationRacesFromManyConnectionsAtOnce) {
-  std::vector<std::future<bool>> opens;
-  for (int i = 0; i < 6; ++i)
-    opens.push_back(std::async(std::launch::async, [&] { return open() != nullptr; }));
-  for (auto& f : opens) EXPECT_TRUE(f.get());
+// Six processes open the same fresh table at the same instant (each runs the DDL), then take
+// turns on one lock: every open succeeds and the lock still excludes.
+TEST_P(Tables, SchemaCreationRacesFromSeveralProcessesAtOnce) {
+  dlock::sql::testing::expect_schema_race(test::uri_for(GetParam(), "table=" + table_ + "&ttl=10s&poll=1ms..20ms"),
+                                          test::unique_name("race"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Mysql, Tables, ::testing::Values("mysql+index", "mysql+forupdate", "mysql+version"),
@@ -233,6 +235,121 @@ TEST(MysqlTables, KilledConnectionOfATableStrategyKeepsTheLockUntilExpiry) {
   auto other = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=1s"));
   EXPECT_FALSE(other->make_lock(name)->try_acquire());
   EXPECT_TRUE(other->make_lock(name)->try_acquire_for(10s)) << "free after expiry";
+}
+
+
+TEST(MysqlIndexFair, SchemaCreationWithTheWaitersTableRacesFromSeveralProcesses) {
+  dlock::sql::testing::expect_schema_race(
+      test::uri_for("mysql+index", "table=" + fresh_table() + "&fair=true&ttl=10s&poll=1ms..20ms"),
+      test::unique_name("race"));
+}
+
+// ---- raw SQL, as another tool writing the lock tables would
+void exec(::sql::Connection& c, const std::string& text, const std::vector<std::string>& params = {}) {
+  std::unique_ptr<::sql::PreparedStatement> st(c.prepareStatement(text));
+  for (std::size_t i = 0; i < params.size(); ++i) st->setString(static_cast<unsigned>(i + 1), params[i]);
+  st->executeUpdate();
+}
+std::int64_t count_rows(::sql::Connection& c, const std::string& table, const std::string& where,
+                        const std::string& param) {
+  return test::query_int(c, "SELECT COUNT(*) FROM `" + table + "` WHERE " + where, param).value_or(-1);
+}
+
+// The sweeper deletes exactly the expired rows, whoever wrote them, and never a live one.
+TEST(MysqlIndexSweep, DeletesExactlyTheExpiredRowsOtherToolsWrote) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=30s"));
+  EXPECT_EQ(b->sweep_target(), "\"" + table + "\"");
+  EXPECT_EQ(b->sweep_expired(), 0u) << "an empty table has nothing to sweep";
+  auto raw = test::raw_connect(test::server_uri());
+  const auto p = test::unique_name("sw");
+  const std::string insert = "INSERT INTO `" + table + "` (name, owner, hold_count, fence, expires_at) VALUES ";
+  // Three expired rows of other owners (one a re-entered count), one live row of another owner.
+  exec(*raw, insert + "(?, 'tool-a', 1, 1, NOW(6) - INTERVAL 1 SECOND), (?, 'tool-b', 3, 2, NOW(6) - INTERVAL 1 HOUR),"
+             " (?, 'tool-a', 1, 3, '2000-01-01 00:00:00'), (?, 'tool-c', 1, 4, NOW(6) + INTERVAL 1 HOUR)",
+       {p + "-old1", p + "-old2", p + "-old3", p + "-live-other"});
+  auto ours = b->make_lock(p + "-ours")->try_acquire();  // our live row
+  ASSERT_TRUE(ours);
+  EXPECT_EQ(b->sweep_expired(), 3u);
+  EXPECT_EQ(count_rows(*raw, table, "name LIKE ?", p + "-old%"), 0);
+  EXPECT_EQ(count_rows(*raw, table, "name = ?", p + "-live-other"), 1) << "another owner's live row was swept";
+  EXPECT_EQ(count_rows(*raw, table, "name = ?", p + "-ours"), 1) << "our live row was swept";
+  EXPECT_EQ(b->sweep_expired(), 0u);
+  EXPECT_FALSE(b->make_lock(p + "-live-other")->try_acquire()) << "the live row still excludes";
+  ours.release();  // still ours after the sweep
+  std::error_code ec;
+  EXPECT_EQ(b->sweep_expired(ec), 0u);
+  EXPECT_FALSE(ec);
+}
+
+TEST(MysqlIndexSweep, FairModeAlsoDeletesDeadWaitersOnly) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&fair=true&ttl=30s"));
+  EXPECT_EQ(b->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
+  auto raw = test::raw_connect(test::server_uri());
+  const auto p = test::unique_name("swf");
+  exec(*raw, "INSERT INTO `" + table + "_waiters` (name, owner, expires_at) VALUES (?, 'dead-1', NOW(6) - INTERVAL 1 SECOND),"
+             " (?, 'dead-2', NOW(6) - INTERVAL 1 SECOND), (?, 'alive', NOW(6) + INTERVAL 1 HOUR)",
+       {p, p, p});
+  exec(*raw, "INSERT INTO `" + table + "` (name, owner, hold_count, fence, expires_at) VALUES (?, 'x', 1, 1, NOW(6) - INTERVAL 1 SECOND)",
+       {p + "-old"});
+  EXPECT_EQ(b->sweep_expired(), 3u) << "1 expired lock row + 2 dead waiters";
+  EXPECT_EQ(count_rows(*raw, table + "_waiters", "name = ?", p), 1);
+  EXPECT_EQ(count_rows(*raw, table + "_waiters", "name = ? AND owner = 'alive'", p), 1);
+}
+
+// The version table's rows carry the fencing token: the sweeper frees expired grants, keeping
+// the row and its version, so the next grant's token is still larger.
+TEST(MysqlVersionSweep, FreesExpiredGrantsButKeepsTheRowAndItsVersion) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+version", "table=" + table + "&ttl=30s"));
+  auto raw = test::raw_connect(test::server_uri());
+  const auto p = test::unique_name("swv");
+  exec(*raw, "INSERT INTO `" + table + "` (name, version, owner, expires_at) VALUES (?, 7, 'tool', NOW(6) - INTERVAL 1 SECOND),"
+             " (?, 3, 'tool', NOW(6) + INTERVAL 1 HOUR), (?, 5, NULL, NULL)",
+       {p + "-expired", p + "-live", p + "-free"});
+  EXPECT_EQ(b->sweep_expired(), 1u);
+  EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner IS NULL AND version = 7", p + "-expired"), 1);
+  EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner = 'tool' AND version = 3", p + "-live"), 1);
+  auto next = b->make_lock(p + "-expired")->try_acquire();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(*next.fencing_token(), 8u) << "the version continued after the sweep";
+  EXPECT_EQ(b->sweep_expired(), 0u);
+}
+
+TEST(MysqlForUpdateSweep, HasNothingToSweep) {
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + fresh_table()));
+  EXPECT_EQ(b->sweep_target(), "");
+  EXPECT_EQ(b->sweep_expired(), 0u);
+}
+
+// Release deletes the row (one statement); releasing one of two re-entries only decrements it.
+TEST(MysqlIndex, ReleaseDeletesTheRowAndAReentryOnlyDecrementsTheCount) {
+  const auto table = fresh_table();
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=30s"));
+  auto raw = test::raw_connect(test::server_uri());
+  const auto name = test::unique_name("del");
+  auto lock = b->make_lock(name);
+  auto outer = lock->try_acquire();
+  ASSERT_TRUE(outer);
+  auto inner = lock->try_acquire();
+  ASSERT_TRUE(inner);
+  EXPECT_EQ(test::query_int(*raw, "SELECT hold_count FROM `" + table + "` WHERE name = ?", name), 2);
+  inner.release();
+  EXPECT_EQ(test::query_int(*raw, "SELECT hold_count FROM `" + table + "` WHERE name = ?", name), 1)
+      << "releasing one of two re-entries must keep the row, one hold fewer";
+  const auto fence = *outer.fencing_token();
+  outer.release();
+  EXPECT_EQ(count_rows(*raw, table, "name = ?", name), 0) << "the last release must delete the row";
+  auto next = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(next);
+  EXPECT_GT(*next.fencing_token(), fence) << "the fence comes from the sequence: deleting the row loses nothing";
+  // Another owner's live row: our release is refused and leaves it alone.
+  exec(*raw, "UPDATE `" + table + "` SET owner = 'someone-else' WHERE name = ?", {name});
+  std::error_code ec;
+  next.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner = 'someone-else'", name), 1);
 }
 
 }  // namespace
