@@ -1,8 +1,6 @@
 // PostgreSQL backend tests against a real server: DLOCK_POSTGRES_URI (the native launcher's
 // postgres://dlock:dlock-secret@127.0.0.1:PORT/dlock); each test substitutes the scheme.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "hostile_names.hpp"
+#include "schema_race.hpp"
 #include "pg_probe.hpp"
 
 using namespace std::chrono_literals;
@@ -374,30 +373,112 @@ TEST(open, table_and_schema_must_be_identifiers) {
   EXPECT_EQ(ec, dlock::errc::invalid_uri);
 }
 
-// Several processes creating the same (new) table and schema at once: every one opens.
-TEST(schema, creation_races_from_several_processes) {
+// Six processes (dlock_sql_race_worker) open a new schema and table at the same instant, each
+// running the DDL, then take turns on one lock: every open succeeds and the lock still excludes.
+class schema_race : public ::testing::TestWithParam<std::string> {};
+TEST_P(schema_race, creation_races_from_several_processes) {
   const auto suffix = dlock::spi::random_token().substr(0, 10);
-  const auto uri = uri_for("postgres+index", "schema=race_" + suffix + "&table=locks_" + suffix);
-  std::vector<pid_t> children;
-  for (int i = 0; i < 6; ++i) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      std::error_code ec;
-      auto be = dlock::default_registry().open(uri, {}, ec);
-      if (!be) _exit(2);
-      auto l = be->make_lock("n" + std::to_string(i))->try_acquire(ec);
-      _exit(l ? 0 : 3);
-    }
-    children.push_back(pid);
-  }
-  for (pid_t c : children) {
-    int status = 0;
-    waitpid(c, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a racing process failed to open or lock";
-  }
+  const auto scheme = GetParam().substr(0, GetParam().find('?'));
+  const auto extra = GetParam().find('?') == std::string::npos ? std::string() : "&" + GetParam().substr(GetParam().find('?') + 1);
+  const auto uri = uri_for(scheme, "schema=race_" + suffix + "&table=locks_" + suffix + "&ttl=10s&poll=1ms..20ms" + extra);
+  dlock::sql::testing::expect_schema_race(uri, unique("race"));
   auto admin = probe::connect(uri);
   probe::exec(admin.get(), "DROP SCHEMA \"race_" + suffix + "\" CASCADE");
+}
+INSTANTIATE_TEST_SUITE_P(pg, schema_race,
+                         ::testing::Values("postgres+index", "postgres+index?fair=true", "postgres+forupdate",
+                                           "postgres+version"),
+                         [](const auto& info) {
+                           auto s = info.param.substr(info.param.find('+') + 1);
+                           return s.find('?') == std::string::npos ? s : s.substr(0, s.find('?')) + "_fair";
+                         });
+
+// ---- the sweeper (backend::sweep_expired), against rows another tool wrote with raw SQL
+std::int64_t count_where(PGconn* c, const std::string& table, const std::string& where,
+                         std::vector<dlock::sql::param> params) {
+  auto r = probe::exec(c, "SELECT count(*) FROM " + table + " WHERE " + where, std::move(params));
+  return std::stoll(r.rows.at(0).at(0).value());
+}
+
+TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
+  const auto table = "sweep_" + dlock::spi::random_token().substr(0, 10);
+  auto be = dlock::open(uri_for("postgres+index", "table=" + table + "&ttl=30s"));
+  EXPECT_EQ(be->sweep_target(), "\"" + table + "\"");
+  EXPECT_EQ(be->sweep_expired(), 0u) << "an empty table has nothing to sweep";
+  auto admin = probe::connect(uri_for("postgres+index"));
+  const auto p = unique("sw");
+  using dlock::sql::bytes;
+  probe::exec(admin.get(),
+              "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence) VALUES"
+              " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
+              " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
+              " ($3, 'tool-a', 1, '2000-01-01', 3),"
+              " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
+              {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}, bytes{p + "-live-other"}});
+  auto ours = be->make_lock(p + "-ours")->try_acquire();
+  ASSERT_TRUE(ours);
+  EXPECT_EQ(be->sweep_expired(), 3u);
+  EXPECT_EQ(count_where(admin.get(), table, "name IN ($1, $2, $3)", {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}}), 0);
+  EXPECT_EQ(count_where(admin.get(), table, "name = $1", {bytes{p + "-live-other"}}), 1) << "another owner's live row was swept";
+  EXPECT_EQ(count_where(admin.get(), table, "name = $1", {bytes{p + "-ours"}}), 1) << "our live row was swept";
+  EXPECT_EQ(be->sweep_expired(), 0u);
+  EXPECT_FALSE(be->make_lock(p + "-live-other")->try_acquire()) << "the live row still excludes";
+  ours.release();
+  probe::exec(admin.get(), "DROP TABLE " + table);
+}
+
+TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
+  const auto table = "sweepf_" + dlock::spi::random_token().substr(0, 10);
+  auto be = dlock::open(uri_for("postgres+index", "table=" + table + "&fair=true&ttl=30s"));
+  EXPECT_EQ(be->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
+  auto admin = probe::connect(uri_for("postgres+index"));
+  const auto p = unique("swf");
+  using dlock::sql::bytes;
+  probe::exec(admin.get(),
+              "INSERT INTO " + table + "_waiters (name, owner, expires_at) VALUES"
+              " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
+              " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
+              " ($1, 'alive', clock_timestamp() + interval '1 hour')",
+              {bytes{p}});
+  probe::exec(admin.get(),
+              "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence)"
+              " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
+              {bytes{p + "-old"}});
+  EXPECT_EQ(be->sweep_expired(), 3u) << "1 expired lock row + 2 dead waiters";
+  EXPECT_EQ(count_where(admin.get(), table + "_waiters", "name = $1", {bytes{p}}), 1);
+  EXPECT_EQ(count_where(admin.get(), table + "_waiters", "name = $1 AND owner = 'alive'", {bytes{p}}), 1);
+  probe::exec(admin.get(), "DROP TABLE " + table + ", " + table + "_waiters");
+}
+
+// Version rows carry the fencing token: expired grants are freed, rows and versions kept.
+TEST(sweep, version_frees_expired_grants_but_keeps_rows_and_versions) {
+  const auto table = "sweepv_" + dlock::spi::random_token().substr(0, 10);
+  auto be = dlock::open(uri_for("postgres+version", "table=" + table + "&ttl=30s"));
+  auto admin = probe::connect(uri_for("postgres+version"));
+  const auto p = unique("swv");
+  using dlock::sql::bytes;
+  probe::exec(admin.get(),
+              "INSERT INTO " + table + " (name, owner, version, expires_at) VALUES"
+              " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
+              " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
+              {bytes{p + "-expired"}, bytes{p + "-live"}, bytes{p + "-free"}});
+  EXPECT_EQ(be->sweep_expired(), 1u);
+  EXPECT_EQ(count_where(admin.get(), table, "name = $1 AND owner IS NULL AND version = 7", {bytes{p + "-expired"}}), 1);
+  EXPECT_EQ(count_where(admin.get(), table, "name = $1 AND owner = 'tool' AND version = 3", {bytes{p + "-live"}}), 1);
+  auto next = be->make_lock(p + "-expired")->try_acquire();
+  ASSERT_TRUE(next);
+  EXPECT_EQ(*next.fencing_token(), 8u) << "the version continued after the sweep";
+  EXPECT_EQ(be->sweep_expired(), 0u);
+  next.release();
+  probe::exec(admin.get(), "DROP TABLE " + table);
+}
+
+TEST(sweep, session_schemes_have_nothing_to_sweep) {
+  for (const auto& scheme : session_schemes) {
+    auto be = dlock::open(uri_for(scheme));
+    EXPECT_EQ(be->sweep_target(), "") << scheme;
+    EXPECT_EQ(be->sweep_expired(), 0u) << scheme;
+  }
 }
 
 TEST(index, create_table_false_with_a_missing_table_is_a_clear_error) {
