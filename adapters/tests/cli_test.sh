@@ -51,5 +51,13 @@ expect 0 "backends --markdown" -- "$dlock" backends --markdown
 expect 0 "demo sells exactly the stock with the lock" -- "$dlock" demo "file://$work/demo?poll=1ms..20ms" --workers 4 --stock 50
 grep -q "oversold 0," "$work/out" || { echo "FAIL: demo locked run oversold"; cat "$work/out"; failures=$((failures + 1)); }
 
+# sweep: usage errors, and a backend that keeps no expiring records has nothing to sweep.
+expect 64 "sweep without a URI is a usage error" -- "$dlock" sweep
+expect 64 "sweep with two URIs is a usage error" -- "$dlock" sweep "$uri" "$uri"
+expect 64 "sweep of an unknown scheme is a usage error" -- "$dlock" sweep "nosuch://x"
+expect 0 "sweep --help" -- "$dlock" sweep --help
+expect 0 "sweep of memory:// has nothing to sweep" -- "$dlock" sweep "memory://"
+grep -q "^nothing to sweep: memory://" "$work/out" || { echo "FAIL: sweep memory:// printed:"; cat "$work/out"; failures=$((failures + 1)); }
+
 echo "$failures failure(s)"
 exit $((failures > 0))
