@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client_pool.hpp"
 #include "dlock/dlock.hpp"
@@ -190,4 +191,103 @@ TEST(memcached, OutOfBandDeleteFiresLost) {
             MEMCACHED_SUCCESS);
   for (int i = 0; i < 100 && !held.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
   EXPECT_TRUE(held.lost_token().stop_requested()) << "the watchdog's renewal did not notice the deleted item";
+}
+
+// --- several servers: memcached-ring from the launcher (DLOCK_MEMCACHED_RING_URI, two servers) ---
+
+namespace {
+
+std::string ring_uri() {
+  const char* v = std::getenv("DLOCK_MEMCACHED_RING_URI");
+  if (!v || !*v) {
+    ADD_FAILURE() << "DLOCK_MEMCACHED_RING_URI is not set: eval \"$(compose/native/dlock-servers up memcached-ring)\"";
+    return {};
+  }
+  return v;
+}
+
+// One raw client per server of the ring, each knowing only its own server: where an item really
+// is does not depend on the hashing under test.
+std::vector<std::unique_ptr<raw_client>> one_client_per_server(const std::string& ring) {
+  std::vector<std::unique_ptr<raw_client>> out;
+  for (const auto& h : dlock::uri::parse(ring).hosts())
+    out.push_back(std::make_unique<raw_client>("memcached://" + h.host + ":" + std::to_string(h.port_or(11211))));
+  return out;
+}
+
+bool fence_on(raw_client& c, std::string_view name) {
+  const auto k = mc::keys_for("dlock:", name);
+  memcached_return_t rc;
+  return mc::gets(c.m.get(), k, k.fence, rc).has_value();
+}
+
+int launcher(const std::string& args) {
+  const char* tool = std::getenv("DLOCK_SERVERS");
+  if (!tool) {
+    ADD_FAILURE() << "DLOCK_SERVERS is not set (the native launcher's path)";
+    return -1;
+  }
+  return std::system((std::string(tool) + " " + args + " >/dev/null 2>&1").c_str());
+}
+
+}  // namespace
+
+// Consistent hashing: every name lives on exactly one server (its lock item and its fencing
+// counter together), and names spread over the servers.
+TEST(memcached_ring, EachNameLivesOnExactlyOneServerAndNamesSpread) {
+  const auto ring = ring_uri();
+  ASSERT_FALSE(ring.empty());
+  auto servers = one_client_per_server(ring);
+  ASSERT_EQ(servers.size(), 2u);
+  auto b = dlock::open(ring + "?ttl=10s");
+  std::vector<int> per_server(servers.size(), 0);
+  std::vector<dlock::lease> held;
+  for (int i = 0; i < 40; ++i) {
+    const auto name = unique("ring-" + std::to_string(i));
+    held.push_back(b->make_lock(name)->acquire());
+    int where = -1, copies = 0;
+    for (std::size_t s = 0; s < servers.size(); ++s)
+      if (servers[s]->get(name)) {
+        where = static_cast<int>(s);
+        ++copies;
+      }
+    ASSERT_EQ(copies, 1) << name << " is on " << copies << " servers";
+    ++per_server[static_cast<std::size_t>(where)];
+    EXPECT_TRUE(fence_on(*servers[static_cast<std::size_t>(where)], name)) << "the fencing counter of " << name
+                                                                            << " is not on its lock's server";
+  }
+  for (std::size_t s = 0; s < servers.size(); ++s)
+    EXPECT_GT(per_server[s], 0) << "no name of 40 landed on server " << s + 1 << ": the names are not spread";
+}
+
+// No replication and no failover: a name whose server is down fails; it is not moved to another
+// server (libmemcached's auto-eject would do that), where a second holder could take it while the
+// first still holds it on the server that comes back.
+TEST(memcached_ring, AServerDownFailsItsNamesInsteadOfMovingThem) {
+  const auto ring = ring_uri();
+  ASSERT_FALSE(ring.empty());
+  auto servers = one_client_per_server(ring);
+  ASSERT_EQ(servers.size(), 2u);
+  auto b = dlock::open(ring + "?ttl=10s");
+  // A name on server 2 and one on server 1.
+  std::string on_second, on_first;
+  for (int i = 0; i < 100 && (on_second.empty() || on_first.empty()); ++i) {
+    const auto name = unique("ring-down-" + std::to_string(i));
+    auto l = b->make_lock(name)->acquire();
+    (servers[1]->get(name) ? on_second : on_first) = name;
+  }
+  ASSERT_FALSE(on_second.empty());
+  ASSERT_FALSE(on_first.empty());
+  ASSERT_EQ(launcher("stop memcached-ring.2"), 0);
+  struct restart {
+    ~restart() { EXPECT_EQ(launcher("start memcached-ring.2"), 0); }
+  } restart_at_exit;
+  std::error_code ec;
+  auto moved = b->make_lock(on_second)->try_acquire(ec);
+  EXPECT_FALSE(moved) << "a name whose server is down was granted (moved to another server?)";
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << ec.message();
+  EXPECT_FALSE(servers[0]->get(on_second)) << "the name's item appeared on the other server";
+  ec.clear();
+  auto still = b->make_lock(on_first)->try_acquire(ec);
+  EXPECT_TRUE(still) << "a name on the live server failed: " << ec.message();
 }

@@ -28,12 +28,20 @@ class uri {
   // Throws dlock::error(errc::invalid_uri) naming what is wrong and what is expected.
   static uri parse(std::string_view text);
 
-  const std::string& scheme() const noexcept { return scheme_; }  // lower case, e.g. "redis", "mysql+forupdate"
-  const std::string& user() const noexcept { return user_; }
-  const std::optional<std::string>& password() const noexcept { return password_; }
-  const std::vector<host_port>& hosts() const noexcept { return hosts_; }
-  const std::string& path() const noexcept { return path_; }      // decoded; "" or starts with '/'
-  const std::vector<std::pair<std::string, std::string>>& query() const noexcept { return query_; }
+  // On a temporary (`uri::parse(t).hosts()`) each accessor returns a copy, not a reference into
+  // the dying object: `for (auto& h : uri::parse(t).hosts())` would otherwise read freed memory.
+  const std::string& scheme() const& noexcept { return scheme_; }  // lower case, e.g. "redis", "mysql+forupdate"
+  std::string scheme() && { return std::move(scheme_); }
+  const std::string& user() const& noexcept { return user_; }
+  std::string user() && { return std::move(user_); }
+  const std::optional<std::string>& password() const& noexcept { return password_; }
+  std::optional<std::string> password() && { return std::move(password_); }
+  const std::vector<host_port>& hosts() const& noexcept { return hosts_; }
+  std::vector<host_port> hosts() && { return std::move(hosts_); }
+  const std::string& path() const& noexcept { return path_; }  // decoded; "" or starts with '/'
+  std::string path() && { return std::move(path_); }
+  const std::vector<std::pair<std::string, std::string>>& query() const& noexcept { return query_; }
+  std::vector<std::pair<std::string, std::string>> query() && { return std::move(query_); }
 
   // The URI with the password replaced by "***". The only form ever logged or put in a message.
   std::string redacted() const;
