@@ -171,6 +171,11 @@ bool pg_connection::simple(const char* sql, sql::sql_error& err) noexcept {
   return check(PQexec(conn_.get(), sql), nullptr, err);
 }
 
+namespace {
+// Beyond this many distinct texts a connection stops preparing (a guard: a backend has about ten).
+constexpr std::size_t max_prepared = 64;
+}  // namespace
+
 bool pg_connection::execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
                             sql::sql_error& err) noexcept {
   try {
@@ -200,9 +205,34 @@ bool pg_connection::execute(std::string_view sql, std::span<const sql::param> pa
         lengths[i] = static_cast<int>(storage[i].size());
       }
     }
-    return check(PQexecParams(conn_.get(), text.c_str(), static_cast<int>(params.size()), types.data(), values.data(),
-                              lengths.data(), formats.data(), /*resultFormat text*/ 0),
-                 &out, err);
+    const int n = static_cast<int>(params.size());
+    // Parameterless statements (DDL, SET) run rarely: unnamed, as before.
+    if (params.empty() || (prepared_.size() >= max_prepared && !prepared_.contains(text)))
+      return check(PQexecParams(conn_.get(), text.c_str(), n, types.data(), values.data(), lengths.data(),
+                                formats.data(), /*resultFormat text*/ 0),
+                   &out, err);
+    std::string key = text;
+    key.push_back('\0');
+    for (Oid t : types) key += std::to_string(t) + ",";
+    for (int attempt = 0;; ++attempt) {
+      auto it = prepared_.find(key);
+      if (it == prepared_.end()) {
+        std::string name = "dlock_" + std::to_string(next_statement_++);
+        // A failed Parse (undefined table, syntax) reports here like a failed statement would.
+        if (!check(PQprepare(conn_.get(), name.c_str(), text.c_str(), n, types.data()), nullptr, err)) return false;
+        it = prepared_.emplace(key, std::move(name)).first;
+      }
+      if (check(PQexecPrepared(conn_.get(), it->second.c_str(), n, values.data(), lengths.data(), formats.data(),
+                               /*resultFormat text*/ 0),
+                &out, err))
+        return true;
+      // 26000: the statement is gone from the session (DISCARD ALL / DEALLOCATE by someone else);
+      // 0A000 "cached plan must not change result type": the table's columns changed. Forget it and
+      // prepare again, at once when no transaction was aborted by the failure, else at the next call.
+      if (err.code != "26000" && err.code != "0A000") return false;
+      prepared_.erase(it);
+      if (attempt > 0 || PQtransactionStatus(conn_.get()) != PQTRANS_IDLE) return false;
+    }
   } catch (...) {
     err = {sql::failure::other, "", "out of memory binding parameters"};
     return false;
