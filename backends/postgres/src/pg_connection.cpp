@@ -179,8 +179,9 @@ constexpr std::size_t max_prepared = 64;
 bool pg_connection::execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
                             sql::sql_error& err) noexcept {
   try {
-    const std::string text(sql);
-    std::vector<std::string> storage(params.size());
+    // Values point into the caller's params (alive for the call; std::string data is
+    // NUL-terminated as libpq's text format wants); only integers need their text form.
+    std::vector<std::string> numbers(params.size());
     std::vector<const char*> values(params.size());
     std::vector<int> lengths(params.size()), formats(params.size());
     std::vector<Oid> types(params.size());
@@ -190,40 +191,41 @@ bool pg_connection::execute(std::string_view sql, std::span<const sql::param> pa
         values[i] = nullptr;
         types[i] = 0;
       } else if (auto* n = std::get_if<std::int64_t>(&p)) {
-        storage[i] = std::to_string(*n);
+        numbers[i] = std::to_string(*n);
+        values[i] = numbers[i].c_str();
         types[i] = 20;  // int8
       } else if (auto* t = std::get_if<std::string>(&p)) {
-        storage[i] = *t;
+        values[i] = t->c_str();
         types[i] = 25;  // text
       } else {
-        storage[i] = std::get<sql::bytes>(p).data;
+        const auto& b = std::get<sql::bytes>(p).data;
+        values[i] = b.data();
+        lengths[i] = static_cast<int>(b.size());
         types[i] = 17;  // bytea, sent in binary: every byte (NUL included) as it is
         formats[i] = 1;
       }
-      if (!std::holds_alternative<std::monostate>(p)) {
-        values[i] = storage[i].data();
-        lengths[i] = static_cast<int>(storage[i].size());
-      }
     }
     const int n = static_cast<int>(params.size());
-    // Parameterless statements (DDL, SET) run rarely: unnamed, as before.
-    if (params.empty() || (prepared_.size() >= max_prepared && !prepared_.contains(text)))
+    auto it = prepared_.find(sql);
+    // Parameterless statements (DDL, SET) run rarely: unnamed, as before; so does a text bound
+    // with other types than when it was prepared, and anything past the cache bound.
+    if (params.empty() || (it == prepared_.end() && prepared_.size() >= max_prepared) ||
+        (it != prepared_.end() && it->second.types != types)) {
+      const std::string text(sql);
       return check(PQexecParams(conn_.get(), text.c_str(), n, types.data(), values.data(), lengths.data(),
                                 formats.data(), /*resultFormat text*/ 0),
                    &out, err);
-    std::string key = text;
-    key.push_back('\0');
-    for (Oid t : types) key += std::to_string(t) + ",";
+    }
     for (int attempt = 0;; ++attempt) {
-      auto it = prepared_.find(key);
       if (it == prepared_.end()) {
+        const std::string text(sql);
         std::string name = "dlock_" + std::to_string(next_statement_++);
         // A failed Parse (undefined table, syntax) reports here like a failed statement would.
         if (!check(PQprepare(conn_.get(), name.c_str(), text.c_str(), n, types.data()), nullptr, err)) return false;
-        it = prepared_.emplace(key, std::move(name)).first;
+        it = prepared_.emplace(text, prepared_statement{std::move(name), types}).first;
       }
-      if (check(PQexecPrepared(conn_.get(), it->second.c_str(), n, values.data(), lengths.data(), formats.data(),
-                               /*resultFormat text*/ 0),
+      if (check(PQexecPrepared(conn_.get(), it->second.name.c_str(), n, values.data(), lengths.data(),
+                               formats.data(), /*resultFormat text*/ 0),
                 &out, err))
         return true;
       // 26000: the statement is gone from the session (DISCARD ALL / DEALLOCATE by someone else);
@@ -231,6 +233,7 @@ bool pg_connection::execute(std::string_view sql, std::span<const sql::param> pa
       // prepare again, at once when no transaction was aborted by the failure, else at the next call.
       if (err.code != "26000" && err.code != "0A000") return false;
       prepared_.erase(it);
+      it = prepared_.end();
       if (attempt > 0 || PQtransactionStatus(conn_.get()) != PQTRANS_IDLE) return false;
     }
   } catch (...) {

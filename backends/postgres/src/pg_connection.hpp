@@ -80,7 +80,15 @@ class pg_connection final : public sql::connection {
   // instead of at every call (PQexecParams' unnamed statement), 1.4-2.6x the throughput at 8
   // threads. Key: SQL text + parameter types; value: the server-side statement name. Bounded:
   // a backend runs a fixed set of texts (names are bound, never part of the text).
-  std::unordered_map<std::string, std::string> prepared_;
+  struct text_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  struct prepared_statement {
+    std::string name;
+    std::vector<Oid> types;  // a call binding other types (a NULL) runs unnamed instead
+  };
+  std::unordered_map<std::string, prepared_statement, text_hash, std::equal_to<>> prepared_;
   std::uint64_t next_statement_ = 0;
   bool usable_ = true;
   bool fatal_seen_ = false;
