@@ -161,7 +161,10 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
   ec.clear();
   try {
     const uri u = uri::parse(uri_text);
-    if (!contains(u.scheme())) try_load_plugin_for(u.scheme());
+    // A module is looked for as libdlock_<scheme>.so first; a module may register several schemes
+    // (libdlock_redis.so: redis, redis+reentrant, redis+fair, redlock), so when that file is not
+    // there every libdlock_*.so of the plugin folders is loaded and the scheme looked up again.
+    if (!contains(u.scheme()) && !try_load_plugin_for(u.scheme())) const_cast<registry*>(this)->load_all_plugins();
     backend_info info;
     {
       std::shared_lock guard(mutex_);
@@ -171,7 +174,8 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
         for (const auto& [scheme, i] : by_scheme_) known += "\n  " + scheme + "  e.g. " + i.example_uri;
         set_error(ec, errc::unknown_scheme,
                   "unknown scheme '" + u.scheme() + "' in " + u.redacted() + "; the backends built in are:" + known +
-                      "\n(a backend built as a module is found by DLOCK_PLUGIN_PATH as " + plugin_file_name(u.scheme()) + ")");
+                      "\n(a backend built as a module is found in the folders of DLOCK_PLUGIN_PATH, as " +
+                      plugin_file_name(u.scheme()) + " or any libdlock_*.so that registers the scheme)");
         return nullptr;
       }
       info = it->second;

@@ -55,7 +55,9 @@ class registry {
 
   // Plugins: a shared module exporting `dlock_plugin_register` (see spi.hpp, DLOCK_PLUGIN).
   // Where open() meets an unknown scheme it looks in each plugin folder for
-  // libdlock_<scheme>.so ('+' and '-' become '_'). Folders come from add_plugin_dir and from
+  // libdlock_<scheme>.so ('+' and '-' become '_'); when there is none, it loads every
+  // libdlock_*.so there (one module may register several schemes: libdlock_redis.so has
+  // redlock) and looks again. Folders come from add_plugin_dir and from
   // DLOCK_PLUGIN_PATH (':'-separated), read by default_registry().
   void add_plugin_dir(std::filesystem::path dir);
   void add_plugin_dirs_from_environment();  // DLOCK_PLUGIN_PATH, ':'-separated

@@ -1,0 +1,47 @@
+// The redis family as a run-time module: libdlock_redis.so registers four schemes, and a registry
+// without builtins finds each of them, including those with no file of their own name
+// (libdlock_redlock.so does not exist): open() then loads the plugin folder's modules and looks again.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "dlock/dlock.hpp"
+
+namespace {
+
+std::string env(const char* var) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) ADD_FAILURE() << var << " is not set: eval \"$(compose/native/dlock-servers up redis redlock)\"";
+  return v ? v : "";
+}
+
+TEST(RedisPlugin, EverySchemeOfTheModuleIsFoundWithoutAFileOfItsName) {
+  const auto redlock = env("DLOCK_REDLOCK_URI");
+  const auto redis = env("DLOCK_REDIS_URI");
+  ASSERT_FALSE(redlock.empty());
+  ASSERT_FALSE(redis.empty());
+  dlock::registry plugins;  // no builtins
+  plugins.add_plugin_dir(DLOCK_TEST_PLUGIN_DIR);
+  EXPECT_FALSE(plugins.contains("redlock"));
+  auto backend = plugins.open(redlock);
+  ASSERT_TRUE(backend);
+  for (const char* scheme : {"redis", "redis+reentrant", "redis+fair", "redlock"})
+    EXPECT_TRUE(plugins.contains(scheme)) << scheme << " was not registered by loading libdlock_redis.so";
+  EXPECT_TRUE(backend->make_lock("plugin-redlock")->try_acquire());
+  auto fair = plugins.open("redis+fair" + redis.substr(redis.find("://")));
+  EXPECT_TRUE(fair->make_lock("plugin-fair")->try_acquire());
+}
+
+TEST(RedisPlugin, AnUnknownSchemeIsStillNamedWithWhereModulesAreLookedFor) {
+  dlock::registry plugins;
+  plugins.add_plugin_dir(DLOCK_TEST_PLUGIN_DIR);
+  std::error_code ec;
+  EXPECT_FALSE(plugins.open("nosuch://127.0.0.1", {}, ec));
+  EXPECT_EQ(ec, dlock::errc::unknown_scheme);
+  const std::string message = dlock::last_error_message();
+  EXPECT_NE(message.find("libdlock_nosuch.so"), std::string::npos) << message;
+  EXPECT_NE(message.find("redlock"), std::string::npos) << "the schemes loaded from modules are listed: " << message;
+}
+
+}  // namespace
