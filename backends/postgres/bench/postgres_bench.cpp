@@ -1,13 +1,20 @@
-// dlock vs raw libpq running the same statements (the dialect's own SQL text from pg_sql.cpp),
-// uncontended (one name per thread), 1 and 8 threads, in the same run.
-//   eval "$(compose/native/dlock-servers up postgres)"
-//   taskset -c 1 build/backends/postgres/postgres_bench --benchmark_repetitions=5 \
+// dlock vs raw libpq sending the same messages (the dialect's own SQL text from pg_sql.cpp, each
+// parameterised statement prepared once per connection then PQexecPrepared, BEGIN/COMMIT through
+// PQexec, as pg_connection does), uncontended (one name per thread, the bench's own tables
+// bench_index/bench_forupdate/bench_version), 1 and 8 threads, in the same run. The dlock side
+// shares one backend (one pool) per scheme between the threads, as an application would;
+// DLOCK_BENCH_PER_THREAD=1 gives each thread its own backend instead.
+//   eval "$(compose/native/dlock-servers env)"
+//   taskset -c 1 build/backends/postgres/postgres_bench --benchmark_repetitions=10 \
 //     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
-// Round trips per acquire + release (both sides): index 1+1, forupdate 2+1 (BEGIN, locking
-// UPDATE; COMMIT), version 2+1 (read, conditional UPDATE; UPDATE), advisory 1+1.
+// Round trips per acquire + release (both sides; counted with strace -f -c: sendto per cycle):
+// index 1+1, forupdate 2+1 (BEGIN, locking UPDATE; COMMIT), version 2+1 (read, conditional
+// UPDATE; UPDATE), advisory 1+1; plus one PQprepare per statement text and connection, once.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -22,46 +29,83 @@ std::string uri_for(const std::string& scheme) {
   const char* v = std::getenv("DLOCK_POSTGRES_URI");
   if (!v) throw std::runtime_error("DLOCK_POSTGRES_URI is not set");
   std::string b = v;
-  return scheme + b.substr(b.find("://")) + "?watchdog=false&ttl=30s";
+  // Tables of the bench's own (bench_index, ...): other tests' rows and sweeps stay out.
+  const std::string table = "bench_" + scheme.substr(scheme.find('+') + 1);
+  return scheme + b.substr(b.find("://")) + "?watchdog=false&ttl=30s" +
+         (scheme == "postgres+advisory" ? "" : "&table=" + table);
 }
 
-dlock::pg::pgconn_ptr raw_connect() {
-  dlock::sql::sql_error err;
-  auto c = dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(uri_for("postgres+index"))),
-                                  std::chrono::seconds{5}, err);
-  if (!c) throw std::runtime_error("connect: " + err.message);
-  return c;
-}
+// A raw libpq session sending what pg_connection sends: a statement with parameters is prepared
+// once per connection (PQprepare, the first time only), then run with PQexecPrepared; BEGIN and
+// COMMIT go through PQexec (simple query protocol).
+struct raw_conn {
+  dlock::pg::pgconn_ptr c;
+  std::map<std::string, std::string> names;
 
-// One statement through PQexecParams, binary bytea name like the backend; returns the first value.
-std::string exec(PGconn* c, const std::string& sql, const std::vector<dlock::sql::param>& ps) {
-  std::vector<std::string> text(ps.size());
-  std::vector<const char*> values(ps.size());
-  std::vector<int> lengths(ps.size()), formats(ps.size());
-  std::vector<Oid> types(ps.size());
-  for (std::size_t i = 0; i < ps.size(); ++i) {
-    if (auto* n = std::get_if<std::int64_t>(&ps[i])) text[i] = std::to_string(*n), types[i] = 20;
-    else if (auto* t = std::get_if<std::string>(&ps[i])) text[i] = *t, types[i] = 25;
-    else text[i] = std::get<dlock::sql::bytes>(ps[i]).data, types[i] = 17, formats[i] = 1;
-    values[i] = text[i].data();
-    lengths[i] = static_cast<int>(text[i].size());
+  raw_conn() {
+    dlock::sql::sql_error err;
+    c = dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(uri_for("postgres+index"))),
+                               std::chrono::seconds{5}, err);
+    if (!c) throw std::runtime_error("connect: " + err.message);
   }
-  dlock::pg::pgresult_ptr r(PQexecParams(c, sql.c_str(), static_cast<int>(ps.size()), types.data(), values.data(),
-                                         lengths.data(), formats.data(), 0));
-  auto st = PQresultStatus(r.get());
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
-  return PQntuples(r.get()) && PQnfields(r.get()) ? PQgetvalue(r.get(), 0, 0) : "";
-}
+
+  // One statement, binary bytea name like the backend; returns the first value.
+  std::string exec(const std::string& sql, const std::vector<dlock::sql::param>& ps) {
+    std::vector<std::string> text(ps.size());
+    std::vector<const char*> values(ps.size());
+    std::vector<int> lengths(ps.size()), formats(ps.size());
+    std::vector<Oid> types(ps.size());
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      if (auto* n = std::get_if<std::int64_t>(&ps[i])) text[i] = std::to_string(*n), types[i] = 20;
+      else if (auto* t = std::get_if<std::string>(&ps[i])) text[i] = *t, types[i] = 25;
+      else text[i] = std::get<dlock::sql::bytes>(ps[i]).data, types[i] = 17, formats[i] = 1;
+      values[i] = text[i].data();
+      lengths[i] = static_cast<int>(text[i].size());
+    }
+    const int n = static_cast<int>(ps.size());
+    auto& name = names[sql];
+    if (name.empty()) {
+      name = "s" + std::to_string(names.size());
+      dlock::pg::pgresult_ptr p(PQprepare(c.get(), name.c_str(), sql.c_str(), n, types.data()));
+      if (PQresultStatus(p.get()) != PGRES_COMMAND_OK) throw std::runtime_error(PQresultErrorMessage(p.get()));
+    }
+    dlock::pg::pgresult_ptr r(PQexecPrepared(c.get(), name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
+    auto st = PQresultStatus(r.get());
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
+    return PQntuples(r.get()) && PQnfields(r.get()) ? PQgetvalue(r.get(), 0, 0) : "";
+  }
+
+  // pg_connection::begin/commit: PQexec (simple query protocol).
+  void simple(const char* sql) {
+    dlock::pg::pgresult_ptr r(PQexec(c.get(), sql));
+    if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
+  }
+};
 
 std::string name_for(const benchmark::State& s, const char* what) {
   return std::string("bench-") + what + "-" + std::to_string(s.thread_index()) + "-" + dlock::spi::random_token().substr(0, 6);
 }
 
-const dlock::sql::table_ref table_index{"", "dlock_index"}, table_forupdate{"", "dlock_forupdate"},
-    table_version{"", "dlock_version"};
+const dlock::sql::table_ref table_index{"", "bench_index"}, table_forupdate{"", "bench_forupdate"},
+    table_version{"", "bench_version"};
+
+// Opening a backend creates its table (create_table=true): the raw loops need it too.
+void ensure_table(const char* scheme) { (void)dlock::open(uri_for(scheme)); }
+
+// One backend per scheme shared by every thread (as an application would use it: one pool, the
+// threads taking connections from it), opened by the first thread of a run.
+std::shared_ptr<dlock::backend> shared_backend(const char* scheme) {
+  static std::mutex m;
+  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
+  std::lock_guard lk(m);
+  auto& b = opened[scheme];
+  if (!b) b = dlock::open(uri_for(scheme));
+  return b;
+}
 
 void dlock_loop(benchmark::State& state, const char* scheme) {
-  auto be = dlock::open(uri_for(scheme));  // per thread: its own pool, like a raw connection each
+  // DLOCK_BENCH_PER_THREAD=1: a backend (pool) per thread instead, like a raw connection each.
+  auto be = std::getenv("DLOCK_BENCH_PER_THREAD") ? dlock::open(uri_for(scheme)) : shared_backend(scheme);
   auto lock = be->make_lock(name_for(state, scheme));
   for (auto _ : state) {
     auto l = lock->try_acquire();
@@ -76,51 +120,60 @@ void BM_dlock_version(benchmark::State& s) { dlock_loop(s, "postgres+version"); 
 void BM_dlock_advisory(benchmark::State& s) { dlock_loop(s, "postgres+advisory"); }
 
 void BM_raw_index(benchmark::State& state) {
-  auto c = raw_connect();
+  ensure_table("postgres+index");
+  raw_conn c;
   auto sql = dlock::pg::index_statements(table_index);
   const std::string name = name_for(state, "raw-index"), owner = dlock::spi::default_owner_id();
   for (auto _ : state) {
-    exec(c.get(), sql.acquire[0].sql, {dlock::sql::bytes{name}, owner, std::int64_t{30000}});
-    exec(c.get(), sql.release[0].sql, {dlock::sql::bytes{name}, owner, std::string("dlock_dlock_index")});
+    c.exec(sql.acquire[0].sql, {dlock::sql::bytes{name}, owner, std::int64_t{30000}});
+    c.exec(sql.release[0].sql, {dlock::sql::bytes{name}, owner, std::string("dlock_bench_index")});
   }
 }
 
 void BM_raw_forupdate(benchmark::State& state) {
-  auto c = raw_connect();
+  ensure_table("postgres+forupdate");
+  raw_conn c;
   auto sql = dlock::pg::forupdate_statements(table_forupdate);
   const std::string name = name_for(state, "raw-forupdate");
-  exec(c.get(), sql.ensure_row[0].sql, {dlock::sql::bytes{name}});
+  c.exec(sql.ensure_row[0].sql, {dlock::sql::bytes{name}});
   for (auto _ : state) {
-    exec(c.get(), "BEGIN", {});
-    exec(c.get(), sql.lock_nowait[0].sql, {dlock::sql::bytes{name}});
-    exec(c.get(), "COMMIT", {});
+    c.simple("BEGIN");
+    c.exec(sql.lock_nowait[0].sql, {dlock::sql::bytes{name}});
+    c.simple("COMMIT");
   }
 }
 
 void BM_raw_version(benchmark::State& state) {
-  auto c = raw_connect();
+  ensure_table("postgres+version");
+  raw_conn c;
   auto sql = dlock::pg::version_statements(table_version);
   const std::string name = name_for(state, "raw-version"), owner = dlock::spi::default_owner_id();
-  exec(c.get(), sql.ensure_row[0].sql, {dlock::sql::bytes{name}});
+  c.exec(sql.ensure_row[0].sql, {dlock::sql::bytes{name}});
   for (auto _ : state) {
-    std::int64_t v = std::stoll(exec(c.get(), sql.read[0].sql, {dlock::sql::bytes{name}}));
-    exec(c.get(), sql.acquire[0].sql, {owner, std::int64_t{30000}, dlock::sql::bytes{name}, v});
-    exec(c.get(), sql.release[0].sql, {dlock::sql::bytes{name}, owner, v + 1, std::string("dlock_dlock_version")});
+    std::int64_t v = std::stoll(c.exec(sql.read[0].sql, {dlock::sql::bytes{name}}));
+    c.exec(sql.acquire[0].sql, {owner, std::int64_t{30000}, dlock::sql::bytes{name}, v});
+    c.exec(sql.release[0].sql, {dlock::sql::bytes{name}, owner, v + 1, std::string("dlock_bench_version")});
   }
 }
 
 void BM_raw_advisory(benchmark::State& state) {
-  auto c = raw_connect();
+  raw_conn c;
   const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "raw-advisory"));
   for (auto _ : state) {
-    exec(c.get(), "SELECT pg_try_advisory_lock($1)", {key});
-    exec(c.get(), "SELECT pg_advisory_unlock($1)", {key});
+    c.exec("SELECT pg_try_advisory_lock($1)", {key});
+    c.exec("SELECT pg_advisory_unlock($1)", {key});
   }
 }
 
+
 }  // namespace
 
-#define DLOCK_PG_BENCH(fn) BENCHMARK(fn)->Threads(1)->Threads(8)->UseRealTime()
+// DLOCK_BENCH_ITERATIONS=N: a fixed iteration count (to count system calls per cycle under strace).
+void configure(benchmark::internal::Benchmark* b) {
+  b->Threads(1)->Threads(8)->UseRealTime();
+  if (const char* n = std::getenv("DLOCK_BENCH_ITERATIONS")) b->Iterations(std::stoll(n));
+}
+#define DLOCK_PG_BENCH(fn) BENCHMARK(fn)->Apply(configure)
 DLOCK_PG_BENCH(BM_raw_index);
 DLOCK_PG_BENCH(BM_dlock_index);
 DLOCK_PG_BENCH(BM_raw_forupdate);
