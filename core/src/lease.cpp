@@ -5,6 +5,7 @@
 #include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
+#include "watchdog.hpp"
 
 namespace dlock {
 
@@ -80,7 +81,9 @@ void lease::release() {
 void lease::release(std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  if (state_) state_->release(ec);
+  if (!state_) return;
+  state_->release(ec);
+  detail::forget_lease(*state_);
 }
 
 }  // namespace dlock

@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
@@ -15,12 +17,16 @@ namespace {
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+enum class event { renew, check_validity };
+struct watched;
+using timer_map = std::multimap<clock::time_point, std::pair<event, std::shared_ptr<watched>>>;
+
 struct watched {
   std::weak_ptr<spi::lease_state> state;
+  const spi::lease_state* key = nullptr;  // its entry in by_lease_
   std::optional<milliseconds> renew_every;
+  std::vector<timer_map::iterator> pending;  // this lease's entries in timers_ (under the mutex)
 };
-
-enum class event { renew, check_validity };
 
 class watchdog {
  public:
@@ -30,11 +36,28 @@ class watchdog {
   }
 
   void watch(const std::shared_ptr<spi::lease_state>& s, std::optional<milliseconds> renew_every) {
-    auto w = std::make_shared<watched>(watched{s, renew_every});
+    auto w = std::make_shared<watched>(watched{s, s.get(), renew_every, {}});
     std::lock_guard guard(mutex_);
     start_locked();
+    by_lease_[s.get()] = w;
     if (renew_every) schedule_locked(clock::now() + *renew_every, event::renew, w);
     if (s->valid_until() != clock::time_point::max()) schedule_locked(s->valid_until(), event::check_validity, w);
+  }
+
+  // A released lease needs no timer: drop its entries now rather than when they fall due (a
+  // validity timer is as long as the ttl; at thousands of grants per second they would pile up).
+  void forget(const spi::lease_state* s) {
+    std::lock_guard guard(mutex_);
+    const auto it = by_lease_.find(s);
+    if (it == by_lease_.end()) return;
+    for (const auto& timer : it->second->pending) timers_.erase(timer);
+    it->second->pending.clear();
+    by_lease_.erase(it);
+  }
+
+  watchdog_load load() {
+    std::lock_guard guard(mutex_);
+    return {by_lease_.size(), timers_.size()};
   }
 
   ~watchdog() {
@@ -49,7 +72,6 @@ class watchdog {
   }
 
  private:
-  using entry = std::pair<event, std::shared_ptr<watched>>;
 
   void start_locked() {
     if (timer_.joinable()) return;
@@ -59,7 +81,8 @@ class watchdog {
 
   void schedule_locked(clock::time_point at, event e, std::shared_ptr<watched> w) {
     const bool earliest = timers_.empty() || at < timers_.begin()->first;
-    timers_.emplace(at, entry{e, std::move(w)});
+    auto& pending = w->pending;
+    pending.push_back(timers_.emplace(at, timer_map::mapped_type{e, std::move(w)}));
     if (earliest) timer_cv_.notify_one();
   }
 
@@ -76,9 +99,13 @@ class watchdog {
         continue;
       }
       auto [kind, w] = timers_.begin()->second;
+      std::erase(w->pending, timers_.begin());
       timers_.erase(timers_.begin());
       auto s = w->state.lock();
-      if (!s || s->released() || s->lost()) continue;  // done with this lease
+      if (!s || s->released() || s->lost()) {  // done with this lease
+        if (w->pending.empty()) forget_locked(w);
+        continue;
+      }
       if (kind == event::renew) {
         renewals_.push_back(std::move(w));
         worker_cv_.notify_one();
@@ -137,7 +164,15 @@ class watchdog {
 
   std::mutex mutex_;
   std::condition_variable timer_cv_, worker_cv_;
-  std::multimap<clock::time_point, entry> timers_;
+  void forget_locked(const std::shared_ptr<watched>& w) {
+    // The address may meanwhile belong to a newer lease: erase only our own entry.
+    if (const auto it = by_lease_.find(w->key); it != by_lease_.end() && it->second == w) by_lease_.erase(it);
+  }
+
+  timer_map timers_;
+  // Keyed by address, only while the lease is watched: forget() on release, or when its last
+  // timer finds it gone. A renewal in flight keeps its own reference.
+  std::unordered_map<const spi::lease_state*, std::shared_ptr<watched>> by_lease_;
   std::deque<std::shared_ptr<watched>> renewals_;
   bool stopping_ = false;
   std::thread timer_, worker_;
@@ -149,4 +184,12 @@ void watch_lease(const std::shared_ptr<spi::lease_state>& state, std::optional<m
   watchdog::instance().watch(state, renew_every);
 }
 
+void forget_lease(const spi::lease_state& state) { watchdog::instance().forget(&state); }
+
 }  // namespace dlock::detail
+
+namespace dlock {
+
+watchdog_load current_watchdog_load() noexcept { return detail::watchdog::instance().load(); }
+
+}  // namespace dlock

@@ -12,5 +12,7 @@
 namespace dlock::detail {
 
 void watch_lease(const std::shared_ptr<spi::lease_state>& state, std::optional<std::chrono::milliseconds> renew_every);
+// The lease was released: its timers go now (no-op for a lease that is not watched).
+void forget_lease(const spi::lease_state& state);
 
 }  // namespace dlock::detail

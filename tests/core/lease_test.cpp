@@ -101,6 +101,27 @@ TEST(Watchdog, RenewsAtATthirdOfTheTtl) {
   EXPECT_FALSE(held.lost_token().stop_requested()) << "lost fired although renewals succeeded";
 }
 
+// A released lease leaves nothing in the watchdog: its validity timer (as long as the ttl) and its
+// renewal go at release, not when they fall due, so a service granting thousands of locks a second
+// does not pile up timers.
+TEST(Watchdog, ForgetsAReleasedLeaseAtOnce) {
+  auto b = dlock::open("memory://watchdog-forget");
+  lock_options renewed, not_renewed;
+  renewed.ttl = not_renewed.ttl = 30s;
+  not_renewed.watchdog = false;
+  const auto before = current_watchdog_load();
+  for (int i = 0; i < 2000; ++i) {
+    auto with_renewal = b->make_lock("a", renewed)->try_acquire();
+    auto without = b->make_lock("b", not_renewed)->try_acquire();
+    ASSERT_TRUE(with_renewal && without);
+    with_renewal.release();
+    without.release();
+  }
+  const auto after = current_watchdog_load();
+  EXPECT_LE(after.leases, before.leases + 2) << "released leases are still tracked";
+  EXPECT_LE(after.timers, before.timers + 4) << "timers of released leases are still pending";
+}
+
 TEST(Watchdog, FiresLostWhenRenewalFails) {
   captured_errors errors;
   core_test::test_backend b({capability::expiring, capability::renewable});

@@ -3,6 +3,7 @@
 // out to be someone else's, a renewal failing in the watchdog thread, an unlock() called by
 // std::unique_lock. They are reported here, never dropped. The default handler writes one line to
 // stderr; a service installs its own to route them to its logger.
+#include <cstddef>
 #include <functional>
 #include <string_view>
 #include <system_error>
@@ -14,5 +15,13 @@ using background_error_handler = std::function<void(std::error_code, std::string
 // Returns the previous handler. An empty handler restores the default (stderr).
 background_error_handler set_background_error_handler(background_error_handler handler);
 void report_background_error(std::error_code ec, std::string_view message) noexcept;
+
+// How many leases the process-wide watchdog tracks right now (renewals and validity deadlines of
+// leases not yet released), and how many timers it has pending. For metrics and leak checks.
+struct watchdog_load {
+  std::size_t leases = 0;
+  std::size_t timers = 0;
+};
+watchdog_load current_watchdog_load() noexcept;
 
 }  // namespace dlock
