@@ -1,8 +1,9 @@
-// libpq: parameters are always bound with PQexecParams (names as binary bytea), never pasted.
+// libpq: parameters are always bound (PQexecPrepared, names as binary bytea), never pasted.
 #include "pg_connection.hpp"
 
 #include <poll.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -33,12 +34,20 @@ pg_settings pg_settings::from_uri(const uri& u) {
                                                        "verify-full in " + u.redacted());
     s.sslmode = *m;
   }
+  if (auto a = u.get("application_name")) {
+    // PostgreSQL keeps at most 63 bytes and shows them to every user of pg_stat_activity.
+    const bool printable = std::all_of(a->begin(), a->end(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; });
+    if (a->empty() || a->size() > 63 || !printable)
+      throw error(errc::invalid_uri, "application_name='" + *a + "': expected 1 to 63 printable ASCII characters in " +
+                                         u.redacted());
+    s.application_name = *a;
+  }
   s.redacted_uri = u.redacted();
   return s;
 }
 
 const std::vector<std::string>& connection_parameters() {
-  static const std::vector<std::string> keys{"sslmode"};
+  static const std::vector<std::string> keys{"sslmode", "application_name"};
   return keys;
 }
 
@@ -71,7 +80,7 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
     const char* keys[] = {"host", "port", "user", "password", "dbname", "connect_timeout", "sslmode",
                           "application_name", nullptr};
     const char* vals[] = {s.host.c_str(), port.c_str(),    s.user.c_str(), s.password.c_str(), s.database.c_str(),
-                          timeout.c_str(), s.sslmode.c_str(), "dlock",      nullptr};
+                          timeout.c_str(), s.sslmode.c_str(), s.application_name.c_str(), nullptr};
     pgconn_ptr c(PQconnectdbParams(keys, vals, /*expand_dbname=*/0));
     if (!c) {
       err = {sql::failure::other, "", "libpq could not allocate a connection"};

@@ -23,12 +23,15 @@ struct pg_settings {
   std::string password;  // never formatted into a message
   std::string database;
   std::string sslmode = "prefer";  // URI sslmode=disable|prefer|require|verify-ca|verify-full
+  // URI application_name=: how our sessions show in pg_stat_activity (an operator tells which
+  // service holds which lock session; a test kills only its own).
+  std::string application_name = "dlock";
   std::string redacted_uri;
 
   static pg_settings from_uri(const uri& u);
 };
 
-// URI keys the connection understands beyond sql::common_parameter_names(): sslmode.
+// URI keys the connection understands beyond sql::common_parameter_names(): sslmode, application_name.
 const std::vector<std::string>& connection_parameters();
 
 // SQLSTATE -> failure (23505 duplicate_key, 55P03 lock_not_available, 40P01 deadlock, 40001

@@ -167,13 +167,15 @@ INSTANTIATE_TEST_SUITE_P(pg, session_scheme, ::testing::ValuesIn(session_schemes
 // holder's release is refused.
 class table_scheme : public ::testing::TestWithParam<std::string> {};
 TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
-  auto be = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
+  // Our sessions only, by an application_name of this test: the others belong to other tests.
+  const auto app = unique("dlock-test");
+  auto be = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false&application_name=" + app));
   const auto name = unique("expire");
   auto held = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   auto admin = probe::connect(uri_for(GetParam()));
   const std::string ours =
-      " FROM pg_stat_activity WHERE application_name = 'dlock' AND datname = current_database()"
+      " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
       " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
   probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
   // pg_terminate_backend only signals: wait until the sessions are gone (then the pool's idle
