@@ -80,24 +80,39 @@ class watchdog {
   }
 
   void schedule_locked(clock::time_point at, event e, std::shared_ptr<watched> w) {
-    const bool earliest = timers_.empty() || at < timers_.begin()->first;
     auto& pending = w->pending;
     pending.push_back(timers_.emplace(at, timer_map::mapped_type{e, std::move(w)}));
-    if (earliest) timer_cv_.notify_one();
+    // Wake the timer thread only if it would otherwise sleep past this entry: a grant does not
+    // cost a context switch (on a busy client that is most of the watchdog's cost).
+    if (at < wake_at_) timer_cv_.notify_one();
   }
 
   void run_timer() {
     std::unique_lock lock(mutex_);
+    bool lingered = false;
     while (!stopping_) {
       if (timers_.empty()) {
-        timer_cv_.wait(lock);
+        // Grant, release, grant...: each release empties the map and each grant would have to
+        // wake a thread that sleeps until notified. So linger a second with a deadline (a grant
+        // due later than that needs no notification), and only then sleep until notified.
+        if (lingered) {
+          wake_at_ = clock::time_point::max();
+          timer_cv_.wait(lock);
+        } else {
+          wake_at_ = clock::now() + std::chrono::seconds{1};
+          timer_cv_.wait_until(lock, wake_at_);
+        }
+        lingered = !lingered && timers_.empty();
         continue;
       }
+      lingered = false;
       const auto due = timers_.begin()->first;
       if (clock::now() < due) {
+        wake_at_ = due;
         timer_cv_.wait_until(lock, due);
         continue;
       }
+      wake_at_ = clock::time_point::min();  // awake: it reads the map again before it sleeps
       auto [kind, w] = timers_.begin()->second;
       std::erase(w->pending, timers_.begin());
       timers_.erase(timers_.begin());
@@ -170,6 +185,8 @@ class watchdog {
   }
 
   timer_map timers_;
+  // When the timer thread wakes up by itself (max: only when notified; min: it is awake).
+  clock::time_point wake_at_ = clock::time_point::max();
   // Keyed by address, only while the lease is watched: forget() on release, or when its last
   // timer finds it gone. A renewal in flight keeps its own reference.
   std::unordered_map<const spi::lease_state*, std::shared_ptr<watched>> by_lease_;
