@@ -33,6 +33,9 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   // MariaDB evaluates the assignments left to right, each seeing the previous ones, so the
   // conditions come first and `owner`/`expires_at` are assigned last. NOW(6) is one instant
   // per statement. Then our live row, if any, is returned.
+  // Two autocommitted statements, not a transaction: the INSERT decides atomically, the SELECT
+  // only reads our live row back (the fair mode's scripts stay transactions).
+  s.acquire_in_one_transaction = false;
   s.acquire = {
       {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(" + seq + "), " +
            expiry_from_now +

@@ -42,17 +42,28 @@ std::vector<param> bind(const statement& st, const values& v) {
 
 bool transient(failure f) { return f == failure::deadlock || f == failure::serialization; }
 
-// Runs a script: one statement as it is, several in one transaction. Deadlocks and
-// serialization failures are retried (once by default; `attempts` in all): "try again", not "broken".
-bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2) noexcept {
+// Runs a script: one statement as it is, several in one transaction (or, where the dialect says
+// its statements are safe one by one, as autocommitted statements: two round trips fewer).
+// Deadlocks and serialization failures are retried (once by default; `attempts` in all): "try
+// again", not "broken" -- but never after a statement that already committed on its own.
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2,
+         bool one_transaction = true) noexcept {
   for (int attempt = 0;; ++attempt) {
     err = {};
     out = {};
     bool ok = true;
+    std::size_t committed = 0;  // statements that committed on their own (autocommit)
     try {
       if (s.size() == 1) {
         auto ps = bind(s.front(), v);
         ok = c.execute(s.front().sql, ps, out, err);
+      } else if (!one_transaction) {
+        for (std::size_t i = 0; ok && i < s.size(); ++i) {
+          auto ps = bind(s[i], v);
+          out = {};
+          ok = c.execute(s[i].sql, ps, out, err);
+          if (ok) ++committed;
+        }
       } else {
         ok = c.begin(err);
         for (std::size_t i = 0; ok && i < s.size(); ++i) {
@@ -72,6 +83,7 @@ bool run(connection& c, const script& s, const values& v, result& out, sql_error
       ok = false;
     }
     if (ok) return true;
+    if (committed > 0) return false;  // running the script again would apply its first statements twice
     // The transaction was rolled back, so running it again is safe. Fair-mode attempts on MariaDB
     // (INSERT ... SELECT takes shared next-key locks) make deadlocks with releases common under
     // contention: the index strategy allows a few retries, each after a short growing pause.
@@ -251,7 +263,9 @@ class index_lock final : public distributed_lock {
     auto h = st_->setup.connections->checkout(ec);
     if (!h) return nullptr;
     sql_error err;
-    if (!run(*h, st_->setup.params.fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts)) {
+    const bool fair = st_->setup.params.fair;
+    if (!run(*h, fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts,
+             fair || st_->sql.acquire_in_one_transaction)) {
       if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
       // A deadlock/serialization failure that persisted through run()'s retry: contention (other
       // attempts on the same rows), not a broken server; a miss, the caller waits and tries again.

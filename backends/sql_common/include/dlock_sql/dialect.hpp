@@ -44,6 +44,10 @@ struct index_sql {
   // expired row taken over (fence+1, hold_count=1), or our own live row (hold_count+1).
   // Returns NO row when another owner's live row holds it (a duplicate key error also means held).
   script acquire;
+  // False when acquire's statements are each safe as autocommitted statements (MariaDB: the
+  // INSERT ... ON DUPLICATE KEY UPDATE decides atomically; the SELECT only reads our live row
+  // back): no START TRANSACTION / COMMIT, two round trips fewer.
+  bool acquire_in_one_transaction = true;
   // Binds name, owner. Our live row's hold_count-1, deleted at 0 (and the release notified where
   // the dialect can). rows_affected == 0: not ours (expired and maybe taken over) -> not_owner.
   // When release_reentered is not empty, `release` handles only the last hold (deletes our live
