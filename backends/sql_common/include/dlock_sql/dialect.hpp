@@ -3,7 +3,8 @@
 // from the validated, quoted table name) and which argument each placeholder binds. The result
 // contract of each operation is fixed here, so the logic in strategies.cpp is written once.
 //
-// A script with more than one statement runs in one transaction; its result is the last
+// A script with more than one statement runs in one transaction (unless its dialect flag says
+// its statements are safe autocommitted one by one: index_sql::acquire_in_one_transaction); its result is the last
 // statement's (rows_affected for "ours?", rows for returned values). One statement is one round
 // trip (PostgreSQL does every operation in one; a dialect without RETURNING may need two).
 #include <cstddef>
