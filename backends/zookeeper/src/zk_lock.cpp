@@ -217,6 +217,7 @@ class zk_lock final : public distributed_lock {
                 czxid = st.czxid;
                 return ZOK;
               }
+              if (rc == ZNONODE) continue;  // deleted meanwhile (an operator): create anew
               maybe_created = true;  // the look itself failed: look again after the reconnect
             }
           if (!maybe_created) continue;
