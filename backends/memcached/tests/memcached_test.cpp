@@ -12,6 +12,7 @@
 #include "client_pool.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/support.hpp"
 
 using namespace std::chrono_literals;
 namespace mc = dlock::memcached;
@@ -221,14 +222,6 @@ bool fence_on(raw_client& c, std::string_view name) {
   return mc::gets(c.m.get(), k, k.fence, rc).has_value();
 }
 
-int launcher(const std::string& args) {
-  const char* tool = std::getenv("DLOCK_SERVERS");
-  if (!tool) {
-    ADD_FAILURE() << "DLOCK_SERVERS is not set (the native launcher's path)";
-    return -1;
-  }
-  return std::system((std::string(tool) + " " + args + " >/dev/null 2>&1").c_str());
-}
 
 }  // namespace
 
@@ -278,9 +271,9 @@ TEST(memcached_ring, AServerDownFailsItsNamesInsteadOfMovingThem) {
   }
   ASSERT_FALSE(on_second.empty());
   ASSERT_FALSE(on_first.empty());
-  ASSERT_EQ(launcher("stop memcached-ring.2"), 0);
+  ASSERT_EQ(dlock::testing::run_launcher("stop memcached-ring.2"), 0);
   struct restart {
-    ~restart() { EXPECT_EQ(launcher("start memcached-ring.2"), 0); }
+    ~restart() { EXPECT_EQ(dlock::testing::run_launcher("start memcached-ring.2"), 0); }
   } restart_at_exit;
   std::error_code ec;
   auto moved = b->make_lock(on_second)->try_acquire(ec);

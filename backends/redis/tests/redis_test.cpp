@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
 #include "dlock/spi.hpp"
 
 namespace {
@@ -277,14 +278,7 @@ TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
 namespace {
 
 // The launcher's stop/start (compose/native/dlock-servers), found through DLOCK_SERVERS.
-int servers(const std::string& verb, const std::string& names) {
-  const char* launcher = std::getenv("DLOCK_SERVERS");
-  if (launcher == nullptr) {
-    ADD_FAILURE() << "DLOCK_SERVERS is not set: run under compose/native/dlock-servers";
-    return -1;
-  }
-  return std::system((std::string(launcher) + " " + verb + " " + names + " >/dev/null 2>&1").c_str());
-}
+int servers(const std::string& verb, const std::string& names) { return dlock::testing::run_launcher(verb + " " + names); }
 
 std::size_t master_count(const std::string& uri) { return dlock::uri::parse(uri).hosts().size(); }
 

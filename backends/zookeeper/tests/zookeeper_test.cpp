@@ -26,6 +26,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/support.hpp"
 #include "sequence.hpp"
 #include "zk_lock.hpp"
 
@@ -86,14 +87,6 @@ void expire(const std::string& text, const dlock::lease& l) {
   raw_connect(text, &*id);  // same session, closed: the server ends it
 }
 
-int launcher(const std::string& args) {
-  const char* tool = std::getenv("DLOCK_SERVERS");
-  if (!tool) {
-    ADD_FAILURE() << "DLOCK_SERVERS is not set (the native launcher's path)";
-    return -1;
-  }
-  return std::system((std::string(tool) + " " + args + " >/dev/null").c_str());
-}
 
 // DLOCK_ZOOKEEPER_ENSEMBLE_PORTS, "p1,p2,p3": the client ports in node order.
 std::vector<std::string> ensemble_ports() {
@@ -125,18 +118,6 @@ std::string server_mode(int port) {
   return answer.substr(at + 6, answer.find('\n', at) - at - 6);
 }
 
-// The pid of one process of the launcher ("zookeeper-ensemble.2"), or -1.
-int launcher_pid(const std::string& process) {
-  const char* tool = std::getenv("DLOCK_SERVERS");
-  if (!tool) {
-    ADD_FAILURE() << "DLOCK_SERVERS is not set (the native launcher's path)";
-    return -1;
-  }
-  std::unique_ptr<FILE, int (*)(FILE*)> out(::popen((std::string(tool) + " pid " + process).c_str(), "r"), ::pclose);
-  if (!out) return -1;
-  int pid = -1;
-  return std::fscanf(out.get(), "%d", &pid) == 1 ? pid : -1;
-}
 
 // The ensemble tests stop and freeze nodes. Whatever happens in the test (an ASSERT returns
 // early), the destructor puts every node back and waits until each one serves a session again: a
@@ -149,12 +130,12 @@ class ensemble_disturbance {
   ensemble_disturbance& operator=(const ensemble_disturbance&) = delete;
   ~ensemble_disturbance() {
     for (const int pid : frozen_) ::kill(pid, SIGCONT);
-    for (const auto& node : stopped_) EXPECT_EQ(launcher("start " + node), 0) << "could not restart " << node;
+    for (const auto& node : stopped_) EXPECT_EQ(dlock::testing::run_launcher("start " + node), 0) << "could not restart " << node;
     wait_until_every_node_serves();
   }
   // "zookeeper-ensemble.1": stopped (SIGTERM) now, started again at the end.
   bool stop(const std::string& node) {
-    if (launcher("stop " + node) != 0) return false;
+    if (dlock::testing::run_launcher("stop " + node) != 0) return false;
     stopped_.push_back(node);
     return true;
   }
@@ -605,7 +586,7 @@ TEST(zookeeper_ensemble, ReleaseAndAcquireRideOutAFollowerThatFreezes) {
       }
   }
   ASSERT_TRUE(held) << "no session landed on a follower in 30 tries";
-  const int pid = launcher_pid("zookeeper-ensemble." + std::to_string(node));
+  const auto pid = dlock::testing::launcher_pid("zookeeper-ensemble." + std::to_string(node));
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(disturbance.freeze(pid));
   const auto second = unique("freeze-acquire");

@@ -40,6 +40,13 @@ resolved_uri resolve(const conformance_target& t);
 // `uri` with `query` appended (joined by '?' or '&').
 std::string with_query(std::string uri, std::string_view query);
 
+// The native launcher (compose/native/dlock-servers, named by DLOCK_SERVERS), for fault tests.
+// Both throw std::runtime_error when DLOCK_SERVERS is not set.
+// `$DLOCK_SERVERS <args>` ("stop redlock.1", "start zookeeper-ensemble.2"), quietly: its exit status.
+int run_launcher(std::string_view args);
+// The pid of one running process of the launcher ("zookeeper-ensemble.2"), or -1.
+pid_t launcher_pid(std::string_view process);
+
 // A child process with its stdout on a pipe. The destructor SIGKILLs and reaps a child still running.
 class child_process {
  public:
