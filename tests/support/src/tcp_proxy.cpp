@@ -185,6 +185,7 @@ class tcp_proxy::engine {
     for (;;) {
       fd_owner client(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
       if (client.get() < 0) return;
+      ++accepted_;  // before connecting on: once the server sees the connection, it is counted
       fd_owner server(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
       if (server.get() < 0 || ::connect(server.get(), reinterpret_cast<const sockaddr*>(&target_), sizeof target_) != 0)
         continue;  // the client sees its connection closed, as with a refused port
@@ -193,7 +194,6 @@ class tcp_proxy::engine {
       ::setsockopt(client.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       ::setsockopt(server.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       connections_.push_back({std::move(client), std::move(server), {}, {}, false});
-      ++accepted_;
     }
   }
 
