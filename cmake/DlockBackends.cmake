@@ -33,16 +33,22 @@ endfunction()
 # dlock_add_backend(<name> SOURCES ... [LINK ...] [PACKAGE <find_package name>])
 #   <name> is a C identifier (mysql_forupdate). Creates the static library dlock_<name>
 #   (alias dlock::<name>), whose src/register.cpp defines `void dlock::register_<name>(registry&)`,
-#   and adds it to the generated registration unit of dlock::all. With DLOCK_BUILD_MODULES it also
+#   with a generated entry that puts it in the list dlock::default_registry() walks, so linking
+#   dlock::<name> alone (or dlock::all) registers it. With DLOCK_BUILD_MODULES it also
 #   builds libdlock_<name>.so, a module registry::open loads by scheme from DLOCK_PLUGIN_PATH.
 #   PACKAGE names the find_package a consumer of the installed package needs for LINK.
 function(dlock_add_backend NAME)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE" "SOURCES;LINK")
-  add_library(dlock_${NAME} STATIC ${ARG_SOURCES})
+  # The backend's entry in the link-time list default_registry() walks; the --undefined makes
+  # every program linking this target pull the entry (and so the backend) out of the archive.
+  set(builtin_entry "${CMAKE_CURRENT_BINARY_DIR}/backend_entry_${NAME}.cpp")
+  configure_file("${PROJECT_SOURCE_DIR}/cmake/backend_entry.cpp.in" "${builtin_entry}" @ONLY)
+  add_library(dlock_${NAME} STATIC ${ARG_SOURCES} "${builtin_entry}")
   add_library(dlock::${NAME} ALIAS dlock_${NAME})
   set_target_properties(dlock_${NAME} PROPERTIES EXPORT_NAME ${NAME})
   target_include_directories(dlock_${NAME} PRIVATE src)
-  target_link_libraries(dlock_${NAME} PUBLIC dlock::core PRIVATE ${ARG_LINK} $<BUILD_INTERFACE:dlock_warnings>)
+  target_link_libraries(dlock_${NAME} PUBLIC dlock::core dlock_builtin PRIVATE ${ARG_LINK} $<BUILD_INTERFACE:dlock_warnings>)
+  target_link_options(dlock_${NAME} INTERFACE "LINKER:--undefined=dlock_backend_entry_${NAME}")
   set_property(GLOBAL APPEND PROPERTY DLOCK_BACKENDS ${NAME})
   if(ARG_PACKAGE)
     set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_PACKAGES ${ARG_PACKAGE})

@@ -13,3 +13,9 @@ step(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/consumer" -B "${WORK_DIR}/build
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Debug)
 step(${CMAKE_COMMAND} --build "${WORK_DIR}/build" -j2)
 step("${WORK_DIR}/build/consumer" "file://${WORK_DIR}/locks")
+step("${WORK_DIR}/build/consumer_file_only" "file://${WORK_DIR}/locks-file-only")
+# Linking one backend links that backend only: another scheme is unknown there.
+execute_process(COMMAND "${WORK_DIR}/build/consumer_file_only" "memory://" RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT err MATCHES "unknown scheme 'memory'")
+  message(FATAL_ERROR "install/consumer: consumer_file_only opened memory:// (rc ${rc}): ${err}")
+endif()

@@ -1,6 +1,7 @@
 #pragma once
 // The backend registry, keyed by URI scheme (Arrow's FileSystemFromUri, tooz's drivers).
-// Statically linked backends register through one generated function (register_builtin); a
+// Statically linked backends register through register_builtin, which walks the list of backends
+// the program was linked with (each backend target adds itself at link time); a
 // backend built as a shared module is loaded at run time by its scheme from the plugin path.
 #include <filesystem>
 #include <functional>
@@ -73,13 +74,15 @@ class registry {
   std::vector<std::filesystem::path> plugin_dirs_;
 };
 
-// The process-wide registry with every backend built in (filled by the generated
-// register_builtin, defined in dlock::all) and DLOCK_PLUGIN_PATH applied.
+// The process-wide registry with every backend the program links (dlock::all, or only the
+// dlock::<backend> targets it names) and DLOCK_PLUGIN_PATH applied.
+// default_registry, register_builtin and open are defined in dlock::builtin, which every backend
+// target links: a program linking dlock::redis alone can dlock::open("redis://...").
 registry& default_registry();
-// Registers the statically linked backends. Generated from the build; defined in dlock::all.
+// Registers the statically linked backends: every dlock::<backend> target this program links.
 void register_builtin(registry& r);
 
-// default_registry().open(...). Like default_registry, defined in dlock::all (the generated unit).
+// default_registry().open(...).
 // The error_code forms return nullptr and set ec (the message: last_error_message()).
 [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required = {});
 [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,

@@ -42,6 +42,12 @@ std::string safe_key(std::string_view name, std::size_t max_key_length,
 // The jittered, exponentially growing sleep for attempt `attempt` (0-based) of a polling wait.
 std::chrono::milliseconds backoff_delay(const backoff_policy& policy, unsigned attempt);
 
+// One statically linked backend in the link-time list default_registry() walks. dlock_add_backend
+// generates one per backend (cmake/backend_entry.cpp.in); a backend author never writes one.
+struct builtin_backend {
+  void (*register_backend)(registry&);
+};
+
 }  // namespace dlock::spi
 
 // In a backend built as a shared module: exports the entry point registry::load_plugin calls.
