@@ -91,6 +91,13 @@ time_t exptime_for(std::chrono::milliseconds ttl) noexcept {
   return static_cast<time_t>((secs < 1 ? 1 : secs) + 1);
 }
 
+void check_ttl_fits(std::chrono::milliseconds ttl, errc code, std::string_view what) {
+  if (ttl <= max_ttl) return;
+  throw error(code, "memcached: " + std::string(what) + " ttl of " + std::to_string(ttl.count()) +
+                        " ms is too long: at most " + std::to_string(max_ttl.count()) +
+                        " ms (30 days less one second; memcached reads a longer expiry as an absolute date)");
+}
+
 std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string& key, memcached_return_t& rc) {
   const char* keys[1] = {key.data()};
   const size_t lens[1] = {key.size()};

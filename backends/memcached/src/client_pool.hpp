@@ -14,6 +14,7 @@
 #include <system_error>
 #include <vector>
 
+#include "dlock/error.hpp"
 #include "dlock/uri.hpp"
 
 namespace dlock::memcached {
@@ -70,6 +71,13 @@ inline constexpr std::size_t max_key_bytes = 250;
 // Whole seconds for memcached: ceil(ttl) + 1. The +1 absorbs memcached's one-second clock, which
 // may expire an item up to one second early; never 0 (0 means "never expires").
 time_t exptime_for(std::chrono::milliseconds ttl) noexcept;
+// memcached reads an exptime over 30 days as an absolute unix time, so the longest relative one is
+// 30 days and the longest ttl is one second less (exptime_for adds a second).
+inline constexpr std::chrono::seconds max_relative_exptime{60 * 60 * 24 * 30};
+inline constexpr std::chrono::milliseconds max_ttl = max_relative_exptime - std::chrono::seconds{1};
+// Throws dlock::error(code) naming the limit when ttl > max_ttl. `what`: whose ttl it is.
+void check_ttl_fits(std::chrono::milliseconds ttl, errc code, std::string_view what);
+
 // An absolute unix time in the past (> 30 days, so memcached reads it as absolute): a CAS store
 // with it makes the item expire at once. Positive, so every libmemcached version formats it.
 inline constexpr time_t expired_exptime = 60 * 60 * 24 * 30 + 1;

@@ -33,6 +33,12 @@ class memcached_lease final : public spi::lease_state {
 
   // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
+    try {
+      check_ttl_fits(ttl, errc::invalid_argument, "renewal of '" + name() + "':");
+    } catch (const error& e) {
+      set_error(ec, e.code(), e.detail());
+      return;
+    }
     store_if_ours(exptime_for(ttl), "renew", ec);
   }
 
@@ -177,6 +183,7 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
   const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
   const auto io_timeout = u.get_duration("command_timeout").value_or(std::chrono::seconds{2});
   const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(16);
+  check_ttl_fits(defaults.ttl, errc::invalid_uri, u.redacted() + ":");
   if (prefix_.size() > 64) throw error(errc::invalid_uri, u.redacted() + ": prefix must be at most 64 bytes");
   for (unsigned char c : prefix_)
     if (c <= 0x20 || c >= 0x7f) throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
@@ -196,6 +203,7 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
 }
 
 std::unique_ptr<distributed_lock> memcached_backend::do_make_lock(std::string name, lock_options options) {
+  check_ttl_fits(options.ttl, errc::invalid_argument, "lock '" + name + "':");
   auto keys = keys_for(prefix_, name);
   return std::make_unique<memcached_lock>(std::move(name), std::move(options), pool_, sweeper_, std::move(keys),
                                           restart_delay_);

@@ -199,6 +199,34 @@ TEST(memcached, OutOfBandDeleteFiresLost) {
   EXPECT_TRUE(held.lost_token().stop_requested()) << "the watchdog's renewal did not notice the deleted item";
 }
 
+// memcached reads an expiry over 30 days as an absolute unix time: a ttl that long used to become
+// an exptime in 1970, an item expired at once, and a second owner got the lock while the first held it.
+TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
+  using days = std::chrono::days;
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  const auto name = unique("longttl");
+  try {
+    auto first = b->make_lock(name, dlock::lock_options{.ttl = days{31}, .watchdog = false});
+    auto held = first->try_acquire();
+    ASSERT_TRUE(held);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a 31-day grant let a second owner in at once";
+    FAIL() << "a ttl over 30 days was accepted";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("30 days"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)dlock::open(server_uri() + "?ttl=744h"), dlock::error);  // 31 days
+  // The longest ttl that fits is granted and excludes a second owner.
+  auto longest = b->make_lock(name, dlock::lock_options{.ttl = mc::max_ttl, .watchdog = false})->try_acquire();
+  ASSERT_TRUE(longest);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire());
+  std::error_code ec;
+  longest.renew(days{31}, ec);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument) << ec.message();
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a refused renewal dropped the grant";
+}
+
 // --- restarts, evictions and lost replies (the launcher's memcached process) ---
 
 namespace {
