@@ -132,7 +132,30 @@ memcached_return_t collect_clock(const memcached_instance_st*, const char* key, 
 
 }  // namespace
 
+namespace {
+
+// `stats` through m, which must know exactly one server.
+std::optional<server_clock> stats_clock(memcached_st* m, memcached_return_t& rc) {
+  server_clock clock;
+  try {
+    rc = memcached_stat_execute(m, nullptr, collect_clock, &clock);
+  } catch (const std::exception&) {  // a number that does not parse
+    rc = MEMCACHED_PROTOCOL_ERROR;
+  }
+  if (memcached_failed(rc)) return std::nullopt;
+  if (clock.unix_time <= std::chrono::seconds::zero()) {
+    rc = MEMCACHED_PROTOCOL_ERROR;  // no `time` line: not a memcached we know
+    return std::nullopt;
+  }
+  return clock;
+}
+
+}  // namespace
+
 std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout& k, memcached_return_t& rc) {
+  // One server: its pooled connection answers. A ring: a short-lived handle to the name's server
+  // alone, so the other servers (maybe down) are not asked.
+  if (memcached_server_count(m) == 1) return stats_clock(m, rc);
   rc = MEMCACHED_SUCCESS;  // memcached_server_by_key sets it only on failure
   const memcached_instance_st* server = memcached_server_by_key(m, k.group.data(), k.group.size(), &rc);
   if (!server || memcached_failed(rc)) {
@@ -144,18 +167,7 @@ std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout&
       std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_POLL_TIMEOUT)));
   rc = memcached_server_add(one.get(), memcached_server_name(server), memcached_server_port(server));
   if (memcached_failed(rc)) return std::nullopt;
-  server_clock clock;
-  try {
-    rc = memcached_stat_execute(one.get(), nullptr, collect_clock, &clock);
-  } catch (const std::exception&) {  // a number that does not parse
-    rc = MEMCACHED_PROTOCOL_ERROR;
-  }
-  if (memcached_failed(rc)) return std::nullopt;
-  if (clock.unix_time <= std::chrono::seconds::zero()) {
-    rc = MEMCACHED_PROTOCOL_ERROR;  // no `time` line: not a memcached we know
-    return std::nullopt;
-  }
-  return clock;
+  return stats_clock(one.get(), rc);
 }
 
 std::chrono::seconds min_uptime_to_grant(std::chrono::milliseconds ttl) noexcept {

@@ -88,8 +88,9 @@ struct server_clock {
   std::chrono::seconds uptime{0};
   std::chrono::seconds unix_time{0};
 };
-// `stats` of the one server the name (k.group) hashes to, through a short-lived handle to that
-// server alone with m's timeouts (libmemcached's stats would ask every server of the ring).
+// `stats` of the one server the name (k.group) hashes to: through m when it knows one server, else
+// through a short-lived handle to that server alone with m's timeouts (libmemcached's stats would
+// ask every server of the ring).
 std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout& k, memcached_return_t& rc);
 
 // antirez's "delayed restart": the reported uptime below which a server grants nothing to a lock
