@@ -32,6 +32,9 @@ memc_ptr configured_handle(std::chrono::milliseconds connect_timeout, std::chron
 
 memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout) {
   if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+  for (const auto& h : u.hosts())
+    if (h.host.empty())  // libmemcached would read it as localhost: a templated ${HOST} left unset
+      throw error(errc::invalid_uri, u.redacted() + ": a server has no host; expected host:port, e.g. 127.0.0.1:11211");
   auto m = configured_handle(connect_timeout, io_timeout);
   for (const auto& h : u.hosts()) {
     const auto rc = memcached_server_add(m.get(), h.host.c_str(), h.port_or(11211));

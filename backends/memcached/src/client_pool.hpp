@@ -25,7 +25,8 @@ struct memc_deleter {
 using memc_ptr = std::unique_ptr<memcached_st, memc_deleter>;
 
 // Builds one configured handle for the URI's servers: ASCII protocol, CAS support, ketama
-// consistent hashing, timeouts. Throws dlock::error(backend_unavailable) if the URI has no host.
+// consistent hashing, timeouts. Throws dlock::error(invalid_uri) if the URI has no host or an empty
+// one (":11211", which libmemcached would take for localhost).
 memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout);
 
 class client_pool {

@@ -72,6 +72,16 @@ TEST(memcached, UnreachableServerFailsAtOpenWithBackendUnavailable) {
   }
 }
 
+// issue 9: memcached://:11211 (a templated ${HOST} left unset) silently meant localhost.
+TEST(memcached, AnEmptyHostIsRefusedNotTakenForLocalhost) {
+  try {
+    (void)dlock::open("memcached://:" + std::to_string(dlock::uri::parse(server_uri()).hosts().at(0).port_or(11211)));
+    FAIL() << "a URI with an empty host was opened";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::make_error_code(dlock::errc::invalid_uri)) << e.what();
+  }
+}
+
 TEST(memcached, SecondOwnerIsRefusedWhileHeld) {
   auto b = open_backend();
   ASSERT_TRUE(b);
