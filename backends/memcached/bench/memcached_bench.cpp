@@ -48,6 +48,18 @@ static void dlock_acquire_release(benchmark::State& state) {
   }
 }
 
+// The first grant of a name creates its fencing counter from the server's clock: one more
+// connection to the name's server for `stats`, and an `add` of the counter (README: Fencing).
+static void dlock_first_grant_of_a_name(benchmark::State& state) {
+  auto b = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
+  for (auto _ : state) {
+    auto l = b->make_lock("first-" + dlock::spi::random_token())->try_acquire();
+    if (!l) state.SkipWithError("try_acquire failed");
+    l.release();
+  }
+}
+
 BENCHMARK(raw_libmemcached_acquire_release)->UseRealTime();
+BENCHMARK(dlock_first_grant_of_a_name)->UseRealTime();
 BENCHMARK(dlock_acquire_release)->UseRealTime();
 BENCHMARK_MAIN();

@@ -1,5 +1,6 @@
 #include "client_pool.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "dlock/error.hpp"
@@ -7,8 +8,9 @@
 
 namespace dlock::memcached {
 
-memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout) {
-  if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+namespace {
+
+memc_ptr configured_handle(std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout) {
   memc_ptr m(memcached_create(nullptr));
   if (!m) throw error(errc::backend_unavailable, "memcached: out of memory creating a client");
   // ASCII protocol on purpose: over the binary protocol a CAS store with a past expiry answers
@@ -23,6 +25,17 @@ memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, st
   // move its names to another server, where a second holder could acquire them.
   memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_RETRY_TIMEOUT, 1);
   memcached_behavior_set(m.get(), MEMCACHED_BEHAVIOR_REMOVE_FAILED_SERVERS, 0);
+  return m;
+}
+
+}  // namespace
+
+memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout) {
+  if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+  for (const auto& h : u.hosts())
+    if (h.host.empty())  // libmemcached would read it as localhost: a templated ${HOST} left unset
+      throw error(errc::invalid_uri, u.redacted() + ": a server has no host; expected host:port, e.g. 127.0.0.1:11211");
+  auto m = configured_handle(connect_timeout, io_timeout);
   for (const auto& h : u.hosts()) {
     const auto rc = memcached_server_add(m.get(), h.host.c_str(), h.port_or(11211));
     if (memcached_failed(rc))
@@ -81,6 +94,13 @@ time_t exptime_for(std::chrono::milliseconds ttl) noexcept {
   return static_cast<time_t>((secs < 1 ? 1 : secs) + 1);
 }
 
+void check_ttl_fits(std::chrono::milliseconds ttl, errc code, std::string_view what) {
+  if (ttl <= max_ttl) return;
+  throw error(code, "memcached: " + std::string(what) + " ttl of " + std::to_string(ttl.count()) +
+                        " ms is too long: at most " + std::to_string(max_ttl.count()) +
+                        " ms (30 days less one second; memcached reads a longer expiry as an absolute date)");
+}
+
 std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string& key, memcached_return_t& rc) {
   const char* keys[1] = {key.data()};
   const size_t lens[1] = {key.size()};
@@ -99,6 +119,80 @@ std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string
   }
   rc = found ? MEMCACHED_SUCCESS : MEMCACHED_NOTFOUND;
   return found;
+}
+
+namespace {
+
+// memcached_stat_execute callback: picks `uptime` and `time` out of the `stats` lines.
+memcached_return_t collect_clock(const memcached_instance_st*, const char* key, size_t key_length, const char* value,
+                                 size_t value_length, void* context) {
+  auto& clock = *static_cast<server_clock*>(context);
+  const std::string_view k(key, key_length);
+  std::chrono::seconds* field = k == "uptime" ? &clock.uptime : k == "time" ? &clock.unix_time : nullptr;
+  if (field) *field = std::chrono::seconds(std::stoll(std::string(value, value_length)));
+  return MEMCACHED_SUCCESS;
+}
+
+}  // namespace
+
+namespace {
+
+// `stats` through m, which must know exactly one server.
+std::optional<server_clock> stats_clock(memcached_st* m, memcached_return_t& rc) {
+  server_clock clock;
+  try {
+    rc = memcached_stat_execute(m, nullptr, collect_clock, &clock);
+  } catch (const std::exception&) {  // a number that does not parse
+    rc = MEMCACHED_PROTOCOL_ERROR;
+  }
+  if (memcached_failed(rc)) return std::nullopt;
+  if (clock.unix_time <= std::chrono::seconds::zero()) {
+    rc = MEMCACHED_PROTOCOL_ERROR;  // no `time` line: not a memcached we know
+    return std::nullopt;
+  }
+  return clock;
+}
+
+}  // namespace
+
+std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout& k, memcached_return_t& rc) {
+  // One server: its pooled connection answers. A ring: a short-lived handle to the name's server
+  // alone, so the other servers (maybe down) are not asked.
+  if (memcached_server_count(m) == 1) return stats_clock(m, rc);
+  rc = MEMCACHED_SUCCESS;  // memcached_server_by_key sets it only on failure
+  const memcached_instance_st* server = memcached_server_by_key(m, k.group.data(), k.group.size(), &rc);
+  if (!server || memcached_failed(rc)) {
+    if (!memcached_failed(rc)) rc = MEMCACHED_NO_SERVERS;
+    return std::nullopt;
+  }
+  auto one = configured_handle(
+      std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT)),
+      std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_POLL_TIMEOUT)));
+  rc = memcached_server_add(one.get(), memcached_server_name(server), memcached_server_port(server));
+  if (memcached_failed(rc)) return std::nullopt;
+  return stats_clock(one.get(), rc);
+}
+
+std::chrono::seconds min_uptime_to_grant(std::chrono::milliseconds ttl) noexcept {
+  constexpr std::chrono::seconds clock_settled{5};
+  constexpr std::chrono::seconds reported_over_real{3};
+  return std::max(std::chrono::seconds(exptime_for(ttl)), clock_settled) + reported_over_real;
+}
+
+std::uint64_t fence_seed(std::chrono::seconds unix_time) noexcept {
+  return static_cast<std::uint64_t>(unix_time.count()) << 20;
+}
+
+ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
+                        memcached_return_t& rc) {
+  const auto current = gets(m, k, k.lock, rc);
+  if (rc == MEMCACHED_NOTFOUND || (current && current->value != token)) return ownership::not_ours;
+  if (!current) return ownership::failed;
+  rc = memcached_cas_by_key(m, k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(),
+                            token.size(), exptime, 0, current->cas);
+  if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) return ownership::stored;
+  if (rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_NOTSTORED) return ownership::not_ours;
+  return ownership::failed;
 }
 
 bool is_network_failure(memcached_return_t rc) noexcept {

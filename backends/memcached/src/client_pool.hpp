@@ -14,6 +14,7 @@
 #include <system_error>
 #include <vector>
 
+#include "dlock/error.hpp"
 #include "dlock/uri.hpp"
 
 namespace dlock::memcached {
@@ -24,7 +25,8 @@ struct memc_deleter {
 using memc_ptr = std::unique_ptr<memcached_st, memc_deleter>;
 
 // Builds one configured handle for the URI's servers: ASCII protocol, CAS support, ketama
-// consistent hashing, timeouts. Throws dlock::error(backend_unavailable) if the URI has no host.
+// consistent hashing, timeouts. Throws dlock::error(invalid_uri) if the URI has no host or an empty
+// one (":11211", which libmemcached would take for localhost).
 memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout);
 
 class client_pool {
@@ -70,9 +72,42 @@ inline constexpr std::size_t max_key_bytes = 250;
 // Whole seconds for memcached: ceil(ttl) + 1. The +1 absorbs memcached's one-second clock, which
 // may expire an item up to one second early; never 0 (0 means "never expires").
 time_t exptime_for(std::chrono::milliseconds ttl) noexcept;
+// memcached reads an exptime over 30 days as an absolute unix time, so the longest relative one is
+// 30 days and the longest ttl is one second less (exptime_for adds a second).
+inline constexpr std::chrono::seconds max_relative_exptime{60 * 60 * 24 * 30};
+inline constexpr std::chrono::milliseconds max_ttl = max_relative_exptime - std::chrono::seconds{1};
+// Throws dlock::error(code) naming the limit when ttl > max_ttl. `what`: whose ttl it is.
+void check_ttl_fits(std::chrono::milliseconds ttl, errc code, std::string_view what);
+
 // An absolute unix time in the past (> 30 days, so memcached reads it as absolute): a CAS store
 // with it makes the item expire at once. Positive, so every libmemcached version formats it.
 inline constexpr time_t expired_exptime = 60 * 60 * 24 * 30 + 1;
+
+// The server's own clock, from `stats`: what survives a restart (unix_time) and how long ago the
+// process started (uptime, as memcached reports it: see min_uptime_to_grant).
+struct server_clock {
+  std::chrono::seconds uptime{0};
+  std::chrono::seconds unix_time{0};
+};
+// `stats` of the one server the name (k.group) hashes to: through m when it knows one server, else
+// through a short-lived handle to that server alone with m's timeouts (libmemcached's stats would
+// ask every server of the ring).
+std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout& k, memcached_return_t& rc);
+
+// antirez's "delayed restart": the reported uptime below which a server grants nothing to a lock
+// of this ttl. A server that restarted lost every grant; before it grants again, every holder from
+// before the restart must have passed its local validity deadline (ttl after its acquire began,
+// which was before the restart), so its lost signal fired first: the server must be really older
+// than exptime_for(ttl) > ttl. It must also be at least 5 s old, so that its `time` (which lags or
+// leads the real clock by up to 3 s) is above every second the previous process stamped a fencing
+// token with. memcached reports uptime 2 s more than it really is (process_started is back-dated)
+// and its clock ticks once a second: 3 s more in all.
+std::chrono::seconds min_uptime_to_grant(std::chrono::milliseconds ttl) noexcept;
+
+// The first fencing token of a name's counter created at `unix_time` (the server's clock):
+// unix_time * 2^20. Tokens stay above every earlier token of the name as long as the name gets
+// fewer than 2^20 grants a second and the server's clock does not step back (see README).
+std::uint64_t fence_seed(std::chrono::seconds unix_time) noexcept;
 
 struct item {
   std::string value;
@@ -80,6 +115,14 @@ struct item {
 };
 // `gets`: the value and its CAS unique. nullopt with MEMCACHED_NOTFOUND when absent.
 std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string& key, memcached_return_t& rc);
+
+// What a CAS-guarded store of our own grant found.
+enum class ownership { stored, not_ours, failed };
+// `gets` the lock item; if it still carries `token`, `cas` it with `exptime` (expired_exptime
+// deletes it). not_ours: absent, another token, or replaced between the two commands (rc tells
+// which command failed when the result is `failed`).
+ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
+                        memcached_return_t& rc);
 
 // Translates a failed status to errc::backend_unavailable (network) or backend_error (protocol).
 void set_memcached_error(std::error_code& ec, memcached_st* m, memcached_return_t rc, std::string_view what);

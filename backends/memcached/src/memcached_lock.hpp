@@ -6,12 +6,13 @@
 #include <string>
 
 #include "client_pool.hpp"
+#include "orphan_sweeper.hpp"
 #include "dlock/spi.hpp"
 
 namespace dlock::memcached {
 
-// expiring (the item's ttl), renewable (CAS-guarded re-store), fencing (incr counter: best effort,
-// an eviction or restart resets it), lost_notification (the core watchdog's CAS-guarded renewal
+// expiring (the item's ttl), renewable (CAS-guarded re-store), fencing (incr counter, re-created
+// from the server's clock when a restart or an eviction lost it), lost_notification (the core watchdog's CAS-guarded renewal
 // finds the item gone or replaced within ttl/3; there is no server push). Not blocking, not fair,
 // not reentrant.
 capabilities declared_caps() noexcept;
@@ -25,7 +26,9 @@ class memcached_backend final : public backend {
 
  private:
   std::shared_ptr<client_pool> pool_;
+  std::shared_ptr<orphan_sweeper> sweeper_;  // after pool_: destroyed (thread joined) before it
   std::string prefix_;
+  bool restart_delay_;  // antirez's delayed restart (min_uptime_to_grant); URI restart_delay=off
 };
 
 }  // namespace dlock::memcached

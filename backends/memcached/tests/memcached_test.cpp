@@ -2,8 +2,11 @@
 // Each test reads the server directly with raw libmemcached, so it does not trust the code under test.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <iostream>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,7 +53,9 @@ struct raw_client {
   }
 };
 
-std::shared_ptr<dlock::backend> open_backend(std::string_view query = "ttl=2s") {
+// The tests below that are not about the restart delay switch it off: the launcher's servers are
+// freshly started (and restarted by fault tests), and would grant nothing for their first seconds.
+std::shared_ptr<dlock::backend> open_backend(std::string_view query = "ttl=2s&restart_delay=off") {
   const auto base = server_uri();
   if (base.empty()) return nullptr;
   return dlock::open(base + "?" + std::string(query));
@@ -64,6 +69,16 @@ TEST(memcached, UnreachableServerFailsAtOpenWithBackendUnavailable) {
     FAIL() << "open of a closed port succeeded";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::make_error_code(dlock::errc::backend_unavailable)) << e.what();
+  }
+}
+
+// issue 9: memcached://:11211 (a templated ${HOST} left unset) silently meant localhost.
+TEST(memcached, AnEmptyHostIsRefusedNotTakenForLocalhost) {
+  try {
+    (void)dlock::open("memcached://:" + std::to_string(dlock::uri::parse(server_uri()).hosts().at(0).port_or(11211)));
+    FAIL() << "a URI with an empty host was opened";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::make_error_code(dlock::errc::invalid_uri)) << e.what();
   }
 }
 
@@ -125,7 +140,7 @@ TEST(memcached, RenewIsCasGuarded) {
 }
 
 TEST(memcached, AnExpiredGrantFreesTheLock) {
-  auto b = open_backend("ttl=1s&watchdog=false");
+  auto b = open_backend("ttl=1s&watchdog=false&restart_delay=off");
   ASSERT_TRUE(b);
   const auto name = unique("expiry");
   auto holder = b->make_lock(name)->try_acquire();
@@ -181,7 +196,7 @@ TEST(memcached, TtlIsWholeSecondsRoundedUpNeverZero) {
 }
 
 TEST(memcached, OutOfBandDeleteFiresLost) {
-  auto b = open_backend("ttl=1500ms");
+  auto b = open_backend("ttl=1500ms&restart_delay=off");
   ASSERT_TRUE(b);
   raw_client raw(server_uri());
   const auto name = unique("lost");
@@ -192,6 +207,164 @@ TEST(memcached, OutOfBandDeleteFiresLost) {
             MEMCACHED_SUCCESS);
   for (int i = 0; i < 100 && !held.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
   EXPECT_TRUE(held.lost_token().stop_requested()) << "the watchdog's renewal did not notice the deleted item";
+}
+
+// memcached reads an expiry over 30 days as an absolute unix time: a ttl that long used to become
+// an exptime in 1970, an item expired at once, and a second owner got the lock while the first held it.
+TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
+  using days = std::chrono::days;
+  auto b = open_backend();
+  ASSERT_TRUE(b);
+  const auto name = unique("longttl");
+  try {
+    auto first = b->make_lock(name, dlock::lock_options{.ttl = days{31}, .watchdog = false});
+    auto held = first->try_acquire();
+    ASSERT_TRUE(held);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a 31-day grant let a second owner in at once";
+    FAIL() << "a ttl over 30 days was accepted";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::invalid_argument) << e.what();
+    EXPECT_NE(std::string(e.what()).find("30 days"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)dlock::open(server_uri() + "?ttl=744h"), dlock::error);  // 31 days
+  // The longest ttl that fits is granted and excludes a second owner.
+  auto longest = b->make_lock(name, dlock::lock_options{.ttl = mc::max_ttl, .watchdog = false})->try_acquire();
+  ASSERT_TRUE(longest);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire());
+  std::error_code ec;
+  longest.renew(days{31}, ec);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument) << ec.message();
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a refused renewal dropped the grant";
+}
+
+// --- restarts, evictions and lost replies (the launcher's memcached process) ---
+
+namespace {
+
+// Starts the server again at scope exit if the test stopped it (even when an ASSERT failed).
+struct started_at_exit {
+  bool stopped = false;
+  ~started_at_exit() {
+    if (stopped) EXPECT_EQ(dlock::testing::run_launcher("start memcached"), 0);
+  }
+};
+
+// SIGCONT at scope exit for a server the test froze.
+struct thawed_at_exit {
+  pid_t pid = -1;
+  ~thawed_at_exit() {
+    if (pid > 0) ::kill(pid, SIGCONT);
+  }
+};
+
+mc::server_clock clock_of(raw_client& raw, std::string_view name) {
+  memcached_return_t rc;
+  const auto clock = mc::read_server_clock(raw.m.get(), mc::keys_for("dlock:", name), rc);
+  EXPECT_TRUE(clock) << memcached_strerror(raw.m.get(), rc);
+  return clock.value_or(mc::server_clock{});
+}
+
+// A server that was (re)started moments ago grants nothing until min_uptime_to_grant(ttl).
+constexpr auto young_server_wait = 30s;
+
+}  // namespace
+
+TEST(memcached, MinUptimeToGrantCoversTheTtlAndTheServerClock) {
+  EXPECT_EQ(mc::min_uptime_to_grant(2s), 8s);       // the clock's 5 s rule + memcached's 3 s
+  EXPECT_EQ(mc::min_uptime_to_grant(30s), 34s);     // exptime 31 s + 3 s
+  EXPECT_EQ(mc::min_uptime_to_grant(1500ms), 8s);
+  EXPECT_EQ(mc::fence_seed(1s), std::uint64_t{1} << 20);
+}
+
+// issue 9: a restart used to reset the counter (tokens from 1 again) and the restarted server
+// granted at once, while the holder from before still believed it held.
+TEST(memcached, ARestartedServerGrantsOnlyAfterTheOldHolderWasToldAndWithAHigherToken) {
+  const auto base = server_uri();
+  ASSERT_FALSE(base.empty());
+  const auto name = unique("restart");
+  auto before = dlock::open(base + "?ttl=2s");
+  dlock::lease held;
+  for (int i = 0; i < 3; ++i) {  // token a is not the counter's first: a reset to 1 shows
+    if (held) held.release();
+    held = before->make_lock(name)->try_acquire_for(young_server_wait);
+    ASSERT_TRUE(held) << "no grant on the running server";
+  }
+  const auto a = held.fencing_token();
+  ASSERT_TRUE(a);
+
+  started_at_exit restart;
+  ASSERT_EQ(dlock::testing::run_launcher("stop memcached"), 0);
+  restart.stopped = true;
+  ASSERT_EQ(dlock::testing::run_launcher("start memcached"), 0);
+  restart.stopped = false;
+  const auto restarted = std::chrono::steady_clock::now();
+
+  auto after = dlock::open(base + "?ttl=2s");  // another client
+  auto lock = after->make_lock(name);
+  EXPECT_FALSE(lock->try_acquire()) << "the restarted server granted at once, inside the old holder's validity";
+  auto next = lock->try_acquire_for(young_server_wait);
+  const bool told_first = held.lost_token().stop_requested();
+  ASSERT_TRUE(next) << "no grant within " << young_server_wait.count() << " s of the restart";
+  const auto granted_after = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted);
+  EXPECT_TRUE(told_first) << "the old holder's lost_token had not fired when the new holder was granted";
+  ASSERT_TRUE(next.fencing_token());
+  EXPECT_GT(*next.fencing_token(), *a) << "the fencing token went back after the restart";
+  std::cout << "token before the restart " << *a << ", after " << *next.fencing_token() << "; granted "
+            << granted_after.count() << " ms after the restart\n";
+}
+
+// issue 9: an evicted (here: deleted) counter was re-created at 0, so tokens went back to 1.
+TEST(memcached, FencingTokensIncreaseAfterTheCounterIsEvicted) {
+  const auto base = server_uri();
+  ASSERT_FALSE(base.empty());
+  raw_client raw(base);
+  const auto name = unique("evicted");
+  auto b = dlock::open(base + "?ttl=2s");
+  auto lock = b->make_lock(name);
+  std::uint64_t a = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto held = lock->try_acquire_for(young_server_wait);
+    ASSERT_TRUE(held);
+    a = *held.fencing_token();
+  }
+  const auto seeded_by = clock_of(raw, name).unix_time;
+  // The README's assumption: a counter is not lost in the second it was created in (two counters
+  // created in one server second would start equal). Bounded wait for the server's next second.
+  for (int i = 0; i < 60 && clock_of(raw, name).unix_time <= seeded_by; ++i) std::this_thread::sleep_for(100ms);
+  const auto k = mc::keys_for("dlock:", name);
+  ASSERT_EQ(memcached_delete_by_key(raw.m.get(), k.group.data(), k.group.size(), k.fence.data(), k.fence.size(), 0),
+            MEMCACHED_SUCCESS);
+  auto held = lock->try_acquire_for(young_server_wait);
+  ASSERT_TRUE(held);
+  EXPECT_GT(*held.fencing_token(), a) << "the fencing token went back after the counter was lost";
+}
+
+// issue 9: an `add` whose reply was lost (the server stalled past command_timeout, then read the
+// request) left a grant that nobody held: the name stayed taken for a whole ttl.
+TEST(memcached, AnAcquireWhoseReplyWasLostLeavesNoGrantBehind) {
+  const auto base = server_uri();
+  ASSERT_FALSE(base.empty());
+  raw_client raw(base);
+  const auto name = unique("lostreply");
+  auto b = dlock::open(base + "?ttl=60s&command_timeout=300ms&restart_delay=off");
+  ASSERT_TRUE(b->make_lock(unique("warm"))->try_acquire());  // a connection in the pool
+  {
+    thawed_at_exit thaw;
+    thaw.pid = dlock::testing::launcher_pid("memcached");
+    ASSERT_GT(thaw.pid, 0);
+    ASSERT_EQ(::kill(thaw.pid, SIGSTOP), 0);
+    std::error_code ec;
+    EXPECT_FALSE(b->make_lock(name)->try_acquire(ec));
+    EXPECT_EQ(ec, dlock::errc::backend_unavailable) << ec.message();
+  }  // SIGCONT: the server now reads the `add` and stores the grant
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {  // 10 s, far below the grant's 61 s
+    std::this_thread::sleep_for(100ms);
+    gone = !raw.get(name).has_value();
+  }
+  EXPECT_TRUE(gone) << "the grant of an acquire that failed stayed on the server";
+  auto other = dlock::open(base + "?ttl=2s&restart_delay=off");
+  EXPECT_TRUE(other->make_lock(name)->try_acquire_for(5s)) << "the name stayed taken by a grant nobody holds";
 }
 
 // --- several servers: memcached-ring from the launcher (DLOCK_MEMCACHED_RING_URI, two servers) ---
@@ -232,7 +405,7 @@ TEST(memcached_ring, EachNameLivesOnExactlyOneServerAndNamesSpread) {
   ASSERT_FALSE(ring.empty());
   auto servers = one_client_per_server(ring);
   ASSERT_EQ(servers.size(), 2u);
-  auto b = dlock::open(ring + "?ttl=10s");
+  auto b = dlock::open(ring + "?ttl=10s&restart_delay=off");
   std::vector<int> per_server(servers.size(), 0);
   std::vector<dlock::lease> held;
   for (int i = 0; i < 40; ++i) {
@@ -261,7 +434,7 @@ TEST(memcached_ring, AServerDownFailsItsNamesInsteadOfMovingThem) {
   ASSERT_FALSE(ring.empty());
   auto servers = one_client_per_server(ring);
   ASSERT_EQ(servers.size(), 2u);
-  auto b = dlock::open(ring + "?ttl=10s");
+  auto b = dlock::open(ring + "?ttl=10s&restart_delay=off");
   // A name on server 2 and one on server 1.
   std::string on_second, on_first;
   for (int i = 0; i < 100 && (on_second.empty() || on_first.empty()); ++i) {
