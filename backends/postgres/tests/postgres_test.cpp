@@ -199,14 +199,15 @@ TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
   auto held = be->make_lock(unique("partition"))->try_acquire();
   ASSERT_TRUE(held);
   const auto cut = std::chrono::steady_clock::now();
+  bool told_while_partitioned = false;
+  std::chrono::steady_clock::duration told_after{};
   {
     dlock::testing::partition_guard partition(proxy);
-    EXPECT_TRUE(fires_within(held.lost_token(), 3s + 10s))
-        << "the holder was not told while the link was down (ttl 3s)";
+    told_while_partitioned = fires_within(held.lost_token(), 3s + 10s);
+    told_after = std::chrono::steady_clock::now() - cut;
   }
-  const auto told_after = std::chrono::steady_clock::now() - cut;
-  EXPECT_TRUE(held.lost_token().stop_requested());
-  std::cout << "[ figures ] " << GetParam() << ": told "
+  EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
+  std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
             << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count() << " ms after the cut (ttl 3s)\n";
   std::error_code ec;
   held.release(ec);
