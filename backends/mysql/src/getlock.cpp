@@ -226,13 +226,22 @@ std::string sequence_of(const uri& u) {
 
 // Several processes may create the sequence at once: a concurrent CREATE ... IF NOT EXISTS can
 // still fail with "already exists" (1050); the sequence then exists.
-void create_sequence(pool& p, const std::string& quoted, const std::string& redacted_uri) {
+// An existing sequence is left alone (creating needs the CREATE privilege, using it does not).
+void create_sequence(pool& p, const std::string& name, const std::string& redacted_uri) {
+  const std::string quoted = "`" + name + "`";
   std::error_code ec;
   session_ptr s = p.take(ec);
   if (!s) throw error(ec, last_error_message());
   std::string message;
   errc code = errc::backend_error;
   try {
+    auto& exists = s->prepared(
+        "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?");
+    exists.setString(1, name);
+    if (scalar(exists).value_or(0) > 0) {
+      p.give_back(std::move(s));
+      return;
+    }
     s->execute("CREATE SEQUENCE IF NOT EXISTS " + quoted + " ENGINE=InnoDB");
     p.give_back(std::move(s));
     return;
@@ -255,7 +264,8 @@ void create_sequence(pool& p, const std::string& quoted, const std::string& reda
 getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
     : backend(declared_caps(), lock_scope::network, name_limits{}, defaults, u.redacted()),
       pool_(std::make_shared<pool>(connection_settings::from_uri(u))) {
-  const std::string sequence = "`" + sequence_of(u) + "`";
+  const std::string name = sequence_of(u);
+  const std::string sequence = "`" + name + "`";
   // The token is read in the very statement that takes the lock (CASE evaluates GET_LOCK once,
   // NEXTVAL only when it granted), so NEXTVAL runs while this connection holds the lock: a later
   // holder, granted only after this connection lost it, reads a larger value. NEXTVAL is not
@@ -263,7 +273,7 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
   get_lock_sql_ = std::make_shared<const std::string>("SELECT CASE GET_LOCK(?, ?) WHEN 1 THEN NEXTVAL(" + sequence +
                                                       ") WHEN 0 THEN 0 END");
   if (u.get_bool("create_sequence").value_or(true)) {
-    create_sequence(*pool_, sequence, u.redacted());  // connects once: bad credentials fail at open
+    create_sequence(*pool_, name, u.redacted());  // connects once: bad credentials fail at open
     return;
   }
   // Fail at open on wrong credentials, an unknown database or an unreachable server.

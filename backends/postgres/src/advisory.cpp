@@ -197,6 +197,17 @@ class advisory_backend final : public backend {
   std::shared_ptr<state> st_;
 };
 
+bool sequence_exists(sql::pool& connections, const std::string& qualified_name) {
+  std::error_code ec;
+  auto h = connections.checkout(ec);
+  if (!h) throw error(ec, last_error_message());
+  sql::param p{qualified_name};
+  sql::result out;
+  sql::sql_error err;
+  if (!h->execute("SELECT to_regclass($1) IS NOT NULL", std::span(&p, 1), out, err)) return false;  // let the DDL say why
+  return !out.rows.empty() && !out.rows[0].empty() && out.rows[0][0] == "t";
+}
+
 }  // namespace
 
 advisory_sequence advisory_sequence::from_uri(const uri& u) {
@@ -234,8 +245,10 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
                      " SELECT CASE WHEN got THEN nextval('" + seq + "') END FROM l";
   st->lock_sql = "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval('" + seq + "') FROM l";
   st->token_sql = "SELECT nextval('" + seq + "')";
-  // Connect once now so wrong credentials / an unknown database fail at open; create the sequence.
-  if (sequence.create) {
+  // Connect once now so wrong credentials / an unknown database fail at open; create the sequence
+  // unless it exists (an existing sequence needs no CREATE privilege: a least-privileged user
+  // that had none before keeps working once an administrator created it).
+  if (sequence.create && !sequence_exists(*st->connections, sequence.qualified_name)) {
     sql::run_ddl(*st->connections, sequence.create_ddl, redacted_uri, "creating the fencing sequence",
                  "set create_sequence=false if an administrator creates it; DDL in the README");
   } else {
