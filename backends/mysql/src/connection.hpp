@@ -108,6 +108,8 @@ class session {
   // closed this session (KILL, shutdown) as far as the socket shows: EOF, or bytes the server
   // sent unasked (MariaDB's "connection killed" packet). True when it cannot tell.
   bool poll_alive() const noexcept;
+  // This connection's TCP socket (-1: unknown), for shutting it down when its lease is lost.
+  int socket_fd() const noexcept { return socket_fd_; }
 
  private:
   connection_ptr connection_;

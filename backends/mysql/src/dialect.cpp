@@ -113,10 +113,13 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
 
 dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
   const std::string tbl = quoted_table(t);
+  const std::string seq = quoted_table(t, "_fence");
   dlock::sql::forupdate_sql s;
   s.create = {"CREATE TABLE IF NOT EXISTS " + tbl +
-              " (name VARBINARY(512) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL DEFAULT 0, holder BIGINT NULL)"
-              " ENGINE=InnoDB"};
+                  " (name VARBINARY(512) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL DEFAULT 0, holder BIGINT NULL)"
+                  " ENGINE=InnoDB",
+              // The source of fencing tokens: NEXTVAL is not undone by a rollback (see bump_fence).
+              "CREATE SEQUENCE IF NOT EXISTS " + seq + " ENGINE=InnoDB"};
   // Run only after a locking read found no row. InnoDB's duplicate-key check takes a shared lock
   // on an existing record, and an insert waits for gap locks of concurrent FOR UPDATE reads of
   // absent names, so in a race with another inserter this INSERT could queue behind a holder
@@ -128,10 +131,13 @@ dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
   s.lock_nowait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};
   // Bounded by the session's innodb_lock_wait_timeout (whole seconds, set by the strategy).
   s.lock_wait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE", {arg::name}}};
-  // `holder` (uncommitted while held, so visible only to READ UNCOMMITTED readers) names the
-  // holding connection for operators and the tests' KILL.
-  s.bump_fence = {{"INSERT INTO " + tbl +
-                       " (name, fence) VALUES (?, 1) ON DUPLICATE KEY UPDATE fence = fence + 1, holder = CONNECTION_ID() RETURNING fence",
+  // Run once the row lock is ours, in the same transaction. The token is NEXTVAL of a sequence,
+  // which a rollback does not undo: a counter in the row was rolled back with a killed holder's
+  // transaction, and the next holder got the same token. Read while the row lock is held, so
+  // tokens are ordered like the grants. `holder` (uncommitted while held, so visible only to READ
+  // UNCOMMITTED readers) names the holding connection for operators and the tests' KILL.
+  s.bump_fence = {{"INSERT INTO " + tbl + " (name, fence) VALUES (?, NEXTVAL(" + seq +
+                       ")) ON DUPLICATE KEY UPDATE fence = VALUES(fence), holder = CONNECTION_ID() RETURNING fence",
                    {arg::name}}};
   s.probe = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};
   return s;

@@ -14,6 +14,9 @@ void register_mysql_forupdate(registry& r) {
          .parameters = mysql::table_parameters(),
          .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
            auto setup = mysql::setup_for(u, d, mysql::forupdate_caps(), "dlock_forupdate");
+           if (setup.params.table.table.size() > 58)
+             throw error(errc::invalid_uri, u.redacted() + ": table names are limited to 58 characters on "
+                                                           "mysql+forupdate (the fence sequence is <table>_fence)");
            auto sql = mysql::forupdate_dialect(setup.params.table);
            return dlock::sql::make_forupdate_backend(std::move(setup), std::move(sql));
          }});

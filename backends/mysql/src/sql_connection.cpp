@@ -109,6 +109,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
   std::int64_t session_id() const noexcept override { return static_cast<std::int64_t>(session_->id()); }
   bool usable() const noexcept override { return usable_ && !session_->closed(); }
   bool poll_alive() noexcept override { return session_->poll_alive(); }
+  int native_socket() const noexcept override { return session_->socket_fd(); }
 
  private:
   template <class F>

@@ -8,11 +8,15 @@
 
 #include <condition_variable>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "../src/getlock_key.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
+#include "dlock_test/tcp_proxy.hpp"
 #include "schema_race.hpp"
 #include "test_support.hpp"
 
@@ -351,5 +355,117 @@ TEST(MysqlIndex, ReleaseDeletesTheRowAndAReentryOnlyDecrementsTheCount) {
   EXPECT_EQ(ec, dlock::errc::not_owner);
   EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner = 'someone-else'", name), 1);
 }
+
+// Stops the MariaDB server of the launcher; starts it again at the end of the scope, whatever the
+// test did in between (an ASSERT must not leave the server down for the next tests).
+class ServerStopped {
+ public:
+  ServerStopped() { stopped_ = dlock::testing::run_launcher("stop mariadb") == 0; }
+  ~ServerStopped() { start(); }
+  bool stopped() const noexcept { return stopped_; }
+  bool start() {
+    if (stopped_) stopped_ = dlock::testing::run_launcher("start mariadb") != 0;
+    return !stopped_;
+  }
+
+ private:
+  bool stopped_ = false;
+};
+
+// The server-side connection id holding `name`, for the connection-bound schemes (0: none).
+std::int64_t holder_connection(const std::string& scheme, const std::string& table, const std::string& name) {
+  auto raw = test::raw_connect(test::server_uri());
+  if (scheme == "mysql+getlock") return test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(name)).value_or(0);
+  if (scheme != "mysql+forupdate") return 0;
+  std::unique_ptr<::sql::Statement>(raw->createStatement())
+      ->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
+  return test::query_int(*raw, "SELECT holder FROM `" + table + "` WHERE name = ?", name).value_or(0);
+}
+
+// A grant's fencing token must be larger than every token handed out before it for that name,
+// whatever happened to the previous holder: its connection killed on the server while it held
+// the lock (forupdate: the killed transaction's increment used to be rolled back, so the next
+// holder got the same token), or the server restarted while it held the lock. Table schemes
+// hold no connection: their holder is abandoned instead (ttl 1s, no watchdog), as a crashed
+// process would leave it.
+class Fencing : public ::testing::TestWithParam<std::string> {};
+TEST_P(Fencing, TokensStrictlyIncreaseAcrossAConnectionKillAndAServerRestart) {
+  const auto table = fresh_table();
+  const auto query = "table=" + table + "&ttl=1s&watchdog=false";
+  const bool getlock = GetParam() == "mysql+getlock";
+  auto open_backend = [&] { return dlock::open(test::uri_for(GetParam(), getlock ? "ttl=1s&watchdog=false" : query)); };
+  auto holder_backend = open_backend();
+  ASSERT_TRUE(holder_backend->caps().has(dlock::capability::fencing)) << GetParam() << " must declare fencing";
+  const auto name = test::unique_name("fence-fault");
+  auto first = holder_backend->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(first.fencing_token());
+
+  // 1. The holder's connection killed on the server while it holds the lock.
+  if (const auto id = holder_connection(GetParam(), table, name); id != 0) {
+    auto raw = test::raw_connect(test::server_uri());
+    test::kill_connection(*raw, id);
+  } else {
+    ASSERT_TRUE(GetParam() == "mysql+index" || GetParam() == "mysql+version") << "no holder connection found";
+  }
+  auto next_backend = open_backend();
+  auto second = next_backend->make_lock(name)->try_acquire_for(20s);
+  ASSERT_TRUE(second) << "the killed holder's lock was never freed";
+  ASSERT_TRUE(second.fencing_token());
+  EXPECT_GT(*second.fencing_token(), *first.fencing_token()) << "a token was handed out twice after a connection kill";
+
+  // 2. The server restarted while `second` holds the lock.
+  {
+    ServerStopped restart;
+    ASSERT_TRUE(restart.stopped()) << "could not stop mariadb through $DLOCK_SERVERS";
+    ASSERT_TRUE(restart.start()) << "could not start mariadb again through $DLOCK_SERVERS";
+  }
+  auto after_restart = open_backend();
+  auto third = after_restart->make_lock(name)->try_acquire_for(20s);
+  ASSERT_TRUE(third) << "no grant after the restart";
+  ASSERT_TRUE(third.fencing_token());
+  EXPECT_GT(*third.fencing_token(), *second.fencing_token()) << "a token was handed out twice across a restart";
+}
+INSTANTIATE_TEST_SUITE_P(Mysql, Fencing,
+                         ::testing::Values("mysql+index", "mysql+forupdate", "mysql+version", "mysql+getlock"),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// A holder cut off from the server by a partition (nothing delivered, nothing closed) must be
+// told it may have lost the lock while the link is still down, within about ttl of the cut: the
+// server may drop its connection meanwhile and grant the lock to someone else. Before, the
+// forupdate monitor only read the socket (silent in a partition) and getlock's liveness check
+// blocked on it for command_timeout: both told the holder only when the link came back. The
+// bound is a generous margin on "before ttl + margin, while still partitioned", not a speed claim.
+class Partition : public ::testing::TestWithParam<std::string> {};
+TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
+  const char* host = std::getenv("DLOCK_MYSQL_HOST");
+  const char* port = std::getenv("DLOCK_MYSQL_PORT");
+  ASSERT_TRUE(host && port) << "DLOCK_MYSQL_HOST/PORT are not set: start the servers with dlock-servers up mariadb";
+  dlock::testing::tcp_proxy proxy(host, static_cast<std::uint16_t>(std::stoi(port)));
+  auto u = test::uri_for(GetParam(), "ttl=3s&table=" + fresh_table());
+  if (GetParam() == "mysql+getlock") u = test::uri_for(GetParam(), "ttl=3s");
+  const std::string server = std::string(host) + ":" + port;
+  ASSERT_NE(u.find(server), std::string::npos);
+  u.replace(u.find(server), server.size(), proxy.address());
+  auto b = dlock::open(u);
+  auto held = b->make_lock(test::unique_name("partition"))->try_acquire();
+  ASSERT_TRUE(held);
+  const auto cut = std::chrono::steady_clock::now();
+  bool told_while_partitioned = false;
+  std::chrono::steady_clock::duration told_after{};
+  {
+    dlock::testing::partition_guard partition(proxy);
+    told_while_partitioned = fires_within(held.lost_token(), 13s);
+    told_after = std::chrono::steady_clock::now() - cut;
+  }
+  EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
+  std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
+            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count() << " ms after the cut (ttl 3s)\n";
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost) << ec.message();
+}
+INSTANTIATE_TEST_SUITE_P(Mysql, Partition, ::testing::Values("mysql+forupdate", "mysql+getlock"),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 
 }  // namespace

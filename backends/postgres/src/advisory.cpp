@@ -1,52 +1,19 @@
 #include "advisory.hpp"
 
-#include <condition_variable>
-#include <list>
-#include <mutex>
-#include <thread>
-
+#include "dlock_sql/params.hpp"
+#include "dlock_sql/session_lease.hpp"
+#include "dlock_sql/strategies.hpp"
 #include "pg_connection.hpp"
 
 namespace dlock::pg {
 namespace {
 
-class advisory_lease;
-
-// Polls the sockets of the connections leases hold (no round trip) so a terminated session
-// fires the lost notification within ~100ms.
-class watcher {
- public:
-  ~watcher() {
-    {
-      std::lock_guard lk(m_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-  void add(advisory_lease* l) {
-    std::lock_guard lk(m_);
-    leases_.push_back(l);
-    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
-  }
-  void remove(advisory_lease* l) noexcept {
-    std::lock_guard lk(m_);
-    leases_.remove(l);
-  }
-
- private:
-  void loop() noexcept;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::list<advisory_lease*> leases_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
 struct state {
   std::shared_ptr<sql::pool> connections;
   capabilities caps;
-  std::shared_ptr<watcher> watch = std::make_shared<watcher>();
+  // The granting statements: the advisory lock and the fencing token in one statement (below).
+  std::string try_lock_sql, lock_sql, token_sql;
+  std::shared_ptr<sql::session_monitor> monitor = std::make_shared<sql::session_monitor>();
 };
 
 std::string describe(std::string_view name) {
@@ -55,28 +22,28 @@ std::string describe(std::string_view name) {
   return out + "'";
 }
 
-class advisory_lease final : public spi::lease_state {
- public:
-  advisory_lease(std::shared_ptr<state> st, std::string name, std::int64_t key, sql::pool::handle h)
-      : lease_state(std::move(name), std::chrono::milliseconds::zero(), clock::time_point::max()),
-        st_(std::move(st)), key_(key), conn_(std::move(h)) {
-    st_->watch->add(this);
+std::optional<std::uint64_t> token_of(const sql::result& out) {
+  if (out.rows.empty() || out.rows[0].empty() || !out.rows[0][0]) return std::nullopt;
+  try {
+    return std::stoull(*out.rows[0][0]);
+  } catch (...) {
+    return std::nullopt;
   }
-  ~advisory_lease() override {
-    st_->watch->remove(this);
-    std::lock_guard lk(m_);
-    if (conn_) unlock_and_return(nullptr);
-  }
-  std::int64_t session_id() const noexcept { return session_; }
+}
 
-  void check_session() noexcept {
-    {
-      std::unique_lock lk(m_, std::try_to_lock);
-      if (!lk.owns_lock() || !conn_ || conn_->poll_alive()) return;
-      conn_.discard();
-    }
-    mark_lost(make_error_code(errc::lock_lost));
+// The lock is the session's: the session monitor (sql_common) confirms the session every ttl/3
+// and the lease's validity runs out on its own when it cannot.
+class advisory_lease final : public sql::session_lease {
+ public:
+  advisory_lease(std::shared_ptr<state> st, std::string name, std::chrono::milliseconds ttl, clock::time_point start,
+                 bool confirm, std::int64_t key, std::uint64_t token, sql::pool::handle h)
+      : session_lease(st->monitor, std::move(name), ttl, start, confirm, std::move(h)), key_(key), token_(token) {}
+  ~advisory_lease() override {
+    stop_watching();
+    std::lock_guard lk(connection_mutex());
+    if (connection()) unlock_and_return(nullptr);
   }
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
 
  private:
   // pg_advisory_unlock; a session we cannot clean is closed, never returned with a lock on it.
@@ -84,41 +51,34 @@ class advisory_lease final : public spi::lease_state {
     sql::param p{key_};
     sql::result out;
     sql::sql_error err;
-    bool ok = conn_->execute("SELECT pg_advisory_unlock($1)", std::span(&p, 1), out, err);
+    bool ok = connection()->execute("SELECT pg_advisory_unlock($1)", std::span(&p, 1), out, err);
     bool was_held = ok && !out.rows.empty() && !out.rows[0].empty() && out.rows[0][0] == "t";
-    if (!ok || !was_held) conn_.discard();
-    conn_ = {};
+    end_session(ok && was_held);
     if (ec && !ok) sql::set_sql_error(*ec, err, "releasing advisory lock " + describe(name()));
     if (ec && ok && !was_held)
       set_error(*ec, errc::not_owner, "releasing advisory lock " + describe(name()) + ": the session no longer held it");
     return ok && was_held;
   }
   void do_release(std::error_code& ec) noexcept override {
-    std::lock_guard lk(m_);
-    if (!conn_) {
+    std::lock_guard lk(connection_mutex());
+    if (!connection()) {
       set_error(ec, errc::not_owner, "releasing advisory lock " + describe(name()) +
                                          ": its session ended, and PostgreSQL released the lock then");
+      return;
+    }
+    if (lost()) {  // the session could not be confirmed in time (its socket is shut down)
+      end_session(false);
+      set_error(ec, errc::not_owner, "releasing advisory lock " + describe(name()) +
+                                         ": the lease was lost (its session could not be confirmed within the ttl)");
       return;
     }
     unlock_and_return(&ec);
     if (ec == errc::backend_unavailable) ec = make_error_code(errc::not_owner);
   }
 
-  std::shared_ptr<state> st_;
   std::int64_t key_;
-  std::mutex m_;
-  sql::pool::handle conn_;
-  std::int64_t session_ = conn_ ? conn_->session_id() : 0;
+  std::uint64_t token_;
 };
-
-void watcher::loop() noexcept {
-  std::unique_lock lk(m_);
-  while (!stopping_) {
-    cv_.wait_for(lk, std::chrono::milliseconds{100});
-    if (stopping_) break;
-    for (auto* l : leases_) l->check_session();
-  }
-}
 
 class advisory_lock final : public distributed_lock {
  public:
@@ -127,28 +87,39 @@ class advisory_lock final : public distributed_lock {
         key_(spi::sha256_int64(this->name())) {}
 
  private:
-  std::unique_ptr<spi::lease_state> lease_on(sql::pool::handle h, std::error_code& ec) noexcept {
+  std::unique_ptr<spi::lease_state> lease_on(sql::pool::handle h, clock::time_point start, std::uint64_t token,
+                                             std::error_code& ec) noexcept {
     try {
-      return std::make_unique<advisory_lease>(st_, std::string(name()), key_, std::move(h));
+      return std::make_unique<advisory_lease>(st_, std::string(name()), options().ttl, start, options().watchdog, key_, token,
+                                              std::move(h));
     } catch (...) {
+      h.discard();  // it holds the lock: never back to the pool
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
   }
 
+  // One statement takes the lock and, only if granted, reads the token (NULL: not granted).
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
     auto h = st_->connections->checkout_dedicated(ec);
     if (!h) return nullptr;
+    const auto start = clock::now();
     sql::param p{key_};
     sql::result out;
     sql::sql_error err;
-    if (!h->execute("SELECT pg_try_advisory_lock($1)", std::span(&p, 1), out, err)) {
-      if (!h->usable()) h.discard();
+    if (!h->execute(st_->try_lock_sql, std::span(&p, 1), out, err)) {
+      h.discard();  // the lock may have been taken before the token failed: never back to the pool
       sql::set_sql_error(ec, err, "acquiring advisory lock " + describe(name()));
       return nullptr;
     }
-    if (out.rows.empty() || out.rows[0].empty() || out.rows[0][0] != "t") return nullptr;
-    return lease_on(std::move(h), ec);
+    if (out.rows.empty() || out.rows[0].empty() || !out.rows[0][0]) return nullptr;  // held elsewhere
+    const auto token = token_of(out);
+    if (!token) {
+      h.discard();
+      set_error(ec, errc::backend_error, "acquiring advisory lock " + describe(name()) + ": unreadable fencing token");
+      return nullptr;
+    }
+    return lease_on(std::move(h), start, *token, ec);
   }
 
   // The server queues us: pg_advisory_lock bounded by lock_timeout. A 55P03 can race with the
@@ -174,11 +145,18 @@ class advisory_lock final : public distributed_lock {
       return nullptr;
     }
     sql::param k{key_};
-    const bool got = h->execute("SELECT pg_advisory_lock($1)", std::span(&k, 1), out, err);
+    const auto start = clock::now();
+    sql::result granted;
+    const bool got = h->execute(st_->lock_sql, std::span(&k, 1), granted, err);
     sql::sql_error reset_err;
     sql::result ignored;
     const bool reset = h->usable() && h->execute("SET lock_timeout = 0", {}, ignored, reset_err);
-    if (got && reset) return lease_on(std::move(h), ec);
+    if (got && reset) {
+      if (auto token = token_of(granted)) return lease_on(std::move(h), start, *token, ec);
+      h.discard();
+      set_error(ec, errc::backend_error, what + ": unreadable fencing token");
+      return nullptr;
+    }
     if (!got && err.kind == sql::failure::lock_not_available && reset) {
       // Timed out: but was it granted in the same instant?
       const std::int64_t high = static_cast<std::int64_t>(static_cast<std::uint64_t>(key_) >> 32);
@@ -187,8 +165,12 @@ class advisory_lock final : public distributed_lock {
       if (h->execute("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted"
                      " AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1",
                      ps, out, err)) {
-        if (!out.rows.empty()) return lease_on(std::move(h), ec);  // granted after all
-        return nullptr;                                           // held by someone else
+        if (out.rows.empty()) return nullptr;  // held by someone else
+        // Granted after all. The session holds the lock now, so a token read now is still
+        // ordered after every earlier holder's and before every later one's.
+        if (h->execute(st_->token_sql, {}, out, err)) {
+          if (auto token = token_of(out)) return lease_on(std::move(h), start, *token, ec);
+        }
       }
     }
     // Anything else: the session may or may not hold the key; never return it to the pool.
@@ -215,17 +197,65 @@ class advisory_backend final : public backend {
   std::shared_ptr<state> st_;
 };
 
+bool sequence_exists(sql::pool& connections, const std::string& qualified_name) {
+  std::error_code ec;
+  auto h = connections.checkout(ec);
+  if (!h) throw error(ec, last_error_message());
+  sql::param p{qualified_name};
+  sql::result out;
+  sql::sql_error err;
+  if (!h->execute("SELECT to_regclass($1) IS NOT NULL", std::span(&p, 1), out, err)) return false;  // let the DDL say why
+  return !out.rows.empty() && !out.rows[0].empty() && out.rows[0][0] == "t";
+}
+
 }  // namespace
 
+advisory_sequence advisory_sequence::from_uri(const uri& u) {
+  const auto identifier = [&](std::string_view key, std::string fallback) {
+    const auto v = u.get(key);
+    if (!v) return fallback;
+    if (!sql::is_identifier(*v))
+      throw error(errc::invalid_uri, std::string(key) + "=" + *v +
+                                         ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0,62} in " +
+                                         u.redacted());
+    return *v;
+  };
+  const auto schema = identifier("schema", "");
+  const auto name = identifier("sequence", "dlock_advisory_fence");
+  advisory_sequence s;
+  s.qualified_name = (schema.empty() ? "" : "\"" + schema + "\".") + "\"" + name + "\"";
+  s.create = u.get_bool("create_sequence").value_or(true);
+  if (!schema.empty()) s.create_ddl.push_back("CREATE SCHEMA IF NOT EXISTS \"" + schema + "\"");
+  s.create_ddl.push_back("CREATE SEQUENCE IF NOT EXISTS " + s.qualified_name);
+  return s;
+}
+
 std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, capabilities caps,
-                                               lock_options defaults, std::string redacted_uri) {
+                                               lock_options defaults, std::string redacted_uri,
+                                               const advisory_sequence& sequence) {
   auto st = std::make_shared<state>();
   st->connections = std::move(connections);
   st->caps = caps;
-  // Connect once now so wrong credentials / an unknown database fail at open.
-  std::error_code ec;
-  auto h = st->connections->checkout(ec);
-  if (!h) throw error(ec, last_error_message());
+  const std::string seq = sequence.qualified_name;
+  // The token is read in the very statement that takes the lock, so nextval runs while this
+  // session holds it: a later holder, granted only after this session lost the lock, reads a
+  // larger value. (A separate statement after the grant would not be ordered: the holder could
+  // pause between the two.) The materialized CTE runs first; nextval only for a grant.
+  st->try_lock_sql = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got)"
+                     " SELECT CASE WHEN got THEN nextval('" + seq + "') END FROM l";
+  st->lock_sql = "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval('" + seq + "') FROM l";
+  st->token_sql = "SELECT nextval('" + seq + "')";
+  // Connect once now so wrong credentials / an unknown database fail at open; create the sequence
+  // unless it exists (an existing sequence needs no CREATE privilege: a least-privileged user
+  // that had none before keeps working once an administrator created it).
+  if (sequence.create && !sequence_exists(*st->connections, sequence.qualified_name)) {
+    sql::run_ddl(*st->connections, sequence.create_ddl, redacted_uri, "creating the fencing sequence",
+                 "set create_sequence=false if an administrator creates it; DDL in the README");
+  } else {
+    std::error_code ec;
+    auto h = st->connections->checkout(ec);
+    if (!h) throw error(ec, last_error_message());
+  }
   return std::make_shared<advisory_backend>(std::move(st), std::move(defaults), std::move(redacted_uri));
 }
 

@@ -2,15 +2,27 @@
 // postgres+advisory: session-level advisory locks, key = dlock::spi::sha256_int64(name) (the
 // first 8 bytes of SHA-256 of the name, big-endian, signed): 2^64 keys, any bytes in a name.
 // A lease holds its own pooled connection (advisory locks stack per session, so two leases never
-// share one), and a dead session is a lost lock.
+// share one), and a dead session is a lost lock. Fencing tokens come from a sequence, read in
+// the statement that takes the lock.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "dlock/spi.hpp"
 #include "dlock_sql/pool.hpp"
 
 namespace dlock::pg {
 
+// The fencing sequence: URI sequence= (default dlock_advisory_fence), schema=, create_sequence=.
+struct advisory_sequence {
+  std::string qualified_name;           // quoted, e.g. "locks"."dlock_advisory_fence"
+  bool create = true;                   // run create_ddl at open
+  std::vector<std::string> create_ddl;  // CREATE SCHEMA/SEQUENCE IF NOT EXISTS
+  static advisory_sequence from_uri(const uri& u);
+};
+
 std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, capabilities caps,
-                                               lock_options defaults, std::string redacted_uri);
+                                               lock_options defaults, std::string redacted_uri,
+                                               const advisory_sequence& sequence);
 
 }  // namespace dlock::pg

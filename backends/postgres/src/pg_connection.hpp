@@ -70,6 +70,7 @@ class pg_connection final : public sql::connection {
   std::int64_t session_id() const noexcept override { return PQbackendPID(conn_.get()); }
   bool usable() const noexcept override { return usable_ && !fatal_seen_ && PQstatus(conn_.get()) == CONNECTION_OK; }
   bool poll_alive() noexcept override;
+  int native_socket() const noexcept override { return PQsocket(conn_.get()); }
 
   PGconn* raw() const noexcept { return conn_.get(); }
 

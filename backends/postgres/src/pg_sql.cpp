@@ -103,16 +103,22 @@ sql::index_sql index_statements(const sql::table_ref& t) {
 }
 
 sql::forupdate_sql forupdate_statements(const sql::table_ref& t) {
-  const auto tab = qualified(t);
+  const auto tab = qualified(t), seq = qualified(t, "_fence");
   sql::forupdate_sql s;
   if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
   s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab + " (name bytea PRIMARY KEY, fence bigint NOT NULL DEFAULT 0)");
+  s.create.push_back("CREATE SEQUENCE IF NOT EXISTS " + seq);
   s.ensure_row = {{"INSERT INTO " + tab + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {arg::name}}};
-  // The UPDATE takes the row lock (waiting up to lock_timeout) and bumps the fence in one trip;
-  // the NOWAIT form locks through a FOR UPDATE NOWAIT sub-select first.
-  s.lock_wait = {{"UPDATE " + tab + " SET fence = fence + 1 WHERE name = $1 RETURNING fence", {arg::name}}};
-  s.lock_nowait = {{"WITH l AS (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT)"
-                    " UPDATE " + tab + " t SET fence = t.fence + 1 FROM l WHERE t.name = l.name RETURNING t.fence",
+  // The fencing token comes from a sequence: nextval is not rolled back with the holder's
+  // transaction (a counter in the row was: a killed holder's increment vanished and the next
+  // holder got the same token). The materialized CTE locks the row first; nextval runs in the
+  // outer SELECT, once the row lock is ours, so tokens are ordered like the grants. One round
+  // trip; the row itself is not written.
+  s.lock_wait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE)"
+                  " SELECT nextval('" + seq + "') FROM l",
+                  {arg::name}}};
+  s.lock_nowait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT)"
+                    " SELECT nextval('" + seq + "') FROM l",
                     {arg::name}}};
   s.probe = {{"SELECT 1 FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT", {arg::name}}};
   return s;

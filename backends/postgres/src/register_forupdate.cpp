@@ -11,7 +11,7 @@ void register_postgres_forupdate(registry& r) {
          .caps = caps,
          .scope = lock_scope::network,
          .example_uri = "postgres+forupdate://dlock:secret@127.0.0.1:5432/dlock?table=dlock_forupdate",
-         .summary = "SELECT ... FOR UPDATE (NOWAIT / lock_timeout) in a transaction held on a dedicated connection; COMMIT releases; fence counter in the row",
+         .summary = "SELECT ... FOR UPDATE (NOWAIT / lock_timeout) in a transaction held on a dedicated connection; COMMIT releases; fencing token from a sequence (the table name + _fence)",
          .parameters = pg::table_scheme_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto setup = pg::table_setup(u, defaults, "dlock_forupdate", caps);

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <iostream>
 #include <cstdlib>
 #include <future>
 #include <mutex>
@@ -11,6 +13,8 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/support.hpp"
+#include "dlock_test/tcp_proxy.hpp"
 #include "hostile_names.hpp"
 #include "schema_race.hpp"
 #include "pg_probe.hpp"
@@ -162,6 +166,54 @@ TEST_P(session_scheme, terminated_session_frees_the_lock_and_reports_lost) {
 INSTANTIATE_TEST_SUITE_P(pg, session_scheme, ::testing::ValuesIn(session_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 
+// Waits (bounded) for a stop token to fire; the bound is a hang guard, not a timing claim.
+bool fires_within(std::stop_token t, std::chrono::milliseconds bound) {
+  std::mutex m;
+  std::condition_variable cv;
+  bool fired = false;
+  std::stop_callback cb(t, [&] {
+    std::lock_guard lock(m);
+    fired = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(m);
+  return cv.wait_for(lock, bound, [&] { return fired; });
+}
+
+// A holder cut off from the server by a partition (nothing delivered, nothing closed) must be
+// told it may have lost the lock while the link is still down, within about ttl of the cut: the
+// server may drop its session meanwhile and grant the lock to someone else. The old session
+// monitor only read the socket, which says nothing in a partition: the holder was told when the
+// link came back. The bound below is a generous margin on the property "before ttl + margin,
+// while still partitioned", not a speed claim.
+TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
+  const char* host = std::getenv("DLOCK_POSTGRES_HOST");
+  const char* port = std::getenv("DLOCK_POSTGRES_PORT");
+  ASSERT_TRUE(host && port) << "DLOCK_POSTGRES_HOST/PORT are not set: start the servers with dlock-servers up postgres";
+  dlock::testing::tcp_proxy proxy(host, static_cast<std::uint16_t>(std::stoi(port)));
+  auto u = uri_for(GetParam(), "ttl=3s");
+  const std::string server = std::string(host) + ":" + port;
+  ASSERT_NE(u.find(server), std::string::npos);
+  u.replace(u.find(server), server.size(), proxy.address());
+  auto be = dlock::open(u);
+  auto held = be->make_lock(unique("partition"))->try_acquire();
+  ASSERT_TRUE(held);
+  const auto cut = std::chrono::steady_clock::now();
+  bool told_while_partitioned = false;
+  std::chrono::steady_clock::duration told_after{};
+  {
+    dlock::testing::partition_guard partition(proxy);
+    told_while_partitioned = fires_within(held.lost_token(), 3s + 10s);
+    told_after = std::chrono::steady_clock::now() - cut;
+  }
+  EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
+  std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
+            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count() << " ms after the cut (ttl 3s)\n";
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
 // Table schemes: the grant is a row; killing every session of ours changes nothing until expiry,
 // then another owner takes the expired row over (no sweeper) with a larger fence, and the old
 // holder's release is refused.
@@ -194,6 +246,68 @@ TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
   EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), name)) << "a stale release freed the new holder's row";
 }
 INSTANTIATE_TEST_SUITE_P(pg, table_scheme, ::testing::ValuesIn(table_schemes),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// Stops the PostgreSQL server of the launcher; starts it again at the end of the scope, whatever
+// the test did in between (an ASSERT must not leave the server down for the next tests).
+class server_stopped {
+ public:
+  server_stopped() { stopped_ = dlock::testing::run_launcher("stop postgres") == 0; }
+  ~server_stopped() { start(); }
+  bool stopped() const noexcept { return stopped_; }
+  bool start() {
+    if (stopped_) stopped_ = dlock::testing::run_launcher("start postgres") != 0;
+    return !stopped_;
+  }
+
+ private:
+  bool stopped_ = false;
+};
+
+// A grant's fencing token must be larger than every token handed out before it for that name,
+// whatever happened to the previous holder: its session killed on the server while it held the
+// lock (forupdate: the killed transaction's increment used to be rolled back, so the next
+// holder got the same token), or the server restarted while it held the lock. Declared by
+// every scheme (advisory: from a sequence read in the granting statement).
+class fencing_scheme : public ::testing::TestWithParam<std::string> {};
+TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_server_restart) {
+  const auto app = unique("dlock-fence");
+  // ttl 1s without a watchdog: a table scheme's orphaned row expires soon; session schemes are
+  // freed when their session ends.
+  auto holder_backend = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false&application_name=" + app));
+  ASSERT_TRUE(holder_backend->caps().has(dlock::capability::fencing)) << GetParam() << " must declare fencing";
+  const auto name = unique("fence-fault");
+  auto first = holder_backend->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(first.fencing_token());
+
+  // 1. The holder's sessions killed on the server while it holds the lock.
+  auto admin = probe::connect(uri_for(GetParam()));
+  const std::string ours =
+      " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
+      " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+  probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
+  ASSERT_TRUE(eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s));
+  admin.reset();
+  auto next_backend = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
+  auto second = next_backend->make_lock(name)->try_acquire_for(20s);
+  ASSERT_TRUE(second) << "the killed holder's lock was never freed";
+  ASSERT_TRUE(second.fencing_token());
+  EXPECT_GT(*second.fencing_token(), *first.fencing_token()) << "a token was handed out twice after a session kill";
+
+  // 2. The server restarted while `second` holds the lock.
+  {
+    server_stopped restart;
+    ASSERT_TRUE(restart.stopped()) << "could not stop postgres through $DLOCK_SERVERS";
+    ASSERT_TRUE(restart.start()) << "could not start postgres again through $DLOCK_SERVERS";
+  }
+  auto after_restart = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
+  auto third = after_restart->make_lock(name)->try_acquire_for(20s);
+  ASSERT_TRUE(third) << "no grant after the restart";
+  ASSERT_TRUE(third.fencing_token());
+  EXPECT_GT(*third.fencing_token(), *second.fencing_token()) << "a token was handed out twice across a restart";
+}
+INSTANTIATE_TEST_SUITE_P(pg, fencing_scheme, ::testing::ValuesIn(all_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 
 // The ABA case of the optimistic-lock article: A's grant expires, the row goes through other

@@ -2,6 +2,8 @@
 // sql::connection + the dialect's SQL (dialect.hpp fixes what each script returns).
 #include "dlock_sql/strategies.hpp"
 
+#include "dlock_sql/session_lease.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -122,26 +124,8 @@ struct shared_state {
 
 void create_schema(shared_state& st, const std::vector<std::string>& ddl) {
   if (!st.setup.params.create_table) return;
-  std::error_code ec;
-  auto h = st.setup.connections->checkout(ec);
-  if (!h) throw error(ec, "opening " + st.setup.redacted_uri + ": " + last_error_message());
-  for (const auto& stmt : ddl) {
-    for (int attempt = 0;; ++attempt) {
-      result out;
-      sql_error err;
-      if (h->execute(stmt, {}, out, err)) break;
-      // Several processes creating the table at once: PostgreSQL's CREATE ... IF NOT EXISTS can
-      // still fail with a unique violation on its catalog; the object then exists.
-      if (err.kind == failure::duplicate_key || (transient(err.kind) && attempt == 0)) {
-        if (err.kind == failure::duplicate_key) break;
-        continue;
-      }
-      std::error_code e;
-      set_sql_error(e, err, "creating the lock table for " + st.setup.redacted_uri +
-                                " (set create_table=false if an administrator creates it; DDL in the README)");
-      throw error(e, last_error_message());
-    }
-  }
+  run_ddl(*st.setup.connections, ddl, st.setup.redacted_uri, "creating the lock table",
+          "set create_table=false if an administrator creates it; DDL in the README");
 }
 
 // A statement on a pooled connection, dropping the connection if it was lost.
@@ -383,117 +367,58 @@ class index_backend final : public backend {
 };
 
 // ---------------------------------------------------------------- SELECT ... FOR UPDATE
-class forupdate_lease;
-
-// Watches the connections held by FOR UPDATE leases: a session the server closed (killed,
-// terminated, restarted) is a lost lock. poll_alive() reads only what already arrived on the
-// socket: no round trip.
-class session_monitor {
- public:
-  explicit session_monitor(std::chrono::milliseconds every) : every_(every) {}
-  ~session_monitor() { stop(); }
-  void add(forupdate_lease* l);
-  void remove(forupdate_lease* l) noexcept;
-  void stop() noexcept {
-    {
-      std::lock_guard lk(m_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void loop() noexcept;
-  std::chrono::milliseconds every_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::list<forupdate_lease*> leases_;
-  bool stopping_ = false;
-  std::jthread thread_;
-};
-
 struct forupdate_state : shared_state {
   forupdate_sql sql;
+  // Confirms the sessions that hold the row locks (session_lease.hpp): a session the server
+  // closed, or one that stops answering for ttl, is a lost lock.
   std::shared_ptr<session_monitor> monitor;
 };
 
-class forupdate_lease final : public spi::lease_state {
+class forupdate_lease final : public session_lease {
  public:
-  forupdate_lease(std::shared_ptr<forupdate_state> st, std::string name, pool::handle h, std::uint64_t fence)
-      : lease_state(std::move(name), std::chrono::milliseconds::zero(), clock::time_point::max()),
+  forupdate_lease(std::shared_ptr<forupdate_state> st, std::string name, std::chrono::milliseconds ttl,
+                  clock::time_point start, bool confirm, pool::handle h, std::uint64_t fence)
+      : session_lease(st->monitor, std::move(name), ttl, start, confirm, std::move(h)),
         st_(std::move(st)),
-        conn_(std::move(h)),
-        fence_(fence) {
-    st_->monitor->add(this);
-  }
+        fence_(fence) {}
   ~forupdate_lease() override {
-    st_->monitor->remove(this);
-    std::lock_guard lk(conn_mutex_);
-    if (conn_) {  // never released: roll back so the connection goes back clean
+    stop_watching();
+    std::lock_guard lk(connection_mutex());
+    if (connection()) {  // never released: roll back so the connection goes back clean
       sql_error ignored;
-      if (conn_->usable()) conn_->rollback(ignored);
-      if (!conn_->usable()) conn_.discard();
+      const bool clean = connection()->usable() && connection()->rollback(ignored);
+      end_session(clean && connection()->usable());
     }
   }
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
-  std::int64_t session_id() const noexcept { return session_id_; }
-
-  // Monitor thread: the session is gone -> lost.
-  void check_session() noexcept {
-    {
-      std::unique_lock lk(conn_mutex_, std::try_to_lock);
-      if (!lk.owns_lock() || !conn_ || conn_->poll_alive()) return;
-      conn_.discard();
-    }
-    // Outside conn_mutex_: a lost callback may release this lease.
-    mark_lost(make_error_code(errc::lock_lost));
-  }
 
  private:
   void do_release(std::error_code& ec) noexcept override {
-    std::lock_guard lk(conn_mutex_);
-    if (!conn_) {
+    std::lock_guard lk(connection_mutex());
+    if (!connection()) {
       set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
                                          ": its connection was lost, and the database released the row lock then");
       return;
     }
-    sql_error err;
-    if (!conn_->commit(err)) {
-      if (!conn_->usable()) conn_.discard();
-      set_sql_error(ec, err, "releasing lock " + quoted_name(name()) + " (commit)");
-      if (err.kind == failure::connection_lost) ec = make_error_code(errc::not_owner);
-      conn_ = {};
+    if (lost()) {  // the session could not be confirmed in time (its socket is shut down)
+      end_session(false);
+      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
+                                         ": the lease was lost (its session could not be confirmed within the ttl)");
       return;
     }
-    conn_ = {};  // back to the pool
+    sql_error err;
+    if (!connection()->commit(err)) {
+      set_sql_error(ec, err, "releasing lock " + quoted_name(name()) + " (commit)");
+      if (err.kind == failure::connection_lost) ec = make_error_code(errc::not_owner);
+      end_session(false);
+      return;
+    }
+    end_session(connection()->usable());  // back to the pool
   }
 
   std::shared_ptr<forupdate_state> st_;
-  std::mutex conn_mutex_;
-  pool::handle conn_;
   std::uint64_t fence_;
-  std::int64_t session_id_ = conn_ ? conn_->session_id() : 0;
 };
-
-void session_monitor::add(forupdate_lease* l) {
-  std::lock_guard lk(m_);
-  leases_.push_back(l);
-  if (!thread_.joinable()) thread_ = std::jthread([this] { loop(); });
-}
-void session_monitor::remove(forupdate_lease* l) noexcept {
-  std::lock_guard lk(m_);
-  leases_.remove(l);
-}
-void session_monitor::loop() noexcept {
-  std::unique_lock lk(m_);
-  while (!stopping_) {
-    cv_.wait_for(lk, every_);
-    if (stopping_) break;
-    // Under m_: a lease cannot be destroyed (remove() blocks) while it is checked.
-    for (auto* l : leases_) l->check_session();
-  }
-}
 
 class forupdate_lock final : public distributed_lock {
  public:
@@ -506,6 +431,7 @@ class forupdate_lock final : public distributed_lock {
     v.name = std::string(name());
     auto h = st_->setup.connections->checkout_dedicated(ec);
     if (!h) return nullptr;
+    const auto start = clock::now();  // the lease's validity counts from before the grant
     const std::string what = "acquiring lock " + quoted_name(v.name);
     sql_error err;
     result out;
@@ -551,7 +477,8 @@ class forupdate_lock final : public distributed_lock {
       return fail();
     }
     try {
-      return std::make_unique<forupdate_lease>(st_, v.name, std::move(h), static_cast<std::uint64_t>(*fence));
+      return std::make_unique<forupdate_lease>(st_, v.name, options().ttl, start, options().watchdog, std::move(h),
+                                               static_cast<std::uint64_t>(*fence));
     } catch (...) {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
@@ -724,6 +651,27 @@ void init_shared(State& st, backend_setup&& setup) {
 
 }  // namespace
 
+void run_ddl(pool& connections, const std::vector<std::string>& ddl, const std::string& redacted_uri,
+             std::string_view what, std::string_view hint) {
+  std::error_code ec;
+  auto h = connections.checkout(ec);
+  if (!h) throw error(ec, "opening " + redacted_uri + ": " + last_error_message());
+  for (const auto& stmt : ddl) {
+    for (int attempt = 0;; ++attempt) {
+      result out;
+      sql_error err;
+      if (h->execute(stmt, {}, out, err)) break;
+      // Several processes creating the objects at once: PostgreSQL's CREATE ... IF NOT EXISTS
+      // can still fail with a unique violation on its catalog; the object then exists.
+      if (err.kind == failure::duplicate_key) break;
+      if (transient(err.kind) && attempt == 0) continue;
+      std::error_code e;
+      set_sql_error(e, err, std::string(what) + " for " + redacted_uri + " (" + std::string(hint) + ")");
+      throw error(e, last_error_message());
+    }
+  }
+}
+
 std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) {
   if (setup.params.fair) {
     if (sql.acquire_fair.empty() || sql.enqueue.empty() || sql.dequeue.empty())
@@ -745,7 +693,7 @@ std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_s
   auto st = std::make_shared<forupdate_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);
-  st->monitor = std::make_shared<session_monitor>(std::chrono::milliseconds{100});
+  st->monitor = std::make_shared<session_monitor>();
   create_schema(*st, st->sql.create);
   return std::make_shared<forupdate_backend>(std::move(st));
 }

@@ -93,6 +93,11 @@ class connection {
   // terminated, shut down) as far as the client can tell from its socket. Polled for connections
   // held by leases (FOR UPDATE, advisory) to fire the lost notification. Default: "don't know".
   virtual bool poll_alive() noexcept { return true; }
+
+  // The connection's socket, or -1 when unknown. Only shut down (never closed) by another
+  // thread: session_lease cuts it when its lease is lost, so a statement stuck on a partitioned
+  // link returns at once instead of after the kernel's TCP timeouts.
+  virtual int native_socket() const noexcept { return -1; }
 };
 
 }  // namespace dlock::sql

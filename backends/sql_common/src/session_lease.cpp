@@ -1,0 +1,139 @@
+// The session monitor and the session-bound lease (session_lease.hpp).
+#include "dlock_sql/session_lease.hpp"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "dlock/error.hpp"
+
+namespace dlock::sql {
+
+// ---------------------------------------------------------------- monitor
+
+session_monitor::~session_monitor() {
+  {
+    std::lock_guard lk(m_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (!thread_.joinable()) return;
+  // The last lease may die on this very thread (a lost callback that drops it): never join oneself.
+  if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
+  else thread_.join();
+}
+
+void session_monitor::add(session_lease* l) {
+  std::lock_guard lk(m_);
+  leases_.push_back(l);
+  if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+}
+
+void session_monitor::remove(session_lease* l) noexcept {
+  std::unique_lock lk(m_);
+  // On the monitor's own thread (a lost callback released and dropped the lease during its
+  // check) the check in progress is this call's caller: waiting for it would never end.
+  if (thread_.get_id() != std::this_thread::get_id()) check_done_.wait(lk, [&] { return checking_ != l; });
+  leases_.remove(l);
+}
+
+void session_monitor::loop() noexcept {
+  std::unique_lock lk(m_);
+  while (!stopping_) {
+    wake_.wait_for(lk, tick_);
+    if (!stopping_) check_each(lk);
+  }
+}
+
+// Each lease is checked outside m_: a check may wait on the network (up to the lease's validity),
+// and meanwhile new leases must still be added and others removed.
+void session_monitor::check_each(std::unique_lock<std::mutex>& lk) noexcept {
+  std::vector<session_lease*> round;
+  try {
+    round.assign(leases_.begin(), leases_.end());
+  } catch (...) {
+    return;  // out of memory: the next tick tries again; validity deadlines still fire
+  }
+  for (auto* l : round) {
+    if (stopping_) return;
+    if (std::find(leases_.begin(), leases_.end(), l) == leases_.end()) continue;  // removed meanwhile
+    checking_ = l;
+    lk.unlock();
+    l->check();
+    lk.lock();
+    checking_ = nullptr;
+    check_done_.notify_all();
+  }
+}
+
+// ---------------------------------------------------------------- lease
+
+namespace {
+// How often a session is confirmed with a round trip: ttl/3, the watchdog's renewal cadence, so
+// two checks can fail before the validity (ttl - drift after the last success) runs out.
+std::chrono::milliseconds confirm_period(std::chrono::milliseconds ttl) {
+  return std::max(ttl / 3, std::chrono::milliseconds{1});
+}
+}  // namespace
+
+session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name,
+                             std::chrono::milliseconds ttl, clock::time_point start, bool confirm, pool::handle h)
+    : lease_state(std::move(name), ttl, validity_after(start, ttl)),
+      monitor_(std::move(monitor)),
+      conn_(std::move(h)),
+      session_id_(conn_ ? conn_->session_id() : 0),
+      next_confirm_(confirm ? start + confirm_period(ttl) : clock::time_point::max()) {
+  if (conn_ && conn_->native_socket() >= 0)
+    cut_when_lost_.emplace(lost_token(), shut_down_socket{conn_->native_socket()});
+  monitor_->add(this);
+  watched_ = true;
+}
+
+session_lease::~session_lease() {
+  stop_watching();
+  std::lock_guard lk(m_);
+  // A derived class that did not end the session leaves a connection in an unknown state
+  // (still holding its lock): close it rather than return it to the pool.
+  if (conn_) end_session(false);
+}
+
+void session_lease::stop_watching() noexcept {
+  if (!watched_) return;
+  watched_ = false;
+  monitor_->remove(this);
+}
+
+void session_lease::end_session(bool keep) noexcept {
+  cut_when_lost_.reset();  // before the socket can be closed and its number reused
+  if (!keep) conn_.discard();
+  conn_ = {};
+}
+
+void session_lease::shut_down_socket::operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
+
+bool session_lease::confirm_session() noexcept {
+  const auto start = clock::now();
+  result out;
+  sql_error err;
+  if (!conn_->execute("SELECT 1", {}, out, err)) return false;
+  set_valid_until(validity_after(start, ttl()));
+  next_confirm_ = start + confirm_period(ttl());
+  return true;
+}
+
+void session_lease::check() noexcept {
+  if (lost() || released()) return;
+  {
+    // try_lock: a release in progress owns the connection; it will tell the holder itself.
+    std::unique_lock lk(m_, std::try_to_lock);
+    if (!lk.owns_lock() || !conn_) return;
+    const bool closed = !conn_->poll_alive();
+    if (!closed && (clock::now() < next_confirm_ || confirm_session())) return;
+    end_session(false);
+  }
+  // Outside the connection mutex: a lost callback may release this lease.
+  mark_lost(make_error_code(errc::lock_lost));
+}
+
+}  // namespace dlock::sql
