@@ -81,12 +81,14 @@ int cmd_run(const arguments& argv) {
 
   std::vector<std::string> env = {"DLOCK_LOCK_NAME=" + std::string(lock->name())};
   if (auto t = held.fencing_token()) env.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(*t));
+  exit_if_interrupted(held, "run", request.lock.name);  // the last moment before anything starts
   command_group group(request.command, env);
 
   pollfd fd{events.read_fd(), POLLIN, 0};
   bool signalled = false;  // a forwarded signal is on its way to the whole group
   for (;;) {
     if (group.reap()) break;
+    group.follow_terminal_stop();
     if (::poll(&fd, 1, 1000) <= 0) continue;  // the timeout re-checks the group, should SIGCHLD race
     char e;
     bool lost = false;

@@ -11,6 +11,7 @@
 #include <termios.h>
 #include <thread>
 #include <unistd.h>
+#include <utility>
 
 extern char** environ;
 
@@ -84,15 +85,7 @@ command_group::~command_group() {
     signal(SIGKILL);
     wait_until_empty(std::chrono::steady_clock::now() + kill_timeout);
   }
-  if (terminal_ >= 0) {
-    // We are a background process now: taking the terminal back needs SIGTTOU blocked.
-    sigset_t ttou, saved;
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    ::pthread_sigmask(SIG_BLOCK, &ttou, &saved);
-    ::tcsetpgrp(terminal_, ::getpgrp());
-    ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  }
+  if (terminal_ >= 0) give_terminal_to(::getpgrp());
   const char bye = goodbye;
   [[maybe_unused]] auto n = ::write(watcher_pipe_, &bye, 1);
   ::close(watcher_pipe_);
@@ -186,11 +179,33 @@ void command_group::signal(int sig) const noexcept { ::kill(-leader_, sig); }
 std::optional<int> command_group::reap() {
   for (;;) {
     int status = 0;
-    const pid_t pid = ::waitpid(-leader_, &status, WNOHANG);
+    const pid_t pid = ::waitpid(-leader_, &status, WNOHANG | WUNTRACED);
     if (pid <= 0) break;
-    if (pid == leader_) leader_status_ = status;
+    if (pid != leader_) continue;
+    if (WIFSTOPPED(status))
+      leader_stopped_ = true;
+    else
+      leader_status_ = status;
   }
   return leader_status_;
+}
+
+void command_group::follow_terminal_stop() {
+  if (!std::exchange(leader_stopped_, false) || terminal_ < 0 || leader_status_) return;
+  give_terminal_to(::getpgrp());
+  ::raise(SIGTSTP);  // returns when we are continued
+  if (::tcgetpgrp(terminal_) == ::getpgrp()) give_terminal_to(leader_);  // fg, not bg
+  signal(SIGCONT);
+}
+
+// Needs SIGTTOU blocked: after handing the terminal over, we are a background process.
+void command_group::give_terminal_to(pid_t group) const noexcept {
+  sigset_t ttou, saved;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  ::pthread_sigmask(SIG_BLOCK, &ttou, &saved);
+  ::tcsetpgrp(terminal_, group);
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }
 
 bool command_group::empty() const noexcept { return ::kill(-leader_, 0) != 0 && errno == ESRCH; }

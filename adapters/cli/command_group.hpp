@@ -34,6 +34,10 @@ class command_group {
   void signal(int sig) const noexcept;  // to every process of the group
   // Reaps the group's processes that ended; the leader's wait status once it has ended.
   std::optional<int> reap();
+  // When the leader was stopped from the terminal (Ctrl-Z) while the group had the terminal:
+  // takes the terminal back and stops dlock too, so the shell sees the job stopped; once dlock
+  // is continued (fg), hands the terminal back if dlock has it, and continues the group.
+  void follow_terminal_stop();
   bool empty() const noexcept;  // no process of the group is left
   // SIGTERM to the group, SIGKILL to what is left after `grace`; returns when none is left.
   void terminate(std::chrono::milliseconds grace);
@@ -42,9 +46,11 @@ class command_group {
   void spawn(const std::vector<std::string>& command, const std::vector<std::string>& extra_env);
   void start_watcher();
   void wait_until_empty(std::chrono::steady_clock::time_point deadline);
+  void give_terminal_to(pid_t group) const noexcept;
 
   pid_t leader_ = -1;  // also the group id
   std::optional<int> leader_status_;
+  bool leader_stopped_ = false;
   pid_t watcher_ = -1;
   int watcher_pipe_ = -1;  // the write end; closing it without a byte makes the watcher kill the group
   int go_pipe_ = -1;       // the write end; the leader execs only after a byte arrives on it

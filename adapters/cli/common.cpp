@@ -228,6 +228,22 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
   return std::move(shared->result);
 }
 
+void exit_if_interrupted(lease& held, const char* verb, const std::string& name) {
+  auto& events = event_pipe::instance();
+  std::string others;  // put back: the caller's loop reads them
+  int interrupted_by = 0;
+  for (char e; ::read(events.read_fd(), &e, 1) == 1;) {
+    if (is_termination_signal(e))
+      interrupted_by = interrupted_by ? interrupted_by : e;
+    else
+      others += e;
+  }
+  for (char e : others) events.post(e);
+  if (!interrupted_by) return;
+  release_quietly(held);
+  exit_interrupted(interrupted_by, verb, name);
+}
+
 std::string token_text(const lease& l) {
   auto t = l.fencing_token();
   return t ? std::to_string(*t) : std::string("-");

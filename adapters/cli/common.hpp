@@ -64,6 +64,10 @@ struct held_lock {
 // backend's error otherwise (69, or 64 for a bad URI).
 held_lock open_and_acquire(const lock_request& request, const char* verb);
 
+// For a signal that came after the lease was handed over but before anything was started:
+// releases the lease and ends the process as open_and_acquire does. Other events stay queued.
+void exit_if_interrupted(lease& held, const char* verb, const std::string& name);
+
 std::string token_text(const lease& l);  // the fencing token, or "-"
 
 // The process's self-pipe: signal handlers and other threads write one byte per event.
