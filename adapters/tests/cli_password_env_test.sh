@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# cli/password_env: the client libraries' own password variables, which the README documents as a
-# way to keep a password off the command line: PGPASSWORD (libpq, the postgres+* schemes) and
-# MYSQL_PWD (MariaDB Connector/C under Connector/C++, the mysql+* schemes) are used when the URI
-# has no password, and a password in the URI wins over them. Against the launcher's PostgreSQL and
+# cli/password_env: the client libraries' own password sources, which the README documents as a
+# way to keep a password off the command line, are used when the URI has none: PGPASSWORD and
+# libpq's password file (PGPASSFILE, ~/.pgpass) for the postgres+* schemes, MYSQL_PWD (MariaDB
+# Connector/C under Connector/C++) for the mysql+* schemes; a password in the URI wins over them. Against the launcher's PostgreSQL and
 # MariaDB (DLOCK_POSTGRES_URI, DLOCK_MYSQL_URI: the test FAILS when they are unset).
 # Usage: cli_password_env_test.sh DLOCK
 set -u
@@ -33,12 +33,18 @@ split() {
 }
 
 split "$DLOCK_POSTGRES_URI"
+pgpass=$(mktemp)
+trap 'rm -f "$pgpass"' EXIT
+echo "*:*:*:$user:$password" >"$pgpass"
+chmod 600 "$pgpass"  # libpq ignores a password file others can read
 for scheme in postgres+advisory postgres+index; do
   bare="$scheme://$user@$rest"
   expect 69 "$scheme: no password anywhere is refused by the server" -- "$dlock" run "$bare" "$name" --wait 5s -- true
   expect 0 "$scheme: PGPASSWORD when the URI has none" -- env PGPASSWORD="$password" "$dlock" run "$bare" "$name" --wait 5s -- true
   expect 0 "$scheme: the URI's password wins over PGPASSWORD" -- \
     env PGPASSWORD=wrong "$dlock" run "$scheme://$user:$password@$rest" "$name" --wait 5s -- true
+  expect 0 "$scheme: a password file (PGPASSFILE, ~/.pgpass) when the URI has none" -- \
+    env PGPASSFILE="$pgpass" "$dlock" run "$bare" "$name" --wait 5s -- true
 done
 
 split "$DLOCK_MYSQL_URI"
