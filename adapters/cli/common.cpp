@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -26,6 +27,23 @@ void replace_all(std::string& text, const std::string& what, const std::string& 
   if (what.empty()) return;
   for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
     text.replace(at, what.size(), with);
+}
+
+// Replaces `secret` where it stands as a token of its own (no letter or digit right before or
+// after it): a short password such as "p" must not turn "parameter" into "***arameter".
+void replace_secret(std::string& text, const std::string& secret) {
+  if (secret.empty()) return;
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (auto at = text.find(secret); at != std::string::npos;) {
+    const auto end = at + secret.size();
+    const bool standalone = (at == 0 || !alnum(text[at - 1])) && (end == text.size() || !alnum(text[end]));
+    if (standalone) {
+      text.replace(at, secret.size(), "***");
+      at = text.find(secret, at + 3);
+    } else {
+      at = text.find(secret, at + 1);
+    }
+  }
 }
 
 // The part of `raw` that redaction hid: what lies between the common prefix and suffix of the two.
@@ -124,9 +142,9 @@ std::string scrub_secrets(std::string message) {
     const std::string redacted = redact_for_message(raw);
     if (redacted == raw) continue;
     replace_all(message, raw, redacted);
-    replace_all(message, hidden_part(raw, redacted), "***");
+    replace_secret(message, hidden_part(raw, redacted));
     try {  // the password as the library decoded it (percent-escapes) may be printed that way
-      if (auto password = uri::parse(raw).password()) replace_all(message, *password, "***");
+      if (auto password = uri::parse(raw).password()) replace_secret(message, *password);
     } catch (const error&) {
     }
   }

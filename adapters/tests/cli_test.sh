@@ -100,6 +100,10 @@ for bad in "redis:/admin:$secret@127.0.0.1:1" "redis//u:$secret@127.0.0.1:1" "re
   no_secret "dlock $bad (as the command)" -- "$dlock" "$bad" "$name"
 done
 
+# ... and hiding a one-letter password does not mangle the rest of the message.
+expect 64 "a bad parameter in a URI with a one-letter password" -- "$dlock" run "redis://u:p@127.0.0.1:1?ttl=2x" "$name" -- true
+grep -q "parameter ttl='2x' in redis://u:\*\*\*@127.0.0.1:1" "$work/err" || { echo "FAIL: mangled message:"; cat "$work/err"; failures=$((failures + 1)); }
+
 # Every local check comes before connecting: with no server on port 1, a bad argument is still 64.
 down=redis://127.0.0.1:1
 expect 64 "--wait 2x with the server down is a usage error" -- "$dlock" run "$down" "$name" --wait 2x -- true
