@@ -1,5 +1,6 @@
 #include "common.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <csignal>
@@ -166,6 +167,8 @@ void check_locally(const lock_request& request) {
 
 namespace {
 
+using steady = std::chrono::steady_clock;
+
 std::unique_ptr<distributed_lock> open_lock(const lock_request& request) {
   auto backend = dlock::open(request.uri);
   lock_options options = backend->default_options();
@@ -174,9 +177,27 @@ std::unique_ptr<distributed_lock> open_lock(const lock_request& request) {
   return backend->make_lock(request.name, options);
 }
 
-lease acquire_within(distributed_lock& lock, std::optional<std::chrono::milliseconds> wait) {
-  if (!wait) return lock.acquire();
-  lease l = wait->count() == 0 ? lock.try_acquire() : lock.try_acquire_for(*wait);
+// Connecting is part of the wait: with --wait, a server that cannot be reached (restarting, not
+// up yet) is tried again until the deadline, and only then is it exit 69. Without --wait, the
+// first failure is final: a wrong host must not look like a long wait for the lock.
+std::unique_ptr<distributed_lock> open_lock_until(const lock_request& request, std::optional<steady::time_point> deadline) {
+  auto pause = std::chrono::milliseconds(100);
+  for (;;) {
+    try {
+      return open_lock(request);
+    } catch (const error& e) {
+      const auto now = steady::now();
+      if (e.code() != errc::backend_unavailable || !deadline || now >= *deadline) throw;
+      std::this_thread::sleep_for(std::min<steady::duration>(pause, *deadline - now));
+      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+  }
+}
+
+lease acquire_until(distributed_lock& lock, std::optional<std::chrono::milliseconds> wait,
+                    std::optional<steady::time_point> deadline) {
+  if (!deadline) return lock.acquire();
+  lease l = lock.try_acquire_until(*deadline);  // a deadline already passed: one try
   if (!l)
     throw error(errc::timeout, "lock '" + std::string(lock.name()) + "' is held by someone else; gave up after " +
                                    (wait->count() == 0 ? std::string("one try") : format_duration(*wait)));
@@ -208,8 +229,10 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     held_lock got;
     std::exception_ptr failure;
     try {
-      got.lock = open_lock(request);
-      got.held = acquire_within(*got.lock, request.wait);
+      std::optional<steady::time_point> deadline;
+      if (request.wait) deadline = distributed_lock::deadline_after(*request.wait);
+      got.lock = open_lock_until(request, deadline);
+      got.held = acquire_until(*got.lock, request.wait, deadline);
     } catch (...) {
       failure = std::current_exception();
     }

@@ -1,22 +1,26 @@
 #!/usr/bin/env bash
 # cli/redis: issue 9's scenarios of `dlock run` against the launcher's real Redis (DLOCK_REDIS_URI,
-# DLOCK_REDIS_PORT; the test FAILS when they are unset). The command is a shell whose child shell
-# (the "grandchild") records its pid and would write 30 s later:
+# DLOCK_REDIS_PORT, and DLOCK_SERVERS to stop and start it; the test FAILS when they are unset).
+# The command is a shell whose child shell (the "grandchild") records its pid and would write 30 s
+# later:
 #  - the lock's key is deleted on the server: the watchdog's renewal finds it gone, the lease is
 #    lost, dlock exits 70 and the grandchild is gone too;
 #  - dlock is SIGKILLed: when the next `dlock run` gets the lock (after the ttl), its command
-#    finds no process of the first command still running.
+#    finds no process of the first command still running;
+#  - the server is down when `dlock run --wait 30s` starts and comes back: the command runs.
 # Usage: cli_redis_test.sh DLOCK
 set -u
 dlock=$1
-for v in DLOCK_REDIS_URI DLOCK_REDIS_PORT; do
+for v in DLOCK_REDIS_URI DLOCK_REDIS_PORT DLOCK_SERVERS; do
   [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set: eval \"\$(compose/native/dlock-servers up redis)\" first"; exit 1; }
 done
 command -v redis-cli >/dev/null || { echo "FAIL: redis-cli (the server's client) is not installed"; exit 1; }
 work=$(mktemp -d)
 pids=()
+redis_stopped=""
 cleanup() {
   local p
+  [[ -z $redis_stopped ]] || "$DLOCK_SERVERS" start redis >/dev/null  # never leave the server down
   for p in "${pids[@]}" $(cat "$work"/*.pid 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
   rm -rf "$work"
 }
@@ -87,6 +91,24 @@ if appears "$work/killed.pid"; then
   [[ ! -e $work/killed.late ]] || fail "dlock SIGKILLed: the grandchild wrote"
 else
   fail "dlock SIGKILLed: the command never started"; cat "$work/err"
+fi
+
+# ---- the server is down when dlock starts and back within --wait: connecting is part of the
+# wait, so dlock gets the lock instead of exiting 69 at once.
+"$DLOCK_SERVERS" stop redis >/dev/null || fail "could not stop redis"
+redis_stopped=1
+"$dlock" run "$DLOCK_REDIS_URI" "$name" --wait 30s -- touch "$work/after-restart" >"$work/out" 2>"$work/err" &
+runner=$!
+pids+=("$runner")
+sleep 1  # dlock tries to connect meanwhile (were it slower to start, the check would only be weaker)
+"$DLOCK_SERVERS" start redis >/dev/null || fail "could not start redis again"
+redis_stopped=""
+if exits "$runner" 30; then
+  wait "$runner"; st=$?
+  [[ $st -eq 0 && -e $work/after-restart ]] && ok "server back within --wait: the command ran" ||
+    { fail "server back within --wait: exit $st, expected 0 and the command run"; cat "$work/err"; }
+else
+  fail "server back within --wait: dlock still waits 30 s later"
 fi
 
 echo "$failures failure(s)"

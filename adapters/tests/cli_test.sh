@@ -113,8 +113,13 @@ expect 64 "an empty name with the server down is a usage error" -- "$dlock" run 
 expect 64 "renew= not below --ttl with the server down is a usage error" -- "$dlock" run "$down?renew=5s" "$name" --ttl 2s -- true
 expect 64 "hold --wait 2x with the server down is a usage error" -- "$dlock" hold "$down" "$name" --wait 2x
 expect 64 "bench --duration 2x with the server down is a usage error" -- "$dlock" bench "$down" --duration 2x
-# Good arguments and the server still down when the wait ends: 69, not 75 (that is "held by someone else").
+# Good arguments and the server still down when the wait ends: 69, not 75 (that is "held by
+# someone else"), and only once the wait is over: connecting is part of the wait.
+started=$(date +%s%N)
 expect 69 "server down until the end of --wait is 69" -- "$dlock" run "$down" "$name" --wait 1s -- true
+waited_ms=$((($(date +%s%N) - started) / 1000000))
+((waited_ms >= 950)) || { echo "FAIL: gave up after ${waited_ms}ms, before --wait 1s ended"; failures=$((failures + 1)); }
+expect 69 "server down and --wait 0 is one try: 69" -- "$dlock" run "$down" "$name" --wait 0 -- true
 
 echo "$failures failure(s)"
 exit $((failures > 0))
