@@ -1,8 +1,11 @@
 #include "command_group.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -50,6 +53,23 @@ void close_all_but(int keep, int max_fd) noexcept {
     for (int fd = 1; fd < max_fd; ++fd) ::close(fd);
 }
 
+std::vector<int>& inherited_fds() {
+  static std::vector<int> fds;
+  return fds;
+}
+
+// Closes every descriptor but those in `keep` (sorted): only close_range/close, async-signal-safe.
+void close_all_except(const std::vector<int>& keep, int max_fd) noexcept {
+  int next = 0;
+  for (int k : keep) {
+    if (k > next && ::close_range(static_cast<unsigned>(next), static_cast<unsigned>(k - 1), 0) != 0)
+      for (int fd = next; fd < k; ++fd) ::close(fd);
+    next = k + 1;
+  }
+  if (::close_range(static_cast<unsigned>(next), ~0U, 0) != 0)
+    for (int fd = next; fd < max_fd; ++fd) ::close(fd);
+}
+
 int max_fd() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > 1 << 20)
@@ -58,6 +78,22 @@ int max_fd() {
 }
 
 }  // namespace
+
+void remember_inherited_fds() {
+  auto& fds = inherited_fds();
+  fds.clear();
+  DIR* dir = ::opendir("/proc/self/fd");
+  if (!dir) {  // no /proc: keep the standard three, the descriptors a command is owed
+    fds = {0, 1, 2};
+    return;
+  }
+  while (const dirent* entry = ::readdir(dir)) {
+    const int fd = std::atoi(entry->d_name);
+    if (entry->d_name[0] >= '0' && entry->d_name[0] <= '9' && fd != ::dirfd(dir)) fds.push_back(fd);
+  }
+  ::closedir(dir);
+  std::sort(fds.begin(), fds.end());
+}
 
 command_group::command_group(const std::vector<std::string>& command, const std::vector<std::string>& extra_env) {
   // Orphans of the group are re-parented to us instead of init: we reap them, and so know when
@@ -112,6 +148,9 @@ void command_group::spawn(const std::vector<std::string>& command, const std::ve
 
   int go[2];
   if (::pipe2(go, O_CLOEXEC) != 0) throw_errno("pipe2");
+  std::vector<int> keep = inherited_fds();  // and the go pipe's read end until exec closes it
+  keep.insert(std::upper_bound(keep.begin(), keep.end(), go[0]), go[0]);
+  const int fd_limit = max_fd();
   const pid_t dlock_pid = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -124,7 +163,7 @@ void command_group::spawn(const std::vector<std::string>& command, const std::ve
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != dlock_pid) ::_exit(127);  // dlock died before PDEATHSIG was armed
-    ::close(go[1]);
+    close_all_except(keep, fd_limit);  // also go[1], so that dlock's death reads as end of file
     char byte;
     ssize_t n;
     while ((n = ::read(go[0], &byte, 1)) < 0 && errno == EINTR) {

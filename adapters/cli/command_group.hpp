@@ -20,6 +20,13 @@
 
 namespace dlock::cli {
 
+// Records the file descriptors dlock was started with (stdin, stdout, stderr, and any the caller
+// passed on purpose, as in `dlock run ... -- cmd 3<file`): the only ones the command inherits.
+// Call first thing in main: a descriptor opened later is dlock's own, e.g. a client library's
+// server connection without FD_CLOEXEC, and a command (or a daemon it leaves behind) holding a
+// copy would keep a connection-bound lock alive after dlock is gone.
+void remember_inherited_fds();
+
 class command_group {
  public:
   // Starts `command` (PATH lookup) with `extra_env` ("KEY=value") added to the environment.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "args.hpp"
+#include "command_group.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 #include "dlock/error.hpp"
@@ -43,6 +44,7 @@ constexpr const char* usage_text =
 
 int main(int argc, char** argv) {
   using namespace dlock::cli;
+  remember_inherited_fds();  // before anything of dlock's own is opened
   if (argc < 2) {
     std::fputs(usage_text, stderr);
     return exit_usage;

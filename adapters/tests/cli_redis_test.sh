@@ -7,6 +7,7 @@
 #    lost, dlock exits 70 and the grandchild is gone too;
 #  - dlock is SIGKILLed: when the next `dlock run` gets the lock (after the ttl), its command
 #    finds no process of the first command still running;
+#  - the command inherits no descriptor of dlock's own (its Redis connection);
 #  - the server is down when `dlock run --wait 30s` starts and comes back: the command runs.
 # Usage: cli_redis_test.sh DLOCK
 set -u
@@ -92,6 +93,15 @@ if appears "$work/killed.pid"; then
 else
   fail "dlock SIGKILLed: the command never started"; cat "$work/err"
 fi
+
+# ---- the command inherits the descriptors dlock was given, none of its own (the client
+# library's connection to Redis has no FD_CLOEXEC): a process holding a copy of a connection
+# keeps a connection-bound lock alive after dlock is gone.
+list_fds='ls /proc/$$/fd | sort -n | tr "\n" " "'
+sh -c "$list_fds" >"$work/fds-direct"
+"$dlock" run "$DLOCK_REDIS_URI" "$name" -- sh -c "$list_fds" >"$work/fds-run" 2>"$work/err" || fail "fds: dlock run failed"
+[[ $(cat "$work/fds-run") == "$(cat "$work/fds-direct")" ]] && ok "the command has the descriptors dlock was given" ||
+  fail "the command has descriptors '$(cat "$work/fds-run")', run directly '$(cat "$work/fds-direct")'"
 
 # ---- the server is down when dlock starts and back within --wait: connecting is part of the
 # wait, so dlock gets the lock instead of exiting 69 at once.
