@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <system_error>
@@ -29,6 +30,14 @@ constexpr auto kill_timeout = std::chrono::seconds(10);  // SIGKILL is final; th
 void write_all(int fd, const char* text) noexcept {
   [[maybe_unused]] auto n = ::write(fd, text, std::strlen(text));
 }
+
+// The go and watcher "pipes" are socket pairs: one byte sent with MSG_NOSIGNAL to a peer that
+// died is an error, not a SIGPIPE that would kill dlock; end of file works as with a pipe.
+void channel(int fds[2]) {
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) throw_errno("socketpair");
+}
+
+void send_byte(int fd, char byte) noexcept { [[maybe_unused]] auto n = ::send(fd, &byte, 1, MSG_NOSIGNAL); }
 
 // After fork, only async-signal-safe calls: the handlers dlock installed would post the
 // signals to dlock's own event pipe, so they go back to the default before anything can arrive.
@@ -111,7 +120,7 @@ command_group::command_group(const std::vector<std::string>& command, const std:
   if (::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp() && ::tcsetpgrp(STDIN_FILENO, leader_) == 0)
     terminal_ = STDIN_FILENO;
   // Only now may the command start: from here on, nothing it starts can outlive dlock.
-  write_all(go_pipe_, "g");
+  send_byte(go_pipe_, 'g');
   ::close(go_pipe_);
   go_pipe_ = -1;
 }
@@ -122,8 +131,7 @@ command_group::~command_group() {
     wait_until_empty(std::chrono::steady_clock::now() + kill_timeout);
   }
   if (terminal_ >= 0) give_terminal_to(::getpgrp());
-  const char bye = goodbye;
-  [[maybe_unused]] auto n = ::write(watcher_pipe_, &bye, 1);
+  send_byte(watcher_pipe_, goodbye);
   ::close(watcher_pipe_);
   int status = 0;
   while (::waitpid(watcher_, &status, 0) < 0 && errno == EINTR) {
@@ -147,7 +155,7 @@ void command_group::spawn(const std::vector<std::string>& command, const std::ve
   envp.push_back(nullptr);
 
   int go[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) throw_errno("pipe2");
+  channel(go);
   std::vector<int> keep = inherited_fds();  // and the go pipe's read end until exec closes it
   keep.insert(std::upper_bound(keep.begin(), keep.end(), go[0]), go[0]);
   const int fd_limit = max_fd();
@@ -181,7 +189,7 @@ void command_group::spawn(const std::vector<std::string>& command, const std::ve
 
 void command_group::start_watcher() {
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw_errno("pipe2");
+  channel(pipe_fds);
   const int fd_limit = max_fd();
   const pid_t group = leader_;
   const pid_t pid = ::fork();

@@ -6,8 +6,8 @@
 //  - dlock is a child subreaper (PR_SET_CHILD_SUBREAPER): members whose parent died become
 //    dlock's children, are reaped by it, and `empty()` sees exactly when none is left;
 //  - a watcher process, forked from dlock before the command may start, SIGKILLs the group when
-//    dlock dies without saying goodbye (SIGKILL, a crash): it blocks reading a pipe whose only
-//    writer is dlock, and end of file means dlock is gone. The command itself also gets
+//    dlock dies without saying goodbye (SIGKILL, a crash): it blocks reading a socket pair whose
+//    other end only dlock holds, and end of file means dlock is gone. The command itself also gets
 //    PR_SET_PDEATHSIG(SIGKILL), in case the watcher was killed too.
 // Out of reach: a process that leaves the group (setsid(), a daemon), and everything while dlock
 // is stopped (SIGSTOP): a stopped dlock cannot stop its command; DLOCK_FENCING_TOKEN is the
@@ -59,8 +59,8 @@ class command_group {
   std::optional<int> leader_status_;
   bool leader_stopped_ = false;
   pid_t watcher_ = -1;
-  int watcher_pipe_ = -1;  // the write end; closing it without a byte makes the watcher kill the group
-  int go_pipe_ = -1;       // the write end; the leader execs only after a byte arrives on it
+  int watcher_pipe_ = -1;  // our end of the watcher's socket pair; closing it without a byte makes the watcher kill the group
+  int go_pipe_ = -1;       // our end of the leader's socket pair; the leader execs only after a byte arrives on it
   int terminal_ = -1;      // the terminal whose foreground group we took, or -1
 };
 
