@@ -17,8 +17,9 @@ int cmd_hold(const arguments& argv) {
   const args a(argv, {"wait", "ttl", "uri-file"}, {"help"});
   if (a.flag("help")) {
     std::puts("usage: dlock hold [URI] NAME [--uri-file PATH] [--wait D] [--ttl D]\n"
-              "acquires the lock (waiting up to D; default forever; --wait 0 = one try), prints\n"
-              "'acquired <fencing token or ->', holds until stdin closes or SIGTERM, then releases.\n"
+              "acquires the lock (waiting up to D, connecting included; default forever; --wait 0 =\n"
+              "one try), prints 'acquired <fencing token or ->', holds until stdin closes or SIGTERM,\n"
+              "then releases.\n"
               "The URI may come from --uri-file PATH or the environment variable DLOCK_URI instead.\n"
               "SIGINT/SIGTERM while waiting: exit 130/143 without acquiring.\n"
               "exit: 0 released, 75 not acquired in time, 70 lost while held, 69 backend failure");

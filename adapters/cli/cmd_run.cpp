@@ -28,7 +28,7 @@ constexpr const char* run_usage =
     "runs CMD while holding the lock NAME on URI (like flock(1)).\n"
     "  URI        the backend; or --uri-file PATH (a file holding the URI on one line), or the\n"
     "             environment variable DLOCK_URI: keeps a password out of `ps`\n"
-    "  --wait D   wait at most D for the lock (default: forever; 0 = one try)\n"
+    "  --wait D   wait at most D for the lock, connecting included (default: forever; 0 = one try)\n"
     "  --ttl D    the lease's ttl on expiring backends (renewed by the watchdog)\n"
     "  --grace D  after the lease is lost: SIGTERM to CMD's process group, SIGKILL after D (default 2s)\n"
     "CMD runs in a process group of its own; signals go to the whole group, and the group is killed\n"
