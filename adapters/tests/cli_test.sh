@@ -102,7 +102,10 @@ done
 
 # ... and hiding a one-letter password does not mangle the rest of the message.
 expect 64 "a bad parameter in a URI with a one-letter password" -- "$dlock" run "redis://u:p@127.0.0.1:1?ttl=2x" "$name" -- true
-grep -q "parameter ttl='2x' in redis://u:\*\*\*@127.0.0.1:1" "$work/err" || { echo "FAIL: mangled message:"; cat "$work/err"; failures=$((failures + 1)); }
+# (the password hidden as a token of its own: no "***" glued to a letter, as in "***arameter")
+if ! grep -q "2x" "$work/err" || grep -qE '[A-Za-z]\*\*\*|\*\*\*[A-Za-z]' "$work/err"; then
+  echo "FAIL: mangled message:"; cat "$work/err"; failures=$((failures + 1))
+fi
 
 # Every local check comes before connecting: with no server on port 1, a bad argument is still 64.
 down=redis://127.0.0.1:1
