@@ -97,11 +97,13 @@ fi
 # ---- the command inherits the descriptors dlock was given, none of its own (the client
 # library's connection to Redis has no FD_CLOEXEC): a process holding a copy of a connection
 # keeps a connection-bound lock alive after dlock is gone.
-list_fds='ls /proc/$$/fd | sort -n | tr "\n" " "'
-sh -c "$list_fds" >"$work/fds-direct"
-"$dlock" run "$DLOCK_REDIS_URI" "$name" -- sh -c "$list_fds" >"$work/fds-run" 2>"$work/err" || fail "fds: dlock run failed"
-[[ $(cat "$work/fds-run") == "$(cat "$work/fds-direct")" ]] && ok "the command has the descriptors dlock was given" ||
-  fail "the command has descriptors '$(cat "$work/fds-run")', run directly '$(cat "$work/fds-direct")'"
+# Compared: the sockets the command holds, and those this script holds (and so passes on).
+list_sockets='for f in /proc/$$/fd/*; do readlink "$f"; done | grep "^socket:" | sort'
+eval "$list_sockets" >"$work/sockets-given"
+"$dlock" run "$DLOCK_REDIS_URI" "$name" -- sh -c "$list_sockets" >"$work/sockets-run" 2>"$work/err" ||
+  fail "sockets: dlock run failed"
+extra=$(comm -23 "$work/sockets-run" "$work/sockets-given" | tr '\n' ' ')
+[[ -z $extra ]] && ok "the command holds no socket of dlock's" || fail "the command holds dlock's sockets: $extra"
 
 # ---- the server is down when dlock starts and back within --wait: connecting is part of the
 # wait, so dlock gets the lock instead of exiting 69 at once.
