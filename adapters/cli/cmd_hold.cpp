@@ -49,6 +49,7 @@ int cmd_hold(const arguments& argv) {
       while (::read(events.read_fd(), &e, 1) == 1) {
         if (e == event_pipe::lost) {
           std::fprintf(stderr, "dlock: lock '%s' lost (%s)\n", lock->name().data(), held.lost_reason().message().c_str());
+          discard_lost(held);
           return exit_software;
         }
         if (e == SIGTERM || e == SIGINT || e == SIGHUP) done = true;

@@ -103,6 +103,7 @@ int cmd_run(const arguments& argv) {
       group.terminate(request.grace);
       std::fprintf(stderr, "dlock: lock '%s' lost (%s); killed %s and its process group\n",
                    std::string(lock->name()).c_str(), held.lost_reason().message().c_str(), program.c_str());
+      discard_lost(held);
       return exit_software;
     }
   }

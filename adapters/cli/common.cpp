@@ -285,6 +285,8 @@ void exit_if_interrupted(lease& held, const char* verb, const std::string& name)
   exit_interrupted(interrupted_by, verb, name);
 }
 
+void discard_lost(lease& held) { release_quietly(held); }
+
 std::string token_text(const lease& l) {
   auto t = l.fencing_token();
   return t ? std::to_string(*t) : std::string("-");

@@ -68,6 +68,10 @@ held_lock open_and_acquire(const lock_request& request, const char* verb);
 // releases the lease and ends the process as open_and_acquire does. Other events stay queued.
 void exit_if_interrupted(lease& held, const char* verb, const std::string& name);
 
+// After the loss was reported: the release the lease's destructor would try can only find the
+// lock gone, and would report that once more as a background error.
+void discard_lost(lease& held);
+
 std::string token_text(const lease& l);  // the fencing token, or "-"
 
 // The process's self-pipe: signal handlers and other threads write one byte per event.
