@@ -87,7 +87,12 @@ try:
     else:
         check("the command started", False)
 
-    run("ctrl-c", "echo ready; sleep 30")
+    # The process that says "ready" is the one Ctrl-C must end, with SIGINT's default action
+    # from before it says so: a shell between two commands may swallow a SIGINT (dash catches it
+    # while it waits for a child) and would make this check flaky.
+    python = shlex.quote(sys.executable)
+    run("ctrl-c", f"exec {python} -c 'import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  f"print(\"ready\", flush=True); time.sleep(30)'")
     if expect(b"ready"):
         os.write(fd, b"\x03")  # Ctrl-C
         status(130, "Ctrl-C")
