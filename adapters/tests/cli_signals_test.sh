@@ -73,8 +73,9 @@ grandchild_check() {
   [[ ! -e $work/$1.late ]] || fail "$2: the grandchild wrote after the lock was gone"
 }
 
-# ---- item 9: the lease is lost (memory://, no watchdog: it runs out after 1 s).
-"$dlock" run "memory://?ttl=1s&watchdog=false" "$name" --grace 500ms -- sh "$work/grandchild.sh" "$work/lost" \
+# ---- item 9: the lease is lost (memory://, no watchdog: it runs out after 2 s, ample time for
+# the grandchild to start even on a loaded machine).
+"$dlock" run "memory://?ttl=2s&watchdog=false" "$name" --grace 500ms -- sh "$work/grandchild.sh" "$work/lost" \
   >"$work/out" 2>"$work/err"
 st=$?
 [[ $st -eq 70 ]] && ok "lost lease: exit 70" || { fail "lost lease: exit $st, expected 70"; cat "$work/err"; }
