@@ -18,6 +18,7 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "dlock/dlock.hpp"
 
 namespace dlock::cli {
@@ -69,19 +70,21 @@ struct alignas(64) name_slot {
 }  // namespace
 
 int cmd_bench(const arguments& argv) {
-  const args a(argv, {"threads", "names", "duration"}, {"help", "json"});
+  const args a(argv, {"threads", "names", "duration", "uri-file"}, {"help", "json"});
   if (a.flag("help")) {
-    std::puts("usage: dlock bench URI [--threads N] [--names K] [--duration D] [--json]\n"
+    std::puts("usage: dlock bench [URI] [--uri-file PATH] [--threads N] [--names K] [--duration D] [--json]\n"
+              "(the URI from the command line, --uri-file PATH, or DLOCK_URI)\n"
               "N threads (default 1), thread i on name i % K (default K = N), blocking acquire+release\n"
               "cycles for D (default 2s). Prints cycles/s, p50/p99/p999 of one cycle, and the handoff\n"
               "time (release -> next holder) when K < N.");
     return 0;
   }
-  if (a.positional().size() != 1) throw usage_error("expected URI");
+  const auto uri = take_uri(a, 0, "expected one URI").uri;
+  if (!uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
   const auto threads = static_cast<int>(a.integer("threads", 1, 1, 1024));
   const auto names = static_cast<int>(a.integer("names", threads, 1, 1 << 20));
   const auto duration = a.duration("duration").value_or(std::chrono::seconds(2));
-  auto backend = dlock::open(a.positional()[0]);
+  auto backend = dlock::open(*uri);
   const std::string prefix = "dlock-bench/" + std::to_string(::getpid()) + "/";
 
   std::vector<name_slot> slots(static_cast<std::size_t>(names));
@@ -110,7 +113,7 @@ int cmd_bench(const arguments& argv) {
           cyc.add(static_cast<std::uint64_t>(std::chrono::nanoseconds(clock::now() - t0).count()));
         }
       } catch (const std::exception& e) {
-        if (failures++ == 0) std::fprintf(stderr, "dlock bench: %s\n", e.what());
+        if (failures++ == 0) std::fprintf(stderr, "dlock bench: %s\n", scrub_secrets(e.what()).c_str());
       }
     });
   }

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <string_view>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -21,7 +22,10 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "dlock/dlock.hpp"
+
+extern char** environ;
 
 namespace dlock::cli {
 namespace {
@@ -88,13 +92,21 @@ outcome run_sale(const std::string& uri, const fs::path& dir, int workers, long 
       });
     for (auto& t : pool) t.join();
   } else {
+    // The URI goes to the workers in their environment, not on their command line, where `ps`
+    // would show its password. Prepared before fork: after it, only async-signal-safe calls.
     const std::string self = self_executable();
+    std::vector<std::string> env_storage = {std::string(uri_environment_variable) + "=" + uri};
+    for (char** e = environ; *e; ++e)
+      if (std::string_view(*e).rfind(std::string(uri_environment_variable) + "=", 0) != 0) env_storage.emplace_back(*e);
+    std::vector<char*> envp;
+    for (auto& s : env_storage) envp.push_back(s.data());
+    envp.push_back(nullptr);
     std::vector<pid_t> pids;
     for (int w = 0; w < workers; ++w) {
       const pid_t pid = ::fork();
       if (pid == 0) {
-        ::execl(self.c_str(), self.c_str(), "demo-worker", uri.c_str(), dir.c_str(), locked ? "locked" : "unlocked",
-                static_cast<char*>(nullptr));
+        const char* argv[] = {self.c_str(), "demo-worker", dir.c_str(), locked ? "locked" : "unlocked", nullptr};
+        ::execve(self.c_str(), const_cast<char* const*>(argv), envp.data());
         ::_exit(127);
       }
       pids.push_back(pid);
@@ -133,30 +145,31 @@ void print(const char* title, const outcome& o, long stock) {
 
 int cmd_demo_worker(const arguments& argv) {
   const args a(argv, {}, {});
-  if (a.positional().size() != 3) throw usage_error("internal: expected URI DIR locked|unlocked");
-  const bool locked = a.positional()[2] == "locked";
+  const auto [uri, operands] = take_uri(a, 2, "internal: expected [URI] DIR locked|unlocked");
+  if (!uri) throw usage_error("internal: no URI in DLOCK_URI");
+  const bool locked = operands[1] == "locked";
   std::unique_ptr<distributed_lock> lock;
   std::shared_ptr<backend> b;
   if (locked) {
-    b = dlock::open(a.positional()[0]);
+    b = dlock::open(*uri);
     lock = b->make_lock(lock_name);
   }
-  sell_until_sold_out(lock.get(), a.positional()[1], "pid-" + std::to_string(::getpid()));
+  sell_until_sold_out(lock.get(), operands[0], "pid-" + std::to_string(::getpid()));
   return 0;
 }
 
 int cmd_demo(const arguments& argv) {
-  const args a(argv, {"workers", "stock"}, {"help"});
+  const args a(argv, {"workers", "stock", "uri-file"}, {"help"});
   if (a.flag("help")) {
-    std::printf("usage: dlock demo [URI] [--workers N] [--stock S]\n"
+    std::printf("usage: dlock demo [URI] [--uri-file PATH] [--workers N] [--stock S]\n"
                 "the flash-sale demo: N workers (default 4) sell S items (default 100) from a shared file,\n"
-                "first under the lock NAME '%s' on URI (default %s), then without it.\n"
+                "first under the lock NAME '%s' on URI (or --uri-file PATH, or DLOCK_URI; default %s),\n"
+                "then without it.\n"
                 "exit 0 when the locked run sold exactly the stock.\n",
                 lock_name, default_uri);
     return 0;
   }
-  if (a.positional().size() > 1) throw usage_error("expected at most one URI");
-  const std::string uri = a.positional().empty() ? default_uri : a.positional()[0];
+  const std::string uri = take_uri(a, 0, "expected at most one URI").uri.value_or(default_uri);
   const int workers = static_cast<int>(a.integer("workers", 4, 1, 256));
   const long stock = a.integer("stock", 100, 1, 1'000'000);
   auto backend = dlock::open(uri);  // fails early (exit 64/69) on a bad URI or unreachable server

@@ -1,4 +1,4 @@
-// dlock hold URI NAME [--wait D] [--ttl D]: the conformance suite's taker in another process.
+// dlock hold [URI] NAME [--wait D] [--ttl D]: the conformance suite's taker in another process.
 // Prints "acquired <token|->", then holds until stdin closes or SIGTERM/SIGINT, then releases.
 #include <csignal>
 #include <cstdio>
@@ -14,20 +14,26 @@
 namespace dlock::cli {
 
 int cmd_hold(const arguments& argv) {
-  const args a(argv, {"wait", "ttl"}, {"help"});
+  const args a(argv, {"wait", "ttl", "uri-file"}, {"help"});
   if (a.flag("help")) {
-    std::puts("usage: dlock hold URI NAME [--wait D] [--ttl D]\n"
-              "acquires the lock (waiting up to D; default forever; --wait 0 = one try), prints\n"
-              "'acquired <fencing token or ->', holds until stdin closes or SIGTERM, then releases.\n"
+    std::puts("usage: dlock hold [URI] NAME [--uri-file PATH] [--wait D] [--ttl D]\n"
+              "acquires the lock (waiting up to D, connecting included; default forever; --wait 0 =\n"
+              "one try), prints 'acquired <fencing token or ->', holds until stdin closes or SIGTERM,\n"
+              "then releases.\n"
+              "The URI may come from --uri-file PATH or the environment variable DLOCK_URI instead.\n"
+              "SIGINT/SIGTERM while waiting: exit 130/143 without acquiring.\n"
               "exit: 0 released, 75 not acquired in time, 70 lost while held, 69 backend failure");
     return 0;
   }
-  if (a.positional().size() != 2 || a.has_command_separator()) throw usage_error("expected URI NAME");
+  const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME");
+  if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
+  if (a.has_command_separator()) throw usage_error("expected [URI] NAME, and no '-- CMD'");
+  const lock_request request{*uri, operands.front(), a.duration("ttl"), a.duration("wait")};
+  check_locally(request);  // before anything connects: a usage error is 64 even with the server down
   auto& events = event_pipe::instance();
   events.catch_signals();
-  auto lock = open_lock(a.positional()[0], a.positional()[1], a.duration("ttl"));
-  lease held = acquire_within(*lock, a.duration("wait"));
-  std::stop_callback on_lost(held.lost_token(), [&events] { events.post('L'); });
+  auto [lock, held] = open_and_acquire(request, "hold");
+  std::stop_callback on_lost(held.lost_token(), [&events] { events.post(event_pipe::lost); });
   std::printf("acquired %s\n", token_text(held).c_str());
   std::fflush(stdout);
 
@@ -41,8 +47,9 @@ int cmd_hold(const arguments& argv) {
     if (fds[0].revents) {
       char e;
       while (::read(events.read_fd(), &e, 1) == 1) {
-        if (e == 'L') {
+        if (e == event_pipe::lost) {
           std::fprintf(stderr, "dlock: lock '%s' lost (%s)\n", lock->name().data(), held.lost_reason().message().c_str());
+          discard_lost(held);
           return exit_software;
         }
         if (e == SIGTERM || e == SIGINT || e == SIGHUP) done = true;

@@ -1,12 +1,13 @@
-// dlock run URI NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...: flock(1) for distributed
-// locks. Holds the lock while CMD runs (the core's watchdog renews renewable leases), forwards
-// SIGINT/SIGTERM/SIGHUP to CMD, and if the lease is lost kills CMD (SIGTERM, then SIGKILL after
-// the grace period) and exits 70: CMD must not go on believing it is alone.
-#include <cerrno>
+// dlock run [URI] NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...: flock(1) for distributed
+// locks. Holds the lock while CMD runs (the core's watchdog renews renewable leases). CMD runs as
+// a process group of its own that cannot outlive dlock (command_group.hpp): SIGINT/SIGTERM/SIGHUP
+// are forwarded to the whole group, and if the lease is lost the whole group is killed (SIGTERM,
+// then SIGKILL after the grace period) and dlock exits 70: no part of CMD may go on believing it
+// is alone. What is left of the group when CMD itself ends is stopped the same way before the
+// lock is released.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <poll.h>
 #include <stop_token>
 #include <string>
@@ -15,13 +16,27 @@
 #include <vector>
 
 #include "args.hpp"
+#include "command_group.hpp"
 #include "commands.hpp"
 #include "common.hpp"
 
-extern char** environ;
-
 namespace dlock::cli {
 namespace {
+
+constexpr const char* run_usage =
+    "usage: dlock run [URI] NAME [--uri-file PATH] [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
+    "runs CMD while holding the lock NAME on URI (like flock(1)).\n"
+    "  URI        the backend; or --uri-file PATH (a file holding the URI on one line), or the\n"
+    "             environment variable DLOCK_URI: keeps a password out of `ps`\n"
+    "  --wait D   wait at most D for the lock, connecting included (default: forever; 0 = one try)\n"
+    "  --ttl D    the lease's ttl on expiring backends (renewed by the watchdog)\n"
+    "  --grace D  after the lease is lost: SIGTERM to CMD's process group, SIGKILL after D (default 2s)\n"
+    "CMD runs in a process group of its own; signals go to the whole group, and the group is killed\n"
+    "when the lease is lost or dlock dies. CMD gets DLOCK_LOCK_NAME, and DLOCK_FENCING_TOKEN where\n"
+    "the backend has one: check it at the resource, the only defence when dlock is stopped (SIGSTOP).\n"
+    "SIGINT/SIGTERM while waiting for the lock: exit 130/143, CMD is not started.\n"
+    "exit: CMD's status (128+signal if killed), 64 usage, 69 backend failure,\n"
+    "      70 lock lost while CMD ran (CMD is killed), 75 not acquired in time";
 
 int status_of(int wstatus) {
   if (WIFEXITED(wstatus)) return WEXITSTATUS(wstatus);
@@ -29,105 +44,85 @@ int status_of(int wstatus) {
   return exit_software;
 }
 
-// Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
-pid_t spawn(const std::vector<std::string>& command, const std::vector<std::string>& extra_env) {
-  std::vector<char*> argv;
-  for (auto& s : command) argv.push_back(const_cast<char*>(s.c_str()));
-  argv.push_back(nullptr);
-  std::vector<std::string> env_storage(extra_env);
-  std::vector<char*> envp;
-  for (char** e = environ; *e; ++e) {
-    bool overridden = false;
-    for (auto& x : extra_env)
-      if (std::strncmp(*e, x.c_str(), x.find('=') + 1) == 0) overridden = true;
-    if (!overridden) envp.push_back(*e);
-  }
-  for (auto& s : env_storage) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork");
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    const char* msg = "dlock run: cannot execute the command\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, std::strlen(msg));
-    ::_exit(127);
-  }
-  return pid;
-}
+struct run_request {
+  lock_request lock;
+  std::chrono::milliseconds grace;
+  std::vector<std::string> command;
+};
 
-// Waits up to `grace` for the child; SIGKILL after that. Returns its wait status.
-int reap_within(pid_t pid, std::chrono::milliseconds grace) {
-  const auto deadline = std::chrono::steady_clock::now() + grace;
-  int wstatus = 0;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (::waitpid(pid, &wstatus, WNOHANG) == pid) return wstatus;
-    ::usleep(10'000);
-  }
-  ::kill(pid, SIGKILL);
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  return wstatus;
+// Every argument is checked here, before anything connects: a typo is a usage error (64) even
+// when the server is down, never a backend error (69).
+run_request parse(const args& a) {
+  const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME -- CMD ARGS...");
+  if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
+  if (!a.has_command_separator() || a.command().empty()) throw usage_error("expected '-- CMD ARGS...' after NAME");
+  run_request r{{*uri, operands.front(), a.duration("ttl"), a.duration("wait")},
+                a.duration("grace").value_or(std::chrono::seconds(2)),
+                a.command()};
+  check_locally(r.lock);
+  return r;
 }
 
 }  // namespace
 
 int cmd_run(const arguments& argv) {
-  const args a(argv, {"wait", "ttl", "grace"}, {"help"});
+  const args a(argv, {"wait", "ttl", "grace", "uri-file"}, {"help"});
   if (a.flag("help")) {
-    std::puts("usage: dlock run URI NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
-              "runs CMD while holding the lock NAME on URI (like flock(1)).\n"
-              "  --wait D   wait at most D for the lock (default: forever; 0 = one try)\n"
-              "  --ttl D    the lease's ttl on expiring backends (renewed by the watchdog)\n"
-              "  --grace D  after the lease is lost: SIGTERM, then SIGKILL after D (default 2s)\n"
-              "CMD gets DLOCK_FENCING_TOKEN where the backend has one, and DLOCK_LOCK_NAME.\n"
-              "exit: CMD's status (128+signal if killed), 64 usage, 69 backend failure,\n"
-              "      70 lock lost while CMD ran (CMD is killed), 75 not acquired in time");
+    std::puts(run_usage);
     return 0;
   }
-  if (a.positional().size() != 2) throw usage_error("expected URI NAME -- CMD ARGS...");
-  if (!a.has_command_separator() || a.command().empty()) throw usage_error("expected '-- CMD ARGS...' after URI NAME");
-  const auto grace = a.duration("grace").value_or(std::chrono::seconds(2));
+  const run_request request = parse(a);
+  const std::string& program = request.command.front();
 
   auto& events = event_pipe::instance();
   events.catch_signals();
-  auto lock = open_lock(a.positional()[0], a.positional()[1], a.duration("ttl"));
-  lease held = acquire_within(*lock, a.duration("wait"));
-  std::stop_callback on_lost(held.lost_token(), [&events] { events.post('L'); });
+  auto [lock, held] = open_and_acquire(request.lock, "run");
+  std::stop_callback on_lost(held.lost_token(), [&events] { events.post(event_pipe::lost); });
 
   std::vector<std::string> env = {"DLOCK_LOCK_NAME=" + std::string(lock->name())};
   if (auto t = held.fencing_token()) env.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(*t));
-  const pid_t child = spawn(a.command(), env);
+  exit_if_interrupted(held, "run", request.lock.name);  // the last moment before anything starts
+  command_group group(request.command, env);
 
-  int wstatus = 0;
   pollfd fd{events.read_fd(), POLLIN, 0};
+  bool signalled = false;  // a forwarded signal is on its way to the whole group
   for (;;) {
-    if (::waitpid(child, &wstatus, WNOHANG) == child) break;
-    if (::poll(&fd, 1, 1000) <= 0) continue;  // the timeout re-checks the child, should SIGCHLD race
+    if (group.reap()) break;
+    group.follow_terminal_stop();
+    if (::poll(&fd, 1, 1000) <= 0) continue;  // the timeout re-checks the group, should SIGCHLD race
     char e;
     bool lost = false;
     while (::read(events.read_fd(), &e, 1) == 1) {
-      if (e == 'L') lost = true;
-      if (e == SIGINT || e == SIGTERM || e == SIGHUP) ::kill(child, e);
+      if (e == event_pipe::lost) lost = true;
+      if (is_termination_signal(e)) {
+        group.signal(e);
+        signalled = true;
+      }
     }
     if (lost) {
-      ::kill(child, SIGTERM);
-      reap_within(child, grace);
-      std::fprintf(stderr, "dlock: lock '%s' lost (%s); killed %s\n", std::string(lock->name()).c_str(),
-                   held.lost_reason().message().c_str(), a.command().front().c_str());
+      group.terminate(request.grace);
+      std::fprintf(stderr, "dlock: lock '%s' lost (%s); killed %s and its process group\n",
+                   std::string(lock->name()).c_str(), held.lost_reason().message().c_str(), program.c_str());
+      discard_lost(held);
       return exit_software;
     }
+  }
+  if (!group.empty()) {
+    // Its children must not work on without the lock: stopped before it is released.
+    if (!signalled)
+      std::fprintf(stderr,
+                   "dlock: %s exited while processes it started still ran; stopping them before releasing lock '%s'\n",
+                   program.c_str(), std::string(lock->name()).c_str());
+    group.terminate(request.grace);
   }
   std::error_code ec;
   held.release(ec);
   if (ec) {
     std::fprintf(stderr, "dlock: lock '%s' was no longer ours when %s finished (%s): its work was not protected\n",
-                 std::string(lock->name()).c_str(), a.command().front().c_str(), last_error_message().c_str());
+                 std::string(lock->name()).c_str(), program.c_str(), last_error_message().c_str());
     return exit_software;
   }
-  return status_of(wstatus);
+  return status_of(*group.reap());
 }
 
 }  // namespace dlock::cli

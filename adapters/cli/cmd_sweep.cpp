@@ -1,18 +1,19 @@
-// dlock sweep URI: deletes the expired lock records a backend's server keeps (the SQL table
+// dlock sweep [URI]: deletes the expired lock records a backend's server keeps (the SQL table
 // schemes' expired rows, also those other tools wrote; with fair=true, dead waiters) through
 // backend::sweep_expired. Backends whose server expires records itself have nothing to sweep.
 #include <cstdio>
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "dlock/dlock.hpp"
 
 namespace dlock::cli {
 
 int cmd_sweep(const arguments& argv) {
-  const args a(argv, {}, {"help"});
+  const args a(argv, {"uri-file"}, {"help"});
   if (a.flag("help")) {
-    std::puts("usage: dlock sweep URI\n"
+    std::puts("usage: dlock sweep [URI] [--uri-file PATH]  (or the URI in DLOCK_URI)\n"
               "deletes the expired lock records the backend's server keeps (e.g. expired rows of the\n"
               "postgres+index / mysql+index table, also rows other tools wrote; dead waiters with\n"
               "fair=true; expired grants of the version schemes are freed, their rows kept). Live\n"
@@ -21,8 +22,10 @@ int cmd_sweep(const arguments& argv) {
               "exit: 0 done, 64 usage error, 69 backend failure");
     return 0;
   }
-  if (a.positional().size() != 1 || a.has_command_separator()) throw usage_error("expected URI");
-  auto backend = dlock::open(a.positional()[0]);  // dlock::error -> exit 64 (bad URI) / 69 (unreachable)
+  const auto uri = take_uri(a, 0, "expected one URI").uri;
+  if (!uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
+  if (a.has_command_separator()) throw usage_error("expected one URI, and no '-- CMD'");
+  auto backend = dlock::open(*uri);  // dlock::error -> exit 64 (bad URI) / 69 (unreachable)
   const auto target = backend->sweep_target();
   if (target.empty()) {
     std::printf("nothing to sweep: %s keeps no expired lock records (its server expires them, or a lock lives "

@@ -1,28 +1,291 @@
 #include "common.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <mutex>
+#include <poll.h>
+#include <sstream>
+#include <thread>
 #include <unistd.h>
 
 namespace dlock::cli {
+namespace {
 
-std::unique_ptr<distributed_lock> open_lock(const std::string& uri, const std::string& name,
-                                            std::optional<std::chrono::milliseconds> ttl) {
-  auto backend = dlock::open(uri);
-  lock_options options = backend->default_options();
-  if (ttl) options.ttl = *ttl;
-  // The lock keeps what it needs of the backend (backends hand their locks a shared_ptr).
-  return backend->make_lock(name, options);
+// The URI texts this process was given (argv, file or environment), for scrub_secrets.
+std::vector<std::string>& given_uris() {
+  static std::vector<std::string> uris;
+  return uris;
 }
 
-lease acquire_within(distributed_lock& lock, std::optional<std::chrono::milliseconds> wait) {
-  if (!wait) return lock.acquire();
-  lease l = wait->count() == 0 ? lock.try_acquire() : lock.try_acquire_for(*wait);
+void replace_all(std::string& text, const std::string& what, const std::string& with) {
+  if (what.empty()) return;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
+    text.replace(at, what.size(), with);
+}
+
+// Replaces `secret` where it stands as a token of its own (no letter or digit right before or
+// after it): a short password such as "p" must not turn "parameter" into "***arameter".
+void replace_secret(std::string& text, const std::string& secret) {
+  if (secret.empty()) return;
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (auto at = text.find(secret); at != std::string::npos;) {
+    const auto end = at + secret.size();
+    const bool standalone = (at == 0 || !alnum(text[at - 1])) && (end == text.size() || !alnum(text[end]));
+    if (standalone) {
+      text.replace(at, secret.size(), "***");
+      at = text.find(secret, at + 3);
+    } else {
+      at = text.find(secret, at + 1);
+    }
+  }
+}
+
+// The part of `raw` that redaction hid: what lies between the common prefix and suffix of the two.
+std::string hidden_part(const std::string& raw, const std::string& redacted) {
+  std::size_t prefix = 0;
+  while (prefix < raw.size() && prefix < redacted.size() && raw[prefix] == redacted[prefix]) ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < raw.size() - prefix && suffix < redacted.size() - prefix &&
+         raw[raw.size() - 1 - suffix] == redacted[redacted.size() - 1 - suffix])
+    ++suffix;
+  return raw.substr(prefix, raw.size() - prefix - suffix);
+}
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+// The file's content must be exactly one URI: a file meant for something else, or two URIs,
+// is refused rather than guessed at. The message names the file, never its content.
+std::string read_uri_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw usage_error("--uri-file " + path + ": cannot read it (" + std::strerror(errno) + ")");
+  std::ostringstream content;
+  content << in.rdbuf();
+  const std::string uri = trimmed(content.str());
+  if (uri.empty()) throw usage_error("--uri-file " + path + " is empty; expected one line holding the URI");
+  if (uri.find_first_of("\r\n") != std::string::npos)
+    throw usage_error("--uri-file " + path + " holds more than one line; expected one line holding the URI");
+  return uri;
+}
+
+std::string remember(std::string uri) {
+  given_uris().push_back(uri);
+  return uri;
+}
+
+[[noreturn]] void exit_interrupted(int sig, const char* verb, const std::string& name) {
+  std::fprintf(stderr, "dlock %s: %s while waiting for lock '%s': gave up waiting%s\n", verb, strsignal(sig),
+               name.c_str(), std::strcmp(verb, "run") == 0 ? "; the command was not started" : "");
+  std::fflush(nullptr);
+  ::_exit(128 + sig);
+}
+
+// Signals are answered by the main thread alone: the helper thread (and the library threads it
+// starts, which inherit its mask) would otherwise see EINTR in the middle of a server call.
+void block_termination_signals_in_this_thread() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&set, sig);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// A lease that is ours already must not outlive an interruption: released before exiting.
+// Releasing a lease that is no longer ours fails harmlessly.
+void release_quietly(lease& held) {
+  std::error_code ignored;
+  if (held) held.release(ignored);
+}
+
+}  // namespace
+
+uri_and_operands take_uri(const args& a, std::size_t operands, const std::string& expected) {
+  const auto& positional = a.positional();
+  const auto uri_file = a.get("uri-file");
+  uri_and_operands result;
+  if (positional.size() == operands + 1) {
+    if (uri_file) throw usage_error("a URI on the command line and --uri-file " + *uri_file + ": give only one");
+    result.uri = remember(positional.front());
+    result.operands.assign(positional.begin() + 1, positional.end());
+    return result;
+  }
+  if (positional.size() != operands) throw usage_error(expected);
+  result.operands = positional;
+  if (uri_file) {
+    result.uri = remember(read_uri_file(*uri_file));
+  } else if (const char* env = std::getenv(uri_environment_variable); env && *env) {
+    result.uri = remember(env);
+  }
+  return result;
+}
+
+std::string redact_for_message(const std::string& uri_text) {
+  std::string redacted = redact_uri_text(uri_text);
+  if (redacted != uri_text) return redacted;
+  // Not recognised as a URI with a password (no "://"): hide whatever could be one.
+  const auto at = uri_text.rfind('@');
+  const auto colon = uri_text.find(':');
+  if (at == std::string::npos || colon == std::string::npos || colon > at) return uri_text;
+  return uri_text.substr(0, colon + 1) + "***" + uri_text.substr(at);
+}
+
+std::string scrub_secrets(std::string message) {
+  for (const auto& raw : given_uris()) {
+    const std::string redacted = redact_for_message(raw);
+    if (redacted == raw) continue;
+    replace_all(message, raw, redacted);
+    replace_secret(message, hidden_part(raw, redacted));
+    try {  // the password as the library decoded it (percent-escapes) may be printed that way
+      if (auto password = uri::parse(raw).password()) replace_secret(message, *password);
+    } catch (const error&) {
+    }
+  }
+  return message;
+}
+
+void check_locally(const lock_request& request) {
+  if (request.name.empty()) throw usage_error("the lock NAME is empty; expected a name of at least one byte");
+  if (request.ttl && request.ttl->count() <= 0)
+    throw usage_error("--ttl must be positive; got " + format_duration(*request.ttl));
+  // The registry checks the scheme and the query keys before it connects; this also checks the
+  // values of the common keys and the ttl they must fit.
+  lock_options options = parse_common_options(uri::parse(request.uri));
+  if (request.ttl) options.ttl = *request.ttl;
+  if (options.renew_every && *options.renew_every >= options.ttl)
+    throw usage_error("the URI's renew=" + format_duration(*options.renew_every) + " must be shorter than the ttl (" +
+                      format_duration(options.ttl) + ")");
+}
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::unique_ptr<distributed_lock> open_lock(const lock_request& request) {
+  auto backend = dlock::open(request.uri);
+  lock_options options = backend->default_options();
+  if (request.ttl) options.ttl = *request.ttl;
+  // The lock keeps what it needs of the backend (backends hand their locks a shared_ptr).
+  return backend->make_lock(request.name, options);
+}
+
+// Connecting is part of the wait: with --wait, a server that cannot be reached (restarting, not
+// up yet) is tried again until the deadline, and only then is it exit 69. Without --wait, the
+// first failure is final: a wrong host must not look like a long wait for the lock.
+std::unique_ptr<distributed_lock> open_lock_until(const lock_request& request, std::optional<steady::time_point> deadline) {
+  auto pause = std::chrono::milliseconds(100);
+  for (;;) {
+    try {
+      return open_lock(request);
+    } catch (const error& e) {
+      const auto now = steady::now();
+      if (e.code() != errc::backend_unavailable || !deadline || now >= *deadline) throw;
+      std::this_thread::sleep_for(std::min<steady::duration>(pause, *deadline - now));
+      pause = std::min(pause * 2, std::chrono::milliseconds(2000));
+    }
+  }
+}
+
+lease acquire_until(distributed_lock& lock, std::optional<std::chrono::milliseconds> wait,
+                    std::optional<steady::time_point> deadline) {
+  if (!deadline) return lock.acquire();
+  lease l = lock.try_acquire_until(*deadline);  // a deadline already passed: one try
   if (!l)
     throw error(errc::timeout, "lock '" + std::string(lock.name()) + "' is held by someone else; gave up after " +
                                    (wait->count() == 0 ? std::string("one try") : format_duration(*wait)));
   return l;
 }
+
+}  // namespace
+
+// The core's waits cannot be interrupted, so the wait runs on a helper thread with the caller's
+// whole deadline (no slicing: a sliced wait would restart the polling backoff, i.e. poll the
+// server more often, and give up a fair backend's place in its queue at every slice), and this
+// thread waits for either its result or a signal. On a signal the process ends at once: what the
+// pending wait leaves on the server is what any waiter that dies leaves, and the servers clean it
+// up when our connections close (a ZooKeeper queue node at the end of the session timeout). A
+// grant the helper thread has already handed over is released first; only a grant the server
+// makes in the instant of the signal, before the helper thread hands it over, is left to expire
+// by its ttl, as after a crash.
+held_lock open_and_acquire(const lock_request& request, const char* verb) {
+  struct attempt {
+    std::mutex mutex;
+    bool done = false;
+    held_lock result;
+    std::exception_ptr failure;
+  };
+  auto& events = event_pipe::instance();
+  auto shared = std::make_shared<attempt>();
+  std::thread helper([shared, &request, &events] {
+    block_termination_signals_in_this_thread();
+    held_lock got;
+    std::exception_ptr failure;
+    try {
+      std::optional<steady::time_point> deadline;
+      if (request.wait) deadline = distributed_lock::deadline_after(*request.wait);
+      got.lock = open_lock_until(request, deadline);
+      got.held = acquire_until(*got.lock, request.wait, deadline);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    {
+      const std::lock_guard guard(shared->mutex);
+      shared->result = std::move(got);
+      shared->failure = failure;
+      shared->done = true;
+    }
+    events.post(event_pipe::acquired);
+  });
+
+  pollfd fd{events.read_fd(), POLLIN, 0};
+  int interrupted_by = 0;
+  for (bool done = false; !done;) {
+    if (::poll(&fd, 1, -1) < 0) continue;  // EINTR: the handler has written its byte
+    char e;
+    while (::read(events.read_fd(), &e, 1) == 1) {
+      if (e == event_pipe::acquired) done = true;
+      if (is_termination_signal(e) && !interrupted_by) interrupted_by = e;
+    }
+    if (interrupted_by && !done) {
+      const std::lock_guard guard(shared->mutex);
+      if (shared->done) break;  // handed over meanwhile: join, release, then exit below
+      exit_interrupted(interrupted_by, verb, request.name);
+    }
+  }
+  helper.join();
+  if (interrupted_by) {  // the signal came with the result: start nothing all the same
+    release_quietly(shared->result.held);
+    exit_interrupted(interrupted_by, verb, request.name);
+  }
+  if (shared->failure) std::rethrow_exception(shared->failure);
+  return std::move(shared->result);
+}
+
+void exit_if_interrupted(lease& held, const char* verb, const std::string& name) {
+  auto& events = event_pipe::instance();
+  std::string others;  // put back: the caller's loop reads them
+  int interrupted_by = 0;
+  for (char e; ::read(events.read_fd(), &e, 1) == 1;) {
+    if (is_termination_signal(e))
+      interrupted_by = interrupted_by ? interrupted_by : e;
+    else
+      others += e;
+  }
+  for (char e : others) events.post(e);
+  if (!interrupted_by) return;
+  release_quietly(held);
+  exit_interrupted(interrupted_by, verb, name);
+}
+
+void discard_lost(lease& held) { release_quietly(held); }
 
 std::string token_text(const lease& l) {
   auto t = l.fencing_token();
@@ -55,5 +318,7 @@ void event_pipe::catch_signals() {
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) ::sigaction(sig, &sa, nullptr);
 }
+
+bool is_termination_signal(int sig) noexcept { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
 
 }  // namespace dlock::cli

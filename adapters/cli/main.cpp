@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include "args.hpp"
+#include "command_group.hpp"
 #include "commands.hpp"
+#include "common.hpp"
 #include "dlock/error.hpp"
 
 namespace {
@@ -17,7 +19,8 @@ constexpr const char* usage_text =
     "\n"
     "commands:\n"
     "  run URI NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
-    "                      run CMD while holding the lock (like flock(1)); kills CMD if the lease is lost\n"
+    "                      run CMD while holding the lock (like flock(1)); kills CMD's process group\n"
+    "                      if the lease is lost or dlock dies\n"
     "  hold URI NAME [--wait D] [--ttl D]\n"
     "                      acquire, print 'acquired <token|->', hold until stdin closes or SIGTERM\n"
     "  backends [--markdown]\n"
@@ -29,16 +32,19 @@ constexpr const char* usage_text =
     "  sweep URI           delete the expired lock records the server keeps (SQL table schemes:\n"
     "                      expired rows, also other tools'); live locks are never touched\n"
     "\n"
+    "URI: every command taking one also reads it from '--uri-file PATH' (one line) or, when neither\n"
+    "     is on the command line, from the environment variable DLOCK_URI: keeps passwords out of ps\n"
     "durations: 500ms, 2s, 1.5s, 1m ('--wait 0' = one try)\n"
     "exit status: the command's own status (run), or\n"
     "  64 usage error   69 backend unreachable or failing   70 lock lost while running\n"
-    "  75 could not get the lock in time\n"
+    "  75 could not get the lock in time   130/143 SIGINT/SIGTERM while waiting for it\n"
     "'dlock <command> --help' shows the command's usage.\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace dlock::cli;
+  remember_inherited_fds();  // before anything of dlock's own is opened
   if (argc < 2) {
     std::fputs(usage_text, stderr);
     return exit_usage;
@@ -54,17 +60,19 @@ int main(int argc, char** argv) {
       {"sweep", cmd_sweep}};
   auto it = commands.find(command);
   if (it == commands.end()) {
-    std::fprintf(stderr, "dlock: unknown command '%s'\n%s", command.c_str(), usage_text);
+    // Redacted: a URI typed where the command belongs must not show its password.
+    std::fprintf(stderr, "dlock: unknown command '%s'\n%s", redact_for_message(command).c_str(), usage_text);
     return exit_usage;
   }
   const arguments rest(argv + 2, argv + argc);
   try {
     return it->second(rest);
   } catch (const usage_error& e) {
-    std::fprintf(stderr, "dlock %s: %s\n(see 'dlock %s --help')\n", command.c_str(), e.what(), command.c_str());
+    std::fprintf(stderr, "dlock %s: %s\n(see 'dlock %s --help')\n", command.c_str(), scrub_secrets(e.what()).c_str(),
+                 command.c_str());
     return exit_usage;
   } catch (const dlock::error& e) {
-    std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), e.what());
+    std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), scrub_secrets(e.what()).c_str());
     if (e.code() == dlock::errc::invalid_uri || e.code() == dlock::errc::unknown_scheme ||
         e.code() == dlock::errc::invalid_name || e.code() == dlock::errc::invalid_argument)
       return exit_usage;
@@ -72,7 +80,7 @@ int main(int argc, char** argv) {
     if (e.code() == dlock::errc::lock_lost || e.code() == dlock::errc::not_owner) return exit_software;
     return exit_unavailable;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), e.what());
+    std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), scrub_secrets(e.what()).c_str());
     return exit_unavailable;
   }
 }
