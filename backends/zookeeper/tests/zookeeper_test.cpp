@@ -14,6 +14,8 @@
 #include <sstream>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <regex>
@@ -370,6 +372,146 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
   EXPECT_NE(run().find("waited"), std::string::npos) << "kazoo did not wait behind our node";
   held.release();
   EXPECT_NE(run().find("acquired"), std::string::npos) << "kazoo could not acquire after our release";
+}
+
+// ---- Other recipes in the same lock folder (issue 9, item 7): every node another recipe treats as a
+// contender excludes us, in sequence order, with real kazoo as the peer.
+
+TEST(zookeeper_sequence, EveryKnownRecipesNodesAreContendersInSequenceOrder) {
+  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__lock__0000000007"), 7);   // kazoo Lock, WriteLock
+  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__rlock__0000000008"), 8);  // kazoo ReadLock
+  EXPECT_EQ(zk::sequence_of("_c_0b4a7c48-1f1d-4b1e-9d1e-0123456789ab-__WRIT__0000000009"), 9);  // Curator RW lock
+  EXPECT_EQ(zk::sequence_of("_c_0b4a7c48-1f1d-4b1e-9d1e-0123456789ab-__READ__0000000010"), 10);
+  EXPECT_FALSE(zk::sequence_of("42")) << "a nested folder (name orders/42 under orders) is no contender";
+  EXPECT_FALSE(zk::sequence_of("x__lock__"));
+  const std::vector<std::string> mixed{"k__rlock__0000000004", "_c_u-lock-0000000002", "k__lock__0000000003",
+                                       "_c_v-__WRIT__0000000001", "folder"};
+  EXPECT_EQ(zk::lock_nodes_in_order(mixed), (std::vector<std::string>{"_c_v-__WRIT__0000000001", "_c_u-lock-0000000002",
+                                                                      "k__lock__0000000003", "k__rlock__0000000004"}));
+}
+
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// tests/kazoo_peer.py: a kazoo client holding `path` with one of kazoo's recipes until release()
+// (at the latest when the test ends, whatever it asserted).
+class kazoo_peer {
+ public:
+  kazoo_peer(const std::string& uri, const std::string& path, const std::string& kind, std::vector<std::string> extra_patterns = {})
+      : release_file_(std::filesystem::temp_directory_path() / (unique("kazoo-release") + ".flag")),
+        child_(arguments(uri, path, kind, extra_patterns)) {}
+  ~kazoo_peer() {
+    release();
+    (void)child_.wait(20s);
+    std::filesystem::remove(release_file_);
+  }
+  kazoo_peer(const kazoo_peer&) = delete;
+  kazoo_peer& operator=(const kazoo_peer&) = delete;
+
+  // Waits for the peer's "<event> <t>" line ("acquired", "released"): t in steady_seconds(), or nullopt.
+  std::optional<double> wait_for(std::string_view event, std::chrono::milliseconds timeout) {
+    const auto line = child_.read_line(timeout);
+    if (!line || !line->starts_with(std::string(event) + " ")) {
+      ADD_FAILURE() << "kazoo peer: expected '" << event << " <t>', got '" << line.value_or("<nothing>") << "'";
+      return std::nullopt;
+    }
+    return std::stod(line->substr(event.size() + 1));
+  }
+  void release() { std::ofstream(release_file_).put('\n'); }
+
+ private:
+  std::vector<std::string> arguments(const std::string& uri, const std::string& path, const std::string& kind,
+                                     const std::vector<std::string>& extra_patterns) const {
+    std::vector<std::string> argv{"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_peer.py",
+                                  dlock::uri::parse(uri).hosts()[0].to_string(), path, kind, release_file_.string()};
+    argv.insert(argv.end(), extra_patterns.begin(), extra_patterns.end());
+    return argv;
+  }
+
+  std::filesystem::path release_file_;
+  dlock::testing::child_process child_;
+};
+
+// Children of any kind: waiting on these does not depend on which ones the backend counts.
+void wait_for_children(zhandle_t* zh, const std::string& parent, std::size_t n) {
+  for (int i = 0; i < 1000 && children(zh, parent).size() < n; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(children(zh, parent).size(), n) << parent;
+}
+
+}  // namespace
+
+TEST(zookeeper_interop, KazooLockWriteLockAndReadLockHoldersExcludeUs) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri);
+  for (const std::string kind : {"lock", "write", "read"}) {
+    SCOPED_TRACE("kazoo " + kind);
+    const auto name = unique("kazoo-holds");
+    kazoo_peer peer(uri, zk::parent_path(root_of(uri), name), kind);
+    ASSERT_TRUE(peer.wait_for("acquired", 30s));
+    auto lock = b->make_lock(name);
+    EXPECT_FALSE(lock->try_acquire()) << "kazoo holds the lock, yet we got it too";
+    peer.release();
+    EXPECT_TRUE(lock->try_acquire_for(20s)) << "kazoo released, yet we could not acquire";
+  }
+}
+
+TEST(zookeeper_interop, CuratorReadWriteLockNodesExcludeUs) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri);
+  auto zh = raw_connect(uri);
+  for (const std::string marker : {"__READ__", "__WRIT__"}) {
+    SCOPED_TRACE(marker);
+    const auto name = unique("curator-rw");
+    const auto parent = zk::parent_path(root_of(uri), name);
+    ASSERT_TRUE(b->make_lock(name)->try_acquire());  // makes the parent folder
+    // What Curator's InterProcessReadWriteLock creates: protected ephemeral sequential nodes.
+    char created[512];
+    ASSERT_EQ(zoo_create(zh.get(), (parent + "/_c_0b4c2d1e-1111-2222-3333-444455556666-" + marker).c_str(), nullptr, -1,
+                         &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created),
+              ZOK);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a Curator " << marker << " node holds the lock, yet we got it";
+    ASSERT_EQ(zoo_delete(zh.get(), created, -1), ZOK);
+    EXPECT_TRUE(b->make_lock(name)->try_acquire());
+  }
+}
+
+// dlock holds, kazoo queues (with Curator's pattern, without which kazoo ignores our nodes), then a
+// second dlock client queues behind kazoo. Each grant must wait for the previous holder's release.
+TEST(zookeeper_interop, QueueOfDlockKazooDlockNeverHasTwoHolders) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto first_backend = dlock::open(uri), second_backend = dlock::open(uri);
+  const auto name = unique("kazoo-queue");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto zh = raw_connect(uri);
+  auto first = first_backend->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  kazoo_peer peer(uri, parent, "lock", {"-lock-"});
+  wait_for_children(zh.get(), parent, 2);
+  auto second_lock = second_backend->make_lock(name);
+  auto second = std::async(std::launch::async, [&] {
+    auto l = second_lock->try_acquire_for(60s);
+    return std::pair{std::move(l), steady_seconds()};
+  });
+  wait_for_children(zh.get(), parent, 3);
+  const auto first_released = steady_seconds();
+  first.release();
+  const auto kazoo_acquired = peer.wait_for("acquired", 30s);
+  ASSERT_TRUE(kazoo_acquired);
+  EXPECT_GT(*kazoo_acquired, first_released);
+  std::this_thread::sleep_for(1s);  // kazoo holds a while: a grant to the second client now is a double grant
+  peer.release();
+  const auto kazoo_released = peer.wait_for("released", 30s);
+  ASSERT_TRUE(kazoo_released);
+  auto [granted, granted_at] = second.get();
+  ASSERT_TRUE(granted) << "the second dlock client never got the lock";
+  EXPECT_GT(granted_at, *kazoo_released) << "the second dlock client was granted " << (*kazoo_released - granted_at)
+                                         << " s before kazoo released: two holders at once";
 }
 
 // --- the three-node ensemble ------------------------------------------------------------------
