@@ -85,6 +85,8 @@ int delete_own_node(session& s, const std::string& path) {
   }
 }
 
+class zk_lease;
+
 // The node a grant holds: shared by the reentrant leases of one lock object.
 struct held_node {
   std::shared_ptr<session> s;
@@ -93,13 +95,14 @@ struct held_node {
   // Recursive: a lost callback fires user stop-callbacks under it, and those may release.
   std::recursive_mutex mutex;
   unsigned count = 0;
-  std::vector<spi::lease_state*> live;  // every zk_lease of this node (registered in ctor/dtor)
+  std::vector<zk_lease*> live;  // every zk_lease of this node (registered in ctor/dtor)
 };
 
 class zk_lease final : public spi::lease_state {
  public:
-  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl)
-      : lease_state(std::move(name), ttl, clock::time_point::max()), node_(std::move(node)) {
+  // valid_until: the session's (session::valid_until), moved forward by extend_to.
+  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl, clock::time_point valid_until)
+      : lease_state(std::move(name), ttl, valid_until), node_(std::move(node)) {
     std::lock_guard guard(node_->mutex);
     node_->live.push_back(this);
   }
@@ -110,6 +113,8 @@ class zk_lease final : public spi::lease_state {
   std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(node_->czxid); }
   clientid_t client_id() const noexcept { return node_->s->client_id(); }
   zhandle_t* handle() const noexcept { return node_->s->handle(); }
+  // The server answered again: the session, and so our node, is safe until `until`.
+  void extend_to(clock::time_point until) noexcept { set_valid_until(until); }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
@@ -122,7 +127,16 @@ class zk_lease final : public spi::lease_state {
     lock.unlock();
     node_->s->unwatch_node(node_->path);
     if (lost()) {
-      set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': the lock was lost (session expired or node deleted)");
+      // Lost because the validity ran out, the session may have survived (the partition healed in
+      // time), node and all: it must go, or it would block the name for as long as the session
+      // lives. In the background, without waiting for a server that may be unreachable now (the
+      // session drops the work if it expires). Still not_owner: the work done since was not protected.
+      if (!node_->s->expired()) {
+        const auto slash = node_->path.rfind('/');
+        node_->s->delete_in_background(node_->path.substr(0, slash), node_->path.substr(slash + 1));
+      }
+      set_error(ec, errc::not_owner,
+                "zookeeper: release of '" + name() + "': the lock was lost (session expired or may have, or node deleted)");
       return;
     }
     const int rc = delete_own_node(*node_->s, node_->path);
@@ -168,7 +182,7 @@ class zk_lock final : public distributed_lock {
     if (node->count == 0) return nullptr;
     for (auto* other : node->live)
       if (other->lost()) return nullptr;  // a lost grant is not re-entered
-    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl);
+    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl, node->s->valid_until());
     ++node->count;
     return l;
   }
@@ -284,7 +298,9 @@ class zk_lock final : public distributed_lock {
       std::vector<std::string> children;
       bool final_look = false;
       for (;;) {
+        const auto asked = clock::now();
         rc = children_of(zh, parent_, children);
+        if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
         if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
         if (rc != ZOK) {
           give_up();
@@ -336,15 +352,24 @@ class zk_lock final : public distributed_lock {
     node->path = path;
     node->czxid = czxid;
     node->count = 1;
-    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl);
+    // The lease exists before its node is watched: a loss from the first instant reaches it.
+    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl, s->valid_until());
     std::weak_ptr<held_node> weak_node = node;
-    s->watch_node(path, [weak_node](std::error_code reason) {
-      if (auto n = weak_node.lock()) {
-        std::lock_guard guard(n->mutex);
-        const auto live = n->live;  // mark_lost may run callbacks that release and unregister
-        for (auto* l : live) l->mark_lost(reason);
-      }
-    });
+    s->watch_node(
+        path,
+        [weak_node](std::error_code reason) {
+          if (auto n = weak_node.lock()) {
+            std::lock_guard guard(n->mutex);
+            const auto live = n->live;  // mark_lost may run callbacks that release and unregister
+            for (auto* l : live) l->mark_lost(reason);
+          }
+        },
+        [weak_node](clock::time_point until) {
+          if (auto n = weak_node.lock()) {
+            std::lock_guard guard(n->mutex);
+            for (auto* l : n->live) l->extend_to(until);
+          }
+        });
     // The node itself: a deletion from outside (an operator, break_lock) is a lost lock. Not waited
     // for: acquire + release costs 3 round trips of latency (create, get_children, delete) + 1 pipelined.
     s->watch_own_node(path);

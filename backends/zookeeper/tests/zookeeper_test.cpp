@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <future>
 #include <mutex>
 #include <regex>
@@ -29,6 +30,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
+#include "dlock_test/tcp_proxy.hpp"
 #include "sequence.hpp"
 #include "zk_lock.hpp"
 
@@ -372,6 +374,70 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
   EXPECT_NE(run().find("waited"), std::string::npos) << "kazoo did not wait behind our node";
   held.release();
   EXPECT_NE(run().find("acquired"), std::string::npos) << "kazoo could not acquire after our release";
+}
+
+// ---- The holder is told no later than the server may expire its session (issue 9, item 4) ----
+
+// The lease's validity is the session's: the send time of the last request the server answered
+// plus the session timeout (minus drift), moved forward by every answer while the session is
+// healthy (heartbeats), never max() as if the grant could not expire.
+TEST(zookeeper_validity, LeaseValidityIsTheSessionDeadlineAndMovesWithEveryServerAnswer) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?session_timeout=2s");
+  const auto before = std::chrono::steady_clock::now();
+  auto held = b->make_lock(unique("validity"))->acquire();
+  const auto after = std::chrono::steady_clock::now();
+  const auto first = held.valid_until();
+  ASSERT_NE(first, std::chrono::steady_clock::time_point::max()) << "a ZooKeeper grant expires with its session";
+  EXPECT_GT(first, after) << "the grant was handed out already expired";
+  EXPECT_LE(first, after + 2s) << "validity beyond the session timeout from the request that granted it";
+  EXPECT_GT(held.remaining(), 0ms);
+  std::this_thread::sleep_for(2500ms);  // longer than the session timeout: only server answers keep it valid
+  EXPECT_TRUE(held.held()) << "a healthy session lost its lock: " << held.lost_reason().message();
+  EXPECT_GT(held.valid_until(), first + 1s) << "the validity did not move with the server's answers";
+  EXPECT_GT(held.remaining(), 0ms);
+}
+
+// A partition between holder and server (the tcp_proxy: nothing delivered, nothing closed). The
+// server expires the holder's session and gives the lock to a waiter connected directly; the
+// holder's lost_token must have fired before that grant returns, whatever the client noticed.
+TEST(zookeeper_validity, PartitionedHolderIsToldBeforeAnotherClientIsGranted) {
+  using clock = std::chrono::steady_clock;
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto server = dlock::uri::parse(uri).hosts().at(0);
+  dlock::testing::tcp_proxy proxy(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
+  auto holder_backend = dlock::open("zookeeper://" + proxy.address() + root_of(uri) + "?session_timeout=3s");
+  auto waiter_backend = dlock::open(uri + "?session_timeout=3s");
+  ASSERT_GT(proxy.connections_accepted(), 0u) << "the holder does not go through the proxy";
+  const auto name = unique("partition");
+  auto held = holder_backend->make_lock(name)->acquire();
+  std::atomic<clock::rep> lost_at{0};
+  std::stop_callback on_lost(held.lost_token(), [&] { lost_at = clock::now().time_since_epoch().count(); });
+  auto waiter_lock = waiter_backend->make_lock(name);
+  auto waiter = std::async(std::launch::async, [&] {
+    auto l = waiter_lock->try_acquire_for(30s);
+    return std::pair{std::move(l), clock::now()};
+  });
+  auto zh = raw_connect(uri);
+  wait_for_contenders(zh.get(), zk::parent_path(root_of(uri), name), 2);
+  const auto remaining_before = held.remaining();
+  dlock::testing::partition_guard cut(proxy);
+  const auto partitioned_at = clock::now();
+  auto [granted, granted_at] = waiter.get();
+  ASSERT_TRUE(granted) << "the waiter was not granted the lock after the holder's session expired";
+  const auto ms = [&](clock::time_point t) { return std::chrono::duration_cast<std::chrono::milliseconds>(t - partitioned_at).count(); };
+  const clock::time_point told(clock::duration(lost_at.load()));
+  ASSERT_NE(lost_at.load(), 0) << "the holder was not told at all by the time another client held the lock ("
+                               << ms(granted_at) << " ms after the partition)";
+  EXPECT_LT(told, granted_at) << "the holder was told " << ms(told) << " ms after the partition, the waiter granted at "
+                              << ms(granted_at) << " ms: two holders at once";
+  std::cout << "[ figures  ] remaining before the partition " << remaining_before.count() << " ms; holder told at +"
+            << ms(told) << " ms, waiter granted at +" << ms(granted_at) << " ms\n";
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner) << "the work done after the loss was not protected, and release must say so";
 }
 
 // ---- Other recipes in the same lock folder (issue 9, item 7): every node another recipe treats as a
