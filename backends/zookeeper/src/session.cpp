@@ -1,9 +1,13 @@
 #include "session.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cstring>
 #include <string_view>
 #include <utility>
 
+#include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::zookeeper {
@@ -26,13 +30,63 @@ void set_zk_error(std::error_code& ec, int rc, std::string_view what) {
   set_error(ec, e, std::move(message));
 }
 
+namespace {
+
+// The C client's log. Its callback gets no context, so there are two: while a session is being
+// opened its complaints are dropped (every failed connect attempt logs a line, dozens per open;
+// the exception says what failed), afterwards each line goes to dlock's background error handler,
+// never straight to stderr.
+void drop_client_log(const char*) {}
+
+void route_client_log(const char* message) {
+  std::string_view line(message ? message : "");
+  // "<date> <time>,<ms>:<pid>(0x<thread>):ZOO_ERROR@<function>@<line>: <text>": from the level on.
+  if (const auto level = line.find("ZOO_"); level != std::string_view::npos) line.remove_prefix(level);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  report_background_error(make_error_code(errc::backend_unavailable), "zookeeper client: " + std::string(line));
+}
+
+// Resolves the hosts of "h1:2181,h2:2181" as the C client will: it skips a host it cannot resolve
+// and fails only when none resolves, with an errno ("No such file or directory") that names
+// neither the host nor the cause. Then we say which hosts and why, as an outage (a name service
+// that does not answer looks the same as a typo from here; the message shows both).
+void resolve_some_host(const std::string& hosts, const std::string& redacted_uri) {
+  std::string failures;
+  for (std::size_t start = 0; start < hosts.size();) {
+    auto end = hosts.find(',', start);
+    if (end == std::string::npos) end = hosts.size();
+    const std::string entry = hosts.substr(start, end - start);
+    start = end + 1;
+    const auto colon = entry.rfind(':');
+    const std::string host = entry.substr(0, colon), port = colon == std::string::npos ? "2181" : entry.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    if (found) ::freeaddrinfo(found);
+    if (rc == 0) return;
+    failures += (failures.empty() ? "'" : ", '") + host + "' (" + ::gai_strerror(rc) + ")";
+  }
+  throw error(errc::backend_unavailable, "zookeeper: cannot resolve any host of " + redacted_uri + ": " + failures +
+                                             "; expected the name or address of a ZooKeeper server");
+}
+
+}  // namespace
+
 std::shared_ptr<session> session::open(session_options options, const std::string& redacted_uri) {
   std::shared_ptr<session> s(new session());
   s->options_ = std::move(options);
+  resolve_some_host(s->options_.hosts, redacted_uri);
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  s->zh_.reset(zookeeper_init(s->options_.hosts.c_str(), &session::watcher,
-                              static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0));
-  if (!s->zh_) throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + redacted_uri + ": " + std::strerror(errno));
+  s->zh_.reset(zookeeper_init2(s->options_.hosts.c_str(), &session::watcher,
+                               static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0,
+                               &drop_client_log));
+  if (!s->zh_) {
+    const int cause = errno;
+    throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + redacted_uri + ": " + std::strerror(cause) +
+                                       " (expected host:port[,host:port...])");
+  }
   {
     std::unique_lock lock(s->mutex_);
     const auto deadline = std::chrono::steady_clock::now() + s->options_.connect_timeout;
@@ -41,6 +95,7 @@ std::shared_ptr<session> session::open(session_options options, const std::strin
                   "zookeeper: no session with " + redacted_uri + " within " +
                       std::to_string(s->options_.connect_timeout.count()) + "ms (is the ensemble up?)");
   }
+  zoo_set_log_callback(s->zh_.get(), &route_client_log);
   s->monitor_ = std::jthread([raw = s.get()](std::stop_token stop) { raw->monitor(stop); });
   if (!s->options_.digest.empty()) {
     // Synchronous auth: zoo_add_auth's completion only posts the result, we wait here.
