@@ -43,7 +43,28 @@ void route_client_log(const char* message) {
   // "<date> <time>,<ms>:<pid>(0x<thread>):ZOO_ERROR@<function>@<line>: <text>": from the level on.
   if (const auto level = line.find("ZOO_"); level != std::string_view::npos) line.remove_prefix(level);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  report_background_error(make_error_code(errc::backend_unavailable), "zookeeper client: " + std::string(line));
+  // A client that cannot reach any server logs the same line at every attempt, several a second:
+  // a repeat within 10 s is counted, and the count reported with the next different line.
+  static std::mutex mutex;
+  static std::string last;
+  static std::chrono::steady_clock::time_point last_reported;
+  static unsigned repeats = 0;
+  std::string summary;
+  {
+    std::lock_guard guard(mutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (line == last && now - last_reported < std::chrono::seconds{10}) {
+      ++repeats;
+      return;
+    }
+    if (repeats > 0) summary = "zookeeper client: the previous message repeated " + std::to_string(repeats) + " more times";
+    last = line;
+    last_reported = now;
+    repeats = 0;
+  }
+  const auto ec = make_error_code(errc::backend_unavailable);
+  if (!summary.empty()) report_background_error(ec, summary);
+  report_background_error(ec, "zookeeper client: " + std::string(line));
 }
 
 // Resolves the hosts of "h1:2181,h2:2181" as the C client will: it skips a host it cannot resolve
