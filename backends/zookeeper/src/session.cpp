@@ -283,13 +283,15 @@ void session::send_heartbeat(std::unique_lock<std::mutex>& lock) {
   heartbeat_sent_ = sent;
   lock.unlock();
   auto pending = std::make_unique<pending_heartbeat>(pending_heartbeat{this, sent});
-  // The completion runs on the completion thread, at the latest (ZCLOSING) inside zookeeper_close,
-  // which ~session calls before its members go away. Only a server's answer counts.
-  const int rc = zoo_aexists(
-      zh_.get(), "/", 0,
-      [](int rc, const Stat*, const void* data) {
+  // A sync, not a read: a follower answers reads from its own copy for a while (syncLimit) after
+  // it lost the leader, which expires our session meanwhile; a sync is answered only through the
+  // leader. The completion runs on the completion thread, at the latest (ZCLOSING) inside
+  // zookeeper_close, which ~session calls before its members go away. Only a server's answer counts.
+  const int rc = zoo_async(
+      zh_.get(), "/",
+      [](int rc, const char*, const void* data) {
         std::unique_ptr<pending_heartbeat> p(static_cast<pending_heartbeat*>(const_cast<void*>(data)));
-        if (rc == ZOK || rc == ZNONODE) p->s->heard_from_server(p->sent);
+        if (rc == ZOK) p->s->heard_from_server(p->sent);
       },
       pending.get());
   if (rc == ZOK) (void)pending.release();  // owned by the completion now

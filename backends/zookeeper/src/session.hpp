@@ -70,8 +70,8 @@ class session : public std::enable_shared_from_this<session> {
   // have expired it), the connection dropped with the `lose` policy, or the node at `path` was
   // deleted. Must not block. `on_extended` is called (on the monitor thread) with the new
   // valid_until() each time a server answer moves it. While a node is watched the monitor sends a
-  // heartbeat (an exists on "/") every quarter of the session timeout without other answers, so
-  // the validity keeps moving while the session is healthy.
+  // heartbeat (a sync of "/", answered through the leader) a quarter of the session timeout after
+  // the last answer, so the validity keeps moving while the session is healthy.
   void watch_node(const std::string& path, std::function<void(std::error_code)> on_lost,
                   std::function<void(std::chrono::steady_clock::time_point)> on_extended);
   void unwatch_node(const std::string& path);
