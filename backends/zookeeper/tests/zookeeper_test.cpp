@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <sstream>
@@ -746,8 +747,9 @@ TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
   EXPECT_TRUE(err.empty()) << "written to stderr: " << err;
   const auto lines = diagnostics.lines();
   ASSERT_FALSE(lines.empty()) << "the client's complaint about the reset connection did not reach the handler";
-  EXPECT_TRUE(lines.front().starts_with("zookeeper client: ZOO_ERROR")) << lines.front();
-  std::cout << "[ routed   ] " << lines.size() << " line(s), the first: " << lines.front() << "\n";
+  const auto routed = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("zookeeper client: ZOO_ERROR"); });
+  ASSERT_NE(routed, lines.end()) << "no client line among what the handler got, the first: " << lines.front();
+  std::cout << "[ routed   ] " << lines.size() << " line(s), e.g. " << *routed << "\n";
 }
 
 // --- the three-node ensemble ------------------------------------------------------------------
