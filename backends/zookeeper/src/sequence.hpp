@@ -2,7 +2,13 @@
 // Curator InterProcessMutex node names and their order. Pure functions: unit-tested without a server.
 //
 // A lock node is  <parent>/_c_<36-char UUID>-lock-<10 digits>  (Curator's protected ephemeral
-// sequential create with lock name "lock-"). ZooKeeper's sequence is the parent's cversion, a
+// sequential create with lock name "lock-"). Other recipes queue in the same folder under other
+// names, and each of their nodes excludes an exclusive lock holder just as ours do: dlock's lock is
+// exclusive, so every one of them is a contender, ordered with ours by its sequence number:
+//   Curator InterProcessMutex              _c_<uuid>-lock-<seq>
+//   Curator InterProcessReadWriteLock      _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>
+//   kazoo Lock / WriteLock, ReadLock       <hex uuid>__lock__<seq>, <hex uuid>__rlock__<seq>
+// (kazoo's contender rule is the regex (?:__lock__|__rlock__)(-?\d{10})$.) ZooKeeper's sequence is the parent's cversion, a
 // signed 32-bit counter printed with %010d: after 2147483647 it wraps to -2147483648 (printed
 // "-2147483648"). Sorting the numbers as plain integers would put the wrapped (newest) nodes first;
 // we order by serial-number arithmetic instead: a precedes b iff int32(b - a) > 0, which is a
@@ -25,11 +31,11 @@ inline std::string node_prefix(std::string_view uuid) {
   return std::string(protected_prefix) + std::string(uuid) + std::string(lock_marker);
 }
 
-// The sequence number after the last "lock-", or nullopt for a child that is not a lock node.
-inline std::optional<std::int32_t> sequence_of(std::string_view child) {
-  const auto at = child.rfind("lock-");
-  if (at == std::string_view::npos) return std::nullopt;
-  const auto digits = child.substr(at + 5);
+// The text right before the sequence number of a contender node, one per known recipe (above).
+inline constexpr std::string_view contender_markers[] = {"lock-", "__READ__", "__WRIT__", "__lock__", "__rlock__"};
+
+// "0000000042" or "-2147483648" as the int32 ZooKeeper printed with %010d; nullopt otherwise.
+inline std::optional<std::int32_t> parse_sequence(std::string_view digits) {
   if (digits.empty()) return std::nullopt;
   std::int64_t value = 0;
   bool negative = false;
@@ -49,12 +55,23 @@ inline std::optional<std::int32_t> sequence_of(std::string_view child) {
   return static_cast<std::int32_t>(value);
 }
 
+// The sequence number of a contender node (one whose name ends in a known recipe's marker followed
+// by the sequence), or nullopt for any other child (a nested folder, a foreign node).
+inline std::optional<std::int32_t> sequence_of(std::string_view child) {
+  for (const auto marker : contender_markers) {
+    const auto at = child.rfind(marker);
+    if (at == std::string_view::npos) continue;
+    if (auto sequence = parse_sequence(child.substr(at + marker.size()))) return sequence;
+  }
+  return std::nullopt;
+}
+
 // a before b in arrival order, across the wrap.
 inline bool sequence_before(std::int32_t a, std::int32_t b) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(b) - static_cast<std::uint32_t>(a)) > 0;
 }
 
-// The lock nodes among `children`, in arrival order (the first one holds the lock).
+// The contender nodes among `children` (any recipe's), in arrival order (the first one holds the lock).
 inline std::vector<std::string> lock_nodes_in_order(const std::vector<std::string>& children) {
   std::vector<std::pair<std::int32_t, std::string>> nodes;
   for (const auto& c : children)

@@ -1,9 +1,13 @@
 #include "session.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <cstring>
 #include <string_view>
 #include <utility>
 
+#include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::zookeeper {
@@ -26,13 +30,84 @@ void set_zk_error(std::error_code& ec, int rc, std::string_view what) {
   set_error(ec, e, std::move(message));
 }
 
+namespace {
+
+// The C client's log. Its callback gets no context, so there are two: while a session is being
+// opened its complaints are dropped (every failed connect attempt logs a line, dozens per open;
+// the exception says what failed), afterwards each line goes to dlock's background error handler,
+// never straight to stderr.
+void drop_client_log(const char*) {}
+
+void route_client_log(const char* message) {
+  std::string_view line(message ? message : "");
+  // "<date> <time>,<ms>:<pid>(0x<thread>):ZOO_ERROR@<function>@<line>: <text>": from the level on.
+  if (const auto level = line.find("ZOO_"); level != std::string_view::npos) line.remove_prefix(level);
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  // A client that cannot reach any server logs the same line at every attempt, several a second:
+  // a repeat within 10 s is counted, and the count reported with the next different line.
+  static std::mutex mutex;
+  static std::string last;
+  static std::chrono::steady_clock::time_point last_reported;
+  static unsigned repeats = 0;
+  std::string summary;
+  {
+    std::lock_guard guard(mutex);
+    const auto now = std::chrono::steady_clock::now();
+    if (line == last && now - last_reported < std::chrono::seconds{10}) {
+      ++repeats;
+      return;
+    }
+    if (repeats > 0) summary = "zookeeper client: the previous message repeated " + std::to_string(repeats) + " more times";
+    last = line;
+    last_reported = now;
+    repeats = 0;
+  }
+  const auto ec = make_error_code(errc::backend_unavailable);
+  if (!summary.empty()) report_background_error(ec, summary);
+  report_background_error(ec, "zookeeper client: " + std::string(line));
+}
+
+// Resolves the hosts of "h1:2181,h2:2181" as the C client will: it skips a host it cannot resolve
+// and fails only when none resolves, with an errno ("No such file or directory") that names
+// neither the host nor the cause. Then we say which hosts and why, as an outage (a name service
+// that does not answer looks the same as a typo from here; the message shows both).
+void resolve_some_host(const std::string& hosts, const std::string& redacted_uri) {
+  std::string failures;
+  for (std::size_t start = 0; start < hosts.size();) {
+    auto end = hosts.find(',', start);
+    if (end == std::string::npos) end = hosts.size();
+    const std::string entry = hosts.substr(start, end - start);
+    start = end + 1;
+    const auto colon = entry.rfind(':');
+    const std::string host = entry.substr(0, colon), port = colon == std::string::npos ? "2181" : entry.substr(colon + 1);
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found);
+    if (found) ::freeaddrinfo(found);
+    if (rc == 0) return;
+    failures += (failures.empty() ? "'" : ", '") + host + "' (" + ::gai_strerror(rc) + ")";
+  }
+  throw error(errc::backend_unavailable, "zookeeper: cannot resolve any host of " + redacted_uri + ": " + failures +
+                                             "; expected the name or address of a ZooKeeper server");
+}
+
+}  // namespace
+
 std::shared_ptr<session> session::open(session_options options, const std::string& redacted_uri) {
   std::shared_ptr<session> s(new session());
   s->options_ = std::move(options);
+  resolve_some_host(s->options_.hosts, redacted_uri);
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  s->zh_.reset(zookeeper_init(s->options_.hosts.c_str(), &session::watcher,
-                              static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0));
-  if (!s->zh_) throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + redacted_uri + ": " + std::strerror(errno));
+  s->zh_.reset(zookeeper_init2(s->options_.hosts.c_str(), &session::watcher,
+                               static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0,
+                               &drop_client_log));
+  if (!s->zh_) {
+    const int cause = errno;
+    throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + redacted_uri + ": " + std::strerror(cause) +
+                                       " (expected host:port[,host:port...])");
+  }
   {
     std::unique_lock lock(s->mutex_);
     const auto deadline = std::chrono::steady_clock::now() + s->options_.connect_timeout;
@@ -41,6 +116,7 @@ std::shared_ptr<session> session::open(session_options options, const std::strin
                   "zookeeper: no session with " + redacted_uri + " within " +
                       std::to_string(s->options_.connect_timeout.count()) + "ms (is the ensemble up?)");
   }
+  zoo_set_log_callback(s->zh_.get(), &route_client_log);
   s->monitor_ = std::jthread([raw = s.get()](std::stop_token stop) { raw->monitor(stop); });
   if (!s->options_.digest.empty()) {
     // Synchronous auth: zoo_add_auth's completion only posts the result, we wait here.
@@ -111,9 +187,34 @@ void session::forget_path(const std::string& path) {
   path_events_.erase(path);
 }
 
-void session::watch_node(const std::string& path, std::function<void(std::error_code)> on_lost) {
+std::chrono::milliseconds session::granted_timeout() const noexcept {
+  // What the server granted at the last (re)connection (it clamps the request to its
+  // [min,max]SessionTimeout); what we asked for until then.
+  const int granted = zoo_recv_timeout(zh_.get());
+  return granted > 0 ? std::chrono::milliseconds{granted} : options_.session_timeout;
+}
+
+std::chrono::steady_clock::time_point session::valid_until_locked() const {
+  return spi::lease_state::validity_after(answered_sent_, granted_timeout());
+}
+
+std::chrono::steady_clock::time_point session::valid_until() const {
   std::lock_guard lock(mutex_);
-  nodes_[path] = std::move(on_lost);
+  return valid_until_locked();
+}
+
+void session::heard_from_server(std::chrono::steady_clock::time_point sent) {
+  std::lock_guard lock(mutex_);
+  if (sent <= answered_sent_) return;
+  answered_sent_ = sent;
+  if (!nodes_.empty()) changed_.notify_all();  // the monitor passes the new validity on
+}
+
+void session::watch_node(const std::string& path, std::function<void(std::error_code)> on_lost,
+                         std::function<void(std::chrono::steady_clock::time_point)> on_extended) {
+  std::lock_guard lock(mutex_);
+  nodes_[path] = {std::move(on_lost), std::move(on_extended)};
+  changed_.notify_all();  // the monitor starts watching the validity and sending heartbeats
 }
 
 void session::unwatch_node(const std::string& path) {
@@ -123,7 +224,7 @@ void session::unwatch_node(const std::string& path) {
 
 std::vector<std::function<void(std::error_code)>> session::take_all_nodes_locked() {
   std::vector<std::function<void(std::error_code)>> out;
-  for (auto& [p, tell] : nodes_) out.push_back(std::move(tell));
+  for (auto& [p, node] : nodes_) out.push_back(std::move(node.on_lost));
   nodes_.clear();
   return out;
 }
@@ -156,37 +257,114 @@ bool session::delete_orphan(const orphan& o) {
   return true;
 }
 
+void session::lose_all_nodes(std::unique_lock<std::mutex>& lock) {
+  auto to_tell = take_all_nodes_locked();
+  changed_.notify_all();
+  lock.unlock();
+  for (auto& tell : to_tell) tell(make_error_code(errc::lock_lost));
+  lock.lock();
+}
+
+void session::tell_validity(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until) {
+  told_until_ = until;
+  std::vector<std::function<void(std::chrono::steady_clock::time_point)>> to_tell;
+  for (const auto& [path, node] : nodes_) to_tell.push_back(node.on_extended);
+  lock.unlock();
+  for (auto& tell : to_tell) tell(until);
+  lock.lock();
+}
+
+void session::send_heartbeat(std::unique_lock<std::mutex>& lock) {
+  struct pending_heartbeat {
+    session* s;
+    std::chrono::steady_clock::time_point sent;
+  };
+  const auto sent = std::chrono::steady_clock::now();
+  heartbeat_sent_ = sent;
+  lock.unlock();
+  auto pending = std::make_unique<pending_heartbeat>(pending_heartbeat{this, sent});
+  // A sync, not a read: a follower answers reads from its own copy for a while (syncLimit) after
+  // it lost the leader, which expires our session meanwhile; a sync is answered only through the
+  // leader. The completion runs on the completion thread, at the latest (ZCLOSING) inside
+  // zookeeper_close, which ~session calls before its members go away. Only a server's answer counts.
+  const int rc = zoo_async(
+      zh_.get(), "/",
+      [](int rc, const char*, const void* data) {
+        std::unique_ptr<pending_heartbeat> p(static_cast<pending_heartbeat*>(const_cast<void*>(data)));
+        if (rc == ZOK) p->s->heard_from_server(p->sent);
+      },
+      pending.get());
+  if (rc == ZOK) (void)pending.release();  // owned by the completion now
+  lock.lock();
+}
+
+void session::delete_orphans(std::unique_lock<std::mutex>& lock) {
+  auto work = std::exchange(orphans_, {});
+  lock.unlock();
+  std::vector<orphan> left;
+  for (auto& o : work)
+    if (!delete_orphan(o)) left.push_back(std::move(o));
+  lock.lock();
+  orphans_.insert(orphans_.end(), std::make_move_iterator(left.begin()), std::make_move_iterator(left.end()));
+  retry_orphans_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds{200};
+}
+
 void session::monitor(std::stop_token stop) {
+  using clock = std::chrono::steady_clock;
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
-    if (state_ == ZOO_CONNECTING_STATE && !presumed_expired_) {
-      const auto deadline = disconnected_since_ + options_.session_timeout;
-      if (std::chrono::steady_clock::now() >= deadline) {
-        presumed_expired_ = true;
-        ++state_changes_;
-        auto to_tell = take_all_nodes_locked();
-        changed_.notify_all();
-        lock.unlock();
-        for (auto& tell : to_tell) tell(make_error_code(errc::lock_lost));
-        lock.lock();
+    const auto now = clock::now();
+    auto wake = clock::time_point::max();
+    const bool connected = state_ == ZOO_CONNECTED_STATE;
+    const bool gone = presumed_expired_ || state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE;
+    if (!nodes_.empty()) {
+      // The nodes we hold are valid only until the server may have expired the session: tell
+      // their holders at that instant, whether or not the client has noticed anything yet.
+      const auto until = valid_until_locked();
+      if (now >= until) {
+        lose_all_nodes(lock);
         continue;
       }
-      changed_.wait_until(lock, deadline);
-    } else if (presumed_expired_ || state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE) {
-      orphans_.clear();  // the server removed them with the session
-      changed_.wait(lock);
-    } else if (state_ == ZOO_CONNECTED_STATE && !orphans_.empty()) {
-      auto work = std::exchange(orphans_, {});
-      lock.unlock();
-      std::vector<orphan> left;
-      for (auto& o : work)
-        if (!delete_orphan(o)) left.push_back(std::move(o));
-      lock.lock();
-      orphans_.insert(orphans_.end(), std::make_move_iterator(left.begin()), std::make_move_iterator(left.end()));
-      if (!orphans_.empty()) changed_.wait_for(lock, std::chrono::milliseconds{200});
-    } else {
-      changed_.wait(lock);
+      if (until != told_until_) {
+        tell_validity(lock, until);
+        continue;
+      }
+      wake = until;
+      if (connected) {
+        // A quarter of the timeout after the last answer (or heartbeat): the validity left never
+        // falls below 3/4 of the timeout while the server answers.
+        const auto heartbeat_due = std::max(answered_sent_, heartbeat_sent_) + granted_timeout() / 4;
+        if (now >= heartbeat_due) {
+          send_heartbeat(lock);
+          continue;
+        }
+        wake = std::min(wake, heartbeat_due);
+      }
     }
+    if (state_ == ZOO_CONNECTING_STATE && !presumed_expired_) {
+      // Curator's rule: disconnected for a whole session timeout, the session is gone (the client
+      // hears "expired" only once it reconnects): the next acquire opens a new one.
+      const auto deadline = disconnected_since_ + options_.session_timeout;
+      if (now >= deadline) {
+        presumed_expired_ = true;
+        ++state_changes_;
+        lose_all_nodes(lock);
+        continue;
+      }
+      wake = std::min(wake, deadline);
+    } else if (gone) {
+      orphans_.clear();  // the server removed them with the session
+    } else if (connected && !orphans_.empty()) {
+      if (now >= retry_orphans_at_) {
+        delete_orphans(lock);
+        continue;
+      }
+      wake = std::min(wake, retry_orphans_at_);
+    }
+    if (wake == clock::time_point::max())
+      changed_.wait(lock);
+    else
+      changed_.wait_until(lock, wake);
   }
 }
 
@@ -225,7 +403,7 @@ void session::on_own_node_event(int type, const char* path) {
     std::lock_guard lock(mutex_);
     const auto it = nodes_.find(path);
     if (it == nodes_.end()) return;  // released by us: not a loss
-    tell = std::move(it->second);
+    tell = std::move(it->second.on_lost);
     nodes_.erase(it);
   }
   tell(make_error_code(errc::lock_lost));
@@ -249,7 +427,7 @@ void session::on_event(int type, int state, const char* path) {
       ++path_events_[path];
       if (type == ZOO_DELETED_EVENT) {
         if (auto it = nodes_.find(path); it != nodes_.end()) {
-          to_tell.push_back(std::move(it->second));
+          to_tell.push_back(std::move(it->second.on_lost));
           nodes_.erase(it);
         }
       }

@@ -44,6 +44,16 @@ class session : public std::enable_shared_from_this<session> {
   bool expired() const noexcept;
   std::chrono::milliseconds session_timeout() const noexcept { return options_.session_timeout; }
 
+  // The instant after which the server may have expired this session (and given our nodes'
+  // locks to others): the send time of the newest request it answered, plus the session timeout
+  // the server granted, minus the drift allowance of lease_state::validity_after. The server
+  // expires a session one timeout after the last packet it received from us, which is no earlier
+  // than any request whose reply we got, so this is measured from the server's last sign of life,
+  // not from when the client noticed a disconnection (that comes 2/3 of a timeout later).
+  std::chrono::steady_clock::time_point valid_until() const;
+  // A request sent at `sent` was answered by a server: the session was alive on the server then.
+  void heard_from_server(std::chrono::steady_clock::time_point sent);
+
   // A waiter's view of the events it cares about: session state changes plus events on one path
   // (its predecessor). Only that waiter wakes up for its predecessor's deletion: no local herd.
   struct stamp {
@@ -55,9 +65,15 @@ class session : public std::enable_shared_from_this<session> {
   bool wait_for_change(const std::string& path, stamp seen, std::chrono::steady_clock::time_point deadline) const;
   void forget_path(const std::string& path);
 
-  // Called (on the completion thread, outside the session mutex) when the session is lost (or
-  // suspended, with the `lose` policy) or the node at `path` is deleted. Must not block.
-  void watch_node(const std::string& path, std::function<void(std::error_code)> on_lost);
+  // `on_lost` is called (on the completion thread or the monitor thread, outside the session
+  // mutex) when the session is lost, its validity ran out (valid_until() passed: the server may
+  // have expired it), the connection dropped with the `lose` policy, or the node at `path` was
+  // deleted. Must not block. `on_extended` is called (on the monitor thread) with the new
+  // valid_until() each time a server answer moves it. While a node is watched the monitor sends a
+  // heartbeat (a sync of "/", answered through the leader) a quarter of the session timeout after
+  // the last answer, so the validity keeps moving while the session is healthy.
+  void watch_node(const std::string& path, std::function<void(std::error_code)> on_lost,
+                  std::function<void(std::chrono::steady_clock::time_point)> on_extended);
   void unwatch_node(const std::string& path);
   // Leave an exists-watch on a node we were just granted, without waiting for the reply (the grant
   // needs the watch, not the answer: one round trip less per acquire). The session answers requests
@@ -88,6 +104,13 @@ class session : public std::enable_shared_from_this<session> {
   // quorum, it cannot). Also runs the background deletes. Its own thread, never the completion thread.
   void monitor(std::stop_token stop);
   std::vector<std::function<void(std::error_code)>> take_all_nodes_locked();
+  // Monitor-thread steps; each is entered and left with `lock` held, and unlocks it while calling out.
+  void lose_all_nodes(std::unique_lock<std::mutex>& lock);
+  void tell_validity(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::time_point until);
+  void send_heartbeat(std::unique_lock<std::mutex>& lock);
+  void delete_orphans(std::unique_lock<std::mutex>& lock);
+  std::chrono::steady_clock::time_point valid_until_locked() const;
+  std::chrono::milliseconds granted_timeout() const noexcept;
   struct orphan {
     std::string parent, name_prefix;
   };
@@ -106,7 +129,16 @@ class session : public std::enable_shared_from_this<session> {
   int state_ = 0;
   std::chrono::steady_clock::time_point disconnected_since_{};
   bool presumed_expired_ = false;
-  std::map<std::string, std::function<void(std::error_code)>> nodes_;
+  struct watched_node {
+    std::function<void(std::error_code)> on_lost;
+    std::function<void(std::chrono::steady_clock::time_point)> on_extended;
+  };
+  std::map<std::string, watched_node> nodes_;
+  // Send time of the newest request a server answered (valid_until() is measured from it).
+  std::chrono::steady_clock::time_point answered_sent_{};
+  std::chrono::steady_clock::time_point heartbeat_sent_{};  // the last heartbeat sent
+  std::chrono::steady_clock::time_point told_until_{};      // the validity last given to on_extended
+  std::chrono::steady_clock::time_point retry_orphans_at_{};
   std::vector<orphan> orphans_;
   std::jthread monitor_;  // last: stopped and joined first
 };

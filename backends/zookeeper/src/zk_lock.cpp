@@ -30,13 +30,77 @@ void connection::discard(const std::shared_ptr<session>& dead) {
   if (current_ == dead) current_.reset();
 }
 
+namespace {
+
+// The next code point of UTF-8 `text` at `at` (advanced past it), or nullopt for a malformed,
+// overlong or surrogate sequence.
+std::optional<char32_t> next_code_point(std::string_view text, std::size_t& at) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  if (length == 0 || at + static_cast<std::size_t>(length) > text.size()) return std::nullopt;
+  char32_t c = length == 1 ? lead : lead & (0x7F >> length);
+  for (int i = 1; i < length; ++i) {
+    const auto next = static_cast<unsigned char>(text[at + static_cast<std::size_t>(i)]);
+    if ((next & 0xC0) != 0x80) return std::nullopt;
+    c = (c << 6) | (next & 0x3F);
+  }
+  static constexpr char32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (c < smallest[length] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return std::nullopt;
+  at += static_cast<std::size_t>(length);
+  return c;
+}
+
+// ZooKeeper's PathUtils.validatePath (which Curator applies too) refuses these characters. It
+// checks Java's UTF-16 units, so a code point above U+FFFF, a surrogate pair there, is refused too.
+bool zookeeper_refuses(char32_t c) {
+  return c <= 0x1F || (c >= 0x7F && c <= 0x9F) || (c >= 0xD800 && c <= 0xF8FF) || c >= 0xFFF0;
+}
+
+// True when "<root>/<name>" is a path ZooKeeper accepts and that no other name's mapping can
+// reach: every '/'-separated component non-empty, not "." or "..", of characters ZooKeeper
+// accepts; not in ZooKeeper's own /zookeeper tree; not starting with '#' (the hashed forms); and
+// no component below the first that reads as a lock node (it would sit among the lock nodes of
+// the name above it as a contender that never leaves).
+bool usable_as_path(const std::string& root, std::string_view name) {
+  if (name.empty() || name.front() == '#') return false;
+  std::size_t start = 0;
+  for (bool first = true;; first = false) {
+    const auto slash = name.find('/', start);
+    const auto component = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (component.empty() || component == "." || component == "..") return false;
+    if (first && root.empty() && component == "zookeeper") return false;
+    if (!first && sequence_of(component)) return false;
+    for (std::size_t at = 0; at < component.size();) {
+      const auto c = next_code_point(component, at);
+      if (!c || zookeeper_refuses(*c)) return false;
+    }
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
+// "#<up to 32 leading [A-Za-z0-9_:-] of the name>.<sha256 of the name>": the same form as
+// spi::safe_key's (so names hashed before keep their folder), but for every name given, even
+// one made only of those characters ("zookeeper" at the namespace root).
+std::string hashed_folder(std::string_view name) {
+  std::string head;
+  for (const char c : name) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '-';
+    if (!plain || head.size() == 32) break;
+    head += c;
+  }
+  return "#" + head + "." + spi::sha256_hex(name);
+}
+
+}  // namespace
+
 std::string parent_path(const std::string& root, std::string_view name) {
-  // Node names may not contain '/', and "." / ".." are reserved: names of [A-Za-z0-9_:-] are
-  // used as they are (so a Curator service on "<root>/<name>" meets us), others are hashed.
-  const auto mapped = spi::safe_key(name, 200, [](unsigned char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '-';
-  }, "#");
-  return root + "/" + mapped;
+  // As Curator's InterProcessMutex(client, "<root>/<name>") would name it, so that Curator and
+  // kazoo services on that path contend with us: '/' makes nested folders, '.' is an ordinary
+  // character. Only what ZooKeeper cannot store (or what would collide) is hashed, into
+  // "#<readable head>.<sha256>": a name starting with '#' is always hashed, so a hashed form
+  // never equals a name used as it is.
+  return root + "/" + (usable_as_path(root, name) ? std::string(name) : hashed_folder(name));
 }
 
 namespace {
@@ -85,6 +149,8 @@ int delete_own_node(session& s, const std::string& path) {
   }
 }
 
+class zk_lease;
+
 // The node a grant holds: shared by the reentrant leases of one lock object.
 struct held_node {
   std::shared_ptr<session> s;
@@ -93,13 +159,14 @@ struct held_node {
   // Recursive: a lost callback fires user stop-callbacks under it, and those may release.
   std::recursive_mutex mutex;
   unsigned count = 0;
-  std::vector<spi::lease_state*> live;  // every zk_lease of this node (registered in ctor/dtor)
+  std::vector<zk_lease*> live;  // every zk_lease of this node (registered in ctor/dtor)
 };
 
 class zk_lease final : public spi::lease_state {
  public:
-  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl)
-      : lease_state(std::move(name), ttl, clock::time_point::max()), node_(std::move(node)) {
+  // valid_until: the session's (session::valid_until), moved forward by extend_to.
+  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl, clock::time_point valid_until)
+      : lease_state(std::move(name), ttl, valid_until), node_(std::move(node)) {
     std::lock_guard guard(node_->mutex);
     node_->live.push_back(this);
   }
@@ -110,6 +177,8 @@ class zk_lease final : public spi::lease_state {
   std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(node_->czxid); }
   clientid_t client_id() const noexcept { return node_->s->client_id(); }
   zhandle_t* handle() const noexcept { return node_->s->handle(); }
+  // The server answered again: the session, and so our node, is safe until `until`.
+  void extend_to(clock::time_point until) noexcept { set_valid_until(until); }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
@@ -122,7 +191,16 @@ class zk_lease final : public spi::lease_state {
     lock.unlock();
     node_->s->unwatch_node(node_->path);
     if (lost()) {
-      set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': the lock was lost (session expired or node deleted)");
+      // Lost because the validity ran out, the session may have survived (the partition healed in
+      // time), node and all: it must go, or it would block the name for as long as the session
+      // lives. In the background, without waiting for a server that may be unreachable now (the
+      // session drops the work if it expires). Still not_owner: the work done since was not protected.
+      if (!node_->s->expired()) {
+        const auto slash = node_->path.rfind('/');
+        node_->s->delete_in_background(node_->path.substr(0, slash), node_->path.substr(slash + 1));
+      }
+      set_error(ec, errc::not_owner,
+                "zookeeper: release of '" + name() + "': the lock was lost (session expired or may have, or node deleted)");
       return;
     }
     const int rc = delete_own_node(*node_->s, node_->path);
@@ -168,13 +246,13 @@ class zk_lock final : public distributed_lock {
     if (node->count == 0) return nullptr;
     for (auto* other : node->live)
       if (other->lost()) return nullptr;  // a lost grant is not re-entered
-    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl);
+    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl, node->s->valid_until());
     ++node->count;
     return l;
   }
 
-  // Persistent nodes for the root, a container node for the per-name parent (removed by the
-  // server once empty).
+  // Persistent nodes for the root, container nodes for the name's folders (removed by the server
+  // once empty; Curator's creatingParentContainersIfNeeded makes the same).
   int ensure_parents(zhandle_t* zh) {
     std::string path;
     std::size_t at = 1;
@@ -187,8 +265,13 @@ class zk_lock final : public distributed_lock {
       if (next == std::string::npos) break;
       at = next + 1;
     }
-    const int rc = zoo_create(zh, parent_.c_str(), nullptr, -1, acl(), ZOO_CONTAINER, nullptr, 0);
-    return rc == ZNODEEXISTS ? ZOK : rc;
+    // "<root>/orders/42": "<root>/orders", then the parent itself.
+    for (auto slash = parent_.find('/', root.size() + 1);; slash = parent_.find('/', slash + 1)) {
+      const auto folder = parent_.substr(0, slash);
+      const int rc = zoo_create(zh, folder.c_str(), nullptr, -1, acl(), ZOO_CONTAINER, nullptr, 0);
+      if (rc != ZOK && rc != ZNODEEXISTS) return rc;
+      if (slash == std::string::npos) return ZOK;
+    }
   }
 
   // Protected create (Curator's rule): the node name carries our UUID, so after a lost reply we
@@ -224,11 +307,11 @@ class zk_lock final : public distributed_lock {
         }
       } else {
         Stat st{};
-        char created[1024];
+        std::vector<char> created(path.size() + 32);  // + the sequence number ZooKeeper appends
         rc = zoo_create2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl(),
-                         ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
+                         ZOO_EPHEMERAL_SEQUENTIAL, created.data(), static_cast<int>(created.size()), &st);
         if (rc == ZOK) {
-          const std::string full(created);
+          const std::string full(created.data());
           our_name = full.substr(full.rfind('/') + 1);
           czxid = st.czxid;
           return ZOK;
@@ -284,7 +367,9 @@ class zk_lock final : public distributed_lock {
       std::vector<std::string> children;
       bool final_look = false;
       for (;;) {
+        const auto asked = clock::now();
         rc = children_of(zh, parent_, children);
+        if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
         if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
         if (rc != ZOK) {
           give_up();
@@ -336,15 +421,24 @@ class zk_lock final : public distributed_lock {
     node->path = path;
     node->czxid = czxid;
     node->count = 1;
-    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl);
+    // The lease exists before its node is watched: a loss from the first instant reaches it.
+    auto l = std::make_unique<zk_lease>(node, std::string(name()), options().ttl, s->valid_until());
     std::weak_ptr<held_node> weak_node = node;
-    s->watch_node(path, [weak_node](std::error_code reason) {
-      if (auto n = weak_node.lock()) {
-        std::lock_guard guard(n->mutex);
-        const auto live = n->live;  // mark_lost may run callbacks that release and unregister
-        for (auto* l : live) l->mark_lost(reason);
-      }
-    });
+    s->watch_node(
+        path,
+        [weak_node](std::error_code reason) {
+          if (auto n = weak_node.lock()) {
+            std::lock_guard guard(n->mutex);
+            const auto live = n->live;  // mark_lost may run callbacks that release and unregister
+            for (auto* l : live) l->mark_lost(reason);
+          }
+        },
+        [weak_node](clock::time_point until) {
+          if (auto n = weak_node.lock()) {
+            std::lock_guard guard(n->mutex);
+            for (auto* l : n->live) l->extend_to(until);
+          }
+        });
     // The node itself: a deletion from outside (an operator, break_lock) is a lost lock. Not waited
     // for: acquire + release costs 3 round trips of latency (create, get_children, delete) + 1 pipelined.
     s->watch_own_node(path);

@@ -51,7 +51,8 @@ class zookeeper_backend final : public backend {
 std::optional<clientid_t> session_of(const spi::lease_state& lease);
 // The server ("host:port") that session is connected to right now (tests: freeze that one).
 std::optional<std::string> connected_server(const spi::lease_state& lease);
-// The per-name parent path for `name` under `root` (README: the name mapping).
+// The per-name parent path for `name` under `root`: "<root>/<name>" as Curator names it when that
+// is a path ZooKeeper can store, else "<root>/#<head>.<sha256>" (README: the name mapping).
 std::string parent_path(const std::string& root, std::string_view name);
 
 }  // namespace dlock::zookeeper

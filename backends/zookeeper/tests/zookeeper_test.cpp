@@ -7,13 +7,18 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <sstream>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <future>
 #include <mutex>
 #include <regex>
@@ -27,6 +32,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
+#include "dlock_test/tcp_proxy.hpp"
 #include "sequence.hpp"
 #include "zk_lock.hpp"
 
@@ -370,6 +376,380 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
   EXPECT_NE(run().find("waited"), std::string::npos) << "kazoo did not wait behind our node";
   held.release();
   EXPECT_NE(run().find("acquired"), std::string::npos) << "kazoo could not acquire after our release";
+}
+
+// ---- The holder is told no later than the server may expire its session (issue 9, item 4) ----
+
+// The lease's validity is the session's: the send time of the last request the server answered
+// plus the session timeout (minus drift), moved forward by every answer while the session is
+// healthy (heartbeats), never max() as if the grant could not expire.
+TEST(zookeeper_validity, LeaseValidityIsTheSessionDeadlineAndMovesWithEveryServerAnswer) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri + "?session_timeout=2s");
+  const auto before = std::chrono::steady_clock::now();
+  auto held = b->make_lock(unique("validity"))->acquire();
+  const auto after = std::chrono::steady_clock::now();
+  const auto first = held.valid_until();
+  ASSERT_NE(first, std::chrono::steady_clock::time_point::max()) << "a ZooKeeper grant expires with its session";
+  EXPECT_GT(first, after) << "the grant was handed out already expired";
+  EXPECT_LE(first, after + 2s) << "validity beyond the session timeout from the request that granted it";
+  EXPECT_GT(held.remaining(), 0ms);
+  std::this_thread::sleep_for(2500ms);  // longer than the session timeout: only server answers keep it valid
+  EXPECT_TRUE(held.held()) << "a healthy session lost its lock: " << held.lost_reason().message();
+  EXPECT_GT(held.valid_until(), first + 1s) << "the validity did not move with the server's answers";
+  EXPECT_GT(held.remaining(), 0ms);
+}
+
+// A partition between holder and server (the tcp_proxy: nothing delivered, nothing closed). The
+// server expires the holder's session and gives the lock to a waiter connected directly; the
+// holder's lost_token must have fired before that grant returns, whatever the client noticed.
+TEST(zookeeper_validity, PartitionedHolderIsToldBeforeAnotherClientIsGranted) {
+  using clock = std::chrono::steady_clock;
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto server = dlock::uri::parse(uri).hosts().at(0);
+  dlock::testing::tcp_proxy proxy(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
+  auto holder_backend = dlock::open("zookeeper://" + proxy.address() + root_of(uri) + "?session_timeout=3s");
+  auto waiter_backend = dlock::open(uri + "?session_timeout=3s");
+  ASSERT_GT(proxy.connections_accepted(), 0u) << "the holder does not go through the proxy";
+  const auto name = unique("partition");
+  auto held = holder_backend->make_lock(name)->acquire();
+  std::atomic<clock::rep> lost_at{0};
+  std::stop_callback on_lost(held.lost_token(), [&] { lost_at = clock::now().time_since_epoch().count(); });
+  auto waiter_lock = waiter_backend->make_lock(name);
+  auto waiter = std::async(std::launch::async, [&] {
+    auto l = waiter_lock->try_acquire_for(30s);
+    return std::pair{std::move(l), clock::now()};
+  });
+  auto zh = raw_connect(uri);
+  wait_for_contenders(zh.get(), zk::parent_path(root_of(uri), name), 2);
+  const auto remaining_before = held.remaining();
+  dlock::testing::partition_guard cut(proxy);
+  const auto partitioned_at = clock::now();
+  auto [granted, granted_at] = waiter.get();
+  ASSERT_TRUE(granted) << "the waiter was not granted the lock after the holder's session expired";
+  const auto ms = [&](clock::time_point t) { return std::chrono::duration_cast<std::chrono::milliseconds>(t - partitioned_at).count(); };
+  const clock::time_point told(clock::duration(lost_at.load()));
+  ASSERT_NE(lost_at.load(), 0) << "the holder was not told at all by the time another client held the lock ("
+                               << ms(granted_at) << " ms after the partition)";
+  EXPECT_LT(told, granted_at) << "the holder was told " << ms(told) << " ms after the partition, the waiter granted at "
+                              << ms(granted_at) << " ms: two holders at once";
+  std::cout << "[ figures  ] remaining before the partition " << remaining_before.count() << " ms; holder told at +"
+            << ms(told) << " ms, waiter granted at +" << ms(granted_at) << " ms\n";
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner) << "the work done after the loss was not protected, and release must say so";
+}
+
+// ---- Other recipes in the same lock folder (issue 9, item 7): every node another recipe treats as a
+// contender excludes us, in sequence order, with real kazoo as the peer.
+
+TEST(zookeeper_sequence, EveryKnownRecipesNodesAreContendersInSequenceOrder) {
+  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__lock__0000000007"), 7);   // kazoo Lock, WriteLock
+  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__rlock__0000000008"), 8);  // kazoo ReadLock
+  EXPECT_EQ(zk::sequence_of("_c_0b4a7c48-1f1d-4b1e-9d1e-0123456789ab-__WRIT__0000000009"), 9);  // Curator RW lock
+  EXPECT_EQ(zk::sequence_of("_c_0b4a7c48-1f1d-4b1e-9d1e-0123456789ab-__READ__0000000010"), 10);
+  EXPECT_FALSE(zk::sequence_of("42")) << "a nested folder (name orders/42 under orders) is no contender";
+  EXPECT_FALSE(zk::sequence_of("x__lock__"));
+  const std::vector<std::string> mixed{"k__rlock__0000000004", "_c_u-lock-0000000002", "k__lock__0000000003",
+                                       "_c_v-__WRIT__0000000001", "folder"};
+  EXPECT_EQ(zk::lock_nodes_in_order(mixed), (std::vector<std::string>{"_c_v-__WRIT__0000000001", "_c_u-lock-0000000002",
+                                                                      "k__lock__0000000003", "k__rlock__0000000004"}));
+}
+
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// tests/kazoo_peer.py: a kazoo client holding `path` with one of kazoo's recipes until release()
+// (at the latest when the test ends, whatever it asserted).
+class kazoo_peer {
+ public:
+  kazoo_peer(const std::string& uri, const std::string& path, const std::string& kind, std::vector<std::string> extra_patterns = {})
+      : release_file_(std::filesystem::temp_directory_path() / (unique("kazoo-release") + ".flag")),
+        child_(arguments(uri, path, kind, extra_patterns)) {}
+  ~kazoo_peer() {
+    release();
+    (void)child_.wait(20s);
+    std::filesystem::remove(release_file_);
+  }
+  kazoo_peer(const kazoo_peer&) = delete;
+  kazoo_peer& operator=(const kazoo_peer&) = delete;
+
+  // Waits for the peer's "<event> <t>" line ("acquired", "released"): t in steady_seconds(), or nullopt.
+  std::optional<double> wait_for(std::string_view event, std::chrono::milliseconds timeout) {
+    const auto line = child_.read_line(timeout);
+    if (!line || !line->starts_with(std::string(event) + " ")) {
+      ADD_FAILURE() << "kazoo peer: expected '" << event << " <t>', got '" << line.value_or("<nothing>") << "'";
+      return std::nullopt;
+    }
+    return std::stod(line->substr(event.size() + 1));
+  }
+  void release() { std::ofstream(release_file_).put('\n'); }
+
+ private:
+  std::vector<std::string> arguments(const std::string& uri, const std::string& path, const std::string& kind,
+                                     const std::vector<std::string>& extra_patterns) const {
+    std::vector<std::string> argv{"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_peer.py",
+                                  dlock::uri::parse(uri).hosts()[0].to_string(), path, kind, release_file_.string()};
+    argv.insert(argv.end(), extra_patterns.begin(), extra_patterns.end());
+    return argv;
+  }
+
+  std::filesystem::path release_file_;
+  dlock::testing::child_process child_;
+};
+
+// Children of any kind: waiting on these does not depend on which ones the backend counts.
+void wait_for_children(zhandle_t* zh, const std::string& parent, std::size_t n) {
+  for (int i = 0; i < 1000 && children(zh, parent).size() < n; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(children(zh, parent).size(), n) << parent;
+}
+
+}  // namespace
+
+TEST(zookeeper_interop, KazooLockWriteLockAndReadLockHoldersExcludeUs) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri);
+  for (const std::string kind : {"lock", "write", "read"}) {
+    SCOPED_TRACE("kazoo " + kind);
+    const auto name = unique("kazoo-holds");
+    kazoo_peer peer(uri, zk::parent_path(root_of(uri), name), kind);
+    ASSERT_TRUE(peer.wait_for("acquired", 30s));
+    auto lock = b->make_lock(name);
+    EXPECT_FALSE(lock->try_acquire()) << "kazoo holds the lock, yet we got it too";
+    peer.release();
+    EXPECT_TRUE(lock->try_acquire_for(20s)) << "kazoo released, yet we could not acquire";
+  }
+}
+
+TEST(zookeeper_interop, CuratorReadWriteLockNodesExcludeUs) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri);
+  auto zh = raw_connect(uri);
+  for (const std::string marker : {"__READ__", "__WRIT__"}) {
+    SCOPED_TRACE(marker);
+    const auto name = unique("curator-rw");
+    const auto parent = zk::parent_path(root_of(uri), name);
+    ASSERT_TRUE(b->make_lock(name)->try_acquire());  // makes the parent folder
+    // What Curator's InterProcessReadWriteLock creates: protected ephemeral sequential nodes.
+    char created[512];
+    ASSERT_EQ(zoo_create(zh.get(), (parent + "/_c_0b4c2d1e-1111-2222-3333-444455556666-" + marker).c_str(), nullptr, -1,
+                         &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created),
+              ZOK);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a Curator " << marker << " node holds the lock, yet we got it";
+    ASSERT_EQ(zoo_delete(zh.get(), created, -1), ZOK);
+    EXPECT_TRUE(b->make_lock(name)->try_acquire());
+  }
+}
+
+// dlock holds, kazoo queues (with Curator's pattern, without which kazoo ignores our nodes), then a
+// second dlock client queues behind kazoo. Each grant must wait for the previous holder's release.
+TEST(zookeeper_interop, QueueOfDlockKazooDlockNeverHasTwoHolders) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto first_backend = dlock::open(uri), second_backend = dlock::open(uri);
+  const auto name = unique("kazoo-queue");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto zh = raw_connect(uri);
+  auto first = first_backend->make_lock(name)->try_acquire();
+  ASSERT_TRUE(first);
+  kazoo_peer peer(uri, parent, "lock", {"-lock-"});
+  wait_for_children(zh.get(), parent, 2);
+  auto second_lock = second_backend->make_lock(name);
+  auto second = std::async(std::launch::async, [&] {
+    auto l = second_lock->try_acquire_for(60s);
+    return std::pair{std::move(l), steady_seconds()};
+  });
+  wait_for_children(zh.get(), parent, 3);
+  const auto first_released = steady_seconds();
+  first.release();
+  const auto kazoo_acquired = peer.wait_for("acquired", 30s);
+  ASSERT_TRUE(kazoo_acquired);
+  EXPECT_GT(*kazoo_acquired, first_released);
+  std::this_thread::sleep_for(1s);  // kazoo holds a while: a grant to the second client now is a double grant
+  peer.release();
+  const auto kazoo_released = peer.wait_for("released", 30s);
+  ASSERT_TRUE(kazoo_released);
+  auto [granted, granted_at] = second.get();
+  ASSERT_TRUE(granted) << "the second dlock client never got the lock";
+  EXPECT_GT(granted_at, *kazoo_released) << "the second dlock client was granted " << (*kazoo_released - granted_at)
+                                         << " s before kazoo released: two holders at once";
+}
+
+// ---- Names map to the path Curator uses (issue 9, item 8) ----------------------------------------
+
+TEST(zookeeper_names, ValidPathsAreUsedAsCuratorUsesThemOnlyTheRestIsHashed) {
+  EXPECT_EQ(zk::parent_path("/dlock", "orders/42"), "/dlock/orders/42");
+  EXPECT_EQ(zk::parent_path("/dlock", "job.daily"), "/dlock/job.daily");
+  EXPECT_EQ(zk::parent_path("/dlock", "a b:c-d_e"), "/dlock/a b:c-d_e");
+  EXPECT_EQ(zk::parent_path("/dlock", "caf\xc3\xa9/\xe6\x97\xa5"), "/dlock/caf\xc3\xa9/\xe6\x97\xa5");  // UTF-8 is fine
+  EXPECT_EQ(zk::parent_path("", "orders/42"), "/orders/42");
+  EXPECT_EQ(zk::parent_path("/dlock", "zookeeper"), "/dlock/zookeeper");
+  const auto hashed = [](const std::string& root, const std::string& name) {
+    const auto p = zk::parent_path(root, name);
+    return p.starts_with(root + "/#") && p.find('/', root.size() + 1) == std::string::npos && p.ends_with(dlock::spi::sha256_hex(name));
+  };
+  // What ZooKeeper (PathUtils.validatePath) cannot store: empty components, "." and "..",
+  // control characters, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF and beyond U+FFFF, bad UTF-8.
+  for (const std::string& bad : std::vector<std::string>{"/lead", "trail/", "a//b", ".", "..", "a/./b", "a/../b", "./a", std::string("nul\0x", 5),
+                                "tab\tx", "del\x7f", "c1\xc2\x85", "private\xee\x80\x80", "fff0\xef\xbf\xb0",
+                                "emoji\xf0\x9f\x98\x80", "bad\xff", "cut\xc3", "overlong\xc0\xaf"})
+    EXPECT_TRUE(hashed("/dlock", bad)) << "'" << bad << "' -> " << zk::parent_path("/dlock", bad);
+  EXPECT_TRUE(hashed("", "zookeeper")) << "the server's own /zookeeper tree: " << zk::parent_path("", "zookeeper");
+  EXPECT_TRUE(hashed("", "zookeeper/quota"));
+  // A folder that reads as a lock node would be a contender of the name above it that never leaves.
+  EXPECT_TRUE(hashed("/dlock", "orders/_c_x-lock-0000000001"));
+  EXPECT_TRUE(hashed("/dlock", "orders/k__lock__0000000001"));
+  // No collisions: a name that looks like a hashed form is hashed itself.
+  const auto other = zk::parent_path("/dlock", "a/../b");
+  const auto look_alike = other.substr(std::string("/dlock/").size());
+  EXPECT_NE(zk::parent_path("/dlock", look_alike), other);
+  EXPECT_TRUE(hashed("/dlock", look_alike));
+  EXPECT_NE(zk::parent_path("/dlock", "a"), zk::parent_path("/dlock", "a/"));
+  // A name hashed before keeps its folder (a service upgraded in place still meets its old peers).
+  EXPECT_EQ(zk::parent_path("/dlock", "tab\tx"), "/dlock/#tab." + dlock::spi::sha256_hex("tab\tx"));
+}
+
+// kazoo takes the path as it is: a kazoo Lock on "<root>/orders/42" and dlock on "orders/42" (the
+// README's first example) are one lock; so are "<root>/job.daily" and "job.daily".
+TEST(zookeeper_names, KazooOnTheCuratorPathContendsWithUs) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  auto b = dlock::open(uri);
+  auto zh = raw_connect(uri);
+  const auto tag = unique("names");
+  for (const auto& name : {tag + "/orders/42", tag + ".job.daily"}) {
+    SCOPED_TRACE(name);
+    const auto path = root_of(uri) + "/" + name;
+    EXPECT_EQ(zk::parent_path(root_of(uri), name), path);
+    {
+      auto held = b->make_lock(name)->try_acquire();
+      ASSERT_TRUE(held);
+      const auto kids = children(zh.get(), path);
+      EXPECT_EQ(kids.size(), 1u) << "our node is not in " << path;
+    }
+    kazoo_peer peer(uri, path, "lock");
+    ASSERT_TRUE(peer.wait_for("acquired", 30s));
+    auto lock = b->make_lock(name);
+    EXPECT_FALSE(lock->try_acquire()) << "kazoo holds " << path << ", yet we got '" << name << "' too";
+    peer.release();
+    EXPECT_TRUE(lock->try_acquire_for(20s));
+  }
+}
+
+// ---- Bad input and the client library's log (issue 9, item 16) ---------------------------------
+
+namespace {
+
+// Everything written to file descriptor 2 for the life of the guard (the C client logs with
+// fprintf(stderr)); restored whatever the test asserted.
+class stderr_capture {
+ public:
+  stderr_capture() : file_(std::filesystem::temp_directory_path() / (unique("stderr") + ".txt")) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~stderr_capture() {
+    restore();
+    std::filesystem::remove(file_);
+  }
+  stderr_capture(const stderr_capture&) = delete;
+  stderr_capture& operator=(const stderr_capture&) = delete;
+  std::string text() {
+    restore();
+    std::ifstream in(file_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::filesystem::path file_;
+  int saved_ = -1;
+};
+
+// Collects what reaches dlock's background error handler; the previous handler comes back at the end.
+class collected_diagnostics {
+ public:
+  collected_diagnostics()
+      : previous_(dlock::set_background_error_handler([this](std::error_code, std::string_view message) {
+          std::lock_guard guard(mutex_);
+          lines_.emplace_back(message);
+        })) {}
+  ~collected_diagnostics() { dlock::set_background_error_handler(previous_); }
+  collected_diagnostics(const collected_diagnostics&) = delete;
+  collected_diagnostics& operator=(const collected_diagnostics&) = delete;
+  std::vector<std::string> lines() {
+    std::lock_guard guard(mutex_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+  dlock::background_error_handler previous_;
+};
+
+}  // namespace
+
+TEST(zookeeper_input, UnknownHostIsUnavailableAndNamed) {
+  try {
+    (void)dlock::open("zookeeper://no-such-host.invalid:2181,other-host.invalid:2181/dlock?connect_timeout=2s");
+    FAIL() << "open succeeded with unknown hosts";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    for (const auto* expected : {"cannot resolve", "'no-such-host.invalid'", "'other-host.invalid'"})
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+// A failed connect says what failed in its exception and nothing on stderr; once a session is up,
+// the client's complaints (here: the connection reset under it) reach the background error handler.
+TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto server = dlock::uri::parse(uri).hosts().at(0);
+  dlock::testing::tcp_proxy proxy(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
+  stderr_capture captured;
+  collected_diagnostics diagnostics;
+  try {
+    (void)dlock::open("zookeeper://127.0.0.1:1/dlock?connect_timeout=1500ms");
+    ADD_FAILURE() << "open succeeded with nothing listening";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+  }
+  EXPECT_TRUE(diagnostics.lines().empty()) << "a failed open reports through its exception, not the handler: "
+                                           << diagnostics.lines().front();
+  {
+    auto b = dlock::open("zookeeper://" + proxy.address() + root_of(uri) + "?session_timeout=4s");
+    auto held = b->make_lock(unique("log"))->acquire();
+    proxy.reset_connections();
+    for (int i = 0; i < 200 && diagnostics.lines().empty(); ++i) std::this_thread::sleep_for(25ms);
+    // The session rides out the reset (the client reconnects through the proxy): still held.
+    for (int i = 0; i < 200 && !held.held(); ++i) std::this_thread::sleep_for(25ms);
+    EXPECT_TRUE(held.held()) << held.lost_reason().message();
+  }
+  const auto err = captured.text();
+  EXPECT_TRUE(err.empty()) << "written to stderr: " << err;
+  const auto lines = diagnostics.lines();
+  ASSERT_FALSE(lines.empty()) << "the client's complaint about the reset connection did not reach the handler";
+  const auto routed = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("zookeeper client: ZOO_ERROR"); });
+  ASSERT_NE(routed, lines.end()) << "no client line among what the handler got, the first: " << lines.front();
+  std::cout << "[ routed   ] " << lines.size() << " line(s), e.g. " << *routed << "\n";
 }
 
 // --- the three-node ensemble ------------------------------------------------------------------
