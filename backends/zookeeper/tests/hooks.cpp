@@ -71,4 +71,4 @@ bool is_held(const std::string& text, std::string_view name) {
 
 }  // namespace
 
-DLOCK_TEST_HOOKS("zookeeper", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("zookeeper", {.break_lock = break_lock, .is_held_on_server = is_held, .validity_kept_alive = true});

@@ -22,6 +22,10 @@ struct backend_hooks {
   std::function<void(const std::string& uri, const dlock::lease& held)> break_lock;
   // Reads the server directly (ShedLock's probe): is `name` held by anyone right now?
   std::function<bool(const std::string& uri, std::string_view name)> is_held_on_server;
+  // True when the backend moves a lease's valid_until() forward by itself while its server answers
+  // (ZooKeeper: the session's heartbeats): a grant never expires unrenewed while its holder lives,
+  // so a test that needs an expired grant breaks it with break_lock instead of waiting.
+  bool validity_kept_alive = false;
 };
 
 // Registration by scheme ("redis", "mysql+forupdate"). The last registration of a scheme wins.
