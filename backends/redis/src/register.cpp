@@ -6,12 +6,14 @@
 namespace dlock {
 
 void register_redis(registry& r) {
-  const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id"};
+  const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id",
+                                        "wait_after_restart"};
   r.add({.scheme = "redis",
          .caps = redis::caps_of(redis::mode::simple),
          .scope = lock_scope::network,
          .example_uri = "redis://[user:password@]127.0.0.1:6379/0?ttl=30s",
-         .summary = "SET NX PX + INCR fencing in one script, compare-and-delete unlock; redis-py Lock layout",
+         .summary = "SET NX PX + fencing counter (INCR raised to the server clock) in one script, "
+                    "compare-and-delete unlock; redis-py Lock layout",
          .parameters = params,
          .open = [](const uri& u, const lock_options& d) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::simple);
