@@ -1,6 +1,6 @@
 // dlock backends [--markdown]: the schemes built in and the plugins found through
-// DLOCK_PLUGIN_PATH, with scope, one column per capability, example URI and summary.
-// The README's capability table is generated with --markdown.
+// DLOCK_PLUGIN_PATH, with scope, one column per capability, example URI and summary, then each
+// scheme's own URI parameters. The README's backend tables are generated with --markdown.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -34,6 +34,15 @@ int cmd_backends(const arguments& argv) {
     rows.push_back(std::move(row));
   }
 
+  const auto infos = r.list();
+  std::string common;
+  for (const auto& key : common_parameters()) common += (common.empty() ? "" : ", ") + key;
+  auto own_parameters = [](const backend_info& info) {
+    std::string list;
+    for (const auto& key : info.parameters) list += (list.empty() ? "" : ", ") + key;
+    return list.empty() ? std::string("-") : list;
+  };
+
   if (a.flag("markdown")) {
     auto line = [](const std::vector<std::string>& cells) {
       std::string s = "|";
@@ -54,6 +63,10 @@ int cmd_backends(const arguments& argv) {
       row[row.size() - 2] = "`" + row[row.size() - 2] + "`";
       line(row);
     }
+    std::printf("\nURI parameters of each scheme, besides those every scheme accepts (%s):\n\n", common.c_str());
+    line({"scheme", "parameters"});
+    line({"---", "---"});
+    for (const auto& info : infos) line({info.scheme, own_parameters(info)});
     return 0;
   }
   std::vector<std::size_t> width(header.size());
@@ -71,6 +84,8 @@ int cmd_backends(const arguments& argv) {
   };
   line(header);
   for (auto& row : rows) line(row);
+  std::printf("\nparameters every scheme accepts: %s\n", common.c_str());
+  for (const auto& info : infos) std::printf("%s: %s\n", info.scheme.c_str(), own_parameters(info).c_str());
   return 0;
 }
 

@@ -12,6 +12,10 @@ backend::~backend() = default;
 
 std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name) { return make_lock(name, defaults_); }
 
+std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, std::error_code& ec) noexcept {
+  return make_lock(name, defaults_, ec);
+}
+
 std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options) {
   std::error_code ec;
   auto lock = make_lock(name, std::move(options), ec);
@@ -33,8 +37,9 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
                                           redacted_uri_ + " accepts names of " + limit);
     return nullptr;
   }
-  if (options.ttl <= std::chrono::milliseconds::zero()) {
-    set_error(ec, errc::invalid_argument, "ttl must be positive, got " + std::to_string(options.ttl.count()) + "ms");
+  if (options.ttl <= std::chrono::milliseconds::zero() || options.ttl > longest_duration) {
+    set_error(ec, errc::invalid_argument, "ttl must be from 1ms to " + format_duration(longest_duration) + " (10 years), got " +
+                                              format_duration(options.ttl));
     return nullptr;
   }
   if (options.renew_every && (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl)) {
@@ -42,8 +47,9 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
                                               format_duration(options.ttl) + ")");
     return nullptr;
   }
-  if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min) {
-    set_error(ec, errc::invalid_argument, "poll backoff must satisfy 0 < min <= max");
+  if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min ||
+      options.poll.max > longest_duration) {
+    set_error(ec, errc::invalid_argument, "poll backoff must satisfy 0 < min <= max <= " + format_duration(longest_duration));
     return nullptr;
   }
   try {

@@ -44,7 +44,7 @@ lease distributed_lock::try_acquire() {
 lease distributed_lock::try_acquire(std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  return adopt(do_try_acquire(ec));
+  return adopt(acquire_within(clock::now(), ec));
 }
 
 lease distributed_lock::try_acquire_until(clock::time_point deadline) {
@@ -57,8 +57,7 @@ lease distributed_lock::try_acquire_until(clock::time_point deadline) {
 lease distributed_lock::try_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  if (deadline <= clock::now()) return adopt(do_try_acquire(ec));
-  return adopt(do_acquire_until(deadline, ec));
+  return adopt(acquire_within(deadline, ec));
 }
 
 lease distributed_lock::acquire() {
@@ -71,9 +70,38 @@ lease distributed_lock::acquire() {
 lease distributed_lock::acquire(std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  auto l = adopt(do_acquire_until(clock::time_point::max(), ec));
+  auto l = adopt(acquire_within(clock::time_point::max(), ec));
   if (!l && !ec) set_error(ec, errc::timeout, "lock '" + name_ + "': the backend gave up waiting");
   return l;
+}
+
+std::unique_ptr<spi::lease_state> distributed_lock::acquire_within(clock::time_point deadline,
+                                                                   std::error_code& ec) noexcept {
+  for (unsigned outage_attempt = 0;;) {
+    ec.clear();
+    auto state = clock::now() >= deadline ? do_try_acquire(ec) : do_acquire_until(deadline, ec);
+    if (state) {
+      // The server may have stalled while the grant was on its way: a grant whose validity is
+      // already gone is not ours to use (its holder could do nothing safely under it), and handing
+      // it out would give a lease that is lost a moment later. Give it back and keep trying.
+      if (state->valid_until() > clock::now()) return state;
+      std::error_code ignored;  // gone or not, nobody worked under it: nothing to report
+      state->release(ignored);
+      if (clock::now() >= deadline) return nullptr;
+      continue;
+    }
+    // A server that restarts or fails over inside the caller's wait is part of the wait: keep
+    // trying with backoff, and report it unavailable only when the deadline passes.
+    if (ec != make_error_code(errc::backend_unavailable)) return nullptr;
+    const auto now = clock::now();
+    if (now >= deadline) return nullptr;
+    const auto delay = spi::backoff_delay(options_.poll, outage_attempt++);
+    if (deadline - now <= delay) {
+      std::this_thread::sleep_until(deadline);
+    } else {
+      std::this_thread::sleep_for(delay);
+    }
+  }
 }
 
 std::unique_ptr<spi::lease_state> distributed_lock::do_acquire_until(clock::time_point deadline,

@@ -170,6 +170,17 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
       std::shared_lock guard(mutex_);
       auto it = by_scheme_.find(u.scheme());
       if (it == by_scheme_.end()) {
+        // "postgres://", "mysql://": the server is named, not the way to lock on it.
+        std::string strategies;
+        for (const auto& [scheme, i] : by_scheme_)
+          if (scheme.starts_with(u.scheme() + "+")) strategies += (strategies.empty() ? "" : ", ") + scheme;
+        if (!strategies.empty()) {
+          set_error(ec, errc::unknown_scheme,
+                    "scheme '" + u.scheme() + "' in " + u.redacted() + " names a server, not a way to lock on it; " +
+                        "choose one of " + strategies + " (e.g. " + by_scheme_.lower_bound(u.scheme() + "+")->second.example_uri +
+                        "); each backend's README says what each one does");
+          return nullptr;
+        }
         std::string known;
         for (const auto& [scheme, i] : by_scheme_) known += "\n  " + scheme + "  e.g. " + i.example_uri;
         set_error(ec, errc::unknown_scheme,
@@ -184,6 +195,11 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
       set_error(ec, errc::missing_capability,
                 "backend '" + info.scheme + "' lacks the required capabilities " + missing.to_string() + " (it has " +
                     info.caps.to_string() + ")");
+      return nullptr;
+    }
+    if (info.scope == lock_scope::network && u.hosts().empty()) {
+      set_error(ec, errc::invalid_uri,
+                "no host in " + u.redacted() + "; " + info.scheme + " talks to a server: expected e.g. " + info.example_uri);
       return nullptr;
     }
     auto accepted = common_parameters();

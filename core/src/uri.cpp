@@ -67,6 +67,12 @@ host_port host_of(std::string_view raw, const UriUriA& u) {
   host_port hp;
   hp.host = percent_decode(range_text(u.hostText));
   hp.port = parse_port(raw, range_text(u.portText));
+  // "redis://:6379" is what "redis://${HOST}:6379" becomes with HOST unset: taking it as
+  // localhost would give every machine a lock of its own.
+  if (hp.host.empty() && hp.port)
+    bad_uri(raw, "the host before ':" + std::to_string(*hp.port) +
+                     "' is empty (a variable left unset?); expected host:port, e.g. 127.0.0.1:" +
+                     std::to_string(*hp.port));
   return hp;
 }
 
@@ -90,11 +96,17 @@ std::string redact_uri_text(std::string_view text) {
 std::string redact_userinfo(std::string_view text) {
   // The password may itself hold unescaped '/', '?' or ':' in text that failed to parse, so look
   // for the last '@' anywhere and hide everything from the first ':' of the authority up to it.
-  const auto scheme_end = text.find("://");
-  if (scheme_end == std::string_view::npos) return std::string(text);
-  const auto authority_begin = scheme_end + 3;
   const auto at = text.rfind('@');
-  if (at == std::string_view::npos || at < authority_begin) return std::string(text);
+  if (at == std::string_view::npos) return std::string(text);
+  const auto scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos || scheme_end > at) {
+    // The "//" is missing or mangled ("redis:/user:pw@h", "redis//user:pw@h"): where the userinfo
+    // starts cannot be known, so hide all of it, from the end of the scheme and its punctuation.
+    auto begin = text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-.");
+    begin = std::min(text.find_first_not_of(":/", begin == std::string_view::npos ? 0 : begin), at);
+    return std::string(text.substr(0, begin)) + "***" + std::string(text.substr(at));
+  }
+  const auto authority_begin = scheme_end + 3;
   const auto colon = text.find(':', authority_begin);
   if (colon == std::string_view::npos || colon > at) return std::string(text);
   return std::string(text.substr(0, colon + 1)) + "***" + std::string(text.substr(at));
@@ -210,9 +222,12 @@ std::optional<std::chrono::milliseconds> uri::get_duration(std::string_view key)
   if (!value) return std::nullopt;
   try {
     return parse_duration(*value);
-  } catch (const error&) {
-    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
-                                       " is not a duration; expected e.g. 500ms, 30s, 2m or 1h");
+  } catch (const error& e) {
+    // e.detail() says what is wrong with the value (not a duration, or longer than the limit);
+    // it quotes the value, so a secret key's value is not repeated.
+    if (is_secret_key(key))
+      throw error(errc::invalid_uri, "parameter " + std::string(key) + "=*** in " + redacted() + " is not a duration");
+    throw error(errc::invalid_uri, "parameter " + std::string(key) + " in " + redacted() + ": " + e.detail());
   }
 }
 
@@ -269,7 +284,10 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
   else if (unit == "m" || unit == "min") ms = value * 60'000;
   else if (unit == "h") ms = value * 3'600'000;
   else return fail();
-  if (ms != std::floor(ms) || ms > 1e15) return fail();
+  if (ms != std::floor(ms)) return fail();
+  if (ms > static_cast<double>(std::chrono::milliseconds(longest_duration).count()))
+    throw error(errc::invalid_argument, "'" + std::string(text) + "' is too long; the longest duration dlock accepts is " +
+                                            format_duration(longest_duration) + " (10 years)");
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
 }
 

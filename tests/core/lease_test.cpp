@@ -148,4 +148,61 @@ TEST(Watchdog, FiresLostWhenValidityRunsOutWithoutWatchdog) {
   EXPECT_EQ(b.t->renewals.load(), 0);
 }
 
+// A grant that arrives with its validity already gone is never returned: try_acquire gives it
+// back (the name is free again), and a wait goes on to a grant with validity left.
+TEST(Acquire, AGrantThatArrivesExpiredIsGivenBackNotReturned) {
+  core_test::test_backend b({capability::expiring});
+  lock_options o;
+  o.ttl = 5s;
+  auto lock = b.make_lock("stalled", o);
+  b.t->stalled_grants = 1;
+  auto first = lock->try_acquire();
+  EXPECT_FALSE(first) << "a lease past its valid_until was returned as a success";
+  {
+    std::lock_guard g(b.t->m);
+    EXPECT_EQ(b.t->owner_of.count("stalled"), 0u) << "the refused grant was left on the server";
+  }
+  b.t->stalled_grants = 2;
+  auto waited = lock->try_acquire_for(5s);
+  ASSERT_TRUE(waited);
+  EXPECT_TRUE(waited.held());
+  EXPECT_GT(waited.remaining(), 4s);
+  EXPECT_EQ(b.t->attempts.load(), 4);
+}
+
+// A server outage inside the caller's wait is waited out, not reported at once (a Redis restart
+// made `dlock run --wait 60s` exit 69 at once).
+TEST(Acquire, AnOutageWithinTheWaitIsWaitedOut) {
+  core_test::test_backend b({capability::expiring});
+  lock_options o;
+  o.poll = {1ms, 5ms};
+  auto lock = b.make_lock("outage", o);
+  b.t->unavailable_attempts = 5;
+  std::error_code ec;
+  auto l = lock->try_acquire_for(10s, ec);
+  EXPECT_FALSE(ec) << ec.message() << ": " << last_error_message();
+  EXPECT_TRUE(l);
+  EXPECT_EQ(b.t->attempts.load(), 6);
+}
+
+TEST(Acquire, AnOutageLongerThanTheWaitIsReportedAtTheDeadline) {
+  core_test::test_backend b({capability::expiring});
+  lock_options o;
+  o.poll = {1ms, 5ms};
+  auto lock = b.make_lock("down", o);
+  b.t->unavailable_attempts = 1'000'000;
+  std::error_code ec;
+  const auto start = std::chrono::steady_clock::now();
+  auto l = lock->try_acquire_for(300ms, ec);
+  EXPECT_FALSE(l);
+  EXPECT_EQ(ec, errc::backend_unavailable) << "an outage must not look like contention";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
+  EXPECT_GT(b.t->attempts.load(), 2);
+  // One attempt means one attempt: try_acquire reports the outage at once.
+  b.t->attempts = 0;
+  auto once = lock->try_acquire(ec);
+  EXPECT_EQ(ec, errc::backend_unavailable);
+  EXPECT_EQ(b.t->attempts.load(), 1);
+}
+
 }  // namespace

@@ -41,6 +41,61 @@ struct registry_fixture : ::testing::Test {
   }
 };
 
+TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
+  r.add({.scheme = "alpha+index", .caps = {}, .scope = lock_scope::network, .example_uri = "alpha+index://h:1",
+         .summary = "ai", .parameters = {}, .open = [](const uri&, const lock_options& o) {
+           return std::make_shared<core_test::test_backend>(capabilities{}, o);
+         }});
+  const auto [ec, msg] = fail("alpha+nothing://h");
+  EXPECT_EQ(ec, errc::unknown_scheme);
+  const auto [ec2, msg2] = fail("postgres://u:S3cr3t@h/db");
+  EXPECT_EQ(ec2, errc::unknown_scheme);
+  r.add({.scheme = "postgres+advisory", .caps = {}, .scope = lock_scope::network,
+         .example_uri = "postgres+advisory://u:p@h/db", .summary = "pa", .parameters = {},
+         .open = [](const uri&, const lock_options& o) { return std::make_shared<core_test::test_backend>(capabilities{}, o); }});
+  const auto [ec3, msg3] = fail("postgres://u:S3cr3t@h/db");
+  EXPECT_EQ(ec3, errc::unknown_scheme);
+  EXPECT_NE(msg3.find("names a server"), std::string::npos) << msg3;
+  EXPECT_NE(msg3.find("postgres+advisory"), std::string::npos) << msg3;
+  EXPECT_EQ(msg3.find("S3cr3t"), std::string::npos) << msg3;
+}
+
+TEST_F(registry_fixture, ANetworkBackendWithNoHostIsRefusedBeforeConnecting) {
+  const auto [ec, msg] = fail("alpha://?ttl=5s");
+  EXPECT_EQ(ec, errc::invalid_uri);
+  EXPECT_NE(msg.find("no host"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("alpha://127.0.0.1:1"), std::string::npos) << "the example is shown: " << msg;
+  EXPECT_EQ(opened, 0);
+  std::error_code ec2;
+  EXPECT_TRUE(r.open("beta:///tmp/x", {}, ec2)) << "a host-scoped backend needs no host: " << ec2.message();
+}
+
+TEST_F(registry_fixture, MakeLockHasAnErrorCodeForm) {
+  auto b = r.open("alpha://h");
+  std::error_code ec;
+  EXPECT_FALSE(b->make_lock("", ec));
+  EXPECT_EQ(ec, errc::invalid_name);
+  EXPECT_NE(last_error_message().find("empty"), std::string::npos) << last_error_message();
+  EXPECT_TRUE(b->make_lock("ok", ec));
+  EXPECT_FALSE(ec);
+  lock_options huge;
+  huge.ttl = std::chrono::hours(5'000'000);
+  EXPECT_FALSE(b->make_lock("huge", huge, ec));
+  EXPECT_EQ(ec, errc::invalid_argument);
+  EXPECT_NE(last_error_message().find("87600h"), std::string::npos) << last_error_message();
+}
+
+// dlock::open has the error_code form the README promises (the default registry, memory:// built in).
+TEST(DefaultRegistry, OpenHasAnErrorCodeForm) {
+  std::error_code ec;
+  EXPECT_FALSE(dlock::open("nosuchscheme://h", ec));
+  EXPECT_EQ(ec, errc::unknown_scheme);
+  EXPECT_NE(last_error_message().find("nosuchscheme"), std::string::npos) << last_error_message();
+  EXPECT_TRUE(dlock::open("memory://", ec)) << last_error_message();
+  EXPECT_FALSE(ec);
+  EXPECT_TRUE(dlock::open("memory://", {capability::fencing}, ec)) << last_error_message();
+}
+
 TEST_F(registry_fixture, UnknownSchemeListsBuiltInSchemesWithExamples) {
   const auto [ec, msg] = fail("gamma://h");
   EXPECT_EQ(ec, errc::unknown_scheme);

@@ -14,12 +14,20 @@ struct table {
   std::map<std::string, std::string> owner_of;
   std::atomic<int> renewals{0};
   std::atomic<bool> fail_renew{false};
+  // Server faults the core must handle: the next N attempts find the server unreachable; the
+  // next N grants arrive with their validity already gone (a server that stalled while replying).
+  std::atomic<int> unavailable_attempts{0};
+  std::atomic<int> stalled_grants{0};
+  std::atomic<int> attempts{0};
 };
 
 class test_lease final : public spi::lease_state {
  public:
-  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring, bool renewable)
-      : lease_state(name, ttl, expiring ? validity_after(clock::now(), ttl) : clock::time_point::max()),
+  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring,
+             bool renewable, bool stalled = false)
+      : lease_state(name, ttl,
+                    stalled ? clock::now() - std::chrono::milliseconds(1)
+                            : expiring ? validity_after(clock::now(), ttl) : clock::time_point::max()),
         t_(std::move(t)), owner_(std::move(owner)), renewable_(renewable) {}
 
  private:
@@ -45,12 +53,20 @@ class test_lock final : public distributed_lock {
       : distributed_lock(std::move(name), caps, std::move(o)), t_(std::move(t)) {}
 
  private:
-  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code&) noexcept override {
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    ++t_->attempts;
+    if (t_->unavailable_attempts > 0) {
+      --t_->unavailable_attempts;
+      set_error(ec, errc::backend_unavailable, "test server down");
+      return nullptr;
+    }
     std::lock_guard g(t_->m);
     auto [it, inserted] = t_->owner_of.try_emplace(std::string(name()), owner());
     if (!inserted) return nullptr;
+    const bool stalled = t_->stalled_grants > 0;
+    if (stalled) --t_->stalled_grants;
     return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl, caps().has(capability::expiring),
-                                        caps().has(capability::renewable));
+                                        caps().has(capability::renewable), stalled);
   }
   std::shared_ptr<table> t_;
 };

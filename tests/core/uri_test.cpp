@@ -119,3 +119,55 @@ TEST(Uri, CredentialQueryValuesAreRedacted) {
   }
   EXPECT_EQ(dlock::redact_uri_text("zookeeper://h:2181:bad/x?digest=alice:S3cr3t#").find("S3cr3t"), std::string::npos);
 }
+
+// "redis://${HOST}:6379" with HOST unset is "redis://:6379": taking it as localhost would give
+// every machine its own lock. An empty host before a port is refused, in a host list too.
+TEST(Uri, AnEmptyHostBeforeAPortIsRefused) {
+  for (const char* text : {"redis://:6379", "mysql+getlock://u:p@:3306/db", "memcached://:11211",
+                           "redis://127.0.0.1:6379,:6380", "redlock://:1,:2,:3"}) {
+    try {
+      (void)uri::parse(text);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(e.code(), dlock::errc::invalid_uri) << text;
+      EXPECT_NE(std::string(e.what()).find("host before ':"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find(":p@"), std::string::npos) << "password shown: " << e.what();
+    }
+  }
+}
+
+// Text that lost its "//" still has its password hidden in every message.
+TEST(Uri, APasswordInAUriWithoutItsSlashesIsNeverShown) {
+  for (const char* text : {"redis:/admin:S3cretPw@h", "redis//u:S3cretPw@h", "redis:u:S3cretPw@h:6379",
+                           "redis:///:S3cretPw@h"}) {
+    EXPECT_EQ(dlock::redact_uri_text(text).find("S3cretPw"), std::string::npos) << dlock::redact_uri_text(text);
+    try {
+      (void)uri::parse(text);
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(std::string(e.what()).find("S3cretPw"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(dlock::redact_uri_text("redis:/admin:S3cretPw@h"), "redis:/***@h");
+}
+
+// ttl=5000000h gave a lease valid for 0 ms (the steady clock overflowed): a duration that does
+// not fit is refused with the limit in the message.
+TEST(Uri, DurationsLongerThanTheLimitAreRefusedNamingIt) {
+  EXPECT_EQ(dlock::parse_duration("87600h"), std::chrono::hours(87600));
+  for (const char* text : {"87601h", "5000000h", "99999999h", "999999999999s"}) {
+    try {
+      (void)dlock::parse_duration(text);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const dlock::error& e) {
+      EXPECT_NE(std::string(e.what()).find("87600h"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    (void)uri::parse("redis://h:1?ttl=5000000h").get_duration("ttl");
+    FAIL() << "accepted";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::invalid_uri);
+    EXPECT_NE(std::string(e.what()).find("ttl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("87600h"), std::string::npos) << e.what();
+  }
+}

@@ -35,6 +35,7 @@ class backend : public std::enable_shared_from_this<backend> {
 
   // Throws errc::invalid_name for an empty or oversized name. Makes no server round trip.
   [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name);
+  [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, std::error_code& ec) noexcept;
   [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options);
   [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options,
                                                             std::error_code& ec) noexcept;

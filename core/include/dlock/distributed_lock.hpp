@@ -35,11 +35,16 @@ class distributed_lock {
   const lock_options& options() const noexcept { return options_; }
   const std::string& owner() const noexcept { return options_.owner; }
 
+  // Every form below returns a lease only with validity left: a grant that arrives already
+  // expired (the server stalled while replying) is given back, never returned.
+
   // Exactly one attempt. Empty lease: held by someone else.
   [[nodiscard]] lease try_acquire();
   [[nodiscard]] lease try_acquire(std::error_code& ec) noexcept;
 
   // Waits until the deadline (steady clock). Empty lease: still held by someone else then.
+  // An unreachable server (errc::backend_unavailable: a restart, a failover, a dropped link) is
+  // waited out like contention, with backoff, and reported only if it lasts past the deadline.
   [[nodiscard]] lease try_acquire_until(clock::time_point deadline);
   [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept;
 
@@ -52,7 +57,7 @@ class distributed_lock {
     return try_acquire_until(deadline_after(timeout), ec);
   }
 
-  // Waits as long as it takes. Never returns an empty lease.
+  // Waits as long as it takes, server outages included. Never returns an empty lease.
   [[nodiscard]] lease acquire();
   [[nodiscard]] lease acquire(std::error_code& ec) noexcept;
 
@@ -83,6 +88,9 @@ class distributed_lock {
                                                              std::error_code& ec) noexcept;
 
  private:
+  // The loop every acquire form shares (deadline == now: one attempt): refuses expired grants and
+  // waits out errc::backend_unavailable until the deadline.
+  std::unique_ptr<spi::lease_state> acquire_within(clock::time_point deadline, std::error_code& ec) noexcept;
   lease adopt(std::unique_ptr<spi::lease_state> state) noexcept;
 
   std::string name_;

@@ -80,6 +80,10 @@ registry& default_registry();
 void register_builtin(registry& r);
 
 // default_registry().open(...). Like default_registry, defined in dlock::all (the generated unit).
+// The error_code forms return nullptr and set ec (the message: last_error_message()).
 [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required = {});
+[[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
+                                            std::error_code& ec) noexcept;
+[[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, std::error_code& ec) noexcept;
 
 }  // namespace dlock

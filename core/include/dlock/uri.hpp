@@ -65,7 +65,14 @@ class uri {
   std::vector<std::pair<std::string, std::string>> query_;
 };
 
-// "500ms", "30s", "2m", "1h", "1.5s". Throws errc::invalid_argument saying what is expected.
+// The longest duration dlock accepts anywhere (ttl, renew, poll, waits given as text): 10 years.
+// Deadlines are computed on std::chrono::steady_clock in nanoseconds, which overflows about 292
+// years after boot, and servers keep expiries in milliseconds; 10 years is far inside both and far
+// beyond any sensible lease.
+inline constexpr std::chrono::hours longest_duration{24 * 365 * 10};
+
+// "500ms", "30s", "2m", "1h", "1.5s", at most longest_duration. Throws errc::invalid_argument
+// saying what is expected (and the limit, for a duration too long).
 std::chrono::milliseconds parse_duration(std::string_view text);
 // "1500ms", "30s", "2m": the shortest exact form.
 std::string format_duration(std::chrono::milliseconds d);
