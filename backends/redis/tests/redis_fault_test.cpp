@@ -225,6 +225,48 @@ TEST(RedlockFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
   EXPECT_TRUE(l) << "the frozen masters stayed locked by a grant nobody holds";
 }
 
+// Issue 9 item 11 on the Redis side: a wait that spans a restart goes on (the core rides out the
+// outage; the pool and the subscriber reconnect) and ends with the lock, after the old holder was
+// told. Before: the wait was granted as soon as the server was back, the holder still untold.
+TEST(RedisFault, AWaitGoesOnThroughARestartAndEndsAfterTheHolderWasTold) {
+  const auto uri = redis_uri();
+  ASSERT_FALSE(uri.empty());
+  const std::string query = "?ttl=2s";
+  struct waiter {
+    std::shared_ptr<dlock::backend> holder_backend, waiter_backend;
+    dlock::lease held, got;
+    std::error_code ec;
+    bool holder_told_first = false;
+    std::thread thread;
+  };
+  std::vector<waiter> waiters(single_server_schemes.size());
+  for (std::size_t i = 0; i < waiters.size(); ++i) {
+    auto& w = waiters[i];
+    const auto name = unique("wait-through");
+    w.holder_backend = open_uri(with_scheme(uri, single_server_schemes[i]) + query);
+    w.held = w.holder_backend->make_lock(name)->try_acquire_for(10s);
+    ASSERT_TRUE(w.held) << single_server_schemes[i];
+    w.waiter_backend = open_uri(with_scheme(uri, single_server_schemes[i]) + query);
+    w.thread = std::thread([&w, name] {
+      w.got = w.waiter_backend->make_lock(name)->try_acquire_for(30s, w.ec);
+      w.holder_told_first = w.held.lost_token().stop_requested();
+    });
+  }
+  std::this_thread::sleep_for(300ms);  // the waiters are subscribed and waiting
+  {
+    stopped_redis down;
+    if (down.stopped()) std::this_thread::sleep_for(500ms);  // an outage the waits must ride out
+    EXPECT_TRUE(down.start());
+  }
+  for (std::size_t i = 0; i < waiters.size(); ++i) {
+    auto& w = waiters[i];
+    w.thread.join();
+    EXPECT_FALSE(w.ec) << single_server_schemes[i] << ": " << w.ec.message();
+    EXPECT_TRUE(w.got) << single_server_schemes[i] << ": the wait did not end with the lock";
+    EXPECT_TRUE(w.holder_told_first) << single_server_schemes[i] << ": granted before the old holder was told";
+  }
+}
+
 // After a restart the pool's idle connections are dead; the first command must not fail on one.
 TEST(RedisFault, FirstAcquireAfterARestartUsesAFreshConnection) {
   const auto uri = redis_uri();
