@@ -276,6 +276,11 @@ reply_ptr connection::eval(const script& s, const std::vector<std::string_view>&
   if (!r || !is_error(r.get(), "NOSCRIPT")) return r;
   // The server lost its script cache (restart, SCRIPT FLUSH): send the source once; EVAL also
   // caches it, so the next EVALSHA hits again.
+  return eval_source(s, keys, args, ec);
+}
+
+reply_ptr connection::eval_source(const script& s, const std::vector<std::string_view>& keys,
+                                  const std::vector<std::string_view>& args, std::error_code& ec) noexcept {
   try {
     const auto nkeys = std::to_string(keys.size());
     std::vector<std::string_view> all{"EVAL", s.source, nkeys};

@@ -65,6 +65,11 @@ class connection {
   reply_ptr eval(const script& s, const std::vector<std::string_view>& keys,
                  const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
 
+  // EVAL with the source, never EVALSHA: for a request that must run even if its reply is never
+  // read (a NOSCRIPT answer would go unseen).
+  reply_ptr eval_source(const script& s, const std::vector<std::string_view>& keys,
+                        const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
+
   // Pipelining for Redlock: append now, flush and read later (in parallel across servers).
   bool append(const std::vector<std::string_view>& args) noexcept;
   bool append_eval(const script& s, const std::vector<std::string_view>& keys,

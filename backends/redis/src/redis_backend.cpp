@@ -26,20 +26,30 @@ std::string random_uuid() {
   return t.substr(0, 8) + "-" + t.substr(8, 4) + "-" + t.substr(12, 4) + "-" + t.substr(16, 4) + "-" + t.substr(20, 12);
 }
 
+// How a script is sent: EVALSHA (cached; NOSCRIPT falls back to EVAL), or always as source when
+// the request must run although its reply may never be read.
+enum class sending { cached, source };
+
+reply_ptr run(connection& c, sending how, const script& s, const std::vector<std::string_view>& keys,
+              const std::vector<std::string_view>& args, std::error_code& ec) {
+  return how == sending::cached ? c.eval(s, keys, args, ec) : c.eval_source(s, keys, args, ec);
+}
+
 // Undoes one grant (one hold in the Redisson layouts) of `key` by `owner` (the token, or the owner
 // field): compare-and-delete, publishing the release. The lease's release and the clean-up of a
 // grant whose reply was lost both use it.
 reply_ptr release_grant(connection& c, const settings& cfg, const std::string& name, const std::string& key,
-                        const std::string& owner, milliseconds ttl, std::error_code& ec) {
+                        const std::string& owner, milliseconds ttl, std::error_code& ec,
+                        sending how = sending::cached) {
   if (cfg.lock_mode == mode::simple) {
     const auto channel = cfg.prefix + redisson_prefix_name("dlock__channel", name);
-    return c.eval(scripts::simple_release, {key, channel}, {owner}, ec);
+    return run(c, how, scripts::simple_release, {key, channel}, {owner}, ec);
   }
   if (cfg.lock_mode == mode::reentrant) {
     const auto channel = redisson_prefix_name("redisson_lock__channel", key);
-    return c.eval(scripts::reentrant_release, {key, channel}, {"0", ms_text(ttl), owner, "publish"}, ec);
+    return run(c, how, scripts::reentrant_release, {key, channel}, {"0", ms_text(ttl), owner, "publish"}, ec);
   }
-  return c.eval(scripts::fair_release,
+  return run(c, how, scripts::fair_release,
                 {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
                  redisson_prefix_name("redisson_lock__channel", key)},
                 {"0", ms_text(ttl), owner, now_ms(), "publish"}, ec);
@@ -269,9 +279,10 @@ class redis_lock final : public distributed_lock {
   void undo_unanswered(pool::handle c, std::string owner, bool enqueued, clock::time_point expires_at) noexcept {
     try {
       // std::function copies its target: the connection travels in a shared optional.
-      auto task = [s = shared_.get(), pending = std::make_shared<std::optional<pool::handle>>(std::move(c)), owner = std::move(owner),
-                   name = std::string(name()), key = key_, queue = queue_key_, timeout = timeout_key_, enqueued,
-                   expires_at, ttl = options().ttl](std::stop_token stop) {
+      auto pending = std::make_shared<std::optional<pool::handle>>(std::move(c));
+      auto task = [s = shared_.get(), pending, owner = std::move(owner), name = std::string(name()), key = key_,
+                   queue = queue_key_, timeout = timeout_key_, enqueued, expires_at,
+                   ttl = options().ttl](std::stop_token stop) {
         const auto& cfg = s->config;
         auto& c = **pending;
         std::error_code ec;
@@ -287,11 +298,11 @@ class redis_lock final : public distributed_lock {
           // Once sent, the undo runs even if its own reply is lost: it follows on this connection.
           c->set_read_timeout(cfg.where.command_timeout);
           if (granted_by(outcome.get(), cfg.lock_mode).value_or(false))
-            (void)release_grant(*c, cfg, name, key, owner, ttl, ec);
+            (void)release_grant(*c, cfg, name, key, owner, ttl, ec, sending::source);
           else if (cfg.lock_mode == mode::fair && enqueued)
-            (void)c->eval(scripts::fair_cancel,
-                             {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
-                             {owner, ms_text(cfg.fair_wait), "publish"}, ec);
+            (void)c->eval_source(scripts::fair_cancel,
+                                 {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
+                                 {owner, ms_text(cfg.fair_wait), "publish"}, ec);
           return;
         }
         pending->reset();  // gives the dead connection back (dropped) before opening another
