@@ -221,6 +221,7 @@ class redis_lock final : public distributed_lock {
       const auto ttl = options().ttl;
       if (const auto young = time_until_server_is_ttl_old(*c); young > milliseconds::zero()) {
         pttl = young;  // "held by someone else" until then: waiters wait, try_acquire says no
+        shared_->note_young_server(c->run_id(), young, options().ttl);
         return nullptr;
       }
       const auto start = clock::now();
@@ -384,6 +385,23 @@ std::uint64_t shared::add_held(spi::lease_state* lease, std::string key, std::st
 void shared::remove_held(std::uint64_t id) noexcept {
   std::lock_guard lock(held_mutex_);
   held_.erase(id);
+}
+
+void shared::note_young_server(const std::string& run_id, milliseconds left, milliseconds ttl) noexcept {
+  try {
+    {
+      std::lock_guard lock(held_mutex_);
+      if (run_id == young_run_id_reported_) return;
+      young_run_id_reported_ = run_id;
+    }
+    report_background_error(
+        make_error_code(errc::backend_unavailable),
+        "redis " + config.where.label() + ": the server started less than a ttl (" + std::to_string(ttl.count()) +
+            "ms) ago; no lock is granted for another " + std::to_string(left.count()) +
+            "ms, so that holders from before a restart without persistence time out first "
+            "(wait_after_restart=false turns this off for a server that persists every write)");
+  } catch (...) {
+  }
 }
 
 void shared::check_held_soon() noexcept {

@@ -62,6 +62,9 @@ struct shared {
   // is gone, instead of waiting for their next renewal.
   void check_held_soon() noexcept;
   void post(worker::task t) noexcept { background_.post(std::move(t)); }
+  // Says once per server run (report_background_error) why acquires answer "held" for now.
+  void note_young_server(const std::string& run_id, std::chrono::milliseconds left,
+                         std::chrono::milliseconds ttl) noexcept;
 
  private:
   void check_held(std::stop_token stop) noexcept;
@@ -73,6 +76,7 @@ struct shared {
   std::map<std::uint64_t, held> held_;
   std::uint64_t next_held_id_ = 0;
   std::atomic<bool> check_pending_{false};
+  std::string young_run_id_reported_;  // under held_mutex_
   worker background_;  // its thread is joined before the members above go
   std::mutex mutex_;
   std::shared_ptr<subscriber> subscriber_;  // last: joined first (its listener posts to background_)
