@@ -23,9 +23,13 @@ struct unanswered_request {
 // Sends `build(conn)` to every master first and reads the answers afterwards, so the round trips
 // overlap (parallel, not one after another). Returns how many masters answered `ok(reply)`. With
 // `late`, the connections whose reply was lost are handed over instead of dropped.
+// With `young_until_ttl`, a master that started less than that ttl ago (wait_after_restart) is
+// asked nothing and counted in `young`: it may have restarted and forgotten a grant (antirez's
+// delayed restart, done by the client).
 template <class Build, class Ok>
 std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& failures,
-                   std::vector<unanswered_request>* late = nullptr) {
+                   std::vector<unanswered_request>* late = nullptr, std::size_t* young = nullptr,
+                   milliseconds young_until_ttl = {}) {
   std::vector<pool::handle> conns(s.masters.size());
   std::vector<bool> sent(s.masters.size(), false);
   for (std::size_t i = 0; i < s.masters.size(); ++i) {
@@ -33,6 +37,10 @@ std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& fai
     conns[i] = s.masters[i]->checkout(ec);
     if (ec) {
       failures += " " + s.masters[i]->where().label() + ": unavailable;";
+      continue;
+    }
+    if (young && s.wait_after_restart && conns[i]->server_started_by() + young_until_ttl > clock::now()) {
+      ++*young;
       continue;
     }
     sent[i] = build(*conns[i]) && conns[i]->flush();
@@ -166,9 +174,10 @@ class redlock_lock final : public distributed_lock {
       std::string failures;
       const auto start = clock::now();
       std::vector<unanswered_request> late;
+      std::size_t young = 0;
       const auto n = on_all(
           *shared_, [&](connection& c) { return c.append({"SET", key_, token, "NX", "PX", ttl_text}); },
-          [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures, &late);
+          [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl);
       const auto valid_until = spi::lease_state::validity_after(start, ttl);
       // Held: a late SET is part of this lease, and its release (by token, everywhere) covers it.
       if (n >= shared_->quorum() && valid_until > clock::now())
@@ -176,7 +185,8 @@ class redlock_lock final : public distributed_lock {
       std::size_t ignored = 0;
       redlock_lease::release_everywhere(*shared_, key_, token, ignored);
       undo_late_grants(*shared_, std::move(late), key_, token, start + ttl);
-      // Fewer masters answered than a majority: that is not contention but unavailability.
+      // Fewer masters answered than a majority: that is not contention but unavailability. (Young
+      // masters answer; they only may not grant yet, which is waited out like contention.)
       const auto reachable = shared_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
       if (reachable < shared_->quorum())
         set_error(ec, errc::backend_unavailable,
@@ -216,6 +226,8 @@ redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
   // Redlock wants a per-master timeout small against the ttl, so a dead master costs little.
   base.command_timeout = u.get_duration("command_timeout").value_or(std::chrono::milliseconds(200));
   const auto pool_size = static_cast<std::size_t>(u.get_int("pool_size", 1, 1024).value_or(8));
+  s->wait_after_restart = u.get_bool("wait_after_restart").value_or(true);
+  base.learn_server_start = s->wait_after_restart;
   std::size_t up = 0;
   std::string failures;
   for (const auto& h : u.hosts()) {

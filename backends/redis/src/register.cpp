@@ -43,7 +43,7 @@ void register_redis(registry& r) {
          .scope = lock_scope::network,
          .example_uri = "redlock://h1:6379,h2:6379,h3:6379?ttl=30s",
          .summary = "Redlock: SET NX PX on N independent masters in parallel, majority + validity; no fencing",
-         .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix"},
+         .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix", "wait_after_restart"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<redis::redlock_backend>(u, d); }});
 }
 

@@ -36,10 +36,10 @@ std::string env_uri(const char* var) {
 
 // dlock::default_registry() directly: core's dlock::open() lives in the shared core library and
 // does not link against the registry defined in dlock::all's static part (reported to the lead).
-// wait_after_restart=false: redis_fault_test restarts the server, and these tests, about other
-// things, must not meet a server younger than their ttl (that rule is redis_fault_test's subject).
+// wait_after_restart=false: redis_fault_test and the Redlock stop/start test restart servers, and
+// these tests, about other things, must not meet a server younger than their ttl (that rule is
+// redis_fault_test's subject).
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) {
-  if (text.starts_with("redlock:")) return dlock::default_registry().open(text);
   return dlock::default_registry().open(dlock::testing::with_query(text, "wait_after_restart=false"));
 }
 
