@@ -1,9 +1,12 @@
 #include "connection.hpp"
 
 #include <openssl/sha.h>
+#include <poll.h>
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cstring>
 
 #include "dlock/error.hpp"
@@ -40,6 +43,20 @@ struct argv_buffers {
   }
 };
 
+// The value of `field` in an INFO reply ("field:value\r\n" lines), or empty.
+std::string_view info_field(std::string_view info, std::string_view field) {
+  for (std::size_t at = 0; at < info.size();) {
+    auto end = info.find('\n', at);
+    if (end == std::string_view::npos) end = info.size();
+    auto line = info.substr(at, end - at);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.size() > field.size() && line.substr(0, field.size()) == field && line[field.size()] == ':')
+      return line.substr(field.size() + 1);
+    at = end + 1;
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string endpoint::label() const {
@@ -62,12 +79,12 @@ bool is_error(const redisReply* r, std::string_view prefix) noexcept {
   return error_text(r).substr(0, prefix.size()) == prefix;
 }
 
-void connection::fail(std::error_code& ec, std::string_view doing) noexcept {
+void connection::fail(std::error_code& ec, const std::string& doing) noexcept {
   broken_ = true;
   const char* what = context_ && context_->errstr[0] != '\0' ? context_->errstr : "connection failed";
   const bool protocol = context_ && context_->err == REDIS_ERR_PROTOCOL;
   set_error(ec, protocol ? errc::backend_error : errc::backend_unavailable,
-            "redis " + where_.label() + ": " + std::string(doing) + ": " + what +
+            "redis " + where_.label() + ": " + doing + ": " + what +
                 (protocol ? " (the server does not speak the Redis protocol)" : ""));
 }
 
@@ -128,6 +145,7 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
       auto r = c->command({"CLIENT", "SETNAME", name}, ec);
       if (ec) return nullptr;
     }
+    if (where.learn_server_start && !c->learn_server_start(ec)) return nullptr;
     if (where.db != 0) {
       const auto db = std::to_string(where.db);
       auto r = c->command({"SELECT", db}, ec);
@@ -145,6 +163,49 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
   }
 }
 
+bool connection::learn_server_start(std::error_code& ec) noexcept {
+  auto r = command({"INFO", "server"}, ec);
+  const auto answered = std::chrono::steady_clock::now();
+  if (ec) return false;
+  const auto info = r->type == REDIS_REPLY_STRING ? std::string_view(r->str, r->len) : std::string_view();
+  const auto uptime_text = info_field(info, "uptime_in_seconds");
+  std::int64_t uptime = -1;
+  std::from_chars(uptime_text.data(), uptime_text.data() + uptime_text.size(), uptime);
+  run_id_ = std::string(info_field(info, "run_id"));
+  if (uptime < 0 || run_id_.empty()) {
+    set_error(ec, errc::backend_error,
+              "redis " + where_.label() + ": INFO server gave no run_id and uptime_in_seconds (" +
+                  (r->type == REDIS_REPLY_ERROR ? std::string(error_text(r.get())) : std::string("no such fields")) +
+                  "); they are needed to wait one ttl after a restart: allow INFO to this user, or set "
+                  "wait_after_restart=false if the server persists every write (appendfsync always)");
+    return false;
+  }
+  // The uptime was counted at some instant before `answered`, in whole seconds rounded down: the
+  // server started at `answered - uptime` at the latest.
+  server_started_by_ = answered - std::chrono::seconds(uptime);
+  return true;
+}
+
+bool connection::resume_after_timeout(std::chrono::milliseconds read_timeout) noexcept {
+  if (!timed_out_ || !context_) return false;
+  context_->err = 0;
+  context_->errstr[0] = '\0';
+  broken_ = false;
+  timed_out_ = false;
+  return redisSetTimeout(context_.get(), to_timeval(read_timeout)) == REDIS_OK;
+}
+
+void connection::set_read_timeout(std::chrono::milliseconds read_timeout) noexcept {
+  if (context_) redisSetTimeout(context_.get(), to_timeval(read_timeout));
+}
+
+bool connection::closed_by_server() const noexcept {
+  if (!context_ || context_->fd < 0) return true;
+  // Idle: nothing may arrive, so anything readable (EOF, RST, stray bytes) means it is unusable.
+  pollfd p{context_->fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
+
 reply_ptr connection::command(const std::vector<std::string_view>& args, std::error_code& ec) noexcept {
   if (!append(args) || !flush()) {
     fail(ec, "sending a command");
@@ -157,8 +218,11 @@ bool connection::append(const std::vector<std::string_view>& args) noexcept {
   try {
     argv_buffers b;
     for (auto a : args) b.add(a);
-    return redisAppendCommandArgv(context_.get(), static_cast<int>(b.argv.size()), b.argv.data(), b.lens.data()) ==
-           REDIS_OK;
+    if (redisAppendCommandArgv(context_.get(), static_cast<int>(b.argv.size()), b.argv.data(), b.lens.data()) !=
+        REDIS_OK)
+      return false;
+    ++unanswered_;
+    return true;
   } catch (...) {
     return false;
   }
@@ -191,9 +255,14 @@ bool connection::flush() noexcept {
 reply_ptr connection::read(std::error_code& ec) noexcept {
   void* raw_reply = nullptr;
   if (redisGetReply(context_.get(), &raw_reply) != REDIS_OK || raw_reply == nullptr) {
-    fail(ec, "reading a reply");
+    // A blocking read that hit SO_RCVTIMEO fails with EAGAIN: the server may answer later.
+    const int read_errno = errno;
+    timed_out_ = context_->err == REDIS_ERR_IO && (read_errno == EAGAIN || read_errno == EWOULDBLOCK);
+    fail(ec, timed_out_ ? "no reply within command_timeout " + std::to_string(where_.command_timeout.count()) + "ms"
+                        : std::string("reading a reply"));
     return nullptr;
   }
+  if (unanswered_ > 0) --unanswered_;
   return reply_ptr(static_cast<redisReply*>(raw_reply));
 }
 
@@ -207,6 +276,11 @@ reply_ptr connection::eval(const script& s, const std::vector<std::string_view>&
   if (!r || !is_error(r.get(), "NOSCRIPT")) return r;
   // The server lost its script cache (restart, SCRIPT FLUSH): send the source once; EVAL also
   // caches it, so the next EVALSHA hits again.
+  return eval_source(s, keys, args, ec);
+}
+
+reply_ptr connection::eval_source(const script& s, const std::vector<std::string_view>& keys,
+                                  const std::vector<std::string_view>& args, std::error_code& ec) noexcept {
   try {
     const auto nkeys = std::to_string(keys.size());
     std::vector<std::string_view> all{"EVAL", s.source, nkeys};
@@ -244,13 +318,21 @@ pool::handle pool::checkout(std::error_code& ec) noexcept {
         return {};
       }
     }
-    if (!idle_.empty()) {
+    bool closed_found = false;
+    while (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      return handle(shared_from_this(), std::move(c));
+      if (!c->closed_by_server()) {
+        lock.unlock();
+        if (closed_found) server_changed();
+        return handle(shared_from_this(), std::move(c));
+      }
+      --open_count_;  // dropped; the server restarted or closed it
+      closed_found = true;
     }
     ++open_count_;
     lock.unlock();
+    if (closed_found) server_changed();
     auto c = connection::open(where_, ec);
     if (!c) {
       lock.lock();
@@ -258,6 +340,7 @@ pool::handle pool::checkout(std::error_code& ec) noexcept {
       returned_.notify_one();
       return {};
     }
+    note_run_id(c->run_id());
     return handle(shared_from_this(), std::move(c));
   } catch (...) {
     set_error(ec, errc::backend_unavailable, "redis " + where_.label() + ": out of memory");
@@ -266,17 +349,51 @@ pool::handle pool::checkout(std::error_code& ec) noexcept {
 }
 
 void pool::give_back(std::unique_ptr<connection> c) noexcept {
+  bool dropped = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (c->broken() || c->unanswered() > 0) {
+      --open_count_;  // dropped (a late reply would answer the next command): the next checkout reconnects
+      dropped = c->broken() && !c->timed_out();
+    } else {
+      try {
+        idle_.push_back(std::move(c));
+      } catch (...) {
+        --open_count_;
+      }
+    }
+    returned_.notify_one();
+  }
+  c.reset();
+  if (dropped) server_changed();
+}
+
+void pool::on_server_change(std::function<void()> listener) {
   std::lock_guard lock(mutex_);
-  if (c->broken()) {
-    --open_count_;  // dropped: the next checkout reconnects
-  } else {
+  listener_ = std::move(listener);
+}
+
+void pool::server_changed() noexcept {
+  std::function<void()> listener;
+  {
+    std::lock_guard lock(mutex_);
+    listener = listener_;
+  }
+  if (listener) listener();
+}
+
+void pool::note_run_id(const std::string& run_id) noexcept {
+  if (run_id.empty()) return;
+  bool changed = false;
+  {
+    std::lock_guard lock(mutex_);
+    changed = !last_run_id_.empty() && last_run_id_ != run_id;
     try {
-      idle_.push_back(std::move(c));
+      last_run_id_ = run_id;
     } catch (...) {
-      --open_count_;
     }
   }
-  returned_.notify_one();
+  if (changed) server_changed();
 }
 
 }  // namespace dlock::redis

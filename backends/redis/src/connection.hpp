@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,6 +39,9 @@ struct endpoint {
   int db = 0;
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds command_timeout{2000};
+  // Read the server's run_id and uptime (INFO server) when connecting: the redis backends need
+  // them to refuse grants while a restarted server is younger than a ttl (wait_after_restart).
+  bool learn_server_start = false;
 
   std::string label() const;  // "127.0.0.1:6379" (what messages name)
 };
@@ -61,6 +65,11 @@ class connection {
   reply_ptr eval(const script& s, const std::vector<std::string_view>& keys,
                  const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
 
+  // EVAL with the source, never EVALSHA: for a request that must run even if its reply is never
+  // read (a NOSCRIPT answer would go unseen).
+  reply_ptr eval_source(const script& s, const std::vector<std::string_view>& keys,
+                        const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
+
   // Pipelining for Redlock: append now, flush and read later (in parallel across servers).
   bool append(const std::vector<std::string_view>& args) noexcept;
   bool append_eval(const script& s, const std::vector<std::string_view>& keys,
@@ -69,6 +78,23 @@ class connection {
   reply_ptr read(std::error_code& ec) noexcept;
 
   bool broken() const noexcept { return broken_; }
+  // Commands sent whose replies were not read: after a failed read, the server may still have
+  // run them (their outcome is unknown).
+  std::size_t unanswered() const noexcept { return unanswered_; }
+  // The last failure was a read timeout: the stream is intact and the replies may still come.
+  bool timed_out() const noexcept { return timed_out_; }
+  // After a read timeout, makes the connection usable again to read the late replies (hiredis
+  // refuses every call once its context has an error). false if the failure was not a timeout.
+  bool resume_after_timeout(std::chrono::milliseconds read_timeout) noexcept;
+  void set_read_timeout(std::chrono::milliseconds read_timeout) noexcept;
+  // For an idle connection (nothing unanswered): the server has closed it (restart, timeout,
+  // CLIENT KILL), which a poll() shows without a round trip.
+  bool closed_by_server() const noexcept;
+
+  // From INFO server at open (endpoint::learn_server_start), else empty / the epoch.
+  const std::string& run_id() const noexcept { return run_id_; }
+  // The latest instant at which the server can have started (its uptime counts whole seconds).
+  std::chrono::steady_clock::time_point server_started_by() const noexcept { return server_started_by_; }
   const endpoint& where() const noexcept { return where_; }
   redisContext* raw() noexcept { return context_.get(); }
   // The server's CLIENT ID of this connection (tests use it with CLIENT KILL ID).
@@ -76,11 +102,16 @@ class connection {
 
  private:
   connection(endpoint where, context_ptr context) : where_(std::move(where)), context_(std::move(context)) {}
-  void fail(std::error_code& ec, std::string_view doing) noexcept;
+  void fail(std::error_code& ec, const std::string& doing) noexcept;
+  bool learn_server_start(std::error_code& ec) noexcept;
 
   endpoint where_;
   context_ptr context_;
   bool broken_ = false;
+  bool timed_out_ = false;
+  std::size_t unanswered_ = 0;
+  std::string run_id_;
+  std::chrono::steady_clock::time_point server_started_by_{};
 };
 
 // Text of an error reply, or empty.
@@ -89,6 +120,8 @@ bool is_error(const redisReply* r, std::string_view prefix) noexcept;
 
 // A bounded pool of connections to one server. Connections found broken are dropped, and the
 // next checkout opens a fresh one: that is the reconnect after a dropped connection or a restart.
+// An idle connection the server has closed meanwhile is dropped at checkout, so the first
+// command after a restart does not fail on a dead socket.
 class pool : public std::enable_shared_from_this<pool> {
  public:
   pool(endpoint where, std::size_t max_size);
@@ -112,9 +145,15 @@ class pool : public std::enable_shared_from_this<pool> {
   // Waits (up to the connect timeout) when all max_size connections are checked out.
   handle checkout(std::error_code& ec) noexcept;
   const endpoint& where() const noexcept { return where_; }
+  // Called (from the thread that noticed it, without pool locks held; it must not block) when
+  // a connection was found closed or broken, or a new connection met a server with another
+  // run_id than the previous one: the server may have restarted and lost its keys.
+  void on_server_change(std::function<void()> listener);
 
  private:
   void give_back(std::unique_ptr<connection> c) noexcept;
+  void server_changed() noexcept;
+  void note_run_id(const std::string& run_id) noexcept;
 
   endpoint where_;
   std::size_t max_size_;
@@ -122,6 +161,8 @@ class pool : public std::enable_shared_from_this<pool> {
   std::condition_variable returned_;
   std::vector<std::unique_ptr<connection>> idle_;
   std::size_t open_count_ = 0;
+  std::string last_run_id_;
+  std::function<void()> listener_;
 };
 
 }  // namespace dlock::redis

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "scripts.hpp"
+
 namespace dlock::redis {
 
 namespace {
@@ -24,6 +26,44 @@ std::string random_uuid() {
   return t.substr(0, 8) + "-" + t.substr(8, 4) + "-" + t.substr(12, 4) + "-" + t.substr(16, 4) + "-" + t.substr(20, 12);
 }
 
+// How a script is sent: EVALSHA (cached; NOSCRIPT falls back to EVAL), or always as source when
+// the request must run although its reply may never be read.
+enum class sending { cached, source };
+
+reply_ptr run(connection& c, sending how, const script& s, const std::vector<std::string_view>& keys,
+              const std::vector<std::string_view>& args, std::error_code& ec) {
+  return how == sending::cached ? c.eval(s, keys, args, ec) : c.eval_source(s, keys, args, ec);
+}
+
+// Undoes one grant (one hold in the Redisson layouts) of `key` by `owner` (the token, or the owner
+// field): compare-and-delete, publishing the release. The lease's release and the clean-up of a
+// grant whose reply was lost both use it.
+reply_ptr release_grant(connection& c, const settings& cfg, const std::string& name, const std::string& key,
+                        const std::string& owner, milliseconds ttl, std::error_code& ec,
+                        sending how = sending::cached) {
+  if (cfg.lock_mode == mode::simple) {
+    const auto channel = cfg.prefix + redisson_prefix_name("dlock__channel", name);
+    return run(c, how, scripts::simple_release, {key, channel}, {owner}, ec);
+  }
+  if (cfg.lock_mode == mode::reentrant) {
+    const auto channel = redisson_prefix_name("redisson_lock__channel", key);
+    return run(c, how, scripts::reentrant_release, {key, channel}, {"0", ms_text(ttl), owner, "publish"}, ec);
+  }
+  return run(c, how, scripts::fair_release,
+                {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
+                 redisson_prefix_name("redisson_lock__channel", key)},
+                {"0", ms_text(ttl), owner, now_ms(), "publish"}, ec);
+}
+
+// The acquire scripts answer {1, token} | {0, pttl} (simple) or {-1, token} | {pttl, -1}
+// (Redisson layouts). nullopt: not such an answer (an error reply, WRONGTYPE).
+std::optional<bool> granted_by(const redisReply* r, mode m) noexcept {
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+      r->element[1]->type != REDIS_REPLY_INTEGER)
+    return std::nullopt;
+  return m == mode::simple ? r->element[0]->integer == 1 : r->element[0]->integer == -1;
+}
+
 // One grant. Simple mode: the token on the STRING key. Reentrant: one hold of the owner field.
 class redis_lease final : public spi::lease_state {
  public:
@@ -33,7 +73,13 @@ class redis_lease final : public spi::lease_state {
         shared_(std::move(s)),
         key_(std::move(key)),
         secret_(std::move(secret)),
-        fencing_(fencing) {}
+        fencing_(fencing),
+        held_id_(shared_->add_held(this, key_, secret_)) {
+    // Watch the server from now on: its subscriber connection notices a stop or a restart at
+    // once, and the held leases are then checked without waiting for their next renewal.
+    (void)shared_->subscriber_for_waits();
+  }
+  ~redis_lease() override { shared_->remove_held(held_id_); }
 
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
 
@@ -44,19 +90,7 @@ class redis_lease final : public spi::lease_state {
     const auto& cfg = shared_->config;
     reply_ptr r;
     try {
-      if (cfg.lock_mode == mode::simple) {
-        const auto channel = cfg.prefix + redisson_prefix_name("dlock__channel", name());
-        r = c->eval(scripts_release_simple(), {key_, channel}, {secret_}, ec);
-      } else if (cfg.lock_mode == mode::reentrant) {
-        const auto channel = redisson_prefix_name("redisson_lock__channel", key_);
-        r = c->eval(scripts_release_reentrant(), {key_, channel}, {"0", ms_text(ttl()), secret_, "publish"}, ec);
-      } else {
-        r = c->eval(scripts_release_fair(),
-                    {key_, redisson_prefix_name("redisson_lock_queue", key_),
-                     redisson_prefix_name("redisson_lock_timeout", key_),
-                     redisson_prefix_name("redisson_lock__channel", key_)},
-                    {"0", ms_text(ttl()), secret_, now_ms(), "publish"}, ec);
-      }
+      r = release_grant(*c, cfg, name(), key_, secret_, ttl(), ec);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory releasing");
       return;
@@ -78,8 +112,8 @@ class redis_lease final : public spi::lease_state {
     if (ec) return;
     reply_ptr r;
     try {
-      r = shared_->config.lock_mode == mode::simple ? c->eval(scripts_renew_simple(), {key_}, {secret_, ms_text(ttl)}, ec)
-                                                    : c->eval(scripts_renew_reentrant(), {key_}, {ms_text(ttl), secret_}, ec);
+      r = shared_->config.lock_mode == mode::simple ? c->eval(scripts::simple_renew, {key_}, {secret_, ms_text(ttl)}, ec)
+                                                    : c->eval(scripts::reentrant_renew, {key_}, {ms_text(ttl), secret_}, ec);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
       return;
@@ -95,30 +129,13 @@ class redis_lease final : public spi::lease_state {
   }
 
  private:
-  static const script& scripts_release_simple() noexcept;
-  static const script& scripts_release_reentrant() noexcept;
-  static const script& scripts_release_fair() noexcept;
-  static const script& scripts_renew_simple() noexcept;
-  static const script& scripts_renew_reentrant() noexcept;
 
   std::shared_ptr<shared> shared_;
   std::string key_, secret_;
   std::uint64_t fencing_;
+  std::uint64_t held_id_;
 };
 
-}  // namespace
-}  // namespace dlock::redis
-
-#include "scripts.hpp"
-
-namespace dlock::redis {
-namespace {
-
-const script& redis_lease::scripts_release_simple() noexcept { return scripts::simple_release; }
-const script& redis_lease::scripts_release_reentrant() noexcept { return scripts::reentrant_release; }
-const script& redis_lease::scripts_release_fair() noexcept { return scripts::fair_release; }
-const script& redis_lease::scripts_renew_simple() noexcept { return scripts::simple_renew; }
-const script& redis_lease::scripts_renew_reentrant() noexcept { return scripts::reentrant_renew; }
 
 class redis_lock final : public distributed_lock {
  public:
@@ -202,6 +219,11 @@ class redis_lock final : public distributed_lock {
       auto c = shared_->connections->checkout(ec);
       if (ec) return nullptr;
       const auto ttl = options().ttl;
+      if (const auto young = time_until_server_is_ttl_old(*c); young > milliseconds::zero()) {
+        pttl = young;  // "held by someone else" until then: waiters wait, try_acquire says no
+        shared_->note_young_server(c->run_id(), young, options().ttl);
+        return nullptr;
+      }
       const auto start = clock::now();
       reply_ptr r;
       std::string secret;
@@ -216,18 +238,19 @@ class redis_lock final : public distributed_lock {
         r = c->eval(enqueue ? scripts::fair_enqueue : scripts::fair_try, {key_, queue_key_, timeout_key_, fence_key_},
                     {ms_text(ttl), field_, ms_text(shared_->config.fair_wait), now_ms()}, ec);
       }
-      if (ec) return nullptr;
-      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
-          r->element[1]->type != REDIS_REPLY_INTEGER) {
+      if (ec) {
+        if (c->unanswered() > 0) undo_unanswered(std::move(c), std::move(secret), enqueue, start + ttl);
+        return nullptr;
+      }
+      const auto acquired = granted_by(r.get(), shared_->config.lock_mode);
+      if (!acquired) {
         set_error(ec, errc::backend_error,
                   "redis: acquiring lock '" + std::string(name()) + "': unexpected reply " +
                       std::string(error_text(r.get())) +
                       (is_error(r.get(), "WRONGTYPE") ? " (the key holds another client's lock format)" : ""));
         return nullptr;
       }
-      const bool acquired = shared_->config.lock_mode == mode::simple ? r->element[0]->integer == 1
-                                                                      : r->element[0]->integer == -1;
-      if (!acquired) {
+      if (!*acquired) {
         pttl = milliseconds(shared_->config.lock_mode == mode::simple ? r->element[1]->integer : r->element[0]->integer);
         return nullptr;
       }
@@ -236,6 +259,68 @@ class redis_lock final : public distributed_lock {
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
       return nullptr;
+    }
+  }
+
+  // With wait_after_restart: how long the server behind `c` is still younger than the ttl. A
+  // server that restarted without persistence has forgotten every lock; granting nothing for one
+  // ttl lets every holder from before the restart reach its validity deadline (its watchdog
+  // fires lost) before anyone else holds the lock.
+  milliseconds time_until_server_is_ttl_old(const connection& c) const noexcept {
+    if (!shared_->config.wait_after_restart) return milliseconds::zero();
+    const auto old_at = c.server_started_by() + options().ttl;
+    return std::chrono::ceil<milliseconds>(old_at - clock::now());
+  }
+
+  // The acquire request went out but its reply was lost (command_timeout, dropped connection):
+  // the server may have granted the lock to nobody, and it would stay taken for a ttl. Undo it in
+  // the background. On an intact connection (a timeout) the undo goes after the request on the
+  // same connection, so it runs after the grant, whenever the server gets to it; on a broken
+  // connection the request has run or never will, and the token's compare-and-delete is exact.
+  void undo_unanswered(pool::handle c, std::string owner, bool enqueued, clock::time_point expires_at) noexcept {
+    try {
+      // std::function copies its target: the connection travels in a shared optional.
+      auto pending = std::make_shared<std::optional<pool::handle>>(std::move(c));
+      auto task = [s = shared_.get(), pending, owner = std::move(owner), name = std::string(name()), key = key_,
+                   queue = queue_key_, timeout = timeout_key_, enqueued, expires_at,
+                   ttl = options().ttl](std::stop_token stop) {
+        const auto& cfg = s->config;
+        auto& c = **pending;
+        std::error_code ec;
+        reply_ptr outcome;
+        constexpr milliseconds slice{100};  // so a stopping backend is not held up
+        if (c->resume_after_timeout(slice)) {
+          while (!stop.stop_requested() && clock::now() < expires_at) {
+            outcome = c->read(ec);
+            if (outcome || !c->resume_after_timeout(slice)) break;
+          }
+        }
+        if (outcome) {
+          // Once sent, the undo runs even if its own reply is lost: it follows on this connection.
+          c->set_read_timeout(cfg.where.command_timeout);
+          if (granted_by(outcome.get(), cfg.lock_mode).value_or(false))
+            (void)release_grant(*c, cfg, name, key, owner, ttl, ec, sending::source);
+          else if (cfg.lock_mode == mode::fair && enqueued)
+            (void)c->eval_source(scripts::fair_cancel,
+                                 {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
+                                 {owner, ms_text(cfg.fair_wait), "publish"}, ec);
+          return;
+        }
+        pending->reset();  // gives the dead connection back (dropped) before opening another
+        if (cfg.lock_mode != mode::simple) return;  // a Redisson owner field's count cannot tell: it expires
+        for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
+             pause = std::min(pause * 2, milliseconds(1000))) {
+          ec.clear();
+          if (auto fresh = s->connections->checkout(ec); !ec) {
+            (void)release_grant(*fresh, cfg, name, key, owner, ttl, ec);
+            if (!ec) return;
+          }
+          worker::pause(stop, pause);
+        }
+      };
+      shared_->post(std::move(task));
+    } catch (...) {
+      // out of memory: the grant, if any, expires at its ttl as before
     }
   }
 
@@ -274,12 +359,103 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
   std::lock_guard lock(mutex_);
   if (!subscriber_) {
     try {
-      subscriber_ = std::make_shared<subscriber>(config.where);
+      subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); });
     } catch (...) {
       return nullptr;
     }
   }
   return subscriber_;
+}
+
+shared::~shared() {
+  if (connections) connections->on_server_change({});  // a handle may outlive us (see the header)
+}
+
+std::uint64_t shared::add_held(spi::lease_state* lease, std::string key, std::string owner) noexcept {
+  std::lock_guard lock(held_mutex_);
+  const auto id = ++next_held_id_;
+  try {
+    held_.emplace(id, held{lease, std::move(key), std::move(owner)});
+  } catch (...) {
+    // out of memory: this lease is checked at its renewals only
+  }
+  return id;
+}
+
+void shared::remove_held(std::uint64_t id) noexcept {
+  std::lock_guard lock(held_mutex_);
+  held_.erase(id);
+}
+
+void shared::note_young_server(const std::string& run_id, milliseconds left, milliseconds ttl) noexcept {
+  try {
+    {
+      std::lock_guard lock(held_mutex_);
+      if (run_id == young_run_id_reported_) return;
+      young_run_id_reported_ = run_id;
+    }
+    report_background_error(
+        make_error_code(errc::backend_unavailable),
+        "redis " + config.where.label() + ": the server started less than a ttl (" + std::to_string(ttl.count()) +
+            "ms) ago; no lock is granted for another " + std::to_string(left.count()) +
+            "ms, so that holders from before a restart without persistence time out first "
+            "(wait_after_restart=false turns this off for a server that persists every write)");
+  } catch (...) {
+  }
+}
+
+void shared::check_held_soon() noexcept {
+  if (check_pending_.exchange(true)) return;  // one check at a time covers every trigger
+  post([this](std::stop_token stop) { check_held(stop); });
+}
+
+// Asks the server, in one pipeline, whether each held key is still ours (GET == token, or HEXISTS
+// of the owner field), retrying until the server answers or every lease's validity has run out
+// anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended here.
+void shared::check_held(std::stop_token stop) noexcept {
+  try {
+    for (auto pause = std::chrono::milliseconds(50); !stop.stop_requested();
+         pause = std::min(pause * 2, std::chrono::milliseconds(500))) {
+      check_pending_ = false;  // a trigger from now on checks again
+      std::vector<std::pair<std::uint64_t, held>> leases;
+      auto latest_validity = clock::time_point::min();
+      {
+        std::lock_guard lock(held_mutex_);
+        for (const auto& [id, h] : held_) {
+          leases.emplace_back(id, h);
+          latest_validity = std::max(latest_validity, h.lease->valid_until());
+        }
+      }
+      if (leases.empty() || clock::now() >= latest_validity) return;
+      std::error_code ec;
+      if (auto c = connections->checkout(ec); !ec) {
+        bool sent = true;
+        for (const auto& [id, h] : leases)
+          sent = sent && (config.lock_mode == mode::simple ? c->append({"GET", h.key}) : c->append({"HEXISTS", h.key, h.owner}));
+        std::vector<std::uint64_t> gone;
+        if (sent && c->flush()) {
+          for (const auto& [id, h] : leases) {
+            auto r = c->read(ec);
+            if (ec) break;
+            const bool ours = config.lock_mode == mode::simple
+                                  ? r->type == REDIS_REPLY_STRING && std::string_view(r->str, r->len) == h.owner
+                                  : r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+            if (!ours) gone.push_back(id);
+          }
+        }
+        if (!ec && c->unanswered() == 0) {
+          std::lock_guard lock(held_mutex_);
+          for (auto id : gone)
+            if (auto it = held_.find(id); it != held_.end() && !it->second.lease->released())
+              it->second.lease->mark_lost(make_error_code(errc::lock_lost));
+          return;
+        }
+      }
+      worker::pause(stop, pause);
+    }
+  } catch (...) {
+    check_pending_ = false;
+  }
 }
 
 capabilities caps_of(mode m) noexcept {
@@ -313,6 +489,8 @@ settings parse_settings(const uri& u, mode m) {
   if (auto v = u.get("prefix")) s.prefix = *v;
   s.client_id = u.get("client_id").value_or(random_uuid());
   if (auto v = u.get_duration("fair_wait")) s.fair_wait = *v;
+  if (auto v = u.get_bool("wait_after_restart")) s.wait_after_restart = *v;
+  s.where.learn_server_start = s.wait_after_restart;
   return s;
 }
 
@@ -321,6 +499,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);
+  s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
   // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.
   std::error_code ec;
   { auto probe = s->connections->checkout(ec); }

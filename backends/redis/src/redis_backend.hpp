@@ -1,6 +1,9 @@
 #pragma once
 // redis:// (SET NX PX, redis-py layout), redis+reentrant:// (Redisson RLock layout) and
 // redis+fair:// (Redisson RFairLock layout).
+#include <atomic>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -8,6 +11,7 @@
 #include "connection.hpp"
 #include "dlock/spi.hpp"
 #include "subscriber.hpp"
+#include "worker.hpp"
 
 namespace dlock::redis {
 
@@ -20,20 +24,62 @@ struct settings {
   std::string client_id;  // Redisson client UUID in owner fields
   mode lock_mode = mode::simple;
   std::chrono::milliseconds fair_wait{300000};  // Redisson's threadWaitTime (fairLockWaitTimeout)
+  // antirez's delayed restart, on the client side: grant nothing while the server is younger than
+  // the lock's ttl, so every holder from before a restart without persistence has passed its
+  // validity deadline (and been told) before anyone else is granted. false only for servers that
+  // persist every write (appendfsync always).
+  bool wait_after_restart = true;
 };
 
 settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_uri)
 capabilities caps_of(mode m) noexcept;
 
-// What every lock and lease of one backend shares: the pool and the subscriber.
+// What every lock and lease of one backend shares: the pool, the subscriber, the leases held and
+// the background worker.
+//
+// Lifetimes: every lock and lease holds a shared_ptr to it, and everything that calls back into it
+// (the subscriber's and the pool's listeners, the worker's tasks) holds a plain pointer: the
+// subscriber's thread and the worker's thread are joined before the members they use go, and
+// taking a shared_ptr there could make such a thread destroy, hence join, itself.
 struct shared {
+  shared() = default;
+  ~shared();
+  shared(const shared&) = delete;
+  shared& operator=(const shared&) = delete;
+
   settings config;
   std::shared_ptr<pool> connections;
-  std::shared_ptr<subscriber> subscriber_for_waits() noexcept;  // started on first wait
+  // Started on the first wait or the first grant. Its connection is watched all the time, so a
+  // server that goes away is noticed at once, not at the next renewal.
+  std::shared_ptr<subscriber> subscriber_for_waits() noexcept;
+
+  // The leases alive now, so they can be checked at once when the server may have lost them.
+  // `owner` is the token (simple) or the owner field (Redisson layouts).
+  std::uint64_t add_held(spi::lease_state* lease, std::string key, std::string owner) noexcept;
+  void remove_held(std::uint64_t id) noexcept;
+  // The server may have restarted (a connection dropped or the run_id changed): check every held
+  // lease in the background, retrying until the server answers, and mark lost the ones whose key
+  // is gone, instead of waiting for their next renewal.
+  void check_held_soon() noexcept;
+  void post(worker::task t) noexcept { background_.post(std::move(t)); }
+  // Says once per server run (report_background_error) why acquires answer "held" for now.
+  void note_young_server(const std::string& run_id, std::chrono::milliseconds left,
+                         std::chrono::milliseconds ttl) noexcept;
 
  private:
+  void check_held(std::stop_token stop) noexcept;
+  struct held {
+    spi::lease_state* lease;
+    std::string key, owner;
+  };
+  std::mutex held_mutex_;
+  std::map<std::uint64_t, held> held_;
+  std::uint64_t next_held_id_ = 0;
+  std::atomic<bool> check_pending_{false};
+  std::string young_run_id_reported_;  // under held_mutex_
+  worker background_;  // its thread is joined before the members above go
   std::mutex mutex_;
-  std::shared_ptr<subscriber> subscriber_;
+  std::shared_ptr<subscriber> subscriber_;  // last: joined first (its listener posts to background_)
 };
 
 class redis_backend final : public backend {

@@ -1,5 +1,7 @@
 #include "redlock.hpp"
 
+#include <optional>
+
 #include "redis_backend.hpp"
 #include "scripts.hpp"
 
@@ -12,10 +14,22 @@ using std::chrono::milliseconds;
 
 std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
 
+// A master's connection whose request went out but whose reply was lost (its command_timeout).
+struct unanswered_request {
+  std::size_t master;
+  pool::handle conn;
+};
+
 // Sends `build(conn)` to every master first and reads the answers afterwards, so the round trips
-// overlap (parallel, not one after another). Returns how many masters answered `ok(reply)`.
+// overlap (parallel, not one after another). Returns how many masters answered `ok(reply)`. With
+// `late`, the connections whose reply was lost are handed over instead of dropped.
+// With `young_until_ttl`, a master that started less than that ttl ago (wait_after_restart) is
+// asked nothing and counted in `young`: it may have restarted and forgotten a grant (antirez's
+// delayed restart, done by the client).
 template <class Build, class Ok>
-std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& failures) {
+std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& failures,
+                   std::vector<unanswered_request>* late = nullptr, std::size_t* young = nullptr,
+                   milliseconds young_until_ttl = {}) {
   std::vector<pool::handle> conns(s.masters.size());
   std::vector<bool> sent(s.masters.size(), false);
   for (std::size_t i = 0; i < s.masters.size(); ++i) {
@@ -23,6 +37,10 @@ std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& fai
     conns[i] = s.masters[i]->checkout(ec);
     if (ec) {
       failures += " " + s.masters[i]->where().label() + ": unavailable;";
+      continue;
+    }
+    if (young && s.wait_after_restart && conns[i]->server_started_by() + young_until_ttl > clock::now()) {
+      ++*young;
       continue;
     }
     sent[i] = build(*conns[i]) && conns[i]->flush();
@@ -35,6 +53,7 @@ std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& fai
     auto r = conns[i]->read(ec);
     if (ec) {
       failures += " " + s.masters[i]->where().label() + ": no answer;";
+      if (late && conns[i]->unanswered() > 0) late->push_back({i, std::move(conns[i])});
       continue;
     }
     if (is_error(r.get(), "NOSCRIPT")) {  // script cache lost on that master: run it plainly
@@ -101,6 +120,44 @@ class redlock_lease final : public spi::lease_state {
   std::string key_, token_;
 };
 
+// A SET NX whose reply was lost may still run on that master and leave it locked for a ttl by
+// nobody. Compare-and-delete by the token, in the background: on an intact connection after the
+// late reply (so it runs after the SET, on the same connection), else on a fresh one, until the
+// grant would have expired.
+void undo_late_grants(redlock_shared& s, std::vector<unanswered_request> late, const std::string& key,
+                      const std::string& token, clock::time_point expires_at) {
+  for (auto& request : late) {
+    auto pending = std::make_shared<std::optional<pool::handle>>(std::move(request.conn));
+    s.background.post([shared = &s, pending, master = request.master, key, token, expires_at](std::stop_token stop) {
+      const auto channel = key + ":redlock_channel";
+      const std::vector<std::string_view> release{"EVAL", scripts::simple_release.source, "2", key, channel, token};
+      auto& c = **pending;
+      std::error_code ec;
+      constexpr milliseconds slice{100};  // so a stopping backend is not held up
+      if (c->resume_after_timeout(slice)) {
+        while (!stop.stop_requested() && clock::now() < expires_at) {
+          if (c->read(ec)) {
+            c->set_read_timeout(c->where().command_timeout);
+            (void)c->command(release, ec);  // once sent it runs, even if this reply is lost too
+            return;
+          }
+          if (!c->resume_after_timeout(slice)) break;
+        }
+      }
+      pending->reset();
+      for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
+           pause = std::min(pause * 2, milliseconds(1000))) {
+        ec.clear();
+        if (auto fresh = shared->masters[master]->checkout(ec); !ec) {
+          (void)fresh->command(release, ec);
+          if (!ec) return;
+        }
+        worker::pause(stop, pause);
+      }
+    });
+  }
+}
+
 class redlock_lock final : public distributed_lock {
  public:
   redlock_lock(std::shared_ptr<redlock_shared> s, std::string name, capabilities caps, lock_options options)
@@ -116,15 +173,20 @@ class redlock_lock final : public distributed_lock {
       const auto ttl_text = ms_text(ttl);
       std::string failures;
       const auto start = clock::now();
+      std::vector<unanswered_request> late;
+      std::size_t young = 0;
       const auto n = on_all(
           *shared_, [&](connection& c) { return c.append({"SET", key_, token, "NX", "PX", ttl_text}); },
-          [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures);
+          [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl);
       const auto valid_until = spi::lease_state::validity_after(start, ttl);
+      // Held: a late SET is part of this lease, and its release (by token, everywhere) covers it.
       if (n >= shared_->quorum() && valid_until > clock::now())
         return std::make_unique<redlock_lease>(shared_, std::string(name()), key_, token, ttl, start);
       std::size_t ignored = 0;
       redlock_lease::release_everywhere(*shared_, key_, token, ignored);
-      // Fewer masters answered than a majority: that is not contention but unavailability.
+      undo_late_grants(*shared_, std::move(late), key_, token, start + ttl);
+      // Fewer masters answered than a majority: that is not contention but unavailability. (Young
+      // masters answer; they only may not grant yet, which is waited out like contention.)
       const auto reachable = shared_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
       if (reachable < shared_->quorum())
         set_error(ec, errc::backend_unavailable,
@@ -164,6 +226,8 @@ redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
   // Redlock wants a per-master timeout small against the ttl, so a dead master costs little.
   base.command_timeout = u.get_duration("command_timeout").value_or(std::chrono::milliseconds(200));
   const auto pool_size = static_cast<std::size_t>(u.get_int("pool_size", 1, 1024).value_or(8));
+  s->wait_after_restart = u.get_bool("wait_after_restart").value_or(true);
+  base.learn_server_start = s->wait_after_restart;
   std::size_t up = 0;
   std::string failures;
   for (const auto& h : u.hosts()) {

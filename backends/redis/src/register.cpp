@@ -6,12 +6,14 @@
 namespace dlock {
 
 void register_redis(registry& r) {
-  const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id"};
+  const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id",
+                                        "wait_after_restart"};
   r.add({.scheme = "redis",
          .caps = redis::caps_of(redis::mode::simple),
          .scope = lock_scope::network,
          .example_uri = "redis://[user:password@]127.0.0.1:6379/0?ttl=30s",
-         .summary = "SET NX PX + INCR fencing in one script, compare-and-delete unlock; redis-py Lock layout",
+         .summary = "SET NX PX + fencing counter (INCR raised to the server clock) in one script, "
+                    "compare-and-delete unlock; redis-py Lock layout",
          .parameters = params,
          .open = [](const uri& u, const lock_options& d) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::simple);
@@ -41,7 +43,7 @@ void register_redis(registry& r) {
          .scope = lock_scope::network,
          .example_uri = "redlock://h1:6379,h2:6379,h3:6379?ttl=30s",
          .summary = "Redlock: SET NX PX on N independent masters in parallel, majority + validity; no fencing",
-         .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix"},
+         .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix", "wait_after_restart"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<redis::redlock_backend>(u, d); }});
 }
 

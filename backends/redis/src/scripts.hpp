@@ -7,10 +7,24 @@
 
 namespace dlock::redis::scripts {
 
+// The next fencing token of a counter key: INCR, raised to the server clock in microseconds
+// (TIME) when the counter is behind it, and written back. A counter lost with the data (restart
+// without persistence, FLUSHALL, eviction) therefore starts again above every token handed out
+// before, as long as the server clock did not step back and grants stayed under one per
+// microsecond. Microseconds since 1970 (~1.8e15) are exact in Lua's doubles (below 2^53); '%.0f'
+// writes them without an exponent. Redisson's RFencedLock INCRs the same key and keeps counting.
+#define DLOCK_NEXT_FENCING_TOKEN                                                                \
+  "local function next_fencing_token(counter) local now = redis.call('time'); "               \
+  "now = tonumber(now[1]) * 1000000 + tonumber(now[2]); "                                      \
+  "local token = redis.call('incr', counter); "                                                \
+  "if token < now then token = now; redis.call('set', counter, string.format('%.0f', now)); end; " \
+  "return token; end; "
+
 // KEYS = [lock, fencing counter]  ARGV = [token, ttl ms]  -> {1, fencing token} | {0, pttl}
 inline const script simple_acquire{
+    DLOCK_NEXT_FENCING_TOKEN
     "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-    "return {1, redis.call('incr', KEYS[2])} end "
+    "return {1, next_fencing_token(KEYS[2])} end "
     "return {0, redis.call('pttl', KEYS[1])}"};
 
 // KEYS = [lock, release channel]  ARGV = [token]  -> 1 released | 0 not ours (redis-py's release)
@@ -22,11 +36,12 @@ inline const script simple_release{
 inline const script simple_renew{
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"};
 
-// Redisson RFencedLock acquire. KEYS = [name, redisson_lock_token:{name}]  ARGV = [ttl ms, owner field]
+// Redisson RFencedLock acquire (its INCR raised to the clock, above). KEYS = [name, redisson_lock_token:{name}]  ARGV = [ttl ms, owner field]
 //   -> {-1, fencing token} acquired | {pttl, -1} held by someone else
 inline const script reentrant_acquire{
+    DLOCK_NEXT_FENCING_TOKEN
     "if (redis.call('exists', KEYS[1]) == 0 or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then "
-    "local token = redis.call('incr', KEYS[2]); redis.call('hincrby', KEYS[1], ARGV[2], 1); "
+    "local token = next_fencing_token(KEYS[2]); redis.call('hincrby', KEYS[1], ARGV[2], 1); "
     "redis.call('pexpire', KEYS[1], ARGV[1]); return {-1, token}; end; "
     "return {redis.call('pttl', KEYS[1]), -1};"};
 
@@ -47,6 +62,7 @@ inline const script reentrant_renew{
 // Redisson RFairLock (RedissonFairLock.java; anchors.md c.1). Every fair script first drops stale
 // waiters whose timeout score has passed, exactly as Redisson's do.
 #define DLOCK_REDISSON_FAIR_SWEEP                                                              \
+  DLOCK_NEXT_FENCING_TOKEN                                                                     \
   "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); "                    \
   "if firstThreadId2 == false then break; end; "                                               \
   "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "                            \
@@ -64,10 +80,10 @@ inline const script fair_try{
     "local keys = redis.call('zrange', KEYS[3], 0, -1); "
     "for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); end; "
     "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "return {-1, next_fencing_token(KEYS[4])}; end; "
     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
     "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "return {-1, next_fencing_token(KEYS[4])}; end; "
     "return {redis.call('pttl', KEYS[1]), -1};"};
 
 // Take it or join the queue (Redisson's blocking branch, plus the token INCR). Same KEYS/ARGV.
@@ -80,10 +96,10 @@ inline const script fair_enqueue{
     "local keys = redis.call('zrange', KEYS[3], 0, -1); "
     "for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); end; "
     "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "return {-1, next_fencing_token(KEYS[4])}; end; "
     "if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "
     "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return {-1, redis.call('incr', KEYS[4])}; end; "
+    "return {-1, next_fencing_token(KEYS[4])}; end; "
     "local timeout = redis.call('zscore', KEYS[3], ARGV[2]); "
     "if timeout ~= false then local ttl = redis.call('pttl', KEYS[1]); return {math.max(0, ttl), -1}; end; "
     "local lastThreadId = redis.call('lindex', KEYS[2], -1); local ttl; "

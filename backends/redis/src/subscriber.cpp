@@ -26,7 +26,8 @@ void channel_state::bump() {
   changed_.notify_all();
 }
 
-subscriber::subscriber(endpoint where) : where_(std::move(where)) {
+subscriber::subscriber(endpoint where, std::function<void()> on_drop)
+    : where_(std::move(where)), on_drop_(std::move(on_drop)) {
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
   thread_ = std::thread([this] { run(); });
 }
@@ -141,12 +142,15 @@ void subscriber::run() {
     }
     if (!conn_ || conn_->broken()) {
       conn_.reset();
+      if (had_connection_ && on_drop_) on_drop_();
+      had_connection_ = false;
       // Waiters fall back to their PTTL-bounded waits; wake them so none sleeps on a dead channel.
       {
         std::lock_guard lock(mutex_);
         for (auto& [name, state] : channels_) state->bump();
       }
-      if (!connect_and_resubscribe()) {
+      had_connection_ = connect_and_resubscribe();
+      if (!had_connection_) {
         pollfd p{wake_pipe_[0], POLLIN, 0};
         ::poll(&p, 1, 200);
         char buf[64];

@@ -4,9 +4,11 @@
 // with a wake-up pipe, so other threads can add or drop subscriptions without touching hiredis.
 // After a dropped connection the thread reconnects, subscribes again and wakes every waiter
 // (waiters also bound each wait by the holder's PTTL, so a lost message costs at most that).
+// The connection is watched even with no subscription, so a dropped server is noticed at once.
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,7 +39,9 @@ class channel_state {
 
 class subscriber {
  public:
-  explicit subscriber(endpoint where);
+  // `on_drop` runs on the subscriber's thread each time its connection is lost (server stopped,
+  // restarted, connection killed); it must not block.
+  explicit subscriber(endpoint where, std::function<void()> on_drop = {});
   ~subscriber();
   subscriber(const subscriber&) = delete;
   subscriber& operator=(const subscriber&) = delete;
@@ -54,6 +58,8 @@ class subscriber {
   void dispatch(redisReply* r);
 
   endpoint where_;
+  std::function<void()> on_drop_;
+  bool had_connection_ = false;  // only the thread touches it
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<channel_state>, std::less<>> channels_;
   std::vector<std::string> to_subscribe_, to_unsubscribe_;
