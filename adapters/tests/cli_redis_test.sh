@@ -15,6 +15,10 @@ dlock=$1
 for v in DLOCK_REDIS_URI DLOCK_REDIS_PORT DLOCK_SERVERS; do
   [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set: eval \"\$(compose/native/dlock-servers up redis)\" first"; exit 1; }
 done
+# These steps are not about restarts: they opt out of the restart delay (a Redis younger than a
+# ttl grants nothing, and the launcher's Redis may have just been started or restarted by another
+# test). The restart step at the end keeps it, with a short ttl.
+uri="$DLOCK_REDIS_URI?wait_after_restart=false"
 command -v redis-cli >/dev/null || { echo "FAIL: redis-cli (the server's client) is not installed"; exit 1; }
 work=$(mktemp -d)
 pids=()
@@ -52,7 +56,7 @@ exits() {
 }
 
 # ---- the key is deleted on the server while the command runs.
-"$dlock" run "$DLOCK_REDIS_URI" "$name" --ttl 1500ms --grace 500ms -- sh "$work/grandchild.sh" "$work/deleted" \
+"$dlock" run "$uri" "$name" --ttl 1500ms --grace 500ms -- sh "$work/grandchild.sh" "$work/deleted" \
   >"$work/out" 2>"$work/err" &
 runner=$!
 pids+=("$runner")
@@ -72,7 +76,7 @@ else
 fi
 
 # ---- dlock is SIGKILLed; the next run checks that nothing of the first one runs on.
-"$dlock" run "$DLOCK_REDIS_URI" "$name" --ttl 1500ms -- sh "$work/grandchild.sh" "$work/killed" \
+"$dlock" run "$uri" "$name" --ttl 1500ms -- sh "$work/grandchild.sh" "$work/killed" \
   >"$work/out" 2>"$work/err" &
 runner=$!
 pids+=("$runner")
@@ -81,7 +85,7 @@ if appears "$work/killed.pid"; then
   kill -9 "$runner"
   wait "$runner" 2>/dev/null
   # The next holder's command looks for the grandchild the moment it starts.
-  "$dlock" run "$DLOCK_REDIS_URI" "$name" --wait 15s -- \
+  "$dlock" run "$uri" "$name" --wait 15s -- \
     sh -c '[ -r /proc/$1/status ] && ! grep -q "^State:[[:space:]]*Z" /proc/$1/status && exit 42; exit 0' check "$gc" \
     >"$work/out" 2>"$work/err"
   case $? in
@@ -100,16 +104,18 @@ fi
 # Compared: the sockets the command holds, and those this script holds (and so passes on).
 list_sockets='for f in /proc/$$/fd/*; do readlink "$f"; done | grep "^socket:" | sort'
 eval "$list_sockets" >"$work/sockets-given"
-"$dlock" run "$DLOCK_REDIS_URI" "$name" -- sh -c "$list_sockets" >"$work/sockets-run" 2>"$work/err" ||
+"$dlock" run "$uri" "$name" -- sh -c "$list_sockets" >"$work/sockets-run" 2>"$work/err" ||
   fail "sockets: dlock run failed"
 extra=$(comm -23 "$work/sockets-run" "$work/sockets-given" | tr '\n' ' ')
 [[ -z $extra ]] && ok "the command holds no socket of dlock's" || fail "the command holds dlock's sockets: $extra"
 
 # ---- the server is down when dlock starts and back within --wait: connecting is part of the
-# wait, so dlock gets the lock instead of exiting 69 at once.
+# wait, so dlock gets the lock instead of exiting 69 at once. The restarted server grants nothing
+# for one ttl (wait_after_restart, so holders from before the restart are told first): with a 2s
+# ttl that is part of the wait too.
 "$DLOCK_SERVERS" stop redis >/dev/null || fail "could not stop redis"
 redis_stopped=1
-"$dlock" run "$DLOCK_REDIS_URI" "$name" --wait 30s -- touch "$work/after-restart" >"$work/out" 2>"$work/err" &
+"$dlock" run "$DLOCK_REDIS_URI" "$name" --wait 30s --ttl 2s -- touch "$work/after-restart" >"$work/out" 2>"$work/err" &
 runner=$!
 pids+=("$runner")
 sleep 1  # dlock tries to connect meanwhile (were it slower to start, the check would only be weaker)
