@@ -10,29 +10,18 @@
 
 #include "../src/getlock_key.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
 #include "test_support.hpp"
 
 namespace {
+
+using dlock::testing::fires_within;
 
 using namespace std::chrono_literals;
 using namespace dlock::mysql;
 
 std::shared_ptr<dlock::backend> open_getlock(std::string_view query = "ttl=2s") {
   return dlock::open(test::uri_for("mysql+getlock", query));
-}
-
-// Waits (bounded) for a stop token to fire; the bound is a deadlock guard, not a timing claim.
-bool fires_within(std::stop_token t, std::chrono::seconds bound) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool fired = false;
-  std::stop_callback cb(t, [&] {
-    std::lock_guard lock(m);
-    fired = true;
-    cv.notify_all();
-  });
-  std::unique_lock lock(m);
-  return cv.wait_for(lock, bound, [&] { return fired; });
 }
 
 TEST(GetLockKey, PlainNamesStayReadableEverythingElseIsHashedInto64Chars) {

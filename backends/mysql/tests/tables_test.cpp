@@ -22,6 +22,8 @@
 
 namespace {
 
+using dlock::testing::fires_within;
+
 using namespace std::chrono_literals;
 using namespace dlock::mysql;
 
@@ -30,19 +32,6 @@ std::string fresh_table() {
   for (auto& ch : n)
     if (ch == '-') ch = '_';
   return n;
-}
-
-bool fires_within(std::stop_token t, std::chrono::seconds bound) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool fired = false;
-  std::stop_callback cb(t, [&] {
-    std::lock_guard lock(m);
-    fired = true;
-    cv.notify_all();
-  });
-  std::unique_lock lock(m);
-  return cv.wait_for(lock, bound, [&] { return fired; });
 }
 
 class Tables : public ::testing::TestWithParam<std::string> {
@@ -356,22 +345,6 @@ TEST(MysqlIndex, ReleaseDeletesTheRowAndAReentryOnlyDecrementsTheCount) {
   EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner = 'someone-else'", name), 1);
 }
 
-// Stops the MariaDB server of the launcher; starts it again at the end of the scope, whatever the
-// test did in between (an ASSERT must not leave the server down for the next tests).
-class ServerStopped {
- public:
-  ServerStopped() { stopped_ = dlock::testing::run_launcher("stop mariadb") == 0; }
-  ~ServerStopped() { start(); }
-  bool stopped() const noexcept { return stopped_; }
-  bool start() {
-    if (stopped_) stopped_ = dlock::testing::run_launcher("start mariadb") != 0;
-    return !stopped_;
-  }
-
- private:
-  bool stopped_ = false;
-};
-
 // The server-side connection id holding `name`, for the connection-bound schemes (0: none).
 std::int64_t holder_connection(const std::string& scheme, const std::string& table, const std::string& name) {
   auto raw = test::raw_connect(test::server_uri());
@@ -416,7 +389,7 @@ TEST_P(Fencing, TokensStrictlyIncreaseAcrossAConnectionKillAndAServerRestart) {
 
   // 2. The server restarted while `second` holds the lock.
   {
-    ServerStopped restart;
+    dlock::testing::stopped_server restart("mariadb");
     ASSERT_TRUE(restart.stopped()) << "could not stop mariadb through $DLOCK_SERVERS";
     ASSERT_TRUE(restart.start()) << "could not start mariadb again through $DLOCK_SERVERS";
   }

@@ -24,6 +24,8 @@ namespace probe = dlock::pg::testing;
 
 namespace {
 
+using dlock::testing::fires_within;
+
 std::string base_uri() {
   const char* v = std::getenv("DLOCK_POSTGRES_URI");
   if (!v || !*v) {
@@ -166,20 +168,6 @@ TEST_P(session_scheme, terminated_session_frees_the_lock_and_reports_lost) {
 INSTANTIATE_TEST_SUITE_P(pg, session_scheme, ::testing::ValuesIn(session_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 
-// Waits (bounded) for a stop token to fire; the bound is a hang guard, not a timing claim.
-bool fires_within(std::stop_token t, std::chrono::milliseconds bound) {
-  std::mutex m;
-  std::condition_variable cv;
-  bool fired = false;
-  std::stop_callback cb(t, [&] {
-    std::lock_guard lock(m);
-    fired = true;
-    cv.notify_all();
-  });
-  std::unique_lock lock(m);
-  return cv.wait_for(lock, bound, [&] { return fired; });
-}
-
 // A holder cut off from the server by a partition (nothing delivered, nothing closed) must be
 // told it may have lost the lock while the link is still down, within about ttl of the cut: the
 // server may drop its session meanwhile and grant the lock to someone else. The old session
@@ -248,22 +236,6 @@ TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
 INSTANTIATE_TEST_SUITE_P(pg, table_scheme, ::testing::ValuesIn(table_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 
-// Stops the PostgreSQL server of the launcher; starts it again at the end of the scope, whatever
-// the test did in between (an ASSERT must not leave the server down for the next tests).
-class server_stopped {
- public:
-  server_stopped() { stopped_ = dlock::testing::run_launcher("stop postgres") == 0; }
-  ~server_stopped() { start(); }
-  bool stopped() const noexcept { return stopped_; }
-  bool start() {
-    if (stopped_) stopped_ = dlock::testing::run_launcher("start postgres") != 0;
-    return !stopped_;
-  }
-
- private:
-  bool stopped_ = false;
-};
-
 // A grant's fencing token must be larger than every token handed out before it for that name,
 // whatever happened to the previous holder: its session killed on the server while it held the
 // lock (forupdate: the killed transaction's increment used to be rolled back, so the next
@@ -297,7 +269,7 @@ TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_serv
 
   // 2. The server restarted while `second` holds the lock.
   {
-    server_stopped restart;
+    dlock::testing::stopped_server restart("postgres");
     ASSERT_TRUE(restart.stopped()) << "could not stop postgres through $DLOCK_SERVERS";
     ASSERT_TRUE(restart.start()) << "could not start postgres again through $DLOCK_SERVERS";
   }

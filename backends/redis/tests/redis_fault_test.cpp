@@ -40,21 +40,6 @@ std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock
 
 std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-fault:" + std::string(what)); }
 
-// Stops the launcher's redis; starts it again when the scope ends, also after a failed ASSERT.
-class stopped_redis {
- public:
-  stopped_redis() { stopped_ = dlock::testing::run_launcher("stop redis") == 0; }
-  ~stopped_redis() { start(); }
-  bool stopped() const noexcept { return stopped_; }
-  bool start() {
-    if (stopped_) stopped_ = dlock::testing::run_launcher("start redis") != 0;
-    return !stopped_;
-  }
-
- private:
-  bool stopped_ = false;
-};
-
 // SIGSTOPs one of the launcher's processes; SIGCONT when the scope ends, also after a failed ASSERT.
 class frozen_redis {
  public:
@@ -98,7 +83,7 @@ TEST(RedisFault, RestartWithoutPersistenceTellsTheHolderFirstAndTokensKeepIncrea
     before.push_back(std::move(h));
   }
   {
-    stopped_redis down;
+    dlock::testing::stopped_server down("redis");
     ASSERT_TRUE(down.stopped());
     ASSERT_TRUE(down.start());
   }
@@ -130,7 +115,7 @@ TEST(RedisFault, HolderIsToldAsSoonAsTheRestartedServerAnswers) {
     auto l = b->make_lock(unique("told"))->try_acquire_for(5s);
     ASSERT_TRUE(l) << scheme;
     {
-      stopped_redis down;
+      dlock::testing::stopped_server down("redis");
       ASSERT_TRUE(down.stopped());
       ASSERT_TRUE(down.start());
     }
@@ -255,7 +240,7 @@ TEST(RedisFault, AWaitGoesOnThroughARestartAndEndsAfterTheHolderWasTold) {
   }
   std::this_thread::sleep_for(300ms);  // the waiters are subscribed and waiting
   {
-    stopped_redis down;
+    dlock::testing::stopped_server down("redis");
     if (down.stopped()) std::this_thread::sleep_for(500ms);  // an outage the waits must ride out
     EXPECT_TRUE(down.start());
   }
@@ -309,7 +294,7 @@ TEST(RedisFault, FirstAcquireAfterARestartUsesAFreshConnection) {
     }
   }
   {
-    stopped_redis down;
+    dlock::testing::stopped_server down("redis");
     ASSERT_TRUE(down.stopped());
     ASSERT_TRUE(down.start());
   }

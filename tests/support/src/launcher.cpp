@@ -2,7 +2,9 @@
 // stop and start a server process, find its pid. DLOCK_SERVERS (exported by the launcher) names it.
 #include <sys/wait.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <cstdlib>
 #include <memory>
 #include <stdexcept>
@@ -27,6 +29,28 @@ int run_launcher(std::string_view args) {
   const auto command = launcher_path() + " " + std::string(args) + " >/dev/null 2>&1";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+stopped_server::stopped_server(std::string process) : process_(std::move(process)) {
+  stopped_ = run_launcher("stop " + process_) == 0;
+}
+
+bool stopped_server::start() {
+  if (stopped_) stopped_ = run_launcher("start " + process_) != 0;
+  return !stopped_;
+}
+
+bool fires_within(std::stop_token token, std::chrono::milliseconds bound) {
+  std::mutex m;
+  std::condition_variable fired_cv;
+  bool fired = false;
+  std::stop_callback on_fire(token, [&] {
+    std::lock_guard lock(m);
+    fired = true;
+    fired_cv.notify_all();
+  });
+  std::unique_lock lock(m);
+  return fired_cv.wait_for(lock, bound, [&] { return fired; });
 }
 
 pid_t launcher_pid(std::string_view process) {

@@ -2,6 +2,7 @@
 // Test support shared by tests/core, tests/conformance and the backends' own tests.
 #include <chrono>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -46,6 +47,28 @@ std::string with_query(std::string uri, std::string_view query);
 int run_launcher(std::string_view args);
 // The pid of one running process of the launcher ("zookeeper-ensemble.2"), or -1.
 pid_t launcher_pid(std::string_view process);
+
+// Stops a launcher process ("redis", "postgres", "mariadb") for the life of the guard and starts it
+// again when the scope ends, whatever the test did in between: an ASSERT must not leave the server
+// down for the tests after it.
+class stopped_server {
+ public:
+  explicit stopped_server(std::string process);
+  ~stopped_server() { start(); }
+  stopped_server(const stopped_server&) = delete;
+  stopped_server& operator=(const stopped_server&) = delete;
+  bool stopped() const noexcept { return stopped_; }
+  // Starts it again now (waiting until it answers); true when it runs.
+  bool start();
+
+ private:
+  std::string process_;
+  bool stopped_ = false;
+};
+
+// Waits for a stop token to fire, at most `bound`: true if it fired. The bound is a hang guard or
+// the property's deadline, never a speed claim.
+bool fires_within(std::stop_token token, std::chrono::milliseconds bound);
 
 // A child process with its stdout on a pipe. The destructor SIGKILLs and reaps a child still running.
 class child_process {
