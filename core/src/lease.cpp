@@ -28,7 +28,12 @@ lease::~lease() {
                                     last_error_message());
 }
 
-bool lease::held() const noexcept { return state_ && !state_->released() && !state_->lost(); }
+bool lease::held() const noexcept {
+  // Past valid_until the server may already have granted the lock to someone else, even if the
+  // watchdog has not fired lost yet (it runs on its own thread, and a paused process resumes
+  // before it does): a careful holder checking held() before a write must see false then.
+  return state_ && !state_->released() && !state_->lost() && clock::now() < state_->valid_until();
+}
 
 std::string_view lease::name() const noexcept { return state_ ? std::string_view(state_->name()) : std::string_view(); }
 

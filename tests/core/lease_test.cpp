@@ -205,4 +205,17 @@ TEST(Acquire, AnOutageLongerThanTheWaitIsReportedAtTheDeadline) {
   EXPECT_EQ(b.t->attempts.load(), 1);
 }
 
+// A holder that checks held() before a write must see false once its validity is gone, even
+// before the watchdog fired lost (a paused process resumes before the watchdog thread runs).
+TEST(Lease, HeldIsFalseOncePastValidUntilEvenBeforeTheWatchdogFires) {
+  core_test::test_backend b({capability::expiring});
+  lock_options o;
+  o.ttl = 300ms;
+  auto l = b.make_lock("held", o)->try_acquire();
+  ASSERT_TRUE(l.held());
+  std::this_thread::sleep_until(l.valid_until() + 1ms);
+  EXPECT_EQ(l.remaining(), 0ms);
+  EXPECT_FALSE(l.held()) << "held() said true with no validity left";
+}
+
 }  // namespace

@@ -32,7 +32,8 @@ class lease {
   ~lease();
 
   explicit operator bool() const noexcept { return state_ != nullptr; }
-  bool held() const noexcept;  // acquired, not released and not known to be lost
+  // Acquired, not released, not known to be lost, and before valid_until (on the steady clock).
+  bool held() const noexcept;
 
   std::string_view name() const noexcept;
   // Strictly increasing per grant of a name, for fencing backends; nullopt otherwise. Pass it to
