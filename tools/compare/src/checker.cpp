@@ -130,6 +130,14 @@ check_result check(std::span<const section> sections) {
   return r;
 }
 
+std::optional<shared_clock::duration> time_to_recover(std::span<const section> sections, instant fault_at) {
+  std::optional<instant> first;
+  for (const auto& s : sections)
+    if (s.granted && *s.granted > fault_at && (!first || *s.granted < *first)) first = s.granted;
+  if (!first) return std::nullopt;
+  return *first - fault_at;
+}
+
 check_result check(std::span<const event> history) {
   const auto sections = assemble_sections(history);
   return check(std::span<const section>(sections));

@@ -65,4 +65,11 @@ std::vector<section> assemble_sections(std::span<const event> history) {
   return out;
 }
 
+std::vector<std::uint32_t> holders_at_end(std::span<const event> history) {
+  std::vector<std::uint32_t> holders;
+  for (const auto& s : assemble_sections(history))
+    if (s.granted && !s.release_done && !s.lost) holders.push_back(s.client);
+  return holders;
+}
+
 }  // namespace dlock::compare

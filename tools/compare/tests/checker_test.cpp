@@ -142,6 +142,25 @@ TEST(Checker, AWriteCutShortByItsProcessDeathEndsAtItsLastEvent) {
   EXPECT_EQ(r.longest_unavailable, ms(490)) << "the dead holder stopped holding at its last event";
 }
 
+TEST(Checker, TheHolderAtTheEndIsTheClientGrantedAndNotYetReleased) {
+  synthetic_history h;
+  h.add(section_of(1).token(1).granted(0).write(1, 10).released(11));
+  h.add(section_of(2).token(2).granted(12).write(13));  // still writing
+  h.add(section_of(3).token(3).granted(5).write(6, 7).lost(8));  // told it lost the grant
+  h.add(event_kind::acquire_started, 1, 1, 20);  // waiting
+  EXPECT_EQ(holders_at_end(h.events()), std::vector<std::uint32_t>{2});
+}
+
+TEST(Checker, TheTimeToRecoverRunsFromTheFaultToTheNextGrant) {
+  synthetic_history h;
+  h.add(section_of(1).token(1).granted(0).write(1));  // killed at 50 while writing
+  h.add(section_of(2).token(2).started(10).granted(180).write(181, 190).released(191));
+  h.add(section_of(3).token(3).started(20).granted(200).write(201, 210).released(211));
+  const auto sections = assemble_sections(h.events());
+  EXPECT_EQ(time_to_recover(sections, at_ms(50)), std::optional<shared_clock::duration>(ms(130)));
+  EXPECT_EQ(time_to_recover(sections, at_ms(500)), std::nullopt) << "no grant after the fault";
+}
+
 TEST(Checker, JsonCarriesEveryMeasure) {
   synthetic_history h;
   h.add(section_of(1).token(5).granted(0).write(10, 50).released(51));

@@ -1,18 +1,23 @@
-// Real worker processes contending for one name, then the checker on their history. memory://
-// locks exclude only within a process, so separate processes MUST overlap: the test that the
-// checker sees overlaps when they happen. file:// (host scope) and redis:// must show none.
+// Real worker processes (a worker_fleet) contending for one name, then the checker on their
+// history. memory:// locks exclude only within a process, so separate processes MUST overlap:
+// the proof that the checker sees overlaps when they happen. file:// (host scope) and redis://
+// must show none; and a holder killed mid-run leaves a history the checker still reads.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <algorithm>
-#include <array>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <iostream>
-#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dlock_compare/checker.hpp"
 #include "dlock_compare/history.hpp"
+#include "dlock_compare/worker_fleet.hpp"
 #include "dlock_test/support.hpp"
 #include "temp_dir.hpp"
 
@@ -20,37 +25,39 @@ namespace dlock::compare::testing {
 namespace {
 
 using namespace std::chrono_literals;
+using std::chrono::milliseconds;
 
-// Small enough to keep each test under ~5 s, long enough for dozens of handoffs.
-constexpr int clients = 3;
-constexpr std::chrono::milliseconds run_duration = 1500ms;
-constexpr std::chrono::milliseconds acquire_timeout = 1000ms;
+// Short enough to keep each test near 2 s, long enough for dozens of handoffs.
+fleet_plan plan_for(const std::string& uri, const temp_dir& dir, std::vector<milliseconds> work = {10ms, 10ms, 10ms}) {
+  fleet_plan plan;
+  plan.worker_executable = DLOCK_COMPARE_WORKER;
+  plan.uri = uri;
+  plan.name = dlock::testing::unique_name("compare");
+  plan.history = dir.path() / "history";
+  plan.work = std::move(work);
+  plan.duration = 1500ms;
+  plan.acquire_timeout = 1000ms;
+  return plan;
+}
 
-// Each client's critical section (same for all by default).
-using work_plan = std::array<std::chrono::milliseconds, clients>;
-constexpr work_plan same_work{10ms, 10ms, 10ms};
+// Generous: the last acquire may start just before the end and wait its whole timeout.
+instant generous_deadline(const worker_fleet& fleet, const fleet_plan& plan) {
+  return fleet.stop_at() + plan.acquire_timeout + 20s;
+}
 
-// Starts the workers (all begin at one shared instant), waits for them, and checks the history.
-check_result run_and_check(const std::string& uri, const work_plan& work = same_work) {
-  temp_dir dir;
-  const auto history = dir.path() / "history";
-  const auto name = dlock::testing::unique_name("compare");
-  // Far enough ahead that every process is up and has opened its backend before the start.
-  const auto start = shared_clock::now() + 500ms;
-  std::vector<std::unique_ptr<dlock::testing::child_process>> workers;
-  for (int client = 1; client <= clients; ++client)
-    workers.push_back(std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
-        DLOCK_COMPARE_WORKER, "--uri", uri, "--name", name, "--history", history.string(), "--client",
-        std::to_string(client), "--start-at-ns", std::to_string(start.time_since_epoch().count()), "--duration",
-        std::to_string(run_duration.count()) + "ms", "--work", std::to_string(work[client - 1].count()) + "ms",
-        "--acquire-timeout", std::to_string(acquire_timeout.count()) + "ms"}));
-  // Generous: the last acquire may start just before the end and wait its whole timeout.
-  const auto allowed = 500ms + run_duration + acquire_timeout + std::ranges::max(work) + 20s;
-  for (auto& w : workers) EXPECT_EQ(w->wait(allowed), std::optional<int>(0)) << "worker " << w->pid();
-  const auto events = read_history(history);
+check_result check_and_print(const fleet_plan& plan) {
+  const auto events = read_history(plan.history);
   auto result = check(std::span<const event>(events));
   std::cout << "check: " << to_json(result, 3) << '\n';
   return result;
+}
+
+// Starts the workers, waits for them to finish cleanly, and checks the history.
+check_result run_and_check(const fleet_plan& plan) {
+  worker_fleet fleet(plan);
+  const auto codes = fleet.wait(generous_deadline(fleet, plan));
+  for (std::size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(codes[i], std::optional<int>(0)) << "client " << i + 1;
+  return check_and_print(plan);
 }
 
 std::string required_env(const char* variable, const char* servers) {
@@ -63,14 +70,16 @@ std::string required_env(const char* variable, const char* servers) {
 }
 
 TEST(CompareEndToEnd, ProcessScopedMemoryLocksOverlapAcrossProcessesAndTheCheckerSeesIt) {
-  const auto r = run_and_check("memory://", {5ms, 15ms, 30ms});
+  temp_dir dir;
+  // Each process counts its own tokens, and the client with the shortest work counts fastest:
+  // the slower clients' writes carry smaller tokens than ones already written.
+  const auto r = run_and_check(plan_for("memory://", dir, {5ms, 15ms, 30ms}));
   EXPECT_EQ(r.totals.clients, 3u);
   EXPECT_GT(r.overlap_count(), 0u) << "three processes each holding their own memory:// lock must overlap";
   EXPECT_EQ(r.unnotified_losses, r.overlap_count()) << "memory:// never tells a holder another process got in";
-  // Each process counts its own tokens, and the client with the shortest work counts fastest:
-  // the slower clients' writes carry smaller tokens than ones already written. The fence,
-  // judging in the same order, refuses exactly those.
   EXPECT_GT(r.stale_writes_accepted_by_naive, 0u);
+  // The fence judges in the order of the write_begin instants, as the checker does: it refuses
+  // exactly the stale writes, and nothing else.
   EXPECT_EQ(r.stale_writes_refused_by_fenced, r.stale_writes_accepted_by_naive);
   EXPECT_EQ(r.writes_refused_by_fenced, r.stale_writes_accepted_by_naive);
   EXPECT_EQ(r.totals.release_not_owner, 0u);
@@ -78,8 +87,8 @@ TEST(CompareEndToEnd, ProcessScopedMemoryLocksOverlapAcrossProcessesAndTheChecke
 
 // The properties of a lock that excludes every client of the run.
 void expect_exclusive(const check_result& r) {
-  EXPECT_EQ(r.totals.clients, static_cast<std::uint64_t>(clients));
-  EXPECT_GE(r.totals.grants, static_cast<std::uint64_t>(clients)) << "too few grants to say anything";
+  EXPECT_EQ(r.totals.clients, 3u);
+  EXPECT_GE(r.totals.grants, 3u) << "too few grants to say anything";
   EXPECT_EQ(r.totals.writes, r.totals.grants);
   EXPECT_EQ(r.overlap_count(), 0u);
   EXPECT_EQ(r.unnotified_losses, 0u);
@@ -91,8 +100,8 @@ void expect_exclusive(const check_result& r) {
 }
 
 TEST(CompareEndToEnd, HostScopedFileLocksNeverOverlap) {
-  temp_dir locks;
-  const auto r = run_and_check("file://" + locks.path().string() + "?poll=1ms..20ms");
+  temp_dir dir;
+  const auto r = run_and_check(plan_for("file://" + dir.path().string() + "/locks?poll=1ms..20ms", dir));
   expect_exclusive(r);
   EXPECT_EQ(r.totals.writes_without_token, 0u) << "file:// declares fencing";
 }
@@ -100,9 +109,74 @@ TEST(CompareEndToEnd, HostScopedFileLocksNeverOverlap) {
 TEST(CompareEndToEnd, RedisLocksNeverOverlap) {
   const auto uri = required_env("DLOCK_REDIS_URI", "redis");
   ASSERT_FALSE(uri.empty());
+  temp_dir dir;
   // wait_after_restart=false: this test is about exclusion on a healthy server, and must not
   // wait out a ttl because the launcher started (or another test restarted) the server just now.
-  expect_exclusive(run_and_check(dlock::testing::with_query(uri, "poll=1ms..20ms&wait_after_restart=false")));
+  expect_exclusive(run_and_check(plan_for(dlock::testing::with_query(uri, "poll=1ms..20ms&wait_after_restart=false"), dir)));
+}
+
+// Stops `pid` and waits until the kernel reports it stopped (state T), so that no event of it
+// is still on its way into the history. Bounded: false if it did not stop within 5 s.
+bool stop_and_wait(pid_t pid) {
+  if (::kill(pid, SIGSTOP) != 0) return false;
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, command, state;
+    stat >> pid_field >> command >> state;  // the worker's name has no spaces
+    if (state == "T") return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// The client's latest section, as the history has it now.
+std::optional<section> latest_section_of(std::uint32_t client, const std::filesystem::path& history) {
+  std::optional<section> latest;
+  for (auto& s : assemble_sections(read_history(history)))
+    if (s.client == client) latest = s;  // ordered by attempt
+  return latest;
+}
+
+// The scenario runner's path: find the holder in the growing history, freeze it where the
+// history shows it inside its write, SIGKILL it there, and let the others go on.
+TEST(CompareEndToEnd, AHolderKilledInsideItsWriteLeavesAHistoryTheCheckerReads) {
+  temp_dir dir;
+  auto plan = plan_for("file://" + dir.path().string() + "/locks?poll=1ms..20ms", dir, {100ms, 100ms, 100ms});
+  worker_fleet fleet(plan);  // its destructor kills and reaps every worker, stopped or not
+  sleep_until(fleet.start_at());
+  std::optional<std::uint32_t> victim;
+  for (int i = 0; i < 200 && !victim; ++i) {  // bounded: each try pauses 10 ms or less
+    std::this_thread::sleep_for(10ms);
+    const auto holders = holders_at_end(read_history(plan.history));
+    if (holders.size() != 1) continue;
+    ASSERT_TRUE(stop_and_wait(fleet.pid(holders.front())));
+    const auto s = latest_section_of(holders.front(), plan.history);
+    if (s && s->write_begin && !s->write_end) {
+      victim = holders.front();
+    } else {
+      ::kill(fleet.pid(holders.front()), SIGCONT);  // caught between steps: try again
+    }
+  }
+  ASSERT_TRUE(victim.has_value()) << "no holder was ever caught inside its write";
+  const auto killed_at = shared_clock::now();
+  ASSERT_EQ(::kill(fleet.pid(*victim), SIGKILL), 0);
+  const auto codes = fleet.wait(generous_deadline(fleet, plan));
+  for (std::uint32_t client = 1; client <= codes.size(); ++client)
+    EXPECT_EQ(codes[client - 1], std::optional<int>(client == *victim ? 128 + SIGKILL : 0)) << "client " << client;
+
+  const auto events = read_history(plan.history);
+  const auto r = check(std::span<const event>(events));
+  std::cout << "check: " << to_json(r, 3) << '\n';
+  EXPECT_EQ(r.overlap_count(), 0u);
+  EXPECT_EQ(r.totals.writes_unfinished, 1u) << "the killed holder's write never ended";
+  // The kernel drops a dead process' flock: the others go on holding after the kill.
+  const auto sections = assemble_sections(events);
+  EXPECT_TRUE(std::ranges::any_of(sections, [&](const section& s) {
+    return s.client != *victim && s.granted && *s.granted > killed_at;
+  })) << "no other client was granted the lock after the holder died";
+  const auto recovery = time_to_recover(sections, killed_at);
+  ASSERT_TRUE(recovery.has_value());
+  std::cout << "recovered " << std::chrono::duration<double, std::milli>(*recovery).count() << " ms after the kill\n";
 }
 
 }  // namespace

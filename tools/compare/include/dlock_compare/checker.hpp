@@ -67,6 +67,10 @@ struct check_result {
 check_result check(std::span<const event> history);
 check_result check(std::span<const section> sections);
 
+// The time to recover from a fault injected at `fault_at`: from then to the first grant after
+// it (to any client), or nullopt when no grant followed. A scenario knows when it struck.
+std::optional<shared_clock::duration> time_to_recover(std::span<const section> sections, instant fault_at);
+
 // The result as one JSON object (durations in milliseconds with fractions, instants in
 // shared_clock nanoseconds). At most `max_overlaps_listed` overlaps are listed; the count is whole.
 std::string to_json(const check_result& r, std::size_t max_overlaps_listed = 20);

@@ -40,4 +40,8 @@ struct section {
 // Groups events by (client, attempt), ordered by client then attempt.
 std::vector<section> assemble_sections(std::span<const event> history);
 
+// The clients holding a grant at the end of `history` (granted, not yet released and not told
+// it was lost), for a scenario that must find the holder to pause or kill while the run goes on.
+std::vector<std::uint32_t> holders_at_end(std::span<const event> history);
+
 }  // namespace dlock::compare
