@@ -21,6 +21,8 @@ counts count(std::span<const section> sections) {
     c.writes += s.wrote();
     c.writes_unfinished += s.wrote() && !s.write_end;
     c.writes_without_token += s.wrote() && !s.token;
+    c.writes_begun_not_held += s.wrote() && !s.held_at_begin;
+    c.writes_ended_not_held += s.write_end && !s.held_at_end;
     c.lost_notifications += s.lost.has_value();
     c.releases += s.release == release_outcome::released;
     c.release_not_owner += s.release == release_outcome::not_owner;

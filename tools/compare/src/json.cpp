@@ -23,6 +23,8 @@ std::string counts_json(const counts& c) {
          ", \"acquire_errors\": " + std::to_string(c.acquire_errors) + ", \"writes\": " + std::to_string(c.writes) +
          ", \"writes_unfinished\": " + std::to_string(c.writes_unfinished) +
          ", \"writes_without_token\": " + std::to_string(c.writes_without_token) +
+         ", \"writes_begun_not_held\": " + std::to_string(c.writes_begun_not_held) +
+         ", \"writes_ended_not_held\": " + std::to_string(c.writes_ended_not_held) +
          ", \"lost_notifications\": " + std::to_string(c.lost_notifications) +
          ", \"releases\": " + std::to_string(c.releases) +
          ", \"release_not_owner\": " + std::to_string(c.release_not_owner) +

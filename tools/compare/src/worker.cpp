@@ -1,5 +1,6 @@
 #include "dlock_compare/worker.hpp"
 
+#include <cstdio>
 #include <stop_token>
 #include <thread>
 
@@ -37,13 +38,22 @@ class client_loop {
   // not_owner release marks the lease lost too, and that is recorded as the release's outcome.
   void write(const lease& held, std::uint32_t n) {
     const auto token = held.fencing_token();
-    const std::stop_callback on_lost(held.lost_token(),
-                                     [&, n] { history_.append_now(o_.client, n, event_kind::lost, token); });
+    const std::stop_callback on_lost(held.lost_token(), [&, n] { record_lost(n, token); });
     const bool held_at_begin = held.held();
     const auto admitted = fence_.admit(token);
     append_write_event(n, event_kind::write_begin, token, admitted.at, admitted.verdict, held_at_begin);
     std::this_thread::sleep_for(o_.work);
     append_write_event(n, event_kind::write_end, token, shared_clock::now(), fence_verdict::none, held.held());
+  }
+
+  // Runs on whichever thread marks the lease lost (the watchdog's), where a throw would terminate.
+  void record_lost(std::uint32_t n, std::optional<std::uint64_t> token) noexcept {
+    try {
+      history_.append_now(o_.client, n, event_kind::lost, token);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dlock_compare_worker: client %u: the lost notification was not recorded: %s\n",
+                   static_cast<unsigned>(o_.client), e.what());
+    }
   }
 
   void append_write_event(std::uint32_t n, event_kind kind, std::optional<std::uint64_t> token, instant at,

@@ -129,6 +129,17 @@ TEST(Checker, CountsGrantsTimeoutsErrorsAndReleaseOutcomes) {
   EXPECT_EQ(r.totals.release_not_owner, 1u);
   EXPECT_EQ(r.totals.release_errors, 1u);
   EXPECT_EQ(r.totals.releases, 0u);
+  EXPECT_EQ(r.totals.writes_begun_not_held, 0u);
+  EXPECT_EQ(r.totals.writes_ended_not_held, 0u);
+}
+
+TEST(Checker, CountsWritesTheHolderCouldKnowWereUnprotected) {
+  synthetic_history h;
+  h.add(section_of(1).token(1).granted(0).write(1, 10).held(true, false).released(11, event_kind::release_not_owner));
+  h.add(section_of(1, 1).token(2).granted(20).write(21, 30).held(false, false).released(31));
+  const auto r = check_history(h);
+  EXPECT_EQ(r.totals.writes_begun_not_held, 1u);
+  EXPECT_EQ(r.totals.writes_ended_not_held, 2u);
 }
 
 TEST(Checker, AWriteCutShortByItsProcessDeathEndsAtItsLastEvent) {

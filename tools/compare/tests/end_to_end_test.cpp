@@ -97,6 +97,8 @@ void expect_exclusive(const check_result& r) {
   EXPECT_EQ(r.totals.acquire_errors, 0u);
   EXPECT_EQ(r.stale_writes_accepted_by_naive, 0u);
   EXPECT_EQ(r.writes_refused_by_fenced, 0u);
+  EXPECT_EQ(r.totals.writes_begun_not_held, 0u);
+  EXPECT_EQ(r.totals.writes_ended_not_held, 0u);
 }
 
 TEST(CompareEndToEnd, HostScopedFileLocksNeverOverlap) {

@@ -26,6 +26,12 @@ class section_of {
     return *this;
   }
   section_of& verdict(fence_verdict v) { verdict_ = v; return *this; }
+  // lease.held() as the worker saw it when the write began and ended (held by default).
+  section_of& held(bool at_begin, bool at_end) {
+    held_at_begin_ = at_begin;
+    held_at_end_ = at_end;
+    return *this;
+  }
 
  private:
   friend class synthetic_history;
@@ -40,13 +46,15 @@ class section_of {
   std::optional<int> lost_ms_;
   event_kind release_ = event_kind::released;
   fence_verdict verdict_ = fence_verdict::accepted;
+  bool held_at_begin_ = true;
+  bool held_at_end_ = true;
 };
 
 class synthetic_history {
  public:
   synthetic_history& add(event_kind kind, std::uint32_t client, std::uint32_t attempt, int at_ms,
                          std::optional<std::uint64_t> token = std::nullopt,
-                         fence_verdict verdict = fence_verdict::none) {
+                         fence_verdict verdict = fence_verdict::none, bool held = false) {
     event e;
     e.client = client;
     e.attempt = attempt;
@@ -54,6 +62,7 @@ class synthetic_history {
     e.verdict = verdict;
     e.has_token = token.has_value();
     e.token = token.value_or(0);
+    e.held = held;
     e.at_ns = std::chrono::nanoseconds(std::chrono::milliseconds(at_ms)).count();
     events_.push_back(e);
     return *this;
@@ -62,8 +71,8 @@ class synthetic_history {
   synthetic_history& add(const section_of& s) {
     add(event_kind::acquire_started, s.client_, s.attempt_, s.started_ms_);
     add(event_kind::granted, s.client_, s.attempt_, s.granted_ms_, s.token_);
-    add(event_kind::write_begin, s.client_, s.attempt_, s.begin_ms_, s.token_, s.verdict_);
-    if (s.end_ms_) add(event_kind::write_end, s.client_, s.attempt_, *s.end_ms_, s.token_);
+    add(event_kind::write_begin, s.client_, s.attempt_, s.begin_ms_, s.token_, s.verdict_, s.held_at_begin_);
+    if (s.end_ms_) add(event_kind::write_end, s.client_, s.attempt_, *s.end_ms_, s.token_, fence_verdict::none, s.held_at_end_);
     if (s.lost_ms_) add(event_kind::lost, s.client_, s.attempt_, *s.lost_ms_, s.token_);
     if (s.release_ms_) add(s.release_, s.client_, s.attempt_, *s.release_ms_, s.token_);
     return *this;
