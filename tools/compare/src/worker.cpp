@@ -12,7 +12,7 @@ namespace dlock::compare {
 
 namespace {
 
-// One client's view of the run: where it writes, and its next attempt number.
+// One client of the run: the history it appends to and the fenced resource it writes through.
 class client_loop {
  public:
   explicit client_loop(const worker_options& o) : o_(o), history_(o.history), fence_(o.fence) {}
