@@ -1,0 +1,35 @@
+#pragma once
+// One client of a comparison run, the loop dlock_compare_worker runs in its own process:
+// until `stop_at`: acquire (waiting at most acquire_timeout), write to the resource for
+// `work` (the critical section: lease.held() checked before and after, lost_token watched
+// throughout), release; every step is appended to the history.
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "dlock_compare/shared_clock.hpp"
+
+namespace dlock::compare {
+
+struct worker_options {
+  std::string uri;
+  std::string name;                 // the lock every client of the run contends for
+  std::filesystem::path history;    // the history file (the naive resource's log)
+  std::filesystem::path fence;      // the fenced resource's state file
+  std::uint32_t client = 0;
+  instant start_at{};               // every client starts at the same shared instant
+  instant stop_at{};                // no new acquire after this
+  std::chrono::milliseconds acquire_timeout{std::chrono::seconds(5)};
+  std::chrono::milliseconds work{std::chrono::milliseconds(10)};
+};
+
+// What the worker did, for its exit line. Throws dlock::error when the URI cannot be opened,
+// std::system_error when the history or fence file cannot be written.
+struct worker_summary {
+  std::uint64_t attempts = 0;
+  std::uint64_t grants = 0;
+};
+worker_summary run_worker(const worker_options& o);
+
+}  // namespace dlock::compare

@@ -1,0 +1,62 @@
+#pragma once
+// The client processes of one run: one dlock_compare_worker per client, all starting to contend
+// at one shared instant. A scenario starts a fleet, injects its fault (SIGSTOP or SIGKILL a
+// worker found by pid(), restart a server), waits for the fleet, then checks the history.
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dlock_compare/worker.hpp"
+
+namespace dlock::compare {
+
+struct fleet_plan {
+  std::filesystem::path worker_executable;  // dlock_compare_worker
+  std::string uri;
+  std::string name;
+  std::filesystem::path history;
+  std::filesystem::path fence;  // empty: <history>.fence
+  // One critical-section length per client; the fleet has as many clients as entries.
+  std::vector<std::chrono::milliseconds> work;
+  std::chrono::milliseconds duration{std::chrono::seconds(2)};
+  std::chrono::milliseconds acquire_timeout{std::chrono::seconds(1)};
+  // Long enough for every process to start and open its backend before the shared start.
+  std::chrono::milliseconds start_delay{500};
+};
+
+// The worker's command line for `o` (the one place that knows the worker's flags besides it).
+std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable,
+                                             const worker_options& o);
+
+class worker_fleet {
+ public:
+  // Starts every client (ids 1..N). Throws std::system_error when a process cannot be started
+  // (the ones already started are killed). The workers' stdout goes to /dev/null; their stderr
+  // (dlock errors, redacted) is the caller's.
+  explicit worker_fleet(const fleet_plan& plan);
+  // SIGKILLs and reaps every worker still running (a stopped one too: SIGKILL ends it).
+  ~worker_fleet();
+  worker_fleet(const worker_fleet&) = delete;
+  worker_fleet& operator=(const worker_fleet&) = delete;
+
+  std::size_t size() const noexcept { return pids_.size(); }
+  pid_t pid(std::uint32_t client) const;  // client ids start at 1
+  instant start_at() const noexcept { return start_at_; }
+  instant stop_at() const noexcept { return stop_at_; }
+
+  // Waits for every worker until `deadline` (shared clock); SIGKILLs the ones still running then.
+  // Per client: the exit code, 128 + signal when killed, nullopt when it had to be killed here.
+  std::vector<std::optional<int>> wait(instant deadline);
+
+ private:
+  std::vector<pid_t> pids_;
+  std::vector<bool> reaped_;
+  instant start_at_{};
+  instant stop_at_{};
+};
+
+}  // namespace dlock::compare

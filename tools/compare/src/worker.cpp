@@ -1,0 +1,102 @@
+#include "dlock_compare/worker.hpp"
+
+#include <cstdio>
+#include <stop_token>
+#include <thread>
+
+#include "dlock/dlock.hpp"
+#include "dlock_compare/fenced_resource.hpp"
+#include "dlock_compare/history.hpp"
+
+namespace dlock::compare {
+
+namespace {
+
+// One client of the run: the history it appends to and the fenced resource it writes through.
+class client_loop {
+ public:
+  explicit client_loop(const worker_options& o) : o_(o), history_(o.history), fence_(o.fence) {}
+
+  // One attempt: acquire, write, release. Returns whether it was granted.
+  bool attempt(distributed_lock& lock, std::uint32_t n) {
+    history_.append_now(o_.client, n, event_kind::acquire_started);
+    std::error_code ec;
+    auto lease = lock.try_acquire_for(o_.acquire_timeout, ec);
+    if (ec || !lease) {
+      history_.append_now(o_.client, n, ec ? event_kind::acquire_failed : event_kind::acquire_timed_out);
+      if (ec) sleep_until(std::min(o_.stop_at, shared_clock::now() + o_.work));  // no hot loop on a dead server
+      return false;
+    }
+    history_.append_now(o_.client, n, event_kind::granted, lease.fencing_token());
+    write(lease, n);
+    release(lease, n);
+    return true;
+  }
+
+ private:
+  // The critical section. lost_token is watched only while the section is under way: a
+  // not_owner release marks the lease lost too, and that is recorded as the release's outcome.
+  void write(const lease& held, std::uint32_t n) {
+    const auto token = held.fencing_token();
+    const std::stop_callback on_lost(held.lost_token(), [&, n] { record_lost(n, token); });
+    const bool held_at_begin = held.held();
+    const auto admitted = fence_.admit(token);
+    append_write_event(n, event_kind::write_begin, token, admitted.at, admitted.verdict, held_at_begin);
+    std::this_thread::sleep_for(o_.work);
+    append_write_event(n, event_kind::write_end, token, shared_clock::now(), fence_verdict::none, held.held());
+  }
+
+  // Runs on whichever thread marks the lease lost (the watchdog's), where a throw would terminate.
+  void record_lost(std::uint32_t n, std::optional<std::uint64_t> token) noexcept {
+    try {
+      history_.append_now(o_.client, n, event_kind::lost, token);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dlock_compare_worker: client %u: the lost notification was not recorded: %s\n",
+                   static_cast<unsigned>(o_.client), e.what());
+    }
+  }
+
+  void append_write_event(std::uint32_t n, event_kind kind, std::optional<std::uint64_t> token, instant at,
+                          fence_verdict verdict, bool held) {
+    event e;
+    e.client = o_.client;
+    e.attempt = n;
+    e.kind = kind;
+    e.verdict = verdict;
+    e.has_token = token.has_value();
+    e.token = token.value_or(0);
+    e.held = held;
+    e.at_ns = at.time_since_epoch().count();
+    history_.append(e);
+  }
+
+  void release(lease& held, std::uint32_t n) {
+    std::error_code ec;
+    held.release(ec);
+    const auto kind = !ec                      ? event_kind::released
+                      : ec == errc::not_owner ? event_kind::release_not_owner
+                                              : event_kind::release_failed;
+    history_.append_now(o_.client, n, kind, held.fencing_token());
+  }
+
+  const worker_options& o_;
+  history_writer history_;
+  fenced_resource fence_;
+};
+
+}  // namespace
+
+worker_summary run_worker(const worker_options& o) {
+  auto backend = dlock::open(o.uri);
+  auto lock = backend->make_lock(o.name);
+  client_loop loop(o);
+  worker_summary summary;
+  sleep_until(o.start_at);
+  for (std::uint32_t n = 0; shared_clock::now() < o.stop_at; ++n) {
+    ++summary.attempts;
+    summary.grants += loop.attempt(*lock, n);
+  }
+  return summary;
+}
+
+}  // namespace dlock::compare

@@ -1,0 +1,116 @@
+#include "dlock_compare/worker_fleet.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+extern char** environ;
+
+namespace dlock::compare {
+
+namespace {
+
+std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
+
+pid_t spawn(const std::vector<std::string>& argv) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::system_error(rc, std::generic_category(), "cannot start the worker " + argv[0]);
+  return pid;
+}
+
+std::optional<int> exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable,
+                                             const worker_options& o) {
+  return {worker_executable.string(),
+          "--uri", o.uri,
+          "--name", o.name,
+          "--history", o.history.string(),
+          "--fence", o.fence.string(),
+          "--client", std::to_string(o.client),
+          "--start-at-ns", std::to_string(o.start_at.time_since_epoch().count()),
+          "--duration", ms(std::chrono::ceil<std::chrono::milliseconds>(o.stop_at - o.start_at)),
+          "--work", ms(o.work),
+          "--acquire-timeout", ms(o.acquire_timeout)};
+}
+
+worker_fleet::worker_fleet(const fleet_plan& plan) {
+  if (plan.work.empty()) throw std::invalid_argument("a worker fleet needs at least one client (one work length each)");
+  start_at_ = shared_clock::now() + plan.start_delay;
+  stop_at_ = start_at_ + plan.duration;
+  worker_options o;
+  o.uri = plan.uri;
+  o.name = plan.name;
+  o.history = plan.history;
+  o.fence = plan.fence.empty() ? std::filesystem::path(plan.history.string() + ".fence") : plan.fence;
+  o.start_at = start_at_;
+  o.stop_at = stop_at_;
+  o.acquire_timeout = plan.acquire_timeout;
+  for (std::size_t i = 0; i < plan.work.size(); ++i) {
+    o.client = static_cast<std::uint32_t>(i + 1);
+    o.work = plan.work[i];
+    try {
+      pids_.push_back(spawn(worker_command_line(plan.worker_executable, o)));
+      reaped_.push_back(false);
+    } catch (...) {
+      wait(shared_clock::now());  // kills and reaps the ones already started
+      throw;
+    }
+  }
+}
+
+worker_fleet::~worker_fleet() { wait(shared_clock::now()); }
+
+pid_t worker_fleet::pid(std::uint32_t client) const {
+  if (client == 0 || client > pids_.size())
+    throw std::out_of_range("no client " + std::to_string(client) + " in a fleet of " + std::to_string(pids_.size()) +
+                            " (ids start at 1)");
+  return pids_[client - 1];
+}
+
+std::vector<std::optional<int>> worker_fleet::wait(instant deadline) {
+  std::vector<std::optional<int>> codes(pids_.size());
+  for (std::size_t i = 0; i < pids_.size(); ++i) {
+    if (reaped_[i]) continue;
+    int status = 0;
+    for (;;) {
+      const pid_t r = ::waitpid(pids_[i], &status, WNOHANG);
+      if (r == pids_[i]) {
+        codes[i] = exit_code(status);
+        break;
+      }
+      if (r < 0 && errno != EINTR) break;  // not our child any more: nothing to reap
+      if (shared_clock::now() >= deadline) {
+        ::kill(pids_[i], SIGKILL);
+        ::waitpid(pids_[i], &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    reaped_[i] = true;
+  }
+  return codes;
+}
+
+}  // namespace dlock::compare
