@@ -81,6 +81,16 @@ class unsafe_delete_backend final : public backend {
     const auto io_timeout = u.get_duration("command_timeout").value_or(std::chrono::seconds{2});
     const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(16);
     pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size));
+    // Reach every server once so a wrong address fails at open, as memcached:// does.
+    auto h = pool_->borrow();
+    memcached_version(h.get());
+    for (uint32_t i = 0; i < memcached_server_count(h.get()); ++i) {
+      const memcached_instance_st* s = memcached_server_instance_by_position(h.get(), i);
+      if (memcached_server_major_version(s) == UINT8_MAX)
+        throw error(errc::backend_unavailable, std::string(scheme) + ": cannot reach " + memcached_server_name(s) +
+                                                   ":" + std::to_string(memcached_server_port(s)) + " of " +
+                                                   u.redacted());
+    }
   }
 
  protected:
