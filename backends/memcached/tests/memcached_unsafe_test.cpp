@@ -116,6 +116,12 @@ TEST(MemcachedUnsafe, RefusedUnlessTheUriSaysUnsafeTrue) {
     }
   }
   EXPECT_TRUE(open_uri(uri_of("memcached+unsafe-delete", "unsafe=true")));
+  try {
+    (void)open_uri("memcached+unsafe-delete://dlock:S3cr3tPw@" + server_uri().substr(server_uri().find("://") + 3));
+    ADD_FAILURE() << "opened without unsafe=true";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(std::string(e.what()).find("S3cr3tPw"), std::string::npos) << "the refusal shows the password: " << e.what();
+  }
   bool listed = false;
   for (const auto& info : dlock::default_registry().list()) {
     if (info.scheme != "memcached+unsafe-delete") continue;

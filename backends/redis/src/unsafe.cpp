@@ -3,8 +3,12 @@
 // no held-lease checks; the only thing shared with redis:// is the connection pool.
 #include "unsafe.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <memory>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "connection.hpp"
 #include "dlock/spi.hpp"
@@ -210,7 +214,7 @@ void require_unsafe_opt_in(const uri& u, const std::string& scheme, const std::s
                                      failure + "); add unsafe=true to the URI to open it anyway, or use redis://");
 }
 
-struct variant {
+struct unsafe_scheme {
   const char* scheme;
   unsafe_strategy strategy;
   capabilities caps;
@@ -222,7 +226,7 @@ struct variant {
 }  // namespace
 
 void register_unsafe(registry& r) {
-  static const variant variants[] = {
+  static const unsafe_scheme variants[] = {
       {"redis+unsafe-setnx-expire", unsafe_strategy::setnx_expire, {},
        "UNSAFE: SETNX then EXPIRE as two commands, release by plain DEL; no expiry guarantee, fencing, renewal or "
        "lost notification",

@@ -129,6 +129,14 @@ TEST(RedisUnsafe, RefusedUnlessTheUriSaysUnsafeTrue) {
       }
     }
     EXPECT_TRUE(open_uri(uri_of(scheme, "unsafe=true"))) << scheme;
+    // The refusal names the URI, redacted.
+    const auto with_password = "dlock:S3cr3tPw@" + server_uri().substr(server_uri().find("://") + 3);
+    try {
+      (void)open_uri(std::string(scheme) + "://" + with_password);
+      ADD_FAILURE() << scheme << " opened without unsafe=true";
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(std::string(e.what()).find("S3cr3tPw"), std::string::npos) << e.what();
+    }
   }
 }
 
