@@ -239,6 +239,18 @@ TEST(RedisUnsafe, DelReleaseOfAnExpiredHolderDeletesTheSuccessorsLock) {
   EXPECT_TRUE(out.c_granted_while_b_holds) << "C was not granted while B held: no overlap";
 }
 
+// The two-command schemes release by the same plain DEL (the articles' scheme B1 and the INCR
+// lock: "incr的实现方式也无法解决锁被误删除的问题").
+TEST(RedisUnsafe, SetnxExpireAndIncrReleaseOfAnExpiredHolderAlsoDeletesTheSuccessorsLock) {
+  for (const char* scheme : {"redis+unsafe-setnx-expire", "redis+unsafe-incr"}) {
+    const auto name = unique("two-command-del");
+    raw_key key(name);
+    const auto out = slow_holder_releases_after_expiry(uri_of(scheme, "unsafe=true"), name, key);
+    EXPECT_FALSE(out.a_release) << scheme << ": " << out.a_release.message();
+    EXPECT_TRUE(out.c_granted_while_b_holds) << scheme << ": C was not granted while B held: no overlap";
+  }
+}
+
 TEST(RedisUnsafe, SafeSchemeReleaseOfAnExpiredHolderIsNotOwnerAndKeepsTheSuccessor) {
   const auto name = unique("safe-del");
   raw_key key(name);
