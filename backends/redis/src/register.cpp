@@ -2,6 +2,7 @@
 // the scripts; each scheme has its own honest capability set.
 #include "redis_backend.hpp"
 #include "redlock.hpp"
+#include "unsafe.hpp"
 
 namespace dlock {
 
@@ -45,6 +46,8 @@ void register_redis(registry& r) {
          .summary = "Redlock: SET NX PX on N independent masters in parallel, majority + validity; no fencing",
          .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix", "wait_after_restart"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<redis::redlock_backend>(u, d); }});
+  // The articles' broken locks, refused unless the URI says unsafe=true (unsafe.hpp).
+  redis::register_unsafe(r);
 }
 
 }  // namespace dlock

@@ -1,5 +1,6 @@
-// The redis family as a run-time module: libdlock_redis.so registers four schemes, and a registry
-// without builtins finds each of them, including those with no file of their own name
+// The redis family as a run-time module: libdlock_redis.so registers four schemes (and the four
+// unsafe ones), and a registry without builtins finds each of them, including those with no file of
+// their own name
 // (libdlock_redlock.so does not exist): open() then loads the plugin folder's modules and looks again.
 #include <gtest/gtest.h>
 
@@ -27,7 +28,8 @@ TEST(RedisPlugin, EverySchemeOfTheModuleIsFoundWithoutAFileOfItsName) {
   // wait_after_restart=false: the servers may have just been restarted by the fault tests.
   auto backend = plugins.open(redlock + "?wait_after_restart=false");
   ASSERT_TRUE(backend);
-  for (const char* scheme : {"redis", "redis+reentrant", "redis+fair", "redlock"})
+  for (const char* scheme : {"redis", "redis+reentrant", "redis+fair", "redlock", "redis+unsafe-setnx-expire",
+                             "redis+unsafe-getset", "redis+unsafe-del", "redis+unsafe-incr"})
     EXPECT_TRUE(plugins.contains(scheme)) << scheme << " was not registered by loading libdlock_redis.so";
   EXPECT_TRUE(backend->make_lock("plugin-redlock")->try_acquire());
   auto fair = plugins.open("redis+fair" + redis.substr(redis.find("://")) + "?wait_after_restart=false");

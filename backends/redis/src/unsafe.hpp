@@ -1,0 +1,18 @@
+#pragma once
+// The broken Redis locks the articles this project comes from describe, kept as UNSAFE schemes so
+// the comparison suite can show each one failing where the articles say it fails. Never a default:
+// open() refuses them unless the URI says unsafe=true. None has fencing, renewal or a lost
+// notification; see README.md ("The unsafe variants") for what each one gets wrong.
+//
+//   redis+unsafe-setnx-expire  SETNX key token, then EXPIRE as a second command; release DEL
+//   redis+unsafe-getset        SETNX key <expiry in client ms>; GET + GETSET takeover of an
+//                              expired value; release DEL if our own clock says we are in time
+//   redis+unsafe-del           SET key token NX PX ttl (atomic); release by plain DEL, no owner check
+//   redis+unsafe-incr          INCR key == 1 wins, then EXPIRE as a second command; release DEL
+#include "dlock/registry.hpp"
+
+namespace dlock::redis {
+
+void register_unsafe(registry& r);
+
+}  // namespace dlock::redis
