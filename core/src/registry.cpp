@@ -204,6 +204,15 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
     }
     auto accepted = common_parameters();
     accepted.insert(accepted.end(), info.parameters.begin(), info.parameters.end());
+    if (!info.unsafe_because.empty()) {
+      accepted.emplace_back("unsafe");
+      if (!u.get_bool("unsafe").value_or(false)) {
+        set_error(ec, errc::invalid_uri,
+                  "backend '" + info.scheme + "' in " + u.redacted() + " is an UNSAFE lock kept to show how it fails (" +
+                      info.unsafe_because + "); add unsafe=true to the URI to open it anyway");
+        return nullptr;
+      }
+    }
     u.require_known_keys(accepted);
     const lock_options defaults = parse_common_options(u);
     auto b = info.open(u, defaults);

@@ -60,6 +60,28 @@ TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
   EXPECT_EQ(msg3.find("S3cr3t"), std::string::npos) << msg3;
 }
 
+// A broken strategy kept to show how it fails opens only when the URI says so.
+TEST_F(registry_fixture, AnUnsafeSchemeOpensOnlyWithUnsafeTrue) {
+  r.add({.scheme = "alpha+broken", .caps = {}, .scope = lock_scope::network, .example_uri = "alpha+broken://h:1?unsafe=true",
+         .summary = "UNSAFE: x", .parameters = {}, .unsafe_because = "it deletes its successor's lock",
+         .open = [this](const uri&, const lock_options& o) {
+           ++opened;
+           return std::make_shared<core_test::test_backend>(capabilities{}, o);
+         }});
+  for (const char* text : {"alpha+broken://u:S3cr3t@h", "alpha+broken://u:S3cr3t@h?unsafe=false"}) {
+    const auto [ec, msg] = fail(text);
+    EXPECT_EQ(ec, errc::invalid_uri);
+    EXPECT_NE(msg.find("UNSAFE"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("successor's lock"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unsafe=true"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("S3cr3t"), std::string::npos) << msg;
+  }
+  EXPECT_EQ(opened, 0);
+  EXPECT_TRUE(r.open("alpha+broken://h?unsafe=true"));
+  const auto [ec, msg] = fail("alpha://h?unsafe=true");
+  EXPECT_EQ(ec, errc::invalid_uri) << "a safe scheme takes no unsafe parameter";
+}
+
 TEST_F(registry_fixture, ANetworkBackendWithNoHostIsRefusedBeforeConnecting) {
   const auto [ec, msg] = fail("alpha://?ttl=5s");
   EXPECT_EQ(ec, errc::invalid_uri);

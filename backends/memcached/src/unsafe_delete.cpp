@@ -114,15 +114,9 @@ void register_unsafe_delete(registry& r) {
          .example_uri = std::string(scheme) + "://127.0.0.1:11211?ttl=30s&unsafe=true",
          .summary = "UNSAFE: add with a ttl, release by plain delete without an owner check; no fencing, renewal or "
                     "lost notification",
-         .parameters = {"prefix", "pool_size", "connect_timeout", "command_timeout", "unsafe"},
+         .parameters = {"prefix", "pool_size", "connect_timeout", "command_timeout"},
+         .unsafe_because = "a holder whose ttl ran out deletes its successor's lock at release; use memcached:// instead",
          .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
-           // Belongs in the core (refuse any scheme flagged unsafe); enforced here until it is.
-           if (!u.get_bool("unsafe").value_or(false))
-             throw error(errc::invalid_uri,
-                         std::string(scheme) + " in " + u.redacted() +
-                             " is an UNSAFE lock kept to show how it fails (a holder whose ttl ran out deletes its "
-                             "successor's lock at release); add unsafe=true to the URI to open it anyway, or use "
-                             "memcached://");
            return std::make_shared<unsafe_delete_backend>(u, d);
          }});
 }

@@ -207,13 +207,6 @@ class unsafe_backend final : public backend {
   std::shared_ptr<const unsafe_settings> settings_;
 };
 
-// Refuses an unsafe scheme unless the URI opts in (the check belongs in the core; see README).
-void require_unsafe_opt_in(const uri& u, const std::string& scheme, const std::string& failure) {
-  if (u.get_bool("unsafe").value_or(false)) return;
-  throw error(errc::invalid_uri, scheme + " in " + u.redacted() + " is an UNSAFE lock kept to show how it fails (" +
-                                     failure + "); add unsafe=true to the URI to open it anyway, or use redis://");
-}
-
 struct unsafe_scheme {
   const char* scheme;
   unsafe_strategy strategy;
@@ -244,7 +237,7 @@ void register_unsafe(registry& r) {
        "a holder dying between INCR and EXPIRE leaves the lock held forever", true},
   };
   for (const auto& v : variants) {
-    std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "unsafe"};
+    std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix"};
     if (v.two_commands) params.push_back("unsafe_pause_between");
     r.add({.scheme = v.scheme,
            .caps = v.caps,
@@ -252,8 +245,8 @@ void register_unsafe(registry& r) {
            .example_uri = std::string(v.scheme) + "://127.0.0.1:6379?ttl=30s&unsafe=true",
            .summary = v.summary,
            .parameters = std::move(params),
+           .unsafe_because = std::string(v.failure) + "; use redis:// instead",
            .open = [&v](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
-             require_unsafe_opt_in(u, v.scheme, v.failure);
              auto s = std::make_shared<unsafe_settings>();
              s->scheme = v.scheme;
              s->strategy = v.strategy;
