@@ -346,6 +346,36 @@ TEST(zookeeper, SessionExpiredFromOutsideTellsHolderAndGrantsNextWaiter) {
   EXPECT_TRUE(holder_backend->make_lock(name)->try_acquire_for(10s));
 }
 
+// Fencing tokens strictly increase across the faults that end a grant without its holder: a
+// session the server expired (the holder's connection killed) and a restart of the server (its
+// data kept on disk, as ZooKeeper always keeps it): the czxid is the server's zxid, whose epoch
+// grows with every restart.
+TEST(zookeeper, FencingTokensIncreaseAcrossASessionExpiryAndAServerRestart) {
+  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
+  ASSERT_FALSE(uri.empty());
+  const auto name = unique("fence-faults");
+  auto holder_backend = dlock::open(uri + "?session_timeout=4s");
+  auto held = holder_backend->make_lock(name)->try_acquire_for(10s);
+  ASSERT_TRUE(held && held.fencing_token());
+  const auto before_expiry = *held.fencing_token();
+  expire(uri, held);
+  std::uint64_t after_expiry = 0;
+  {
+    auto next = dlock::open(uri)->make_lock(name)->try_acquire_for(20s);
+    ASSERT_TRUE(next && next.fencing_token()) << "not granted after the holder's session expired";
+    after_expiry = *next.fencing_token();
+    EXPECT_GT(after_expiry, before_expiry) << "a token after a session expiry is not larger";
+  }
+  {
+    dlock::testing::stopped_server restart("zookeeper");
+    ASSERT_TRUE(restart.stopped()) << "could not stop the launcher's zookeeper";
+    ASSERT_TRUE(restart.start()) << "could not start the launcher's zookeeper again";
+  }
+  auto after_restart = dlock::open(uri)->make_lock(name)->try_acquire_for(30s);
+  ASSERT_TRUE(after_restart && after_restart.fencing_token()) << "not granted after the server restarted";
+  EXPECT_GT(*after_restart.fencing_token(), after_expiry) << "a token after a server restart is not larger";
+}
+
 TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
   const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
   ASSERT_FALSE(uri.empty());
