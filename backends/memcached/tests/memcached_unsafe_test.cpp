@@ -36,9 +36,7 @@ std::string uri_of(std::string_view scheme, std::string_view query) {
 
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
 
-std::string unique(std::string_view what) {
-  return "dlock-test-unsafe-" + std::string(what) + "-" + dlock::spi::random_token().substr(0, 12);
-}
+std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what)); }
 
 // The lock item of a name, read and finally deleted directly (both schemes use the "dlock:" layout).
 class raw_item {
