@@ -71,7 +71,9 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
     o.client = static_cast<std::uint32_t>(i + 1);
     o.work = plan.work[i];
     try {
-      pids_.push_back(spawn(worker_command_line(plan.worker_executable, o)));
+      auto command = worker_command_line(plan.worker_executable, o);
+      command.insert(command.begin() + 1, plan.worker_subcommand.begin(), plan.worker_subcommand.end());
+      pids_.push_back(spawn(command));
       reaped_.push_back(false);
     } catch (...) {
       wait(shared_clock::now());  // kills and reaps the ones already started

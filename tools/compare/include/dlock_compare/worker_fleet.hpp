@@ -16,6 +16,9 @@ namespace dlock::compare {
 
 struct fleet_plan {
   std::filesystem::path worker_executable;  // dlock_compare_worker
+  // Words between the executable and the worker's flags: {"compare-worker"} when the program is
+  // `dlock` itself (a program that runs dlock::compare::worker_main under a subcommand).
+  std::vector<std::string> worker_subcommand;
   std::string uri;
   std::string name;
   std::filesystem::path history;

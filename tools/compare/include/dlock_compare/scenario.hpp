@@ -1,0 +1,59 @@
+#pragma once
+// A named fault, run once against one backend URI: a worker_fleet contends for one name, the
+// fault is injected into the holder caught inside its write, and the checker reads the history.
+//   healthy       the clients contend for the run's duration, nothing is broken
+//   holder-kill   the holder is SIGKILLed inside its write; how long until the next grant (vs the ttl)
+//   holder-pause  the holder is SIGSTOPped inside its write for 2.5 ttls, then SIGCONTinued: the GC
+//                 pause; overlaps, stale writes (naive accepted / fenced refused), unnotified losses
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock_compare/checker.hpp"
+
+namespace dlock::compare {
+
+enum class fault { healthy, holder_kill, holder_pause };
+std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause"
+std::optional<fault> fault_named(std::string_view name) noexcept;
+const std::vector<fault>& every_fault();
+
+struct scenario_settings {
+  std::filesystem::path worker_executable;
+  std::vector<std::string> worker_subcommand;  // see fleet_plan::worker_subcommand
+  std::string uri;                             // the ttl below is already in it
+  std::string name;                            // the lock the clients contend for
+  std::filesystem::path work_dir;              // an empty folder of this cell's own: history, fence
+  std::uint32_t clients = 3;
+  std::chrono::milliseconds duration{std::chrono::seconds(2)};  // a fault scenario may run longer
+  std::chrono::milliseconds ttl{std::chrono::seconds(1)};
+};
+
+// How long the scenario runs (before the workers' last acquire may wait its timeout): the fault
+// scenarios run long enough for the fault and its aftermath, whatever `duration` says.
+std::chrono::milliseconds run_length(fault f, const scenario_settings& s);
+std::chrono::milliseconds pause_length(const scenario_settings& s);  // holder-pause: 2.5 ttls
+
+struct scenario_result {
+  check_result check;
+  std::vector<std::optional<int>> worker_exit_codes;  // per client; 128+9 for the killed holder
+  std::optional<std::uint32_t> victim;               // the client killed or paused
+  std::optional<shared_clock::duration> recovered_after;  // from the fault to the next grant to anyone
+  std::chrono::milliseconds paused_for{};
+  std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
+};
+
+// Runs the scenario; throws std::system_error when the workers cannot be started or the history
+// cannot be read.
+scenario_result run_scenario(fault f, const scenario_settings& s);
+
+// The cell's text: "ok", or "; "-joined observations: "overlaps N (unnotified M)",
+// "stale writes: accepted N / refused M", "recovered in D" / "not recovered in the run",
+// "errors N" (acquire or release errors, workers that failed).
+std::string observation(fault f, const scenario_result& r);
+
+}  // namespace dlock::compare

@@ -1,0 +1,180 @@
+#include "dlock_compare/scenario.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <utility>
+
+#include "dlock_compare/history.hpp"
+#include "dlock_compare/section.hpp"
+#include "dlock_compare/worker_fleet.hpp"
+
+namespace dlock::compare {
+
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+constexpr std::array<std::pair<fault, std::string_view>, 3> fault_names = {
+    {{fault::healthy, "healthy"}, {fault::holder_kill, "holder-kill"}, {fault::holder_pause, "holder-pause"}}};
+
+// A critical section long enough to catch its holder inside it from outside (the history is
+// polled every 10 ms); a healthy run keeps it short, for many handoffs.
+milliseconds work_length(fault f) { return f == fault::healthy ? 10ms : 200ms; }
+
+// Waiting for a lock held by a killed or paused holder takes up to a ttl; a timeout is only a
+// retry, but a waiter that gives up too early would hide the recovery it waits for.
+milliseconds acquire_timeout(const scenario_settings& s) { return 2 * s.ttl + 1s; }
+
+fleet_plan plan_for(fault f, const scenario_settings& s) {
+  fleet_plan plan;
+  plan.worker_executable = s.worker_executable;
+  plan.worker_subcommand = s.worker_subcommand;
+  plan.uri = s.uri;
+  plan.name = s.name;
+  plan.history = s.work_dir / "history";
+  plan.work.assign(s.clients, work_length(f));
+  plan.duration = run_length(f, s);
+  plan.acquire_timeout = acquire_timeout(s);
+  return plan;
+}
+
+// Stops `pid` and waits until the kernel reports it stopped (state T), so that no event of it is
+// still on its way into the history. Bounded: false if it did not stop within 5 s.
+bool stop_and_wait(pid_t pid) {
+  if (::kill(pid, SIGSTOP) != 0) return false;
+  for (int i = 0; i < 500; ++i) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string pid_field, command, state;
+    stat >> pid_field >> command >> state;  // the worker's command name has no spaces
+    if (state == "T") return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+bool inside_its_write(std::uint32_t client, const std::filesystem::path& history) {
+  std::optional<section> latest;
+  for (auto& s : assemble_sections(read_history(history)))
+    if (s.client == client) latest = s;  // ordered by attempt
+  return latest && latest->write_begin && !latest->write_end;
+}
+
+// Finds a holder in the growing history and leaves it stopped where the history shows it inside
+// its write; resumes it and tries again when it was caught between steps. A process-scoped
+// backend has several holders at once: any of them will do. Bounded (about 200 polls).
+std::optional<std::uint32_t> freeze_a_holder_inside_its_write(const worker_fleet& fleet, const fleet_plan& plan) {
+  for (int i = 0; i < 200 && shared_clock::now() < fleet.stop_at(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    for (const auto client : holders_at_end(read_history(plan.history))) {
+      if (!stop_and_wait(fleet.pid(client))) continue;
+      if (inside_its_write(client, plan.history)) return client;
+      ::kill(fleet.pid(client), SIGCONT);  // caught between steps
+    }
+  }
+  return std::nullopt;
+}
+
+// Generous: the last acquire may start just before the end and wait its whole timeout.
+instant deadline_for(const worker_fleet& fleet, const fleet_plan& plan) {
+  return fleet.stop_at() + plan.acquire_timeout + 20s;
+}
+
+std::string seconds_text(shared_clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+}  // namespace
+
+std::string_view to_string(fault f) noexcept {
+  for (const auto& [value, name] : fault_names)
+    if (value == f) return name;
+  return "?";
+}
+
+std::optional<fault> fault_named(std::string_view name) noexcept {
+  for (const auto& [value, n] : fault_names)
+    if (n == name) return value;
+  return std::nullopt;
+}
+
+const std::vector<fault>& every_fault() {
+  static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause};
+  return all;
+}
+
+milliseconds pause_length(const scenario_settings& s) { return s.ttl * 5 / 2; }
+
+milliseconds run_length(fault f, const scenario_settings& s) {
+  switch (f) {
+    case fault::healthy: return s.duration;
+    case fault::holder_kill: return std::max(s.duration, 3 * s.ttl + 500ms);  // the wait for the dead holder's ttl, then handoffs
+    case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
+  }
+  return s.duration;
+}
+
+scenario_result run_scenario(fault f, const scenario_settings& s) {
+  const auto plan = plan_for(f, s);
+  scenario_result r;
+  {
+    worker_fleet fleet(plan);  // its destructor kills and reaps every worker, a stopped one too
+    if (f != fault::healthy) {
+      sleep_until(fleet.start_at());
+      r.victim = freeze_a_holder_inside_its_write(fleet, plan);
+      if (!r.victim) {
+        r.fault_not_injected = "no holder was caught inside its write";
+      } else if (f == fault::holder_kill) {
+        const auto killed_at = shared_clock::now();
+        ::kill(fleet.pid(*r.victim), SIGKILL);
+        r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+        r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), killed_at);
+      } else {
+        const auto paused_at = shared_clock::now();
+        std::this_thread::sleep_for(pause_length(s));
+        ::kill(fleet.pid(*r.victim), SIGCONT);
+        r.paused_for = std::chrono::duration_cast<milliseconds>(shared_clock::now() - paused_at);
+        r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+        r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), paused_at);
+      }
+    }
+    if (r.worker_exit_codes.empty()) r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+  }
+  const auto events = read_history(plan.history);
+  r.check = check(std::span<const event>(events));
+  return r;
+}
+
+std::string observation(fault f, const scenario_result& r) {
+  std::vector<std::string> parts;
+  if (!r.fault_not_injected.empty()) parts.push_back("fault not injected: " + r.fault_not_injected);
+  const auto& c = r.check;
+  if (c.overlap_count() > 0)
+    parts.push_back("overlaps " + std::to_string(c.overlap_count()) + " (unnotified " +
+                    std::to_string(c.unnotified_losses) + ")");
+  if (c.stale_writes_accepted_by_naive > 0 || c.writes_refused_by_fenced > 0)
+    parts.push_back("stale writes: accepted " + std::to_string(c.stale_writes_accepted_by_naive) + " / refused " +
+                    std::to_string(c.stale_writes_refused_by_fenced));
+  if (f == fault::holder_kill && r.victim)
+    parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
+  std::uint64_t failed_workers = 0;
+  for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {
+    const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;
+    if (!killed_on_purpose && r.worker_exit_codes[i] != std::optional<int>(0)) ++failed_workers;
+  }
+  const auto errors = c.totals.acquire_errors + c.totals.release_errors + failed_workers;
+  if (errors > 0) parts.push_back("errors " + std::to_string(errors));
+  if (parts.empty()) return "ok";
+  std::string text = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) text += "; " + parts[i];
+  return text;
+}
+
+}  // namespace dlock::compare
