@@ -17,13 +17,15 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
 
-# expect_exit CODE WHAT ARGS...: runs `dlock compare ARGS...`, its status must be CODE.
+# expect_exit CODE WHAT ARGS...: runs `dlock compare ARGS...`, its status must be CODE, and a
+# failure must be compare's own message ("dlock compare: ..."), not an unknown command's.
 expect_exit() {
   local want=$1 what=$2
   shift 2
   "$dlock" compare "$@" >"$work/out" 2>"$work/err"
   local got=$?
   if [[ $got == "$want" ]]; then ok "$what: exit $got"; else fail "$what: exit $got, expected $want"; cat "$work/err"; fi
+  [[ $want == 0 ]] || grep -q "^dlock compare: " "$work/err" || fail "$what: not compare's message: $(head -1 "$work/err")"
 }
 
 # check_json FILE PYTHON...: each PYTHON asserts (expect) on `cells`, a dict (backend, scenario) -> cell.

@@ -71,6 +71,8 @@ std::string legend(const matrix& m) {
          "                             naive resource accepted them, the fenced resource refused M\n"
          "  recovered in D             holder-kill: from the SIGKILL to the next grant (compare with the ttl)\n"
          "  not recovered in the run   no grant followed the fault before the run ended\n"
+         "  next grant after D         holder-pause: from the SIGSTOP to the next grant to anyone (a lock that\n"
+         "                             stays with its paused holder is safe but unavailable that long)\n"
          "  errors N                   acquire or release errors, or workers that failed\n"
          "  not run: why               the cell did not run, and why\n"
          "healthy: the clients contend; holder-kill: the holder is SIGKILLed inside its write; holder-pause: it is\n"

@@ -164,6 +164,9 @@ std::string observation(fault f, const scenario_result& r) {
                     std::to_string(c.stale_writes_refused_by_fenced));
   if (f == fault::holder_kill && r.victim)
     parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
+  // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
+  if (f == fault::holder_pause && r.victim)
+    parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {
     const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;

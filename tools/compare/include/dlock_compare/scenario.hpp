@@ -52,7 +52,8 @@ struct scenario_result {
 scenario_result run_scenario(fault f, const scenario_settings& s);
 
 // The cell's text: "ok", or "; "-joined observations: "overlaps N (unnotified M)",
-// "stale writes: accepted N / refused M", "recovered in D" / "not recovered in the run",
+// "stale writes: accepted N / refused M", "recovered in D" / "not recovered in the run" (kill),
+// "next grant after D" / "no grant after the pause began" (pause),
 // "errors N" (acquire or release errors, workers that failed).
 std::string observation(fault f, const scenario_result& r);
 
