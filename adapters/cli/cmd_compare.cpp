@@ -49,7 +49,7 @@ constexpr const char* usage =
     "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
-    "  --faults LIST    healthy, holder-kill, holder-pause (default: all)\n"
+    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write (default: all)\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -96,7 +96,7 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill or holder-pause");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause or pause-before-write");
     faults.push_back(*f);
   }
   return faults;

@@ -6,7 +6,8 @@
 #          scope) overlaps in healthy, file:// never overlaps, the fence refuses every stale write.
 #   redis  redis,redis+unsafe-del x holder-pause on the launcher's Redis (DLOCK_REDIS_URI; the
 #          test FAILS when it is unset): the run completes, both rows are reported, the holder
-#          was paused inside its write, the fence refuses every stale write.
+#          was paused inside its write, the fence refuses every stale write; and redis x
+#          pause-before-write: the resumed holder's write is stale, and refused.
 # Usage: cli_compare_test.sh DLOCK local|redis
 set -u
 dlock=$1
@@ -128,6 +129,22 @@ for b in ("redis", "redis+unsafe-del"):
         expect(paused >= 2500, f"{b}: paused only {paused} ms, not 2.5 ttls")
         expect(("unsafe=true" in uri) == b.endswith("unsafe-del"), f"{b}: opened as {uri}")
 ' "$fence_python" && ok "both rows reported, each holder paused 2.5 ttls, the fence refuses every stale write"
+
+  # Kleppmann's pause on a fencing backend: the first holder stops itself between its grant and its
+  # write for 2.5 ttls; Redis frees the key after 1 ttl, a successor writes with a larger token, and
+  # the resumed holder's write is stale: the fenced resource must refuse it.
+  "$dlock" compare --backends redis --faults pause-before-write --json "$work/kleppmann.json" >"$work/out" 2>"$work/err"
+  rc=$?
+  cat "$work/out"
+  [[ $rc == 0 ]] && ok "the pause-before-write run completed" || { fail "the pause-before-write run exited $rc"; cat "$work/err"; }
+  check_json "$work/kleppmann.json" '
+c = cells.get(("redis", "pause-before-write"))
+expect(c is not None and c["ran"] and c["victim"] is not None, f"redis: the first holder did not stop itself: {c}")
+if not problems:
+    r = c["check"]
+    expect(r["stale_writes_accepted_by_naive"] >= 1, f"the resumed holder wrote no stale token: {r}")
+    expect(r["counts"]["writes_without_token"] == 0, "redis:// gives every write a token")
+' "$fence_python" && ok "redis, paused before its write: the stale write is refused by the fenced resource"
 else
   echo "usage: cli_compare_test.sh DLOCK local|redis"
   exit 2

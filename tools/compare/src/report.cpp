@@ -71,12 +71,14 @@ std::string legend(const matrix& m) {
          "                             naive resource accepted them, the fenced resource refused M\n"
          "  recovered in D             holder-kill: from the SIGKILL to the next grant (compare with the ttl)\n"
          "  not recovered in the run   no grant followed the fault before the run ended\n"
-         "  next grant after D         holder-pause: from the SIGSTOP to the next grant to anyone (a lock that\n"
+         "  next grant after D         the pauses: from the SIGSTOP to the next grant to anyone (a lock that\n"
          "                             stays with its paused holder is safe but unavailable that long)\n"
          "  errors N                   acquire or release errors, or workers that failed\n"
          "  not run: why               the cell did not run, and why\n"
          "healthy: the clients contend; holder-kill: the holder is SIGKILLed inside its write; holder-pause: it is\n"
-         "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause).\n";
+         "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause); pause-before-write: the first holder\n"
+         "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
+         "a stale token, which the fenced resource refuses once a successor wrote).\n";
 }
 
 std::string to_text(const matrix& m) {

@@ -20,8 +20,12 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 3> fault_names = {
-    {{fault::healthy, "healthy"}, {fault::holder_kill, "holder-kill"}, {fault::holder_pause, "holder-pause"}}};
+constexpr std::array<std::pair<fault, std::string_view>, 4> fault_names = {
+    {{fault::healthy, "healthy"},
+     {fault::holder_kill, "holder-kill"},
+     {fault::holder_pause, "holder-pause"},
+     {fault::pause_before_write, "pause-before-write"}}};
+
 
 // A critical section long enough to catch its holder inside it from outside (the history is
 // polled every 10 ms); a healthy run keeps it short, for many handoffs.
@@ -41,21 +45,26 @@ fleet_plan plan_for(fault f, const scenario_settings& s) {
   plan.work.assign(s.clients, work_length(f));
   plan.duration = run_length(f, s);
   plan.acquire_timeout = acquire_timeout(s);
+  if (f == fault::pause_before_write) plan.stop_once_marker = s.work_dir / "stopped-client";
   return plan;
 }
 
-// Stops `pid` and waits until the kernel reports it stopped (state T), so that no event of it is
-// still on its way into the history. Bounded: false if it did not stop within 5 s.
-bool stop_and_wait(pid_t pid) {
-  if (::kill(pid, SIGSTOP) != 0) return false;
-  for (int i = 0; i < 500; ++i) {
+// Waits until the kernel reports `pid` stopped (state T), polling every 10 ms until `deadline`.
+bool wait_stopped(pid_t pid, instant deadline) {
+  for (;;) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string pid_field, command, state;
     stat >> pid_field >> command >> state;  // the worker's command name has no spaces
     if (state == "T") return true;
+    if (shared_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(10ms);
   }
-  return false;
+}
+
+// Stops `pid` and waits until it is stopped, so that no event of it is still on its way into the
+// history. Bounded: false if it did not stop within 5 s.
+bool stop_and_wait(pid_t pid) {
+  return ::kill(pid, SIGSTOP) == 0 && wait_stopped(pid, shared_clock::now() + 5s);
 }
 
 bool inside_its_write(std::uint32_t client, const std::filesystem::path& history) {
@@ -85,6 +94,29 @@ instant deadline_for(const worker_fleet& fleet, const fleet_plan& plan) {
   return fleet.stop_at() + plan.acquire_timeout + 20s;
 }
 
+// pause-before-write: the client named in the marker once it has stopped itself. Bounded by the run.
+std::optional<std::uint32_t> client_stopped_by_itself(const worker_fleet& fleet, const fleet_plan& plan) {
+  std::uint32_t client = 0;
+  while (client == 0 && shared_clock::now() < fleet.stop_at()) {
+    std::this_thread::sleep_for(10ms);
+    std::ifstream marker(plan.stop_once_marker);
+    marker >> client;  // stays 0 until the client has written its id
+  }
+  if (client == 0 || client > fleet.size() || !wait_stopped(fleet.pid(client), fleet.stop_at())) return std::nullopt;
+  return client;
+}
+
+// The victim is stopped: leaves it so for 2.5 ttls, resumes it, waits for the fleet.
+void pause_then_resume(worker_fleet& fleet, const fleet_plan& plan, std::uint32_t victim, const scenario_settings& s,
+                       scenario_result& r) {
+  const auto paused_at = shared_clock::now();
+  std::this_thread::sleep_for(pause_length(s));
+  ::kill(fleet.pid(victim), SIGCONT);
+  r.paused_for = std::chrono::duration_cast<milliseconds>(shared_clock::now() - paused_at);
+  r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+  r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), paused_at);
+}
+
 std::string seconds_text(shared_clock::duration d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
@@ -106,7 +138,7 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 }
 
 const std::vector<fault>& every_fault() {
-  static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause};
+  static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause, fault::pause_before_write};
   return all;
 }
 
@@ -117,6 +149,7 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::healthy: return s.duration;
     case fault::holder_kill: return std::max(s.duration, 3 * s.ttl + 500ms);  // the wait for the dead holder's ttl, then handoffs
     case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
+    case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
   }
   return s.duration;
 }
@@ -126,7 +159,13 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
   scenario_result r;
   {
     worker_fleet fleet(plan);  // its destructor kills and reaps every worker, a stopped one too
-    if (f != fault::healthy) {
+    if (f == fault::pause_before_write) {
+      r.victim = client_stopped_by_itself(fleet, plan);
+      if (r.victim)
+        pause_then_resume(fleet, plan, *r.victim, s, r);
+      else
+        r.fault_not_injected = "no client stopped itself before its first write";
+    } else if (f != fault::healthy) {
       sleep_until(fleet.start_at());
       r.victim = freeze_a_holder_inside_its_write(fleet, plan);
       if (!r.victim) {
@@ -137,12 +176,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
         r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), killed_at);
       } else {
-        const auto paused_at = shared_clock::now();
-        std::this_thread::sleep_for(pause_length(s));
-        ::kill(fleet.pid(*r.victim), SIGCONT);
-        r.paused_for = std::chrono::duration_cast<milliseconds>(shared_clock::now() - paused_at);
-        r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
-        r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), paused_at);
+        pause_then_resume(fleet, plan, *r.victim, s, r);
       }
     }
     if (r.worker_exit_codes.empty()) r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
@@ -165,7 +199,7 @@ std::string observation(fault f, const scenario_result& r) {
   if (f == fault::holder_kill && r.victim)
     parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
-  if (f == fault::holder_pause && r.victim)
+  if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
     parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {

@@ -26,9 +26,10 @@ constexpr const char* usage =
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
   static const std::map<std::string, bool> known = {
       {"uri", true},  {"name", true},        {"history", true}, {"client", true},          {"duration", true},
-      {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false}};
+      {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false},
+      {"stop-once-marker", false}};
   std::map<std::string, std::string> flags;
-  for (std::size_t i = 0; i < args.size(); i += 2) {
+  for (std::size_t i = 0; i < args.size(); i += 2) {  // "--flag value" pairs; a value may be empty
     const std::string& flag = args[i];
     if (flag.rfind("--", 0) != 0 || !known.contains(flag.substr(2)))
       throw std::invalid_argument("unknown argument '" + flag + "'");
@@ -54,6 +55,7 @@ dlock::compare::worker_options options_from(const std::map<std::string, std::str
   o.stop_at = o.start_at + dlock::parse_duration(flags.at("duration"));
   if (flags.contains("work")) o.work = dlock::parse_duration(flags.at("work"));
   if (flags.contains("acquire-timeout")) o.acquire_timeout = dlock::parse_duration(flags.at("acquire-timeout"));
+  if (flags.contains("stop-once-marker")) o.stop_once_marker = flags.at("stop-once-marker");
   return o;
 }
 

@@ -52,7 +52,8 @@ std::vector<std::string> worker_command_line(const std::filesystem::path& worker
           "--start-at-ns", std::to_string(o.start_at.time_since_epoch().count()),
           "--duration", ms(std::chrono::ceil<std::chrono::milliseconds>(o.stop_at - o.start_at)),
           "--work", ms(o.work),
-          "--acquire-timeout", ms(o.acquire_timeout)};
+          "--acquire-timeout", ms(o.acquire_timeout),
+          "--stop-once-marker", o.stop_once_marker.string()};
 }
 
 worker_fleet::worker_fleet(const fleet_plan& plan) {
@@ -67,6 +68,7 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
   o.start_at = start_at_;
   o.stop_at = stop_at_;
   o.acquire_timeout = plan.acquire_timeout;
+  o.stop_once_marker = plan.stop_once_marker;
   for (std::size_t i = 0; i < plan.work.size(); ++i) {
     o.client = static_cast<std::uint32_t>(i + 1);
     o.work = plan.work[i];

@@ -5,6 +5,9 @@
 //   holder-kill   the holder is SIGKILLed inside its write; how long until the next grant (vs the ttl)
 //   holder-pause  the holder is SIGSTOPped inside its write for 2.5 ttls, then SIGCONTinued: the GC
 //                 pause; overlaps, stale writes (naive accepted / fenced refused), unnotified losses
+//   pause-before-write  the run's first holder stops itself (SIGSTOP) after its grant, between checking
+//                 held() and its write, for 2.5 ttls: Kleppmann's pause; resumed, it writes with
+//                 its old token, which the fenced resource refuses once a successor wrote
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -17,8 +20,8 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause };
-std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause"
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write };
+std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
 

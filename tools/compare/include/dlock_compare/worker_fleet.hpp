@@ -29,6 +29,8 @@ struct fleet_plan {
   std::chrono::milliseconds acquire_timeout{std::chrono::seconds(1)};
   // Long enough for every process to start and open its backend before the shared start.
   std::chrono::milliseconds start_delay{500};
+  // See worker_options::stop_once_marker: the first client to write stops itself; empty: none.
+  std::filesystem::path stop_once_marker;
 };
 
 // The worker's command line for `o` (the one place that knows the worker's flags besides it).
