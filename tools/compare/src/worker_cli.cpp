@@ -2,6 +2,7 @@
 // starts itself as its workers, so an installed `dlock compare` needs no second program).
 //   dlock_compare_worker --uri URI --name NAME --history FILE --client ID --duration D
 //                        [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]
+//                        [--stop-once-marker FILE]   (see worker_options::stop_once_marker)
 // Starts at the shared-clock instant NS (CLOCK_MONOTONIC nanoseconds; default: now) so every
 // client of a run starts contending at once, and stops acquiring D later. The fenced resource's
 // file defaults to FILE.fence. Prints "done attempts=A grants=G" at the end.
@@ -21,7 +22,8 @@ namespace {
 
 constexpr const char* usage =
     "usage: dlock_compare_worker --uri URI --name NAME --history FILE --client ID --duration D\n"
-    "                            [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]\n";
+    "                            [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]\n"
+    "                            [--stop-once-marker FILE]\n";
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
   static const std::map<std::string, bool> known = {
