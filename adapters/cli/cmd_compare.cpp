@@ -49,7 +49,9 @@ constexpr const char* usage =
     "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
-    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write (default: all)\n"
+    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart\n"
+    "                   (default: all; server-restart stops and starts the server through\n"
+    "                   $DLOCK_SERVERS, the launcher)\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -96,7 +98,7 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause or pause-before-write");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write or server-restart");
     faults.push_back(*f);
   }
   return faults;
@@ -124,6 +126,18 @@ const char* server_variable(std::string_view scheme) {
   return nullptr;
 }
 
+// The launcher's process name for a scheme's server (`dlock-servers stop NAME`), for
+// server-restart; nullptr when there is no single server process to restart.
+const char* launcher_process(std::string_view scheme) {
+  const auto family = scheme.substr(0, scheme.find('+'));
+  if (family == "redis") return "redis";
+  if (family == "memcached") return "memcached";
+  if (family == "postgres") return "postgres";
+  if (family == "mysql") return "mariadb";
+  if (family == "zookeeper") return "zookeeper";
+  return nullptr;  // memory, file: no server; redlock: several (losing some of them is another fault)
+}
+
 std::string with_parameter(std::string uri, const std::string& parameter) {
   return uri + (uri.find('?') == std::string::npos ? "?" : "&") + parameter;
 }
@@ -135,6 +149,11 @@ struct backend_uri {
 };
 
 backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir) {
+  if (f == fault::server_restart) {
+    if (launcher_process(info.scheme) == nullptr) return {std::nullopt, "no single server to restart"};
+    const char* launcher = std::getenv("DLOCK_SERVERS");
+    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
+  }
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
@@ -277,6 +296,10 @@ int cmd_compare(const arguments& argv) {
                  std::string(compare::to_string(p.scenario)).c_str(), p.info->scheme.c_str(),
                  static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
     settings.uri = *p.uri.uri;
+    if (p.scenario == fault::server_restart) {
+      settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
+      settings.server_process = launcher_process(p.info->scheme);
+    }
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work.path() / ("cell-" + std::to_string(index));
     fs::create_directories(settings.work_dir);

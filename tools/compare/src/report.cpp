@@ -70,6 +70,8 @@ std::string legend(const matrix& m) {
          "                             N writes carried a fencing token smaller than one already written: the\n"
          "                             naive resource accepted them, the fenced resource refused M\n"
          "  recovered in D             holder-kill: from the SIGKILL to the next grant (compare with the ttl)\n"
+         "  down D, next grant E after the start\n"
+         "                             server-restart: stopped for D; the first grant came E after it answered\n"
          "  not recovered in the run   no grant followed the fault before the run ended\n"
          "  next grant after D         the pauses: from the SIGSTOP to the next grant to anyone (a lock that\n"
          "                             stays with its paused holder is safe but unavailable that long)\n"
@@ -78,7 +80,8 @@ std::string legend(const matrix& m) {
          "healthy: the clients contend; holder-kill: the holder is SIGKILLed inside its write; holder-pause: it is\n"
          "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause); pause-before-write: the first holder\n"
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
-         "a stale token, which the fenced resource refuses once a successor wrote).\n";
+         "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
+         "stopped half a second in and started again (dlock-servers stop, start).\n";
 }
 
 std::string to_text(const matrix& m) {
@@ -130,6 +133,9 @@ std::string to_json(const matrix& m) {
              (r.recovered_after ? std::to_string(std::chrono::duration<double, std::milli>(*r.recovered_after).count())
                                 : std::string("null"));
       out += ", \"paused_for_ms\": " + std::to_string(r.paused_for.count());
+      out += ", \"server_down_for_ms\": " +
+             (r.server_down_for ? std::to_string(std::chrono::duration<double, std::milli>(*r.server_down_for).count())
+                                : std::string("null"));
       out += ", \"fault_not_injected\": " + json_string(r.fault_not_injected);
       out += ", \"check\": " + to_json(r.check);
     }

@@ -1,6 +1,12 @@
 #include "dlock_compare/scenario.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +19,8 @@
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 
+extern char** environ;
+
 namespace dlock::compare {
 
 namespace {
@@ -20,16 +28,22 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 4> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 5> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
-     {fault::pause_before_write, "pause-before-write"}}};
+     {fault::pause_before_write, "pause-before-write"},
+     {fault::server_restart, "server-restart"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
-// polled every 10 ms); a healthy run keeps it short, for many handoffs.
-milliseconds work_length(fault f) { return f == fault::healthy ? 10ms : 200ms; }
+// polled every 10 ms); a healthy run keeps it short, for many handoffs; across a server restart
+// the holder writes for two ttls, so that a server that forgets it can let a successor in while
+// it still writes.
+milliseconds work_length(fault f, const scenario_settings& s) {
+  if (f == fault::healthy) return 10ms;
+  return f == fault::server_restart ? 2 * s.ttl : 200ms;
+}
 
 // Waiting for a lock held by a killed or paused holder takes up to a ttl; a timeout is only a
 // retry, but a waiter that gives up too early would hide the recovery it waits for.
@@ -42,7 +56,7 @@ fleet_plan plan_for(fault f, const scenario_settings& s) {
   plan.uri = s.uri;
   plan.name = s.name;
   plan.history = s.work_dir / "history";
-  plan.work.assign(s.clients, work_length(f));
+  plan.work.assign(s.clients, work_length(f, s));
   plan.duration = run_length(f, s);
   plan.acquire_timeout = acquire_timeout(s);
   if (f == fault::pause_before_write) plan.stop_once_marker = s.work_dir / "stopped-client";
@@ -106,6 +120,67 @@ std::optional<std::uint32_t> client_stopped_by_itself(const worker_fleet& fleet,
   return client;
 }
 
+// `launcher VERB PROCESS` ("stop redis"), its output discarded; its exit status, -1 if it did not run.
+int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  const std::string path = launcher.string();
+  std::vector<char*> argv = {const_cast<char*>(path.c_str()), const_cast<char*>(verb),
+                             const_cast<char*>(process.c_str()), nullptr};
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A server stopped through the launcher, started again by start() or, whatever happened in
+// between, when the scope ends: a run must never leave a server down.
+class stopped_server {
+ public:
+  stopped_server(std::filesystem::path launcher, std::string process)
+      : launcher_(std::move(launcher)), process_(std::move(process)) {
+    stopped_ = run_launcher(launcher_, "stop", process_) == 0;
+  }
+  ~stopped_server() { start(); }
+  stopped_server(const stopped_server&) = delete;
+  stopped_server& operator=(const stopped_server&) = delete;
+  bool stopped() const noexcept { return stopped_; }
+  bool start() {
+    if (stopped_) stopped_ = run_launcher(launcher_, "start", process_) != 0;
+    return !stopped_;
+  }
+
+ private:
+  std::filesystem::path launcher_;
+  std::string process_;
+  bool stopped_ = false;
+};
+
+struct restart { instant stopped_at, started_at; };
+
+// Stops the server half a second into the run and starts it again (the launcher's start waits
+// until it answers). Returns when, or nullopt with why the fault could not be injected.
+std::optional<restart> restart_server(const worker_fleet& fleet, const scenario_settings& s, std::string& why_not) {
+  sleep_until(fleet.start_at() + 500ms);
+  const auto stopped_at = shared_clock::now();
+  stopped_server server(s.launcher, s.server_process);
+  if (!server.stopped()) {
+    why_not = "the launcher could not stop " + s.server_process;
+    return std::nullopt;
+  }
+  if (!server.start()) {
+    why_not = "the launcher could not start " + s.server_process + " again";
+    return std::nullopt;
+  }
+  return restart{stopped_at, shared_clock::now()};
+}
+
 // The victim is stopped: leaves it so for 2.5 ttls, resumes it, waits for the fleet.
 void pause_then_resume(worker_fleet& fleet, const fleet_plan& plan, std::uint32_t victim, const scenario_settings& s,
                        scenario_result& r) {
@@ -138,7 +213,8 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 }
 
 const std::vector<fault>& every_fault() {
-  static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause, fault::pause_before_write};
+  static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause,
+                                         fault::pause_before_write, fault::server_restart};
   return all;
 }
 
@@ -150,6 +226,7 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::holder_kill: return std::max(s.duration, 3 * s.ttl + 500ms);  // the wait for the dead holder's ttl, then handoffs
     case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
+    case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
   }
   return s.duration;
 }
@@ -159,7 +236,13 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
   scenario_result r;
   {
     worker_fleet fleet(plan);  // its destructor kills and reaps every worker, a stopped one too
-    if (f == fault::pause_before_write) {
+    if (f == fault::server_restart) {
+      if (const auto restarted = restart_server(fleet, s, r.fault_not_injected)) {
+        r.server_down_for = restarted->started_at - restarted->stopped_at;
+        r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+        r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), restarted->started_at);
+      }
+    } else if (f == fault::pause_before_write) {
       r.victim = client_stopped_by_itself(fleet, plan);
       if (r.victim)
         pause_then_resume(fleet, plan, *r.victim, s, r);
@@ -196,6 +279,10 @@ std::string observation(fault f, const scenario_result& r) {
   if (c.stale_writes_accepted_by_naive > 0 || c.writes_refused_by_fenced > 0)
     parts.push_back("stale writes: accepted " + std::to_string(c.stale_writes_accepted_by_naive) + " / refused " +
                     std::to_string(c.stale_writes_refused_by_fenced));
+  if (f == fault::server_restart && r.server_down_for)
+    parts.push_back("down " + seconds_text(*r.server_down_for) + ", " +
+                    (r.recovered_after ? "next grant " + seconds_text(*r.recovered_after) + " after the start"
+                                       : "no grant after the start"));
   if (f == fault::holder_kill && r.victim)
     parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.

@@ -8,6 +8,9 @@
 //   pause-before-write  the run's first holder stops itself (SIGSTOP) after its grant, between checking
 //                 held() and its write, for 2.5 ttls: Kleppmann's pause; resumed, it writes with
 //                 its old token, which the fenced resource refuses once a successor wrote
+//   server-restart  half a second in, the server is stopped and started again through the launcher
+//                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
+//                 grant, and whether a holder the server forgot overlaps its successor
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -20,8 +23,8 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write };
-std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write"
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart };
+std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
 
@@ -34,6 +37,9 @@ struct scenario_settings {
   std::uint32_t clients = 3;
   std::chrono::milliseconds duration{std::chrono::seconds(2)};  // a fault scenario may run longer
   std::chrono::milliseconds ttl{std::chrono::seconds(1)};
+  // server-restart: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
+  std::filesystem::path launcher;
+  std::string server_process;
 };
 
 // How long the scenario runs (before the workers' last acquire may wait its timeout): the fault
@@ -45,7 +51,10 @@ struct scenario_result {
   check_result check;
   std::vector<std::optional<int>> worker_exit_codes;  // per client; 128+9 for the killed holder
   std::optional<std::uint32_t> victim;               // the client killed or paused
-  std::optional<shared_clock::duration> recovered_after;  // from the fault to the next grant to anyone
+  // From the fault to the next grant to anyone; server-restart: from the server's start (the
+  // launcher saw it answer) to the next grant.
+  std::optional<shared_clock::duration> recovered_after;
+  std::optional<shared_clock::duration> server_down_for;  // server-restart: from the stop to the start
   std::chrono::milliseconds paused_for{};
   std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
 };
@@ -56,7 +65,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s);
 
 // The cell's text: "ok", or "; "-joined observations: "overlaps N (unnotified M)",
 // "stale writes: accepted N / refused M", "recovered in D" / "not recovered in the run" (kill),
-// "next grant after D" / "no grant after the pause began" (pause),
+// "next grant after D" / "no grant after the pause began" (pause), "down D, next grant D after the start" (restart),
 // "errors N" (acquire or release errors, workers that failed).
 std::string observation(fault f, const scenario_result& r);
 
