@@ -15,6 +15,8 @@ int cmd_bench(const arguments& a);
 int cmd_demo(const arguments& a);
 int cmd_demo_worker(const arguments& a);
 int cmd_sweep(const arguments& a);
+int cmd_compare(const arguments& a);
+int cmd_compare_worker(const arguments& a);  // hidden: one client process of a compare run
 
 // The path of this executable (for `demo` to start its workers).
 std::string self_executable();

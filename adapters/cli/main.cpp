@@ -31,6 +31,10 @@ constexpr const char* usage_text =
     "                      the flash-sale demo: worker processes selling stock with and without the lock\n"
     "  sweep URI           delete the expired lock records the server keeps (SQL table schemes:\n"
     "                      expired rows, also other tools'); live locks are never touched\n"
+    "  compare [--backends LIST] [--faults LIST] [--duration D] [--clients N] [--json FILE] [--markdown FILE]\n"
+    "                      every backend side by side under faults (holder killed, paused past its\n"
+    "                      ttl in or before its write): client processes, a recorded resource, a\n"
+    "                      checker; a table backend x fault\n"
     "\n"
     "URI: every command taking one also reads it from '--uri-file PATH' (one line) or, when neither\n"
     "     is on the command line, from the environment variable DLOCK_URI: keeps passwords out of ps\n"
@@ -57,7 +61,7 @@ int main(int argc, char** argv) {
   const std::map<std::string, int (*)(const arguments&)> commands = {
       {"run", cmd_run},     {"hold", cmd_hold}, {"backends", cmd_backends},
       {"bench", cmd_bench}, {"demo", cmd_demo}, {"demo-worker", cmd_demo_worker},
-      {"sweep", cmd_sweep}};
+      {"sweep", cmd_sweep}, {"compare", cmd_compare}, {"compare-worker", cmd_compare_worker}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     // Redacted: a URI typed where the command belongs must not show its password.

@@ -1,5 +1,9 @@
 #include "dlock_compare/worker.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <stop_token>
 #include <thread>
@@ -40,10 +44,24 @@ class client_loop {
     const auto token = held.fencing_token();
     const std::stop_callback on_lost(held.lost_token(), [&, n] { record_lost(n, token); });
     const bool held_at_begin = held.held();
+    if (!o_.stop_once_marker.empty() && !tried_to_stop_) {
+      tried_to_stop_ = true;
+      stop_if_first();
+    }
     const auto admitted = fence_.admit(token);
     append_write_event(n, event_kind::write_begin, token, admitted.at, admitted.verdict, held_at_begin);
     std::this_thread::sleep_for(o_.work);
     append_write_event(n, event_kind::write_end, token, shared_clock::now(), fence_verdict::none, held.held());
+  }
+
+  // The first client of the run to get here (it creates the marker) names itself in it and stops.
+  void stop_if_first() {
+    const int fd = ::open(o_.stop_once_marker.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0) return;  // another client was first (or the folder is gone: then no pause either)
+    const auto id = std::to_string(o_.client) + "\n";
+    const bool named = ::write(fd, id.data(), id.size()) == static_cast<ssize_t>(id.size());
+    ::close(fd);
+    if (named) ::raise(SIGSTOP);  // resumed by the scenario, its ttl long gone
   }
 
   // Runs on whichever thread marks the lease lost (the watchdog's), where a throw would terminate.
@@ -80,6 +98,7 @@ class client_loop {
   }
 
   const worker_options& o_;
+  bool tried_to_stop_ = false;
   history_writer history_;
   fenced_resource fence_;
 };

@@ -52,7 +52,8 @@ std::vector<std::string> worker_command_line(const std::filesystem::path& worker
           "--start-at-ns", std::to_string(o.start_at.time_since_epoch().count()),
           "--duration", ms(std::chrono::ceil<std::chrono::milliseconds>(o.stop_at - o.start_at)),
           "--work", ms(o.work),
-          "--acquire-timeout", ms(o.acquire_timeout)};
+          "--acquire-timeout", ms(o.acquire_timeout),
+          "--stop-once-marker", o.stop_once_marker.string()};
 }
 
 worker_fleet::worker_fleet(const fleet_plan& plan) {
@@ -67,11 +68,14 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
   o.start_at = start_at_;
   o.stop_at = stop_at_;
   o.acquire_timeout = plan.acquire_timeout;
+  o.stop_once_marker = plan.stop_once_marker;
   for (std::size_t i = 0; i < plan.work.size(); ++i) {
     o.client = static_cast<std::uint32_t>(i + 1);
     o.work = plan.work[i];
     try {
-      pids_.push_back(spawn(worker_command_line(plan.worker_executable, o)));
+      auto command = worker_command_line(plan.worker_executable, o);
+      command.insert(command.begin() + 1, plan.worker_subcommand.begin(), plan.worker_subcommand.end());
+      pids_.push_back(spawn(command));
       reaped_.push_back(false);
     } catch (...) {
       wait(shared_clock::now());  // kills and reaps the ones already started

@@ -22,6 +22,11 @@ struct worker_options {
   instant stop_at{};                // no new acquire after this
   std::chrono::milliseconds acquire_timeout{std::chrono::seconds(5)};
   std::chrono::milliseconds work{std::chrono::milliseconds(10)};
+  // The GC pause where fencing matters: at its first write, between checking held() and
+  // presenting its token, the worker tries to create this file (O_EXCL); the one client of the run
+  // that does writes its id into it and stops itself (SIGSTOP) until someone sends SIGCONT.
+  // Empty: never stops.
+  std::filesystem::path stop_once_marker;
 };
 
 // What the worker did, for its exit line. Throws dlock::error when the URI cannot be opened,

@@ -16,6 +16,9 @@ namespace dlock::compare {
 
 struct fleet_plan {
   std::filesystem::path worker_executable;  // dlock_compare_worker
+  // Words between the executable and the worker's flags: {"compare-worker"} when the program is
+  // `dlock` itself (a program that runs dlock::compare::worker_main under a subcommand).
+  std::vector<std::string> worker_subcommand;
   std::string uri;
   std::string name;
   std::filesystem::path history;
@@ -26,6 +29,8 @@ struct fleet_plan {
   std::chrono::milliseconds acquire_timeout{std::chrono::seconds(1)};
   // Long enough for every process to start and open its backend before the shared start.
   std::chrono::milliseconds start_delay{500};
+  // See worker_options::stop_once_marker: the first client to write stops itself; empty: none.
+  std::filesystem::path stop_once_marker;
 };
 
 // The worker's command line for `o` (the one place that knows the worker's flags besides it).

@@ -1,0 +1,72 @@
+#pragma once
+// A named fault, run once against one backend URI: a worker_fleet contends for one name, the
+// fault is injected into the holder caught inside its write, and the checker reads the history.
+//   healthy       the clients contend for the run's duration, nothing is broken
+//   holder-kill   the holder is SIGKILLed inside its write; how long until the next grant (vs the ttl)
+//   holder-pause  the holder is SIGSTOPped inside its write for 2.5 ttls, then SIGCONTinued: the GC
+//                 pause; overlaps, stale writes (naive accepted / fenced refused), unnotified losses
+//   pause-before-write  the run's first holder stops itself (SIGSTOP) after its grant, between checking
+//                 held() and its write, for 2.5 ttls: Kleppmann's pause; resumed, it writes with
+//                 its old token, which the fenced resource refuses once a successor wrote
+//   server-restart  half a second in, the server is stopped and started again through the launcher
+//                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
+//                 grant, and whether a holder the server forgot overlaps its successor
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dlock_compare/checker.hpp"
+
+namespace dlock::compare {
+
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart };
+std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
+std::optional<fault> fault_named(std::string_view name) noexcept;
+const std::vector<fault>& every_fault();
+
+struct scenario_settings {
+  std::filesystem::path worker_executable;
+  std::vector<std::string> worker_subcommand;  // see fleet_plan::worker_subcommand
+  std::string uri;                             // the ttl below is already in it
+  std::string name;                            // the lock the clients contend for
+  std::filesystem::path work_dir;              // an empty folder of this cell's own: history, fence
+  std::uint32_t clients = 3;
+  std::chrono::milliseconds duration{std::chrono::seconds(2)};  // a fault scenario may run longer
+  std::chrono::milliseconds ttl{std::chrono::seconds(1)};
+  // server-restart: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
+  std::filesystem::path launcher;
+  std::string server_process;
+};
+
+// How long the scenario runs (before the workers' last acquire may wait its timeout): the fault
+// scenarios run long enough for the fault and its aftermath, whatever `duration` says.
+std::chrono::milliseconds run_length(fault f, const scenario_settings& s);
+std::chrono::milliseconds pause_length(const scenario_settings& s);  // holder-pause: 2.5 ttls
+
+struct scenario_result {
+  check_result check;
+  std::vector<std::optional<int>> worker_exit_codes;  // per client; 128+9 for the killed holder
+  std::optional<std::uint32_t> victim;               // the client killed or paused
+  // From the fault to the next grant to anyone; server-restart: from the server's start (the
+  // launcher saw it answer) to the next grant.
+  std::optional<shared_clock::duration> recovered_after;
+  std::optional<shared_clock::duration> server_down_for;  // server-restart: from the stop to the start
+  std::chrono::milliseconds paused_for{};
+  std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
+};
+
+// Runs the scenario; throws std::system_error when the workers cannot be started or the history
+// cannot be read.
+scenario_result run_scenario(fault f, const scenario_settings& s);
+
+// The cell's text: "ok", or "; "-joined observations: "overlaps N (unnotified M)",
+// "stale writes: accepted N / refused M", "recovered in D" / "not recovered in the run" (kill),
+// "next grant after D" / "no grant after the pause began" (pause), "down D, next grant D after the start" (restart),
+// "errors N" (acquire or release errors, workers that failed).
+std::string observation(fault f, const scenario_result& r);
+
+}  // namespace dlock::compare
