@@ -154,15 +154,13 @@ std::string scrub_secrets(std::string message) {
 
 void check_locally(const lock_request& request) {
   if (request.name.empty()) throw usage_error("the lock NAME is empty; expected a name of at least one byte");
-  if (request.ttl && request.ttl->count() <= 0)
-    throw usage_error("--ttl must be positive; got " + format_duration(*request.ttl));
   // The registry checks the scheme and the query keys before it connects; this also checks the
-  // values of the common keys and the ttl they must fit.
+  // values of the common keys and the options make_lock will be given, by the core's own rules.
   lock_options options = parse_common_options(uri::parse(request.uri));
   if (request.ttl) options.ttl = *request.ttl;
-  if (options.renew_every && *options.renew_every >= options.ttl)
-    throw usage_error("the URI's renew=" + format_duration(*options.renew_every) + " must be shorter than the ttl (" +
-                      format_duration(options.ttl) + ")");
+  std::error_code ec;
+  check_lock_options(options, ec);
+  if (ec) throw usage_error(last_error_message());
 }
 
 namespace {

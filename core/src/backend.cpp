@@ -37,21 +37,8 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
                                           redacted_uri_ + " accepts names of " + limit);
     return nullptr;
   }
-  if (options.ttl <= std::chrono::milliseconds::zero() || options.ttl > longest_duration) {
-    set_error(ec, errc::invalid_argument, "ttl must be from 1ms to " + format_duration(longest_duration) + " (10 years), got " +
-                                              format_duration(options.ttl));
-    return nullptr;
-  }
-  if (options.renew_every && (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl)) {
-    set_error(ec, errc::invalid_argument, "renew period must be positive and shorter than the ttl (" +
-                                              format_duration(options.ttl) + ")");
-    return nullptr;
-  }
-  if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min ||
-      options.poll.max > longest_duration) {
-    set_error(ec, errc::invalid_argument, "poll backoff must satisfy 0 < min <= max <= " + format_duration(longest_duration));
-    return nullptr;
-  }
+  check_lock_options(options, ec);
+  if (ec) return nullptr;
   try {
     if (options.owner.empty()) options.owner = spi::default_owner_id();
     auto lock = do_make_lock(std::string(name), std::move(options));
@@ -63,6 +50,20 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
     set_error(ec, errc::backend_error, e.what());
   }
   return nullptr;
+}
+
+void check_lock_options(const lock_options& options, std::error_code& ec) noexcept {
+  ec.clear();
+  if (options.ttl <= std::chrono::milliseconds::zero() || options.ttl > longest_duration)
+    return set_error(ec, errc::invalid_argument, "ttl must be from 1ms to " + format_duration(longest_duration) +
+                                                     " (10 years), got " + format_duration(options.ttl));
+  if (options.renew_every && (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl))
+    return set_error(ec, errc::invalid_argument, "renew period must be positive and shorter than the ttl (" +
+                                                     format_duration(options.ttl) + ")");
+  if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min ||
+      options.poll.max > longest_duration)
+    return set_error(ec, errc::invalid_argument,
+                     "poll backoff must satisfy 0 < min <= max <= " + format_duration(longest_duration));
 }
 
 std::size_t backend::sweep_expired() {

@@ -107,6 +107,27 @@ TEST_F(registry_fixture, MakeLockHasAnErrorCodeForm) {
   EXPECT_NE(last_error_message().find("87600h"), std::string::npos) << last_error_message();
 }
 
+// The option rules make_lock applies, checkable before any backend is opened (the CLI does).
+TEST(LockOptions, CheckedByTheSameRulesAsMakeLock) {
+  std::error_code ec;
+  check_lock_options(lock_options{}, ec);
+  EXPECT_FALSE(ec) << last_error_message();
+  lock_options bad;
+  bad.ttl = std::chrono::hours(87601);
+  check_lock_options(bad, ec);
+  EXPECT_EQ(ec, errc::invalid_argument);
+  EXPECT_NE(last_error_message().find("87600h"), std::string::npos) << last_error_message();
+  bad = {};
+  bad.renew_every = bad.ttl;
+  check_lock_options(bad, ec);
+  EXPECT_EQ(ec, errc::invalid_argument);
+  EXPECT_NE(last_error_message().find("renew"), std::string::npos) << last_error_message();
+  bad = {};
+  bad.poll = {std::chrono::milliseconds(5), std::chrono::milliseconds(1)};
+  check_lock_options(bad, ec);
+  EXPECT_EQ(ec, errc::invalid_argument);
+}
+
 // dlock::open has the error_code form the README promises (the default registry, memory:// built in).
 TEST(DefaultRegistry, OpenHasAnErrorCodeForm) {
   std::error_code ec;

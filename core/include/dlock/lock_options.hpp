@@ -4,6 +4,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <system_error>
 
 namespace dlock {
 
@@ -27,5 +28,11 @@ struct lock_options {
   // Two lock objects given the same owner are the same owner (reentrancy, release), across processes.
   std::string owner;
 };
+
+// What backend::make_lock requires of the options, checkable before any backend is opened (the
+// CLI checks a command line before it connects): ttl from 1ms to longest_duration, renew shorter
+// than the ttl, 0 < poll min <= max <= longest_duration. Sets ec to errc::invalid_argument and
+// last_error_message() naming the first bad value; clears ec when all is well.
+void check_lock_options(const lock_options& options, std::error_code& ec) noexcept;
 
 }  // namespace dlock
