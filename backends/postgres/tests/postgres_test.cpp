@@ -202,6 +202,18 @@ TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
   EXPECT_EQ(ec, dlock::errc::not_owner);
 }
 
+// Kills, on the server, every session whose application_name is `app` (this test's own: the
+// others belong to other tests), and waits until they are gone: pg_terminate_backend only
+// signals (then a pool's idle check sees the closed sockets and reconnects).
+bool terminate_sessions_of(const std::string& uri, const std::string& app) {
+  auto admin = probe::connect(uri);
+  const std::string ours =
+      " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
+      " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+  probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
+  return eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s);
+}
+
 // Table schemes: the grant is a row; killing every session of ours changes nothing until expiry,
 // then another owner takes the expired row over (no sweeper) with a larger fence, and the old
 // holder's release is refused.
@@ -213,14 +225,7 @@ TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
   const auto name = unique("expire");
   auto held = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
-  auto admin = probe::connect(uri_for(GetParam()));
-  const std::string ours =
-      " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
-      " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
-  probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
-  // pg_terminate_backend only signals: wait until the sessions are gone (then the pool's idle
-  // check sees their closed sockets and reconnects).
-  ASSERT_TRUE(eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s));
+  ASSERT_TRUE(terminate_sessions_of(uri_for(GetParam()), app)) << "our sessions outlived pg_terminate_backend";
   EXPECT_TRUE(probe::held_on_server(uri_for(GetParam()), name));
   auto other = be->make_lock(name);
   EXPECT_FALSE(other->try_acquire());  // may reconnect (the pool dropped its dead connections)
@@ -254,13 +259,7 @@ TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_serv
   ASSERT_TRUE(first.fencing_token());
 
   // 1. The holder's sessions killed on the server while it holds the lock.
-  auto admin = probe::connect(uri_for(GetParam()));
-  const std::string ours =
-      " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
-      " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
-  probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
-  ASSERT_TRUE(eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s));
-  admin.reset();
+  ASSERT_TRUE(terminate_sessions_of(uri_for(GetParam()), app)) << "our sessions outlived pg_terminate_backend";
   auto next_backend = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
   auto second = next_backend->make_lock(name)->try_acquire_for(20s);
   ASSERT_TRUE(second) << "the killed holder's lock was never freed";
