@@ -3,7 +3,8 @@
 // Reports cycles/s, cycle latency percentiles, and under contention (K < N) the handoff time:
 // from a release (a shared steady_clock stamp written just before it) to the next holder of the
 // same name (read right after its acquire, counted only when that acquire started before the
-// release, i.e. it really waited for it).
+// release, i.e. it really waited for it). The measuring loop and the histogram are tools/compare's
+// speed module, the one `dlock compare` measures its speed columns with.
 #include <chrono>
 #include <cstdio>
 #include <string>

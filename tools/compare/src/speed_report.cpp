@@ -89,7 +89,7 @@ std::string speed_text(const speed_table& t) {
 
 std::string speed_markdown(const speed_table& t) {
   if (t.rows.empty()) return {};
-  return "\n" + markdown_table(rows_of(t)) + "\n" + speed_legend(t);
+  return "\n" + markdown_table(rows_of(t)) + "\n```\n" + speed_legend(t) + "```\n";
 }
 
 std::string speed_json(const speed_table& t) {

@@ -96,13 +96,18 @@ std::string html_escaped(const std::string& text) {
 }
 
 std::string series_colour(std::size_t i) {
-  static constexpr std::array<const char*, 10> palette = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                                          "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  // 20 colours a full matrix's rows can tell apart (the unsafe rows are dashed besides).
+  static constexpr std::array<const char*, 20> palette = {
+      "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+      "#0b3d91", "#b35806", "#00441b", "#67000d", "#3f007d", "#543005", "#ae017e", "#252525", "#636300", "#006d77"};
   return palette[i % palette.size()];
 }
 
 std::string svg_cdf(const std::string& title, const std::vector<cdf_series>& series) {
-  constexpr double width = 760, height = 340, left = 50, right = 560, top = 30, bottom = 300;
+  // The legend, a line per series, sets the height once there are more series than fit beside 270 px.
+  constexpr double width = 900, left = 50, right = 600, top = 30;
+  const double bottom = std::max(300.0, top + 14.0 * static_cast<double>(series.size()));
+  const double height = bottom + 40;
   double smallest = 1e18, largest = 0;
   for (const auto& s : series)
     if (s.latencies && s.latencies->count())
@@ -154,7 +159,7 @@ std::string svg_cdf(const std::string& title, const std::vector<cdf_series>& ser
 }
 
 std::string svg_bars(const std::string& title, const std::vector<std::string>& series, const std::vector<bar_group>& groups) {
-  constexpr double left = 200, right = 640, top = 44, bar = 11, gap = 10, width = 760;
+  constexpr double left = 260, right = 720, top = 44, bar = 11, gap = 10, width = 840;
   const double group_height = bar * static_cast<double>(series.size()) + gap;
   const double height = top + group_height * static_cast<double>(groups.size()) + 30;
   double smallest = 1e18, largest = 0;
