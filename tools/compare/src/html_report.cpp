@@ -134,11 +134,11 @@ std::string speed_section(const matrix& m) {
   std::vector<bar_group> bars;
   std::vector<cdf_series> cycles, handoffs;
   std::string table = "<table><tr><th>backend</th><th>cycles/s, 1 client</th><th>cycles/s, " + n +
-                      " clients</th><th>handoff p50</th><th>handoff p99</th><th>cycle p50 / p99 (1 client)</th><th>note</th></tr>";
+                      " clients</th><th>handoffs</th><th>handoff p50</th><th>handoff p99</th><th>cycle p50 / p99 (1 client)</th><th>note</th></tr>";
   for (const auto& r : m.speed.rows) {
     table += std::string("<tr") + (r.unsafe ? " class=\"unsafe\"" : "") + ">" + row_header(m, r.backend);
     if (!r.measured) {
-      table += "<td colspan=\"6\" class=\"none\">not run: " + html_escaped(r.not_run_because) + "</td></tr>";
+      table += "<td colspan=\"7\" class=\"none\">not run: " + html_escaped(r.not_run_because) + "</td></tr>";
       continue;
     }
     const auto& s = *r.measured;
@@ -151,6 +151,7 @@ std::string speed_section(const matrix& m) {
       return h && h->count() ? latency_text(h->percentile(p)) : std::string("-");
     };
     table += cell(rate_text(rate_of(s.one_client))) + cell(rate_text(rate_of(s.many_clients))) +
+             cell(s.contended ? std::to_string(s.contended->handoffs.count()) : "-") +
              cell(pct(s.contended, true, 0.5)) + cell(pct(s.contended, true, 0.99)) +
              cell(pct(s.one_client, false, 0.5) + " / " + pct(s.one_client, false, 0.99)) + "<td>" +
              html_escaped((r.unsafe ? std::string("unsafe: baseline only") : std::string()) +

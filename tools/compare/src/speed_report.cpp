@@ -19,11 +19,11 @@ std::string three_digits(double v) { return number(v, v >= 100 ? "%.0f" : v >= 1
 // The column headers, then a row per backend: what the text and Markdown tables show.
 text_rows rows_of(const speed_table& t) {
   const auto n = std::to_string(speed_clients);
-  text_rows rows = {{"backend", "cycles/s 1 client", "cycles/s " + n + " clients", "handoff p50", "handoff p99", "cycle p50 (1 client)", "note"}};
+  text_rows rows = {{"backend", "cycles/s 1 client", "cycles/s " + n + " clients", "handoffs", "handoff p50", "handoff p99", "cycle p50 (1 client)", "note"}};
   for (const auto& r : t.rows) {
     std::vector<std::string> row = {r.backend};
     if (!r.measured) {
-      row.insert(row.end(), {"-", "-", "-", "-", "-", "not run: " + r.not_run_because});
+      row.insert(row.end(), {"-", "-", "-", "-", "-", "-", "not run: " + r.not_run_because});
     } else {
       const auto& s = *r.measured;
       const auto rate = [](const std::optional<speed_measurement>& m) { return m ? rate_text(m->cycles_per_second()) : "-"; };
@@ -32,6 +32,7 @@ text_rows rows_of(const speed_table& t) {
       };
       row.push_back(rate(s.one_client));
       row.push_back(rate(s.many_clients));
+      row.push_back(s.contended ? std::to_string(s.contended->handoffs.count()) : "-");
       row.push_back(handoff(0.5));
       row.push_back(handoff(0.99));
       row.push_back(s.one_client && s.one_client->cycles.count() ? latency_text(s.one_client->cycles.percentile(0.5)) : "-");
@@ -50,6 +51,7 @@ std::string speed_legend(const speed_table& t) {
          "  cycles/s      acquire+release cycles per second, by 1 client and by " + n + " clients, each client a\n"
          "                thread of this process with its own backend object (connection) and a name of its own\n"
          "  handoff       " + n + " clients on one name: from a release to the grant of a client already waiting\n"
+         "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
          "  cycle p50     one uncontended acquire+release\n"
          "  UNSAFE        an unsafe variant, measured as the baseline the articles quote; never use it\n"
          "CPU placement: " + t.cpu_placement + ".\n";
