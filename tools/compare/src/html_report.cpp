@@ -133,30 +133,22 @@ std::string speed_section(const matrix& m) {
   const auto n = std::to_string(speed_clients);
   std::vector<bar_group> bars;
   std::vector<cdf_series> cycles, handoffs;
-  std::string table = "<table><tr><th>backend</th><th>cycles/s, 1 client</th><th>cycles/s, " + n +
-                      " clients</th><th>handoffs</th><th>handoff p50</th><th>handoff p99</th><th>cycle p50 / p99 (1 client)</th><th>note</th></tr>";
-  for (const auto& r : m.speed.rows) {
+  // The table's cells are the text table's; the first column becomes the flagged row header.
+  const auto rows = speed_rows(m.speed);
+  std::string table = "<table><tr>";
+  for (const auto& heading : rows.front()) table += "<th>" + html_escaped(heading) + "</th>";
+  table += "</tr>";
+  for (std::size_t i = 0; i < m.speed.rows.size(); ++i) {
+    const auto& r = m.speed.rows[i];
     table += std::string("<tr") + (r.unsafe ? " class=\"unsafe\"" : "") + ">" + row_header(m, r.backend);
-    if (!r.measured) {
-      table += "<td colspan=\"7\" class=\"none\">not run: " + html_escaped(r.not_run_because) + "</td></tr>";
-      continue;
-    }
+    for (std::size_t column = 1; column < rows[i + 1].size(); ++column)
+      table += "<td class=\"num\">" + html_escaped(rows[i + 1][column]) + "</td>";
+    table += "</tr>";
+    if (!r.measured) continue;
     const auto& s = *r.measured;
     bars.push_back({r.backend, r.unsafe, {rate_of(s.one_client), rate_of(s.many_clients)}});
     if (s.one_client) cycles.push_back({r.backend, r.unsafe, &s.one_client->cycles});
     if (s.contended) handoffs.push_back({r.backend, r.unsafe, &s.contended->handoffs});
-    const auto cell = [](const std::string& text) { return "<td class=\"num\">" + html_escaped(text) + "</td>"; };
-    const auto pct = [](const std::optional<speed_measurement>& x, bool handoff, double p) {
-      const auto* h = x ? (handoff ? &x->handoffs : &x->cycles) : nullptr;
-      return h && h->count() ? latency_text(h->percentile(p)) : std::string("-");
-    };
-    table += cell(rate_text(rate_of(s.one_client))) + cell(rate_text(rate_of(s.many_clients))) +
-             cell(s.contended ? std::to_string(s.contended->handoffs.count()) : "-") +
-             cell(pct(s.contended, true, 0.5)) + cell(pct(s.contended, true, 0.99)) +
-             cell(pct(s.one_client, false, 0.5) + " / " + pct(s.one_client, false, 0.99)) + "<td>" +
-             html_escaped((r.unsafe ? std::string("unsafe: baseline only") : std::string()) +
-                          (r.errors.empty() ? "" : (r.unsafe ? "; " : "") + r.errors)) +
-             "</td></tr>";
   }
   table += "</table>";
   return "<h2>Speed</h2><p>Measured in the same run, " + std::to_string(m.speed.duration_per_point.count()) +

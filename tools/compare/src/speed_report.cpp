@@ -16,8 +16,9 @@ std::string number(double v, const char* format) {
 
 std::string three_digits(double v) { return number(v, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f"); }
 
-// The column headers, then a row per backend: what the text and Markdown tables show.
-text_rows rows_of(const speed_table& t) {
+}  // namespace
+
+text_rows speed_rows(const speed_table& t) {
   const auto n = std::to_string(speed_clients);
   text_rows rows = {{"backend", "cycles/s 1 client", "cycles/s " + n + " clients", "handoffs", "handoff p50", "handoff p99", "cycle p50 (1 client)", "note"}};
   for (const auto& r : t.rows) {
@@ -44,6 +45,8 @@ text_rows rows_of(const speed_table& t) {
   }
   return rows;
 }
+
+namespace {
 
 std::string speed_legend(const speed_table& t) {
   const auto n = std::to_string(speed_clients);
@@ -86,12 +89,12 @@ std::string rate_text(double per_second) {
 
 std::string speed_text(const speed_table& t) {
   if (t.rows.empty()) return {};
-  return "\n" + aligned_columns(rows_of(t)) + "\n" + speed_legend(t);
+  return "\n" + aligned_columns(speed_rows(t)) + "\n" + speed_legend(t);
 }
 
 std::string speed_markdown(const speed_table& t) {
   if (t.rows.empty()) return {};
-  return "\n" + markdown_table(rows_of(t)) + "\n```\n" + speed_legend(t) + "```\n";
+  return "\n" + markdown_table(speed_rows(t)) + "\n```\n" + speed_legend(t) + "```\n";
 }
 
 std::string speed_json(const speed_table& t) {

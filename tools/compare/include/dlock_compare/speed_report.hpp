@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dlock_compare/speed.hpp"
+#include "dlock_compare/text_table.hpp"
 
 namespace dlock::compare {
 
@@ -25,6 +26,9 @@ struct speed_table {
   std::chrono::milliseconds duration_per_point{};
   std::string cpu_placement;
 };
+
+// The column headers, then a row per backend (in `rows` order): the cells every writer shows.
+text_rows speed_rows(const speed_table& t);
 
 // The text and Markdown writers print nothing for an empty table; JSON prints null.
 std::string speed_text(const speed_table& t);
