@@ -1,10 +1,11 @@
 // dlock compare [--backends LIST] [--faults LIST] [--duration D] [--clients N] [--json FILE]
-//               [--markdown FILE]
+//               [--markdown FILE] [--html FILE] [--speed-duration D] [--no-speed]
 // The comparison matrix (issue 10): for each backend (a scheme, its server taken from the
 // launcher's variables, compose/native/dlock-servers) and each named fault, N client processes
 // contend for one lock and write to a recorded resource while the fault strikes the holder;
 // the checker's observation fills the cell. Every cell is an observation, never a declaration:
-// a backend that cannot run says why in its row.
+// a backend that cannot run says why in its row. Then each backend's speed, measured in the same
+// run (compare_speed.cpp).
 //
 // The workers are this program itself (`dlock compare-worker`, hidden), so an installed dlock
 // needs no second executable.
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -25,7 +27,9 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "compare_speed.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_compare/html_report.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
 #include "dlock_compare/worker_cli.hpp"
@@ -43,7 +47,7 @@ constexpr milliseconds run_ttl = 1s;
 
 constexpr const char* usage =
     "usage: dlock compare [--backends LIST] [--faults LIST] [--duration D] [--clients N]\n"
-    "                     [--json FILE] [--markdown FILE]\n"
+    "                     [--json FILE] [--markdown FILE] [--html FILE] [--speed-duration D] [--no-speed]\n"
     "For each backend x fault: N client processes (default 3) contend for one lock and write to a\n"
     "recorded resource while the fault strikes the holder; a checker reads the history. Prints the\n"
     "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
@@ -56,6 +60,15 @@ constexpr const char* usage =
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
     "  --markdown FILE  the table in Markdown\n"
+    "  --html FILE      a self-contained page (inline CSS and SVG): the matrix as a coloured grid with\n"
+    "                   each cell's details on hover, unsafe rows flagged, the run's settings, the\n"
+    "                   ops/s bars and the latency distributions of each backend\n"
+    "Speed (after the matrix, same run, every backend row, unsafe ones flagged): acquire+release\n"
+    "cycles/s by 1 and by 8 client threads (each with its own connection and name), and the handoff\n"
+    "p50/p99 with 8 clients on one name (release to the next waiting client's grant); the CPUs the\n"
+    "clients ran on are printed with it.\n"
+    "  --speed-duration D  how long each of the 3 speed points of a backend runs (default 1s)\n"
+    "  --no-speed       skip the speed phase\n"
     "Servers: from the variables compose/native/dlock-servers prints (DLOCK_REDIS_URI,\n"
     "DLOCK_REDLOCK_URI, DLOCK_MEMCACHED_URI, DLOCK_POSTGRES_URI, DLOCK_MYSQL_URI, DLOCK_ZOOKEEPER_URI;\n"
     "the scheme replaced by the backend's); memory:// and file:// (a temporary folder) need none.\n"
@@ -232,10 +245,33 @@ std::string redacted(const std::string& uri) {
   }
 }
 
+// The speed row of a scheme: the healthy run's URI, unless the probe refused it.
+speed_target speed_target_for(const backend_info& info, const fs::path& work_dir, const std::string& refused) {
+  auto uri = uri_for(info, fault::healthy, work_dir);
+  if (!refused.empty()) uri = {std::nullopt, refused};
+  return {info.scheme, !info.unsafe_because.empty(), uri.uri, uri.not_run_because};
+}
+
+// The settings the HTML report shows: the command as typed (secrets scrubbed), when, on how many CPUs.
+compare::run_context run_context_now(const arguments& argv) {
+  compare::run_context c;
+  c.command_line = "dlock compare";
+  for (const auto& word : argv) c.command_line += " " + scrub_secrets(word);
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  char date[40];
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  c.date_utc = date;
+  c.host_cpus = static_cast<unsigned>(std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN)));
+  return c;
+}
+
 }  // namespace
 
 int cmd_compare(const arguments& argv) {
-  const args a(argv, {"backends", "faults", "duration", "clients", "json", "markdown"}, {"help"});
+  const args a(argv, {"backends", "faults", "duration", "clients", "json", "markdown", "html", "speed-duration"},
+               {"help", "no-speed"});
   if (a.flag("help")) {
     std::puts(usage);
     return 0;
@@ -248,6 +284,11 @@ int cmd_compare(const arguments& argv) {
   const auto clients = static_cast<std::uint32_t>(a.integer("clients", 3, 2, 64));
   auto json = output_file(a, "json");
   auto markdown = output_file(a, "markdown");
+  auto html = output_file(a, "html");
+  const auto speed_duration = a.duration("speed-duration").value_or(1s);
+  if (speed_duration <= milliseconds::zero()) throw usage_error("--speed-duration must be positive");
+  const bool measure_speed = !a.flag("no-speed");
+  const auto context = run_context_now(argv);
 
   temporary_folder work;
   compare::scenario_settings settings;
@@ -259,6 +300,7 @@ int cmd_compare(const arguments& argv) {
 
   // Every cell planned and every server probed before anything runs.
   std::vector<planned_cell> plan;
+  std::vector<speed_target> speed_targets;
   const auto infos = default_registry().list();
   for (const auto& scheme : schemes) {
     const auto& info = *std::ranges::find(infos, scheme, &backend_info::scheme);
@@ -269,11 +311,15 @@ int cmd_compare(const arguments& argv) {
       if (!refused.empty()) uri = {std::nullopt, refused};
       plan.push_back({&info, f, std::move(uri)});
     }
+    if (measure_speed) speed_targets.push_back(speed_target_for(info, work.path(), refused));
   }
 
   milliseconds left{};
   for (const auto& p : plan)
     if (p.uri.uri) left += compare::run_length(p.scenario, settings) + 1s;
+  const std::size_t steps = plan.size() + speed_targets.size();
+  for (const auto& t : speed_targets)
+    if (t.uri) left += compare::backend_speed_length(speed_duration);
 
   compare::matrix m;
   m.backends = schemes;
@@ -281,6 +327,9 @@ int cmd_compare(const arguments& argv) {
   m.ttl = run_ttl;
   m.duration = duration;
   m.clients = clients;
+  for (const auto& info : infos)
+    if (!info.unsafe_because.empty() && std::ranges::find(schemes, info.scheme) != schemes.end())
+      m.unsafe_backends.push_back(info.scheme);
   std::size_t index = 0;
   for (const auto& p : plan) {
     ++index;
@@ -292,7 +341,7 @@ int cmd_compare(const arguments& argv) {
       m.cells.push_back(std::move(cell));
       continue;
     }
-    std::fprintf(stderr, "dlock compare: [%zu/%zu] %s on %s (about %llds left)\n", index, plan.size(),
+    std::fprintf(stderr, "dlock compare: [%zu/%zu] %s on %s (about %llds left)\n", index, steps,
                  std::string(compare::to_string(p.scenario)).c_str(), p.info->scheme.c_str(),
                  static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
     settings.uri = *p.uri.uri;
@@ -310,9 +359,18 @@ int cmd_compare(const arguments& argv) {
     m.cells.push_back(std::move(cell));
   }
 
+  m.speed = measure_speeds(speed_targets, speed_duration, "dlock-compare/" + std::to_string(::getpid()) + "/speed/",
+                           [&](const speed_target& t) {
+                             std::fprintf(stderr, "dlock compare: [%zu/%zu] speed on %s (about %llds left)\n", ++index,
+                                          steps, t.backend.c_str(),
+                                          static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
+                             left -= std::min(left, compare::backend_speed_length(speed_duration));
+                           });
+
   std::fputs(compare::to_text(m).c_str(), stdout);
   if (json) *json << compare::to_json(m);
   if (markdown) *markdown << compare::to_markdown(m);
+  if (html) *html << compare::to_html(m, context);
   return 0;
 }
 

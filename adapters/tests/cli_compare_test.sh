@@ -9,6 +9,8 @@
 #          was paused inside its write, the fence refuses every stale write; redis x
 #          pause-before-write: the resumed holder's write is stale, and refused; redis x
 #          server-restart (DLOCK_SERVERS): restarted, granted again, the server up afterwards.
+# Every run here passes --no-speed (the local one asserts the JSON then has none): the speed phase
+# and --html are cli_compare_html_test.sh's.
 # Usage: cli_compare_test.sh DLOCK local|redis [REDIS_BUILT (ON/OFF, local: the unset and
 #        unreachable steps name the redis scheme)]
 set -u
@@ -96,7 +98,7 @@ for s in ("healthy", "holder-kill"):
   fi
 
   start=$(date +%s)
-  "$dlock" compare --backends memory,file --faults healthy,holder-pause --duration 2s --clients 3 \
+  "$dlock" compare --backends memory,file --faults healthy,holder-pause --duration 2s --clients 3 --no-speed \
     --json "$work/report.json" --markdown "$work/report.md" >"$work/out" 2>"$work/err"
   rc=$?
   echo "memory,file x healthy,holder-pause: $(($(date +%s) - start)) s"
@@ -105,6 +107,7 @@ for s in ("healthy", "holder-kill"):
   grep -q "holder-pause on file" "$work/err" || fail "no progress line on stderr"
   check_json "$work/report.json" '
 expect(report["ttl_ms"] == 1000 and report["clients"] == 3, f"run settings: {report}")
+expect(report.get("speed", "absent") is None, "--no-speed: the JSON has speed figures")
 for b in ("memory", "file"):
     for s in ("healthy", "holder-pause"):
         c = cells.get((b, s))
@@ -123,7 +126,7 @@ if not problems:
 elif [[ $mode == redis ]]; then
   [[ -n ${DLOCK_REDIS_URI:-} ]] || { echo "FAIL: DLOCK_REDIS_URI is not set: eval \"\$(compose/native/dlock-servers up redis)\" first"; exit 1; }
   start=$(date +%s)
-  "$dlock" compare --backends redis,redis+unsafe-del --faults holder-pause --duration 1s \
+  "$dlock" compare --backends redis,redis+unsafe-del --faults holder-pause --duration 1s --no-speed \
     --json "$work/report.json" >"$work/out" 2>"$work/err"
   rc=$?
   echo "redis,redis+unsafe-del x holder-pause: $(($(date +%s) - start)) s"
@@ -143,7 +146,7 @@ for b in ("redis", "redis+unsafe-del"):
   # Kleppmann's pause on a fencing backend: the first holder stops itself between its grant and its
   # write for 2.5 ttls; Redis frees the key after 1 ttl, a successor writes with a larger token, and
   # the resumed holder's write is stale: the fenced resource must refuse it.
-  "$dlock" compare --backends redis --faults pause-before-write --json "$work/kleppmann.json" >"$work/out" 2>"$work/err"
+  "$dlock" compare --backends redis --faults pause-before-write --no-speed --json "$work/kleppmann.json" >"$work/out" 2>"$work/err"
   rc=$?
   cat "$work/out"
   [[ $rc == 0 ]] && ok "the pause-before-write run completed" || { fail "the pause-before-write run exited $rc"; cat "$work/err"; }
@@ -163,7 +166,7 @@ if not problems:
   if [[ -z ${DLOCK_SERVERS:-} ]]; then
     fail "DLOCK_SERVERS is not set: eval \"\$(compose/native/dlock-servers up redis)\" first"
   else
-    "$dlock" compare --backends redis --faults server-restart --json "$work/restart.json" >"$work/out" 2>"$work/err"
+    "$dlock" compare --backends redis --faults server-restart --no-speed --json "$work/restart.json" >"$work/out" 2>"$work/err"
     rc=$?
     cat "$work/out"
     [[ $rc == 0 ]] && ok "the server-restart run completed" || { fail "the server-restart run exited $rc"; cat "$work/err"; }

@@ -3,31 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "dlock_compare/text_table.hpp"
+
 namespace dlock::compare {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    const auto u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", u);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
-
 std::string ms_text(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
-
-std::string pad(const std::string& s, std::size_t width) { return s + std::string(width - std::min(width, s.size()), ' '); }
 
 // The table's rows: the header, then one row per backend, each a cell per fault.
 std::vector<std::vector<std::string>> rows_of(const matrix& m) {
@@ -44,12 +26,6 @@ std::vector<std::vector<std::string>> rows_of(const matrix& m) {
     rows.push_back(row);
   }
   return rows;
-}
-
-std::string markdown_cell(const std::string& s) {
-  std::string out;
-  for (const char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
-  return out;
 }
 
 }  // namespace
@@ -85,34 +61,11 @@ std::string legend(const matrix& m) {
 }
 
 std::string to_text(const matrix& m) {
-  const auto rows = rows_of(m);
-  std::vector<std::size_t> widths(rows.front().size(), 0);
-  for (const auto& row : rows)
-    for (std::size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) line += (i ? "  " : "") + pad(row[i], widths[i]);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out + "\n" + legend(m);
+  return aligned_columns(rows_of(m)) + "\n" + legend(m) + speed_text(m.speed);
 }
 
 std::string to_markdown(const matrix& m) {
-  const auto rows = rows_of(m);
-  std::string out;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    out += "|";
-    for (const auto& cell : rows[r]) out += " " + markdown_cell(cell) + " |";
-    out += "\n";
-    if (r == 0) {
-      out += "|";
-      for (std::size_t i = 0; i < rows[r].size(); ++i) out += "---|";
-      out += "\n";
-    }
-  }
-  return out + "\n```\n" + legend(m) + "```\n";
+  return markdown_table(rows_of(m)) + "\n```\n" + legend(m) + "```\n" + speed_markdown(m.speed);
 }
 
 std::string to_json(const matrix& m) {
@@ -141,7 +94,7 @@ std::string to_json(const matrix& m) {
     }
     out += "}";
   }
-  return out + "\n ]}\n";
+  return out + "\n ],\n \"speed\": " + speed_json(m.speed) + "}\n";
 }
 
 }  // namespace dlock::compare

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dlock_compare/scenario.hpp"
+#include "dlock_compare/speed_report.hpp"
 
 namespace dlock::compare {
 
@@ -25,6 +26,8 @@ struct matrix {
   std::chrono::milliseconds ttl{};
   std::chrono::milliseconds duration{};
   std::uint32_t clients = 0;
+  std::vector<std::string> unsafe_backends;  // rows of the unsafe variants, flagged in the reports
+  speed_table speed;                         // the speed columns; no rows with --no-speed
 
   const matrix_cell* find(const std::string& backend, fault f) const;
 };

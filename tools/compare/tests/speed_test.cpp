@@ -1,0 +1,123 @@
+// The speed module and the HTML report's colours: the histogram's percentiles on known samples,
+// measure_speed on memory:// (real lock objects, real threads; no rate is asserted, only what is
+// counted), and verdict_of on hand-made cells, each colour shown given and not given.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+
+#include "dlock_compare/html_report.hpp"
+#include "dlock_compare/latency_histogram.hpp"
+#include "dlock_compare/speed.hpp"
+#include "dlock_compare/svg_chart.hpp"
+#include "dlock_test/support.hpp"
+
+namespace dlock::compare::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(LatencyHistogram, PercentilesOfKnownSamplesWithinTheBucketError) {
+  latency_histogram h;
+  for (int us = 1; us <= 1000; ++us) h.add(std::chrono::microseconds(us));
+  ASSERT_EQ(h.count(), 1000u);
+  // 64 sub-buckets per power of two: an upper bound at most 1/64 above the sample.
+  EXPECT_GE(h.percentile_us(0.5), 500.0);
+  EXPECT_LE(h.percentile_us(0.5), 500.0 * (1 + 1.0 / 64) + 1);
+  EXPECT_GE(h.percentile_us(0.99), 990.0);
+  EXPECT_LE(h.percentile_us(0.99), 990.0 * (1 + 1.0 / 64) + 1);
+  std::uint64_t in_buckets = 0;
+  for (const auto& b : h.buckets()) in_buckets += b.count;
+  EXPECT_EQ(in_buckets, 1000u) << "the buckets drawn must hold every sample";
+}
+
+TEST(LatencyHistogram, MergeAddsAndEmptyIsZero) {
+  latency_histogram a, b;
+  EXPECT_EQ(a.percentile(0.5), 0ns);
+  a.add(10us);
+  b.add(20ms);
+  a.merge(b);
+  EXPECT_EQ(a.count(), 2u);
+  EXPECT_GE(a.percentile(1.0), 20ms);
+}
+
+speed_run memory_run(std::uint32_t clients, std::uint32_t names) {
+  speed_run run;
+  run.uri = "memory://" + dlock::testing::unique_name("speed") + "?ttl=5s";
+  run.name_prefix = "n";
+  run.clients = clients;
+  run.names = names;
+  run.duration = 300ms;
+  return run;
+}
+
+TEST(MeasureSpeed, UncontendedClientsCycleWithoutHandoffs) {
+  const auto m = measure_speed(memory_run(4, 4));
+  EXPECT_EQ(m.errors, 0u) << m.first_error;
+  EXPECT_EQ(m.clients, 4u);
+  EXPECT_GT(m.cycles.count(), 0u);
+  EXPECT_GT(m.cycles_per_second(), 0.0);
+  EXPECT_EQ(m.handoffs.count(), 0u) << "each client on a name of its own never waits for another";
+}
+
+TEST(MeasureSpeed, ClientsOnOneNameHandTheLockOver) {
+  const auto m = measure_speed(memory_run(4, 1));
+  EXPECT_EQ(m.errors, 0u) << m.first_error;
+  EXPECT_GT(m.cycles.count(), 0u);
+  EXPECT_GT(m.handoffs.count(), 0u) << "four clients on one name must have waited for each other";
+}
+
+TEST(MeasureSpeed, AnUnopenableUriIsAnErrorNotAThrow) {
+  auto run = memory_run(2, 2);
+  run.uri = "nosuch-scheme://x";
+  const auto m = measure_speed(run);
+  EXPECT_EQ(m.errors, 2u);
+  EXPECT_FALSE(m.first_error.empty());
+  EXPECT_EQ(m.cycles.count(), 0u);
+}
+
+matrix_cell ran_cell(fault f) {
+  matrix_cell c;
+  c.backend = "x";
+  c.scenario = f;
+  c.text = "ok";
+  c.result.emplace();
+  return c;
+}
+
+TEST(VerdictOf, EachColourGivenAndNotGiven) {
+  const auto ttl = 1000ms;
+  EXPECT_EQ(verdict_of(matrix_cell{}, ttl), cell_verdict::none) << "not run";
+  EXPECT_EQ(verdict_of(ran_cell(fault::healthy), ttl), cell_verdict::good);
+
+  auto overlapping = ran_cell(fault::healthy);
+  overlapping.result->check.overlaps.push_back({});
+  EXPECT_EQ(verdict_of(overlapping, ttl), cell_verdict::bad);
+
+  auto fenced = ran_cell(fault::pause_before_write);
+  fenced.result->check.stale_writes_accepted_by_naive = 1;
+  fenced.result->check.stale_writes_refused_by_fenced = 1;
+  EXPECT_EQ(verdict_of(fenced, ttl), cell_verdict::warn) << "refused only by the fence";
+  fenced.result->check.stale_writes_refused_by_fenced = 0;
+  EXPECT_EQ(verdict_of(fenced, ttl), cell_verdict::bad) << "a stale write the fence let through";
+
+  auto killed = ran_cell(fault::holder_kill);
+  killed.result->victim = 1;
+  killed.result->recovered_after = 1500ms;
+  EXPECT_EQ(verdict_of(killed, ttl), cell_verdict::good) << "recovered within 2 ttls";
+  killed.result->recovered_after = 2500ms;
+  EXPECT_EQ(verdict_of(killed, ttl), cell_verdict::warn) << "unavailable over 2 ttls";
+  killed.result->recovered_after.reset();
+  EXPECT_EQ(verdict_of(killed, ttl), cell_verdict::warn) << "never recovered in the run";
+
+  auto erring = ran_cell(fault::healthy);
+  erring.result->check.totals.acquire_errors = 1;
+  EXPECT_EQ(verdict_of(erring, ttl), cell_verdict::warn);
+}
+
+TEST(HtmlEscaped, MarkupCharactersAreEscaped) {
+  EXPECT_EQ(html_escaped("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+}
+
+}  // namespace
+}  // namespace dlock::compare::testing
