@@ -28,6 +28,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
+#include "dlock_compare/server_faults.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -49,9 +50,12 @@ constexpr const char* usage =
     "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
-    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart\n"
+    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
+    "                   connection-kill, server-pause\n"
     "                   (default: all; server-restart stops and starts the server through\n"
-    "                   $DLOCK_SERVERS, the launcher)\n"
+    "                   $DLOCK_SERVERS, the launcher; connection-kill ends the holder's connections\n"
+    "                   on the server with redis-cli, psql or mariadb and the URI's credentials;\n"
+    "                   server-pause SIGSTOPs the server's processes ($DLOCK_SERVERS pid) for 2.5 ttls)\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -98,7 +102,7 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write or server-restart");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write, server-restart, connection-kill or server-pause");
     faults.push_back(*f);
   }
   return faults;
@@ -153,6 +157,14 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     if (launcher_process(info.scheme) == nullptr) return {std::nullopt, "no single server to restart"};
     const char* launcher = std::getenv("DLOCK_SERVERS");
     if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
+  }
+  if (f == fault::server_pause) {
+    if (launcher_process(info.scheme) == nullptr) return {std::nullopt, "no single server to pause"};
+    const char* launcher = std::getenv("DLOCK_SERVERS");
+    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
+  }
+  if (f == fault::connection_kill) {
+    if (const auto why = compare::connection_kill_not_applicable(info.scheme); !why.empty()) return {std::nullopt, why};
   }
   std::string uri;
   if (info.scheme == "memory") {
@@ -296,7 +308,7 @@ int cmd_compare(const arguments& argv) {
                  std::string(compare::to_string(p.scenario)).c_str(), p.info->scheme.c_str(),
                  static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
     settings.uri = *p.uri.uri;
-    if (p.scenario == fault::server_restart) {
+    if (p.scenario == fault::server_restart || p.scenario == fault::server_pause) {
       settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
       settings.server_process = launcher_process(p.info->scheme);
     }
