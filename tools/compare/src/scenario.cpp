@@ -99,6 +99,7 @@ bool inside_its_write(std::uint32_t client, const std::filesystem::path& history
 std::optional<std::uint32_t> freeze_a_holder_inside_its_write(const worker_fleet& fleet, const fleet_plan& plan) {
   for (int i = 0; i < 200 && shared_clock::now() < fleet.stop_at(); ++i) {
     std::this_thread::sleep_for(10ms);
+    if (!std::filesystem::exists(plan.history)) continue;  // no worker has opened its backend yet (a slow connect)
     for (const auto client : holders_at_end(read_history(plan.history))) {
       if (!stop_and_wait(fleet.pid(client))) continue;
       if (inside_its_write(client, plan.history)) return client;
