@@ -189,6 +189,10 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   // test) started the server just now. The fault runs keep the safe default.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
+  // ZooKeeper ignores the ttl (a grant lives as long as its session): the server-side faults
+  // outlast a session of one ttl (the launcher's minSessionTimeout allows 1s).
+  if ((f == fault::connection_kill || f == fault::server_pause) && accepts("session_timeout"))
+    uri = with_parameter(uri, "session_timeout=" + std::to_string(run_ttl.count()) + "ms");
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
   return {uri, {}};
 }

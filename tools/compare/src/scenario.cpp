@@ -241,7 +241,10 @@ milliseconds run_length(fault f, const scenario_settings& s) {
 }
 
 scenario_result run_scenario(fault f, const scenario_settings& s) {
-  const auto plan = plan_for(f, s);
+  auto plan = plan_for(f, s);
+  // connection-kill on ZooKeeper: the workers connect through a proxy that can silence the holder.
+  const auto blackhole = f == fault::connection_kill ? session_blackhole_for(s.uri) : nullptr;
+  if (blackhole) plan.uri = routed_through(s.uri, blackhole->port());
   scenario_result r;
   {
     worker_fleet fleet(plan);  // its destructor kills and reaps every worker, a stopped one too
@@ -263,7 +266,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
       if (!r.victim) {
         r.fault_not_injected = "no holder was caught inside its write";
       } else if (f == fault::connection_kill) {
-        kill_holder_connections(fleet, plan, *r.victim, s, deadline_for(fleet, plan), r);
+        kill_holder_connections(fleet, plan, *r.victim, s, blackhole.get(), deadline_for(fleet, plan), r);
       } else if (f == fault::server_pause) {
         pause_server(fleet, plan, *r.victim, s, deadline_for(fleet, plan), r);
       } else if (f == fault::holder_kill) {
@@ -302,7 +305,9 @@ std::string observation(fault f, const scenario_result& r) {
   if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
     parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
   if (f == fault::connection_kill && r.connections_killed > 0)
-    parts.push_back("killed " + std::to_string(r.connections_killed) + " connection(s); " + notification_text(r, "kill") +
+    parts.push_back((r.paused_for.count() > 0 ? "silenced " : "killed ") + std::to_string(r.connections_killed) +
+                    " connection(s)" + (r.paused_for.count() > 0 ? " for " + seconds_text(r.paused_for) + " (session expiry)" : "") +
+                    "; " + notification_text(r, "kill") +
                     (r.recovered_after ? "; next grant " + seconds_text(*r.recovered_after) + " after the kill" : "; no grant after the kill"));
   if (f == fault::server_pause && r.server_down_for)
     parts.push_back("paused " + seconds_text(*r.server_down_for) + "; " + notification_text(r, "pause") + "; " +

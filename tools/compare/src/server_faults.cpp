@@ -226,9 +226,7 @@ std::vector<std::uint16_t> tcp_ports_to(pid_t pid, std::uint16_t server_port) {
 std::string connection_kill_not_applicable(std::string_view scheme) {
   const auto family = family_of(scheme);
   if (family == "redis" || family == "postgres" || family == "mysql") return {};
-  if (family == "zookeeper")
-    return "ZooKeeper has no command that ends a client's session from outside (no CLIENT KILL); expiring "
-           "the holder's session needs its session id and password or its connection blackholed, not built yet";
+  if (family == "zookeeper") return {};  // its session expired through session_blackhole.hpp's proxy
   if (family == "memcached") return "a memcached lock is an item with an expiry, not tied to a connection";
   if (family == "redlock") return "several masters: losing some of them is another fault";
   return "no server connection to kill";

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "dlock/uri.hpp"
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/server_faults.hpp"
@@ -36,11 +37,24 @@ std::string seconds(shared_clock::duration d) {
 
 }  // namespace
 
+std::unique_ptr<session_blackhole> session_blackhole_for(const std::string& uri) {
+  const auto u = dlock::uri::parse(uri);
+  if (!u.scheme().starts_with("zookeeper") || u.hosts().size() != 1) return nullptr;
+  return std::make_unique<session_blackhole>(u.hosts().front().host, server_port_of(uri));
+}
+
 void kill_holder_connections(worker_fleet& fleet, const fleet_plan& plan, std::uint32_t victim,
-                             const scenario_settings& s, instant deadline, scenario_result& r) {
-  const auto ports = tcp_ports_to(fleet.pid(victim), server_port_of(s.uri));
+                             const scenario_settings& s, session_blackhole* blackhole, instant deadline,
+                             scenario_result& r) {
   const auto killed_at = shared_clock::now();  // before the tool: a successor may be granted while it exits
-  const auto killed = kill_connections_on_server(s.uri, ports);
+  killed_connections killed;
+  if (blackhole != nullptr) {
+    killed.count = blackhole->blackhole(fleet.pid(victim), killed_at + pause_length(s));
+    if (killed.count == 0) killed.not_injected = "the holder has no connection through the proxy";
+    r.paused_for = pause_length(s);
+  } else {
+    killed = kill_connections_on_server(s.uri, tcp_ports_to(fleet.pid(victim), server_port_of(s.uri)));
+  }
   ::kill(fleet.pid(victim), SIGCONT);
   r.connections_killed = killed.count;
   if (killed.count == 0) r.fault_not_injected = killed.not_injected;

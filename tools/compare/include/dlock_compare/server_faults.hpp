@@ -24,7 +24,8 @@ namespace dlock::compare {
 // The local ports of `pid`'s TCP connections to `server_port` (any address, IPv4 or IPv6).
 std::vector<std::uint16_t> tcp_ports_to(pid_t pid, std::uint16_t server_port);
 
-// Why connection-kill cannot be injected into a backend of `scheme`, or empty when it can.
+// Why connection-kill cannot be injected into a backend of `scheme`, or empty when it can (ZooKeeper:
+// through session_blackhole.hpp, not kill_connections_on_server).
 std::string connection_kill_not_applicable(std::string_view scheme);
 
 struct killed_connections {
