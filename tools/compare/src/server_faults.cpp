@@ -24,6 +24,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+killed_connections failed(std::string why) {
+  killed_connections k;
+  k.not_injected = std::move(why);
+  return k;
+}
+
 std::string_view family_of(std::string_view scheme) { return scheme.substr(0, scheme.find('+')); }
 
 // The inodes of `pid`'s sockets ("socket:[INODE]" links in /proc/PID/fd).
@@ -117,7 +123,7 @@ killed_connections kill_on_redis(const dlock::uri& u, const std::vector<std::uin
   list.insert(list.end(), {"CLIENT", "LIST"});
   const auto clients = run_tool(list, env);
   if (clients.exit_code != 0 || clients.output.find("id=") == std::string::npos)
-    return {0, "redis-cli CLIENT LIST failed: " + first_line(clients.output)};
+    return failed("redis-cli CLIENT LIST failed: " + first_line(clients.output));
   killed_connections k;
   for (const auto& line : lines_of(clients.output)) {
     const auto id_at = line.find("id="), addr_at = line.find(" addr=");
@@ -130,6 +136,7 @@ killed_connections kill_on_redis(const dlock::uri& u, const std::vector<std::uin
     if (std::ranges::find(ports, port) == ports.end()) continue;
     auto kill = base;
     kill.insert(kill.end(), {"CLIENT", "KILL", "ID", line.substr(3, line.find(' ') - 3)});
+    if (!k.issued_at) k.issued_at = shared_clock::now();
     const auto killed = run_tool(kill, env);
     if (killed.exit_code == 0 && killed.output.starts_with("1")) ++k.count;
   }
@@ -146,12 +153,14 @@ killed_connections kill_on_postgres(const dlock::uri& u, const std::vector<std::
   if (u.password()) env.push_back("PGPASSWORD=" + *u.password());
   const auto sql = "select count(*) filter (where pg_terminate_backend(pid)) from pg_stat_activity where client_port in (" +
                    port_list(ports) + ") and pid <> pg_backend_pid()";
+  const auto issued_at = shared_clock::now();
   const auto r = run_tool({"psql", "-X", "-A", "-t", "-q", "-h", server.host, "-p", std::to_string(server.port_or(5432)),
                            "-U", u.user(), "-d", database, "-c", sql},
                           env);
-  if (r.exit_code != 0) return {0, "psql pg_terminate_backend failed: " + first_line(r.output)};
+  if (r.exit_code != 0) return failed("psql pg_terminate_backend failed: " + first_line(r.output));
   killed_connections k;
   k.count = std::stoul("0" + first_line(r.output));
+  k.issued_at = issued_at;
   if (k.count == 0) k.not_injected = "no PostgreSQL backend at client ports " + port_list(ports);
   return k;
 }
@@ -169,11 +178,12 @@ killed_connections kill_on_mariadb(const dlock::uri& u, const std::vector<std::u
   list.insert(list.end(), {"-e", "select ID from information_schema.PROCESSLIST where SUBSTRING_INDEX(HOST, ':', -1) in (" +
                                      port_list(ports) + ") and ID <> CONNECTION_ID()"});
   const auto ids = run_tool(list, env);
-  if (ids.exit_code != 0) return {0, "mariadb PROCESSLIST failed: " + first_line(ids.output)};
+  if (ids.exit_code != 0) return failed("mariadb PROCESSLIST failed: " + first_line(ids.output));
   killed_connections k;
   for (const auto& id : lines_of(ids.output)) {
     auto kill = base;
     kill.insert(kill.end(), {"-e", "KILL CONNECTION " + id});
+    if (!k.issued_at) k.issued_at = shared_clock::now();
     if (run_tool(kill, env).exit_code == 0) ++k.count;
   }
   if (k.count == 0) k.not_injected = "no MariaDB connection at client ports " + port_list(ports);
@@ -241,18 +251,18 @@ std::uint16_t server_port_of(const std::string& uri) {
 }
 
 killed_connections kill_connections_on_server(const std::string& uri, const std::vector<std::uint16_t>& client_ports) {
-  if (client_ports.empty()) return {0, "the holder has no connection to the server"};
+  if (client_ports.empty()) return failed("the holder has no connection to the server");
   const auto u = dlock::uri::parse(uri);
-  if (u.hosts().empty()) return {0, "the URI names no server"};
+  if (u.hosts().empty()) return failed("the URI names no server");
   const auto family = family_of(u.scheme());
   try {
     if (family == "redis") return kill_on_redis(u, client_ports);
     if (family == "postgres") return kill_on_postgres(u, client_ports);
     if (family == "mysql") return kill_on_mariadb(u, client_ports);
   } catch (const std::exception& e) {  // a number the tool printed that is not one
-    return {0, std::string("unexpected answer from the server's tool: ") + e.what()};
+    return failed(std::string("unexpected answer from the server's tool: ") + e.what());
   }
-  return {0, connection_kill_not_applicable(u.scheme())};
+  return failed(connection_kill_not_applicable(u.scheme()));
 }
 
 frozen_server::frozen_server(const std::filesystem::path& launcher, const std::string& process) {

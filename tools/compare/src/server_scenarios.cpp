@@ -46,7 +46,7 @@ std::unique_ptr<session_blackhole> session_blackhole_for(const std::string& uri)
 void kill_holder_connections(worker_fleet& fleet, const fleet_plan& plan, std::uint32_t victim,
                              const scenario_settings& s, session_blackhole* blackhole, instant deadline,
                              scenario_result& r) {
-  const auto killed_at = shared_clock::now();  // before the tool: a successor may be granted while it exits
+  auto killed_at = shared_clock::now();
   killed_connections killed;
   if (blackhole != nullptr) {
     killed.count = blackhole->blackhole(fleet.pid(victim), killed_at + pause_length(s));
@@ -54,6 +54,9 @@ void kill_holder_connections(worker_fleet& fleet, const fleet_plan& plan, std::u
     r.paused_for = pause_length(s);
   } else {
     killed = kill_connections_on_server(s.uri, tcp_ports_to(fleet.pid(victim), server_port_of(s.uri)));
+    // From the start of the tool that ends them (not of the listing before it): a successor may be
+    // granted while that tool is still exiting, so not from its end either.
+    killed_at = killed.issued_at.value_or(killed_at);
   }
   ::kill(fleet.pid(victim), SIGCONT);
   r.connections_killed = killed.count;

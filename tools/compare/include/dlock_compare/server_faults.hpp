@@ -15,9 +15,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dlock_compare/shared_clock.hpp"
 
 namespace dlock::compare {
 
@@ -31,6 +34,9 @@ std::string connection_kill_not_applicable(std::string_view scheme);
 struct killed_connections {
   std::size_t count = 0;       // connections the server ended
   std::string not_injected;    // not empty: why none was (the tool failed, no connection found)
+  // When the tool that ends them was started (after any listing): the server acts within that
+  // tool's start-up and connect, tens of milliseconds later.
+  std::optional<instant> issued_at;
 };
 
 // Ends, on the server of `uri` (the lock URI the workers opened), every client connection whose
