@@ -32,6 +32,7 @@
 #include "dlock_compare/html_report.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
+#include "dlock_compare/server_faults.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -53,9 +54,13 @@ constexpr const char* usage =
     "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
-    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart\n"
+    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
+    "                   connection-kill, server-pause\n"
     "                   (default: all; server-restart stops and starts the server through\n"
-    "                   $DLOCK_SERVERS, the launcher)\n"
+    "                   $DLOCK_SERVERS, the launcher; connection-kill ends the holder's connections\n"
+    "                   on the server with redis-cli, psql or mariadb and the URI's credentials\n"
+    "                   (ZooKeeper: its session expired by a loopback proxy silencing the holder);\n"
+    "                   server-pause SIGSTOPs the server's processes ($DLOCK_SERVERS pid) for 2.5 ttls)\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -111,7 +116,7 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write or server-restart");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write, server-restart, connection-kill or server-pause");
     faults.push_back(*f);
   }
   return faults;
@@ -167,6 +172,14 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     const char* launcher = std::getenv("DLOCK_SERVERS");
     if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
   }
+  if (f == fault::server_pause) {
+    if (launcher_process(info.scheme) == nullptr) return {std::nullopt, "no single server to pause"};
+    const char* launcher = std::getenv("DLOCK_SERVERS");
+    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
+  }
+  if (f == fault::connection_kill) {
+    if (const auto why = compare::connection_kill_not_applicable(info.scheme); !why.empty()) return {std::nullopt, why};
+  }
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
@@ -190,6 +203,10 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   // test) started the server just now. The fault runs keep the safe default.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
+  // ZooKeeper ignores the ttl (a grant lives as long as its session): the server-side faults
+  // outlast a session of one ttl (the launcher's minSessionTimeout allows 1s).
+  if ((f == fault::connection_kill || f == fault::server_pause) && accepts("session_timeout"))
+    uri = with_parameter(uri, "session_timeout=" + std::to_string(run_ttl.count()) + "ms");
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
   return {uri, {}};
 }
@@ -345,7 +362,7 @@ int cmd_compare(const arguments& argv) {
                  std::string(compare::to_string(p.scenario)).c_str(), p.info->scheme.c_str(),
                  static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
     settings.uri = *p.uri.uri;
-    if (p.scenario == fault::server_restart) {
+    if (p.scenario == fault::server_restart || p.scenario == fault::server_pause) {
       settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
       settings.server_process = launcher_process(p.info->scheme);
     }

@@ -51,13 +51,22 @@ std::string legend(const matrix& m) {
          "  not recovered in the run   no grant followed the fault before the run ended\n"
          "  next grant after D         the pauses: from the SIGSTOP to the next grant to anyone (a lock that\n"
          "                             stays with its paused holder is safe but unavailable that long)\n"
+         "  killed K connection(s); holder told D after the kill, next grant to another E after the kill;\n"
+         "  next grant F after the kill  connection-kill: the server ended the holder's K connections; D: its\n"
+         "                             lost notification (or 'holder not told'); E: anyone else's grant;\n"
+         "                             F: anyone's, the holder's own included\n"
+         "  paused P; holder told D after the pause, next grant to another E after the pause; next grant F\n"
+         "  after the resume           server-pause: the server was frozen for P; F: from its resume\n"
          "  errors N                   acquire or release errors, or workers that failed\n"
          "  not run: why               the cell did not run, and why\n"
          "healthy: the clients contend; holder-kill: the holder is SIGKILLed inside its write; holder-pause: it is\n"
          "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause); pause-before-write: the first holder\n"
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
          "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
-         "stopped half a second in and started again (dlock-servers stop, start).\n";
+         "stopped half a second in and started again (dlock-servers stop, start); connection-kill: the holder's\n"
+         "connections are ended on the server (Redis CLIENT KILL, PostgreSQL pg_terminate_backend, MariaDB KILL)\n"
+         "while it writes for 2 ttls; server-pause: the server is SIGSTOPped for 2.5 ttls while the holder writes\n"
+         "for 3, then resumed.\n";
 }
 
 std::string to_text(const matrix& m) {
@@ -90,6 +99,14 @@ std::string to_json(const matrix& m) {
              (r.server_down_for ? std::to_string(std::chrono::duration<double, std::milli>(*r.server_down_for).count())
                                 : std::string("null"));
       out += ", \"fault_not_injected\": " + json_string(r.fault_not_injected);
+      out += ", \"victim_told_after_ms\": " +
+             (r.victim_told_after ? std::to_string(std::chrono::duration<double, std::milli>(*r.victim_told_after).count())
+                                  : std::string("null"));
+      out += ", \"successor_granted_after_ms\": " +
+             (r.successor_granted_after
+                  ? std::to_string(std::chrono::duration<double, std::milli>(*r.successor_granted_after).count())
+                  : std::string("null"));
+      out += ", \"connections_killed\": " + std::to_string(r.connections_killed);
       out += ", \"check\": " + to_json(r.check);
     }
     out += "}";

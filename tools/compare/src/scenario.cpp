@@ -17,6 +17,7 @@
 
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/section.hpp"
+#include "dlock_compare/server_scenarios.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 
 extern char** environ;
@@ -28,12 +29,14 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 5> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 7> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
      {fault::pause_before_write, "pause-before-write"},
-     {fault::server_restart, "server-restart"}}};
+     {fault::server_restart, "server-restart"},
+     {fault::connection_kill, "connection-kill"},
+     {fault::server_pause, "server-pause"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
@@ -42,6 +45,8 @@ constexpr std::array<std::pair<fault, std::string_view>, 5> fault_names = {
 // it still writes.
 milliseconds work_length(fault f, const scenario_settings& s) {
   if (f == fault::healthy) return 10ms;
+  if (f == fault::connection_kill) return 2 * s.ttl;  // outlasts the holder's chance to be told
+  if (f == fault::server_pause) return 3 * s.ttl;     // outlasts the 2.5-ttl pause: still writing at the resume
   return f == fault::server_restart ? 2 * s.ttl : 200ms;
 }
 
@@ -94,6 +99,7 @@ bool inside_its_write(std::uint32_t client, const std::filesystem::path& history
 std::optional<std::uint32_t> freeze_a_holder_inside_its_write(const worker_fleet& fleet, const fleet_plan& plan) {
   for (int i = 0; i < 200 && shared_clock::now() < fleet.stop_at(); ++i) {
     std::this_thread::sleep_for(10ms);
+    if (!std::filesystem::exists(plan.history)) continue;  // no worker has opened its backend yet (a slow connect)
     for (const auto client : holders_at_end(read_history(plan.history))) {
       if (!stop_and_wait(fleet.pid(client))) continue;
       if (inside_its_write(client, plan.history)) return client;
@@ -214,7 +220,8 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 
 const std::vector<fault>& every_fault() {
   static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause,
-                                         fault::pause_before_write, fault::server_restart};
+                                         fault::pause_before_write, fault::server_restart,
+                                         fault::connection_kill, fault::server_pause};
   return all;
 }
 
@@ -227,12 +234,17 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
     case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
+    case fault::connection_kill: return std::max(s.duration, 4 * s.ttl + 2s);  // the 2-ttl write, a ttl's wait, handoffs
+    case fault::server_pause: return std::max(s.duration, pause_length(s) + 3 * s.ttl + 1s);  // the pause, the write's rest, handoffs
   }
   return s.duration;
 }
 
 scenario_result run_scenario(fault f, const scenario_settings& s) {
-  const auto plan = plan_for(f, s);
+  auto plan = plan_for(f, s);
+  // connection-kill on ZooKeeper: the workers connect through a proxy that can silence the holder.
+  const auto blackhole = f == fault::connection_kill ? session_blackhole_for(s.uri) : nullptr;
+  if (blackhole) plan.uri = routed_through(s.uri, blackhole->port());
   scenario_result r;
   {
     worker_fleet fleet(plan);  // its destructor kills and reaps every worker, a stopped one too
@@ -253,6 +265,10 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
       r.victim = freeze_a_holder_inside_its_write(fleet, plan);
       if (!r.victim) {
         r.fault_not_injected = "no holder was caught inside its write";
+      } else if (f == fault::connection_kill) {
+        kill_holder_connections(fleet, plan, *r.victim, s, blackhole.get(), deadline_for(fleet, plan), r);
+      } else if (f == fault::server_pause) {
+        pause_server(fleet, plan, *r.victim, s, deadline_for(fleet, plan), r);
       } else if (f == fault::holder_kill) {
         const auto killed_at = shared_clock::now();
         ::kill(fleet.pid(*r.victim), SIGKILL);
@@ -288,6 +304,15 @@ std::string observation(fault f, const scenario_result& r) {
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
   if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
     parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
+  if (f == fault::connection_kill && r.connections_killed > 0)
+    parts.push_back((r.paused_for.count() > 0 ? "silenced " : "killed ") + std::to_string(r.connections_killed) +
+                    " connection(s)" + (r.paused_for.count() > 0 ? " for " + seconds_text(r.paused_for) + " (session expiry)" : "") +
+                    "; " + notification_text(r, "kill") +
+                    (r.recovered_after ? "; next grant " + seconds_text(*r.recovered_after) + " after the kill" : "; no grant after the kill"));
+  if (f == fault::server_pause && r.server_down_for)
+    parts.push_back("paused " + seconds_text(*r.server_down_for) + "; " + notification_text(r, "pause") + "; " +
+                    (r.recovered_after ? "next grant " + seconds_text(*r.recovered_after) + " after the resume"
+                                       : "no grant after the resume"));
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {
     const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;

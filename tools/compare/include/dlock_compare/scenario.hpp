@@ -11,6 +11,11 @@
 //   server-restart  half a second in, the server is stopped and started again through the launcher
 //                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
 //                 grant, and whether a holder the server forgot overlaps its successor
+//   connection-kill  the holder's connection(s) ended on the server while it writes (Redis CLIENT
+//                 KILL, PostgreSQL pg_terminate_backend, MariaDB KILL; server_faults.hpp): is it
+//                 told before anyone else is granted, and how long from the kill to the next grant
+//   server-pause  the server SIGSTOPped for 2.5 ttls while the holder writes, then resumed: does the
+//                 holder learn it lost the lock meanwhile, is anyone granted while it still writes
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -23,7 +28,7 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart };
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart, connection_kill, server_pause };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -37,7 +42,7 @@ struct scenario_settings {
   std::uint32_t clients = 3;
   std::chrono::milliseconds duration{std::chrono::seconds(2)};  // a fault scenario may run longer
   std::chrono::milliseconds ttl{std::chrono::seconds(1)};
-  // server-restart: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
+  // server-restart, server-pause: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
   std::filesystem::path launcher;
   std::string server_process;
 };
@@ -57,6 +62,12 @@ struct scenario_result {
   std::optional<shared_clock::duration> server_down_for;  // server-restart: from the stop to the start
   std::chrono::milliseconds paused_for{};
   std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
+  // connection-kill, server-pause: from the fault to the victim's lost notification (none: never
+  // told) and to the first grant to another client; server-pause's recovered_after counts from the
+  // resume, server_down_for is the pause.
+  std::optional<shared_clock::duration> victim_told_after;
+  std::optional<shared_clock::duration> successor_granted_after;
+  std::size_t connections_killed = 0;
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history
