@@ -26,6 +26,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_compare/quorum.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
 #include "dlock_compare/worker_cli.hpp"
@@ -52,6 +53,10 @@ constexpr const char* usage =
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart\n"
     "                   (default: all; server-restart stops and starts the server through\n"
     "                   $DLOCK_SERVERS, the launcher)\n"
+    "                   masters-minority-lost, master-restarted-empty, masters-majority-lost (redlock:\n"
+    "                   masters stopped, restarted empty), ensemble-leader-lost, ensemble-majority-lost\n"
+    "                   (zookeeper, on DLOCK_ZOOKEEPER_ENSEMBLE_URI, session_timeout=4s); also through\n"
+    "                   the launcher; other backends: 'not run: single server'\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -98,7 +103,8 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write or server-restart");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write, server-restart"
+                              ", masters-minority-lost, master-restarted-empty, masters-majority-lost, ensemble-leader-lost or ensemble-majority-lost");
     faults.push_back(*f);
   }
   return faults;
@@ -154,12 +160,17 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     const char* launcher = std::getenv("DLOCK_SERVERS");
     if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
   }
+  if (compare::is_quorum_fault(f)) {  // several servers, stopped through the launcher
+    if (const auto why = compare::quorum_not_applicable(info.scheme, f)) return {std::nullopt, *why};
+    const char* launcher = std::getenv("DLOCK_SERVERS");
+    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
+  }
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
   } else if (info.scheme == "file") {
     uri = "file://" + (work_dir / "file-locks").string();
-  } else if (const char* variable = server_variable(info.scheme)) {
+  } else if (const char* variable = compare::is_ensemble_fault(f) ? compare::quorum_server_variable(f) : server_variable(info.scheme)) {
     const char* value = std::getenv(variable);
     if (value == nullptr || *value == '\0') return {std::nullopt, std::string(variable) + " unset"};
     const std::string server = value;
@@ -178,6 +189,8 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
+  if (compare::is_ensemble_fault(f))  // shorter than the default 10s, longer than an election
+    uri = with_parameter(uri, "session_timeout=" + std::to_string(compare::ensemble_session_timeout.count()) + "ms");
   return {uri, {}};
 }
 
@@ -299,6 +312,10 @@ int cmd_compare(const arguments& argv) {
     if (p.scenario == fault::server_restart) {
       settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
       settings.server_process = launcher_process(p.info->scheme);
+    }
+    if (compare::is_quorum_fault(p.scenario)) {
+      settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
+      settings.server_process = compare::quorum_server(p.scenario);
     }
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work.path() / ("cell-" + std::to_string(index));

@@ -1,5 +1,7 @@
 #include "dlock_compare/report.hpp"
 
+#include "dlock_compare/quorum.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -81,7 +83,8 @@ std::string legend(const matrix& m) {
          "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause); pause-before-write: the first holder\n"
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
          "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
-         "stopped half a second in and started again (dlock-servers stop, start).\n";
+         "stopped half a second in and started again (dlock-servers stop, start).\n" +
+         quorum_legend();
 }
 
 std::string to_text(const matrix& m) {
@@ -137,6 +140,7 @@ std::string to_json(const matrix& m) {
              (r.server_down_for ? std::to_string(std::chrono::duration<double, std::milli>(*r.server_down_for).count())
                                 : std::string("null"));
       out += ", \"fault_not_injected\": " + json_string(r.fault_not_injected);
+      if (r.quorum) out += ", \"quorum\": " + to_json(*r.quorum);
       out += ", \"check\": " + to_json(r.check);
     }
     out += "}";

@@ -11,6 +11,8 @@
 //   server-restart  half a second in, the server is stopped and started again through the launcher
 //                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
 //                 grant, and whether a holder the server forgot overlaps its successor
+//   masters-minority-lost, master-restarted-empty, masters-majority-lost, ensemble-leader-lost,
+//   ensemble-majority-lost  Redlock's masters and ZooKeeper's ensemble losing members: quorum.hpp
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -20,10 +22,12 @@
 #include <vector>
 
 #include "dlock_compare/checker.hpp"
+#include "dlock_compare/quorum_outcome.hpp"
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart };
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart,
+                   masters_minority_lost, master_restarted_empty, masters_majority_lost, ensemble_leader_lost, ensemble_majority_lost };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -57,6 +61,7 @@ struct scenario_result {
   std::optional<shared_clock::duration> server_down_for;  // server-restart: from the stop to the start
   std::chrono::milliseconds paused_for{};
   std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
+  std::optional<quorum_outcome> quorum;  // the quorum faults (quorum.hpp): what went down, who was granted
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history
