@@ -7,19 +7,23 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 extern char** environ;
 
 namespace dlock::compare {
 
-int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process) {
+int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process, bool kill) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   const std::string path = launcher.string();
-  std::vector<char*> argv = {const_cast<char*>(path.c_str()), const_cast<char*>(verb),
-                             const_cast<char*>(process.c_str()), nullptr};
+  std::string kill_flag = "--kill";
+  std::vector<char*> argv = {const_cast<char*>(path.c_str()), const_cast<char*>(verb)};
+  if (kill) argv.push_back(kill_flag.data());
+  argv.push_back(const_cast<char*>(process.c_str()));
+  argv.push_back(nullptr);
   pid_t pid = -1;
   const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
@@ -30,10 +34,10 @@ int run_launcher(const std::filesystem::path& launcher, const char* verb, const 
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-bool launcher_processes::stop(const std::string& process) {
+bool launcher_processes::stop(const std::string& process, bool crash) {
   // Recorded before the stop: a stop that failed halfway must still be undone.
   if (std::ranges::find(down_, process) == down_.end()) down_.push_back(process);
-  return run_launcher(launcher_, "stop", process) == 0;
+  return run_launcher(launcher_, "stop", process, crash) == 0;
 }
 
 bool launcher_processes::start(const std::string& process) {
@@ -44,9 +48,13 @@ bool launcher_processes::start(const std::string& process) {
   return true;
 }
 
-bool launcher_processes::start_all() {
+bool launcher_processes::start_all(const std::function<void()>& after_first) {
   bool all = true;
-  for (const auto& process : std::vector<std::string>(down_)) all = start(process) && all;
+  bool first = true;
+  for (const auto& process : std::vector<std::string>(down_)) {
+    all = start(process) && all;
+    if (std::exchange(first, false) && after_first) after_first();
+  }
   return all;
 }
 

@@ -119,8 +119,8 @@ std::string seconds_text(shared_clock::duration d) {
 
 // The outcome's timings, read from the history once the fleet is done.
 void measure(const std::vector<section>& sections, const std::optional<writer>& holder, instant fault_at,
-             std::optional<instant> back_at, quorum_outcome& q) {
-  const instant down_until = back_at.value_or(instant::max());
+             std::optional<instant> first_back_at, std::optional<instant> back_at, quorum_outcome& q) {
+  const instant down_until = first_back_at.value_or(instant::max());
   std::optional<instant> other_grant;
   for (const auto& sec : sections) {
     if (!sec.granted) continue;
@@ -146,7 +146,8 @@ void measure(const std::vector<section>& sections, const std::optional<writer>& 
 // Returns the first stop's instant and the instant the last start returned (nullopt: not started).
 struct outage {
   instant stopped_at;
-  std::optional<instant> back_at;
+  std::optional<instant> first_back_at;  // the first stopped process answered again
+  std::optional<instant> back_at;        // every one did
 };
 
 std::optional<outage> take_down(launcher_processes& guard, const std::vector<std::string>& processes,
@@ -158,8 +159,9 @@ std::optional<outage> take_down(launcher_processes& guard, const std::vector<std
       return std::nullopt;
     }
   sleep_until(stopped_at + length);
-  if (!guard.start_all()) return outage{stopped_at, std::nullopt};
-  return outage{stopped_at, shared_clock::now()};
+  std::optional<instant> first_back_at;
+  if (!guard.start_all([&] { first_back_at = shared_clock::now(); })) return outage{stopped_at, first_back_at, std::nullopt};
+  return outage{stopped_at, first_back_at, shared_clock::now()};
 }
 
 void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const fleet_plan& plan, scenario_result& r) {
@@ -180,7 +182,7 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
   }
   std::vector<std::string> victims;
   instant fault_at{};
-  std::optional<instant> back_at;
+  std::optional<instant> first_back_at, back_at;
   if (f == fault::master_restarted_empty) {
     // redlock.3 unreachable while the lock changes hands: the next holder has its keys on 1 and 2 only.
     const auto third_down_at = shared_clock::now();
@@ -189,24 +191,26 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
       return;
     }
     q.stopped.push_back(members[2].process);
-    holder = fresh_writer(plan, third_down_at, 300ms, search_until);
+    // Caught at once (polled every 10 ms), so that the restart lands before its first renewal,
+    // as in Kleppmann's account: the holder has no reason to look until then.
+    holder = fresh_writer(plan, third_down_at, 100ms, search_until);
     if (!holder) {
       r.fault_not_injected = "no holder was granted while " + members[2].process + " was down";
       return;
     }
-    // redlock.1 crashes and restarts without persistence; redlock.3 comes back, empty too. The
+    // redlock.1 crashes (SIGKILL) and restarts without persistence; redlock.3 comes back, empty too. The
     // fault's instant is redlock.1's stop: the holder told, the next grants, counted from there.
     fault_at = shared_clock::now();
-    if (!guard.stop(members[0].process)) {
+    if (!guard.stop(members[0].process, /*crash=*/true)) {
       r.fault_not_injected = "the launcher could not stop " + members[0].process;
       return;
     }
     q.stopped.push_back(members[0].process);
-    if (guard.start_all()) back_at = shared_clock::now();
+    if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
     if (back_at) q.down_for = *back_at - third_down_at;
     r.victim = holder->client;
     r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
-    measure(assemble_sections(read_history(plan.history)), holder, fault_at, back_at, q);
+    measure(assemble_sections(read_history(plan.history)), holder, fault_at, first_back_at, back_at, q);
     return;
   }
   if (f == fault::masters_minority_lost) victims = {members[2].process};
@@ -235,18 +239,19 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
       if (m.process != victims[0]) rest.push_back(m);
     if (leader_of(rest, stopped_at + outage_length(f, s))) q.new_leader_after = shared_clock::now() - stopped_at;
     sleep_until(stopped_at + outage_length(f, s));
-    if (guard.start_all()) back_at = shared_clock::now();
+    if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
     fault_at = stopped_at;
   } else {
     const auto o = take_down(guard, victims, outage_length(f, s), r.fault_not_injected);
     if (!o) return;
     q.stopped = victims;
     fault_at = o->stopped_at;
+    first_back_at = o->first_back_at;
     back_at = o->back_at;
   }
   if (back_at) q.down_for = *back_at - fault_at;
   r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
-  measure(assemble_sections(read_history(plan.history)), holder, fault_at, back_at, q);
+  measure(assemble_sections(read_history(plan.history)), holder, fault_at, first_back_at, back_at, q);
 }
 
 }  // namespace
@@ -371,7 +376,8 @@ std::string quorum_observation(fault f, const scenario_result& r) {
 std::string quorum_legend() {
   return "  D of N down E, granted Kx meanwhile\n"
          "                             masters-*/ensemble-majority-lost: D of the N masters or nodes stopped\n"
-         "                             for E (to the moment the last answered again); K grants to anyone then\n"
+         "                             for E (to the moment the last answered again); K grants to anyone\n"
+         "                             before the first of them answered again (a majority stopped: none due)\n"
          "  holder kept its lock / holder told after T [, after another's grant] / holder never told\n"
          "                             the holder caught inside its write when the fault struck: released\n"
          "                             cleanly, or its lost notification T after the fault\n"

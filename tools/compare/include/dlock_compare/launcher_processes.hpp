@@ -3,13 +3,14 @@
 // for a quorum fault: started again by start_all() or, whatever happened, when the scope ends,
 // so that a run never leaves a master or an ensemble node down.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace dlock::compare {
 
-// `launcher VERB PROCESS`, its output discarded; its exit status, -1 if it did not run.
-int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process);
+// `launcher VERB [--kill] PROCESS`, its output discarded; its exit status, -1 if it did not run.
+int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process, bool kill = false);
 
 class launcher_processes {
  public:
@@ -18,9 +19,12 @@ class launcher_processes {
   launcher_processes(const launcher_processes&) = delete;
   launcher_processes& operator=(const launcher_processes&) = delete;
 
-  bool stop(const std::string& process);   // false: the launcher could not stop it
+  // false: the launcher could not stop it. `crash`: SIGKILL (stop --kill), not a clean shutdown.
+  bool stop(const std::string& process, bool crash = false);
   bool start(const std::string& process);  // one stopped by this object; waits until it answers
-  bool start_all();                        // every process still stopped, in the order stopped
+  // Every process still stopped, in the order stopped; `after_first` runs once the first has been
+  // started (for a majority stopped: the moment a majority can answer again).
+  bool start_all(const std::function<void()>& after_first = {});
   const std::vector<std::string>& down() const noexcept { return down_; }
 
  private:

@@ -18,7 +18,8 @@ struct quorum_outcome {
   // From the first stop to the moment every stopped process answered again (the launcher's
   // start returned); nullopt when they could not be started again inside the run.
   std::optional<shared_clock::duration> down_for;
-  // Grants to anyone while a process was down (from the first stop to the last start).
+  // Grants to anyone from the first stop until the first stopped process answered again: for one
+  // stopped, its whole outage; for a majority stopped, the time no majority was up.
   std::uint64_t grants_while_down = 0;
   // ensemble-leader-lost: from the stop to a remaining node answering srvr as leader.
   std::optional<shared_clock::duration> new_leader_after;
