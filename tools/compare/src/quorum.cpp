@@ -198,15 +198,22 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
       r.fault_not_injected = "no holder was granted while " + members[2].process + " was down";
       return;
     }
-    // redlock.1 crashes (SIGKILL) and restarts without persistence; redlock.3 comes back, empty too. The
-    // fault's instant is redlock.1's stop: the holder told, the next grants, counted from there.
+    // redlock.3 comes back (empty: it never had the holder's keys), then redlock.1 crashes
+    // (SIGKILL) and restarts without persistence. In this order no acquire ever finds fewer than
+    // two masters reachable, so the waiters see contention, not an outage (after which a worker
+    // pauses a whole write length), and try again every poll. The fault's instant is the crash:
+    // the holder told, the next grants, counted from there.
+    if (!guard.start(members[2].process)) {
+      r.fault_not_injected = "the launcher could not start " + members[2].process + " again";
+      return;
+    }
     fault_at = shared_clock::now();
     if (!guard.stop(members[0].process, /*crash=*/true)) {
       r.fault_not_injected = "the launcher could not stop " + members[0].process;
       return;
     }
     q.stopped.push_back(members[0].process);
-    if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
+    if (guard.start_all()) back_at = first_back_at = shared_clock::now();
     if (back_at) q.down_for = *back_at - third_down_at;
     r.victim = holder->client;
     r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
@@ -336,7 +343,7 @@ std::string quorum_observation(fault f, const scenario_result& r) {
       what = "leader " + q.leader + " stopped: " +
              (q.new_leader_after ? "new leader after " + seconds_text(*q.new_leader_after) : "no new leader seen");
     } else if (f == fault::master_restarted_empty) {
-      what = "redlock.1 restarted empty, redlock.3 back empty";
+      what = "redlock.3 back empty, then redlock.1 restarted empty";
     } else {
       what = std::to_string(q.stopped.size()) + " of " + std::to_string(q.members) + " down " +
              (q.down_for ? seconds_text(*q.down_for) : "(not started again in the run)") + ", granted " +
@@ -387,11 +394,11 @@ std::string quorum_legend() {
          "                             node answered srvr as leader E after the stop began\n"
          "  no fencing token           the backend gives no token: a stale write cannot be refused\n"
          "  acquire errors N           acquires that failed (backend_unavailable: no majority answered)\n"
-         "masters-minority-lost: one of Redlock's three masters stopped for 2 ttls, a holder inside its write;\n"
-         "master-restarted-empty: one master stopped, then, a holder writing, another restarted without\n"
-         "persistence and the first back, both empty (Kleppmann's case: a second majority is free unless\n"
-         "restarted masters wait a ttl); masters-majority-lost: two of three stopped for 2 ttls;\n"
-         "ensemble-leader-lost: the ZooKeeper ensemble's leader stopped (session timeout 4s); \n"
+         "masters-minority-lost: one of Redlock's three masters stopped for 3 ttls, a holder inside its write;\n"
+         "master-restarted-empty: one master stopped; then, the next holder writing, it is back and another\n"
+         "crashes and restarts without persistence, both empty (Kleppmann's case: a second majority is free\n"
+         "unless restarted masters wait a ttl); masters-majority-lost: two of three stopped for 2 ttls;\n"
+         "ensemble-leader-lost: the ZooKeeper ensemble's leader stopped (session timeout 4s);\n"
          "ensemble-majority-lost: two of its three nodes stopped for the session timeout and 2s.\n";
 }
 

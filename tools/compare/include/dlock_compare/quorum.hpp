@@ -3,9 +3,10 @@
 // holder is inside its write (the holder is not touched; it keeps running and renewing).
 //   masters-minority-lost   Redlock: one of three masters (redlock.3) stopped for 2 ttls, then
 //                           started again: the other two still make a majority, so grants go on
-//   master-restarted-empty  Redlock, Kleppmann's case: redlock.3 is stopped (the holder has its
-//                           keys on 1 and 2 only), then, while a holder writes, redlock.1 restarts
-//                           without persistence and redlock.3 comes back, both empty: a second
+//   master-restarted-empty  Redlock, Kleppmann's case: redlock.3 is stopped (the next holder has
+//                           its keys on 1 and 2 only), then, while that holder writes, redlock.3
+//                           comes back and redlock.1 crashes and restarts without persistence, both
+//                           empty: a second
 //                           client can assemble a majority of 1 and 3 unless restarted masters are
 //                           kept out for a ttl (dlock's wait_after_restart, the delayed restart)
 //   masters-majority-lost   Redlock: redlock.1 and redlock.2 stopped for 2 ttls: no majority, no
