@@ -28,8 +28,9 @@ std::string variable(const char* name) {
 
 class quorum_run {
  public:
-  // `parameters`: the URI's query ("ttl=1000ms").
-  scenario_result run(fault f, const std::string& parameters) {
+  // `parameters`: the URI's query ("ttl=1000ms"); `timing`: the scenario's ttl, which sets its
+  // writes (2 of them for Redlock) and how long it runs.
+  scenario_result run(fault f, const std::string& parameters, std::chrono::milliseconds timing = 1s) {
     scenario_settings s;
     s.worker_executable = DLOCK_COMPARE_WORKER;
     s.uri = variable(quorum_server_variable(f));
@@ -39,7 +40,7 @@ class quorum_run {
     s.server_process = quorum_server(f);
     s.name = "dlock-compare-quorum/" + std::string(to_string(f)) + "/" + std::to_string(::getpid());
     s.work_dir = dir_.path();
-    s.ttl = 1s;
+    s.ttl = timing;
     auto r = run_scenario(f, s);
     std::cout << to_string(f) << " on " << s.uri << ": " << observation(f, r) << "\n"
               << to_json(*r.quorum) << "\n";
@@ -86,14 +87,15 @@ TEST(RedlockQuorum, MasterRestartedEmptyGrantsNoOneBeforeTheHolderWasTold) {
 }
 
 // ... and without the delayed restart the checker sees it: a second client assembles a majority of
-// the two empty masters while the holder still believes it holds. The scenario's timing stays that
-// of a 1 s ttl (writes of 2 s); the locks' ttl of 3 s with a renewal every 2 s leaves the holder 2 s
-// after its grant without looking, wider than the crash and restart (the launcher takes 0.3 to
-// 0.6 s), and waiters poll every 10 to 50 ms: with a 1 s ttl the holder's first renewal (at 333 ms)
-// often falls inside the restart and tells it first, which is the race, not the guarantee.
+// the two empty masters while the holder still believes it holds. The scenario runs with the timing
+// of a 2 s ttl (writes of 4 s); the locks' ttl of 6 s with a renewal every 5 s leaves the holder 4 s
+// after its grant writing without looking, far wider than the start and the crash and restart
+// (the launcher takes 0.5 to 1.2 s for the three), and waiters poll every 10 to 50 ms. With a 1 s
+// ttl the holder's first renewal (at 333 ms) often falls inside the restart and tells it first:
+// that is a race, not the guarantee.
 TEST(RedlockQuorum, WithoutTheDelayedRestartAMasterRestartedEmptyLetsASecondClientIn) {
   quorum_run run;
-  const auto r = run.run(fault::master_restarted_empty, "ttl=3000ms&renew=2000ms&poll=10ms..50ms&wait_after_restart=false");
+  const auto r = run.run(fault::master_restarted_empty, "ttl=6000ms&renew=5000ms&poll=10ms..50ms&wait_after_restart=false", 2s);
   ASSERT_NO_FATAL_FAILURE(expect_injected(r));
   EXPECT_GE(r.check.unnotified_losses, 1u) << "no second majority while the holder believed it held";
 }
