@@ -30,6 +30,7 @@
 #include "compare_speed.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_compare/html_report.hpp"
+#include "dlock_compare/quorum.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
 #include "dlock_compare/server_faults.hpp"
@@ -55,12 +56,16 @@ constexpr const char* usage =
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
-    "                   connection-kill, server-pause\n"
-    "                   (default: all; server-restart stops and starts the server through\n"
+    "                   connection-kill, server-pause, masters-minority-lost, master-restarted-empty,\n"
+    "                   masters-majority-lost, ensemble-leader-lost, ensemble-majority-lost\n"
+    "                   (default: all). Servers are stopped, started and paused through\n"
     "                   $DLOCK_SERVERS, the launcher; connection-kill ends the holder's connections\n"
     "                   on the server with redis-cli, psql or mariadb and the URI's credentials\n"
     "                   (ZooKeeper: its session expired by a loopback proxy silencing the holder);\n"
-    "                   server-pause SIGSTOPs the server's processes ($DLOCK_SERVERS pid) for 2.5 ttls)\n"
+    "                   server-pause SIGSTOPs the server's processes for 2.5 ttls; the masters-*\n"
+    "                   faults stop or restart empty Redlock masters, the ensemble-* faults\n"
+    "                   ZooKeeper nodes (on DLOCK_ZOOKEEPER_ENSEMBLE_URI, session_timeout=4s);\n"
+    "                   a fault that does not apply to a backend is 'not run: why' in its cell\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -116,7 +121,11 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write, server-restart, connection-kill or server-pause");
+    if (!f) {
+      std::string known;
+      for (const auto each : compare::every_fault()) known += (known.empty() ? "" : ", ") + std::string(compare::to_string(each));
+      throw usage_error("--faults: unknown fault '" + name + "'; expected one of: " + known);
+    }
     faults.push_back(*f);
   }
   return faults;
@@ -180,12 +189,17 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   if (f == fault::connection_kill) {
     if (const auto why = compare::connection_kill_not_applicable(info.scheme); !why.empty()) return {std::nullopt, why};
   }
+  if (compare::is_quorum_fault(f)) {  // several servers, stopped through the launcher
+    if (const auto why = compare::quorum_not_applicable(info.scheme, f)) return {std::nullopt, *why};
+    const char* launcher = std::getenv("DLOCK_SERVERS");
+    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
+  }
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
   } else if (info.scheme == "file") {
     uri = "file://" + (work_dir / "file-locks").string();
-  } else if (const char* variable = server_variable(info.scheme)) {
+  } else if (const char* variable = compare::is_ensemble_fault(f) ? compare::quorum_server_variable(f) : server_variable(info.scheme)) {
     const char* value = std::getenv(variable);
     if (value == nullptr || *value == '\0') return {std::nullopt, std::string(variable) + " unset"};
     const std::string server = value;
@@ -203,10 +217,13 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   // test) started the server just now. The fault runs keep the safe default.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
-  // ZooKeeper ignores the ttl (a grant lives as long as its session): the server-side faults
-  // outlast a session of one ttl (the launcher's minSessionTimeout allows 1s).
-  if ((f == fault::connection_kill || f == fault::server_pause) && accepts("session_timeout"))
-    uri = with_parameter(uri, "session_timeout=" + std::to_string(run_ttl.count()) + "ms");
+  // ZooKeeper ignores the ttl (a grant lives as long as its session), so its session is the ttl,
+  // and every fault outlasts it, as it outlasts the others' ttl (the launcher's minSessionTimeout
+  // allows 1s); an ensemble's is longer than an election (ensemble_session_timeout).
+  if (accepts("session_timeout")) {
+    const auto session = compare::is_ensemble_fault(f) ? compare::ensemble_session_timeout : run_ttl;
+    uri = with_parameter(uri, "session_timeout=" + std::to_string(session.count()) + "ms");
+  }
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
   return {uri, {}};
 }
@@ -365,6 +382,10 @@ int cmd_compare(const arguments& argv) {
     if (p.scenario == fault::server_restart || p.scenario == fault::server_pause) {
       settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
       settings.server_process = launcher_process(p.info->scheme);
+    }
+    if (compare::is_quorum_fault(p.scenario)) {
+      settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
+      settings.server_process = compare::quorum_server(p.scenario);
     }
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work.path() / ("cell-" + std::to_string(index));

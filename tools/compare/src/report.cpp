@@ -1,5 +1,7 @@
 #include "dlock_compare/report.hpp"
 
+#include "dlock_compare/quorum.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -66,7 +68,8 @@ std::string legend(const matrix& m) {
          "stopped half a second in and started again (dlock-servers stop, start); connection-kill: the holder's\n"
          "connections are ended on the server (Redis CLIENT KILL, PostgreSQL pg_terminate_backend, MariaDB KILL)\n"
          "while it writes for 2 ttls; server-pause: the server is SIGSTOPped for 2.5 ttls while the holder writes\n"
-         "for 3, then resumed.\n";
+         "for 3, then resumed.\n" +
+         quorum_legend();
 }
 
 std::string to_text(const matrix& m) {
@@ -107,6 +110,7 @@ std::string to_json(const matrix& m) {
                   ? std::to_string(std::chrono::duration<double, std::milli>(*r.successor_granted_after).count())
                   : std::string("null"));
       out += ", \"connections_killed\": " + std::to_string(r.connections_killed);
+      if (r.quorum) out += ", \"quorum\": " + to_json(*r.quorum);
       out += ", \"check\": " + to_json(r.check);
     }
     out += "}";

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "dlock_compare/history.hpp"
+#include "dlock_compare/quorum.hpp"
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/server_scenarios.hpp"
 #include "dlock_compare/worker_fleet.hpp"
@@ -29,14 +30,19 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 7> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 12> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
      {fault::pause_before_write, "pause-before-write"},
      {fault::server_restart, "server-restart"},
      {fault::connection_kill, "connection-kill"},
-     {fault::server_pause, "server-pause"}}};
+     {fault::server_pause, "server-pause"},
+     {fault::masters_minority_lost, "masters-minority-lost"},
+     {fault::master_restarted_empty, "master-restarted-empty"},
+     {fault::masters_majority_lost, "masters-majority-lost"},
+     {fault::ensemble_leader_lost, "ensemble-leader-lost"},
+     {fault::ensemble_majority_lost, "ensemble-majority-lost"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
@@ -221,7 +227,10 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 const std::vector<fault>& every_fault() {
   static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause,
                                          fault::pause_before_write, fault::server_restart,
-                                         fault::connection_kill, fault::server_pause};
+                                         fault::connection_kill, fault::server_pause,
+                                         fault::masters_minority_lost, fault::master_restarted_empty,
+                                         fault::masters_majority_lost, fault::ensemble_leader_lost,
+                                         fault::ensemble_majority_lost};
   return all;
 }
 
@@ -236,11 +245,14 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
     case fault::connection_kill: return std::max(s.duration, 4 * s.ttl + 2s);  // the 2-ttl write, a ttl's wait, handoffs
     case fault::server_pause: return std::max(s.duration, pause_length(s) + 3 * s.ttl + 1s);  // the pause, the write's rest, handoffs
+    case fault::masters_minority_lost: case fault::master_restarted_empty: case fault::masters_majority_lost:
+    case fault::ensemble_leader_lost: case fault::ensemble_majority_lost: return quorum_run_length(f, s);
   }
   return s.duration;
 }
 
 scenario_result run_scenario(fault f, const scenario_settings& s) {
+  if (is_quorum_fault(f)) return run_quorum_scenario(f, s);
   auto plan = plan_for(f, s);
   // connection-kill on ZooKeeper: the workers connect through a proxy that can silence the holder.
   const auto blackhole = f == fault::connection_kill ? session_blackhole_for(s.uri) : nullptr;
@@ -286,6 +298,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
 }
 
 std::string observation(fault f, const scenario_result& r) {
+  if (is_quorum_fault(f)) return quorum_observation(f, r);
   std::vector<std::string> parts;
   if (!r.fault_not_injected.empty()) parts.push_back("fault not injected: " + r.fault_not_injected);
   const auto& c = r.check;

@@ -16,6 +16,8 @@
 //                 told before anyone else is granted, and how long from the kill to the next grant
 //   server-pause  the server SIGSTOPped for 2.5 ttls while the holder writes, then resumed: does the
 //                 holder learn it lost the lock meanwhile, is anyone granted while it still writes
+//   masters-minority-lost, master-restarted-empty, masters-majority-lost, ensemble-leader-lost,
+//   ensemble-majority-lost  Redlock's masters and ZooKeeper's ensemble losing members: quorum.hpp
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -25,10 +27,12 @@
 #include <vector>
 
 #include "dlock_compare/checker.hpp"
+#include "dlock_compare/quorum_outcome.hpp"
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart, connection_kill, server_pause };
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart, connection_kill, server_pause,
+                   masters_minority_lost, master_restarted_empty, masters_majority_lost, ensemble_leader_lost, ensemble_majority_lost };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -68,6 +72,7 @@ struct scenario_result {
   std::optional<shared_clock::duration> victim_told_after;
   std::optional<shared_clock::duration> successor_granted_after;
   std::size_t connections_killed = 0;
+  std::optional<quorum_outcome> quorum;  // the quorum faults (quorum.hpp): what went down, who was granted
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history
