@@ -3,7 +3,11 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -43,28 +47,36 @@ void route_client_log(const char* message) {
   // "<date> <time>,<ms>:<pid>(0x<thread>):ZOO_ERROR@<function>@<line>: <text>": from the level on.
   if (const auto level = line.find("ZOO_"); level != std::string_view::npos) line.remove_prefix(level);
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
-  // A client that cannot reach any server logs the same line at every attempt, several a second:
-  // a repeat within 10 s is counted, and the count reported with the next different line.
+  // A client that cannot reach a server logs the same line at every attempt, several a second, and
+  // one that cycles through an ensemble's hosts alternates between their lines: each distinct line
+  // is reported at most once per 10 s, and the repeats meanwhile counted and reported with it.
+  constexpr auto quiet_period = std::chrono::seconds{10};
+  constexpr std::size_t lines_remembered = 64;  // bounded: a new line beyond it forgets the others
+  struct seen {
+    std::chrono::steady_clock::time_point reported;
+    unsigned repeats = 0;
+  };
   static std::mutex mutex;
-  static std::string last;
-  static std::chrono::steady_clock::time_point last_reported;
-  static unsigned repeats = 0;
+  static std::map<std::string, seen, std::less<>> recent;
   std::string summary;
   {
     std::lock_guard guard(mutex);
     const auto now = std::chrono::steady_clock::now();
-    if (line == last && now - last_reported < std::chrono::seconds{10}) {
-      ++repeats;
+    auto it = recent.find(line);
+    if (it != recent.end() && now - it->second.reported < quiet_period) {
+      ++it->second.repeats;
       return;
     }
-    if (repeats > 0) summary = "zookeeper client: the previous message repeated " + std::to_string(repeats) + " more times";
-    last = line;
-    last_reported = now;
-    repeats = 0;
+    if (it == recent.end()) {
+      if (recent.size() >= lines_remembered) recent.clear();
+      it = recent.emplace(std::string(line), seen{}).first;
+    }
+    if (it->second.repeats > 0)
+      summary = " (repeated " + std::to_string(it->second.repeats) + " times in the last " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - it->second.reported).count()) + " s)";
+    it->second = seen{now, 0};
   }
-  const auto ec = make_error_code(errc::backend_unavailable);
-  if (!summary.empty()) report_background_error(ec, summary);
-  report_background_error(ec, "zookeeper client: " + std::string(line));
+  report_background_error(make_error_code(errc::backend_unavailable), "zookeeper client: " + std::string(line) + summary);
 }
 
 // Resolves the hosts of "h1:2181,h2:2181" as the C client will: it skips a host it cannot resolve

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -1022,6 +1023,7 @@ TEST(zookeeper_ensemble, TwoNodesDownHolderToldLostAndNobodyElseAcquires) {
   const auto uri = env_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
   ASSERT_FALSE(uri.empty());
   ensemble_disturbance disturbance(uri);
+  collected_diagnostics diagnostics;
   auto b = dlock::open(uri + "?session_timeout=4s");
   auto other = dlock::open(uri + "?session_timeout=4s");
   const auto name = unique("two-down");
@@ -1034,4 +1036,11 @@ TEST(zookeeper_ensemble, TwoNodesDownHolderToldLostAndNobodyElseAcquires) {
   EXPECT_FALSE(stolen) << "acquired without a quorum";
   for (int i = 0; i < 400 && !held.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
   EXPECT_TRUE(held.lost_token().stop_requested()) << "the holder was not told the lock is lost";
+  // Meanwhile both clients cycled through the three hosts, logging at each attempt and alternating
+  // between the hosts' lines (121 lines in 5 s before): each distinct line is reported once per
+  // quiet period (10 s), its repeats counted in it.
+  std::map<std::string, int> times_reported;
+  for (const auto& line : diagnostics.lines())
+    if (line.starts_with("zookeeper client: ")) ++times_reported[line.substr(0, line.find(" (repeated "))];
+  for (const auto& [line, times] : times_reported) EXPECT_EQ(times, 1) << "reported " << times << " times: " << line;
 }
