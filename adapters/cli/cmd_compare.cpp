@@ -26,6 +26,7 @@
 #include "commands.hpp"
 #include "common.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
 #include "dlock_compare/worker_cli.hpp"
@@ -51,7 +52,11 @@ constexpr const char* usage =
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart\n"
     "                   (default: all; server-restart stops and starts the server through\n"
-    "                   $DLOCK_SERVERS, the launcher)\n"
+    "                   $DLOCK_SERVERS, the launcher), partition, clock-step, clock-slow\n"
+    "                   partition: every client in a network namespace of its own (root, ip), the\n"
+    "                   holder's veth link down for 2.5 ttls; clock-step: libfaketime steps the\n"
+    "                   other clients' wall clocks 60s ahead while one holds; clock-slow: every\n"
+    "                   client's clocks (monotonic too) at x0.25 (libfaketime, Debian faketime)\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -98,7 +103,7 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write or server-restart");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write, server-restart, partition, clock-step or clock-slow");
     faults.push_back(*f);
   }
   return faults;
@@ -154,6 +159,7 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     const char* launcher = std::getenv("DLOCK_SERVERS");
     if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
   }
+  if (f == fault::partition && server_variable(info.scheme) == nullptr) return {std::nullopt, "no network"};
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
@@ -178,6 +184,12 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
+  // ZooKeeper's grants last a session (session_timeout, 10s by default), not the ttl: the network
+  // and clock faults are sized in ttls, so its session is made one ttl long for them.
+  if ((f == fault::partition || f == fault::clock_step || f == fault::clock_slow) && accepts("session_timeout"))
+    uri = with_parameter(uri, "session_timeout=" + std::to_string(run_ttl.count()) + "ms");
+  if (f == fault::partition)
+    if (auto why = compare::partition_unavailable_because(uri); !why.empty()) return {std::nullopt, why};
   return {uri, {}};
 }
 

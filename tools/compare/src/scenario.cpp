@@ -15,7 +15,9 @@
 #include <thread>
 #include <utility>
 
+#include "dlock_compare/clock_faults.hpp"
 #include "dlock_compare/history.hpp"
+#include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 
@@ -28,12 +30,15 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 5> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 8> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
      {fault::pause_before_write, "pause-before-write"},
-     {fault::server_restart, "server-restart"}}};
+     {fault::server_restart, "server-restart"},
+     {fault::partition, "partition"},
+     {fault::clock_step, "clock-step"},
+     {fault::clock_slow, "clock-slow"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
@@ -214,7 +219,8 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 
 const std::vector<fault>& every_fault() {
   static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause,
-                                         fault::pause_before_write, fault::server_restart};
+                                         fault::pause_before_write, fault::server_restart,
+                                         fault::partition, fault::clock_step, fault::clock_slow};
   return all;
 }
 
@@ -227,11 +233,17 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
     case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
+    case fault::partition: return partition_run_length(s);
+    case fault::clock_step:
+    case fault::clock_slow: return clock_fault_run_length(f, s);
   }
   return s.duration;
 }
 
 scenario_result run_scenario(fault f, const scenario_settings& s) {
+  if (f == fault::partition) return run_partition(s);
+  if (f == fault::clock_step) return run_clock_step(s);
+  if (f == fault::clock_slow) return run_clock_slow(s);
   const auto plan = plan_for(f, s);
   scenario_result r;
   {
@@ -293,6 +305,7 @@ std::string observation(fault f, const scenario_result& r) {
     const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;
     if (!killed_on_purpose && r.worker_exit_codes[i] != std::optional<int>(0)) ++failed_workers;
   }
+  parts.insert(parts.end(), r.fault_notes.begin(), r.fault_notes.end());
   const auto errors = c.totals.acquire_errors + c.totals.release_errors + failed_workers;
   if (errors > 0) parts.push_back("errors " + std::to_string(errors));
   if (parts.empty()) return "ok";

@@ -11,6 +11,8 @@
 //   server-restart  half a second in, the server is stopped and started again through the launcher
 //                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
 //                 grant, and whether a holder the server forgot overlaps its successor
+//   partition     the holder's network link is set down for 2.5 ttls, then up (partition_fault.hpp)
+//   clock-step, clock-slow  the clients' clocks faked with libfaketime (clock_faults.hpp)
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -23,7 +25,8 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart };
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart,
+                   partition, clock_step, clock_slow };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -57,6 +60,7 @@ struct scenario_result {
   std::optional<shared_clock::duration> server_down_for;  // server-restart: from the stop to the start
   std::chrono::milliseconds paused_for{};
   std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
+  std::vector<std::string> fault_notes;  // a fault's own observations, appended to the cell's text
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history
