@@ -94,6 +94,7 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
     try {
       const client_launch launch = i < plan.launch.size() ? plan.launch[i] : client_launch{};
       o.uri = launch.uri.empty() ? plan.uri : launch.uri;
+      o.start_at = start_at_ + launch.start_later;
       auto command = worker_command_line(plan.worker_executable, o);
       command.insert(command.begin() + 1, plan.worker_subcommand.begin(), plan.worker_subcommand.end());
       command.insert(command.begin(), launch.prefix.begin(), launch.prefix.end());

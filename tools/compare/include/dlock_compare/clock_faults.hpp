@@ -7,9 +7,10 @@
 //               write and every other client's wall clock steps 60 s ahead. A lock whose expiry is
 //               the client's wall time (redis+unsafe-getset) lets them take it over; the others must
 //               not care.
-//   clock-slow  every client's clocks, CLOCK_MONOTONIC too, run at a quarter of real speed: each
-//               holder believes its lease valid (and renews it) four times later than the server
-//               expires it. A write of half a ttl of its own clock lasts two real ttls.
+//   clock-slow  client 1's clocks, CLOCK_MONOTONIC too, run at a quarter of real speed (FAKETIME="+0 x0.25");
+//               it starts 300 ms before the others, so it is the first holder: it believes its lease
+//               valid (and renews it) four times later than the server expires it. Its write of half
+//               a ttl of its own clock lasts two real ttls; the others, at real speed, wait for it.
 #include <chrono>
 #include <string>
 

@@ -24,6 +24,8 @@ struct client_launch {
   std::vector<std::string> environment;
   // Replaces the plan's URI for this client (a client reaching the server by another address).
   std::string uri;
+  // Starts contending this long after the fleet's start_at (a head start for another client).
+  std::chrono::milliseconds start_later{0};
 };
 
 struct fleet_plan {
