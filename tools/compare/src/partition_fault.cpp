@@ -73,7 +73,12 @@ scenario_result run_partition(const scenario_settings& s) {
                                : "no grant after the cut");
   if (const auto victim = fault_steps::section_at(sections, *r.victim, cut_at)) {
     r.fault_notes.push_back(fault_steps::notified_text(*victim, next));
-    r.fault_notes.push_back(fault_steps::release_text(*victim) + " (link back)");
+    // Its release begins when its write ends: say on which side of the heal it was sent.
+    const bool after_heal = victim->write_end && *victim->write_end >= healed_at;
+    r.fault_notes.push_back(fault_steps::release_text(*victim) +
+                            (victim->release == release_outcome::none ? ""
+                             : after_heal                             ? " (sent with the link back)"
+                                                                      : " (sent while the link was down)"));
   }
   return r;
 }

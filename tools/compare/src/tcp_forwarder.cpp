@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -117,6 +118,11 @@ void tcp_forwarder::accept_loop(std::stop_token stop) {
       ::close(client);
       continue;
     }
+    // A send never blocks a pump for good (a client cut off with a full buffer): the destructor
+    // joins every pump.
+    const timeval send_limit{5, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
+    ::setsockopt(server, SOL_SOCKET, SO_SNDTIMEO, &send_limit, sizeof send_limit);
     std::lock_guard lock(mutex_);
     pumps_.emplace_back([client, server](std::stop_token s) { pump(s, client, server); });
   }
