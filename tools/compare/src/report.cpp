@@ -81,7 +81,10 @@ std::string legend(const matrix& m) {
          "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause); pause-before-write: the first holder\n"
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
          "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
-         "stopped half a second in and started again (dlock-servers stop, start).\n";
+         "stopped half a second in and started again (dlock-servers stop, start).\n"
+         "partition: the holder's veth link is down for 2.5 ttls ('holder notified D before|after the next grant':\n"
+         "its lost notification against the first grant to another client); clock-step: libfaketime steps the\n"
+         "other clients' wall clocks 60s ahead while one holds; clock-slow: client 1's clocks, monotonic too, x0.25.\n";
 }
 
 std::string to_text(const matrix& m) {
