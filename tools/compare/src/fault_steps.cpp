@@ -52,6 +52,7 @@ std::optional<std::uint32_t> stop_a_holder_inside_its_write(const worker_fleet& 
   sleep_until(fleet.start_at());
   for (int i = 0; i < 500 && shared_clock::now() < fleet.stop_at(); ++i) {
     std::this_thread::sleep_for(10ms);
+    if (!std::filesystem::exists(plan.history)) continue;  // no worker has opened its backend yet (a slow connect)
     for (const auto client : holders_at_end(read_history(plan.history))) {
       if (::kill(fleet.pid(client), SIGSTOP) != 0 || !stopped(fleet.pid(client), shared_clock::now() + 5s)) continue;
       if (inside_its_write(client, plan.history)) return client;
