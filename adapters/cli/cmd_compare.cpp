@@ -30,6 +30,7 @@
 #include "compare_speed.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_compare/html_report.hpp"
+#include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/quorum.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
@@ -57,15 +58,20 @@ constexpr const char* usage =
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
     "                   connection-kill, server-pause, masters-minority-lost, master-restarted-empty,\n"
-    "                   masters-majority-lost, ensemble-leader-lost, ensemble-majority-lost\n"
-    "                   (default: all). Servers are stopped, started and paused through\n"
-    "                   $DLOCK_SERVERS, the launcher; connection-kill ends the holder's connections\n"
+    "                   masters-majority-lost, ensemble-leader-lost, ensemble-majority-lost,\n"
+    "                   partition, clock-step, clock-slow (default: all).\n"
+    "                   Servers are stopped, started and paused through $DLOCK_SERVERS, the\n"
+    "                   launcher; connection-kill ends the holder's connections\n"
     "                   on the server with redis-cli, psql or mariadb and the URI's credentials\n"
     "                   (ZooKeeper: its session expired by a loopback proxy silencing the holder);\n"
     "                   server-pause SIGSTOPs the server's processes for 2.5 ttls; the masters-*\n"
     "                   faults stop or restart empty Redlock masters, the ensemble-* faults\n"
     "                   ZooKeeper nodes (on DLOCK_ZOOKEEPER_ENSEMBLE_URI, session_timeout=4s);\n"
-    "                   a fault that does not apply to a backend is 'not run: why' in its cell\n"
+    "                   partition: every client in a network namespace of its own (root, ip), the\n"
+    "                   holder's veth link down for 2.5 ttls; clock-step: libfaketime steps the\n"
+    "                   other clients' wall clocks 60s ahead while one holds; clock-slow: client\n"
+    "                   1's clocks (monotonic too) at x0.25, it holds first (libfaketime, Debian\n"
+    "                   faketime). A fault that does not apply to a backend is 'not run: why'.\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -194,6 +200,7 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     const char* launcher = std::getenv("DLOCK_SERVERS");
     if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
   }
+  if (f == fault::partition && server_variable(info.scheme) == nullptr) return {std::nullopt, "no network"};
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
@@ -225,6 +232,8 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     uri = with_parameter(uri, "session_timeout=" + std::to_string(session.count()) + "ms");
   }
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
+  if (f == fault::partition)
+    if (auto why = compare::partition_unavailable_because(uri); !why.empty()) return {std::nullopt, why};
   return {uri, {}};
 }
 

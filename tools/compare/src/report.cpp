@@ -68,7 +68,10 @@ std::string legend(const matrix& m) {
          "stopped half a second in and started again (dlock-servers stop, start); connection-kill: the holder's\n"
          "connections are ended on the server (Redis CLIENT KILL, PostgreSQL pg_terminate_backend, MariaDB KILL)\n"
          "while it writes for 2 ttls; server-pause: the server is SIGSTOPped for 2.5 ttls while the holder writes\n"
-         "for 3, then resumed.\n" +
+         "for 3, then resumed.\n"
+         "partition: the holder's veth link is down for 2.5 ttls ('holder notified D before|after the next grant':\n"
+         "its lost notification against the first grant to another client); clock-step: libfaketime steps the\n"
+         "other clients' wall clocks 60s ahead while one holds; clock-slow: client 1's clocks, monotonic too, x0.25.\n" +
          quorum_legend();
 }
 

@@ -15,7 +15,9 @@
 #include <thread>
 #include <utility>
 
+#include "dlock_compare/clock_faults.hpp"
 #include "dlock_compare/history.hpp"
+#include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/quorum.hpp"
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/server_scenarios.hpp"
@@ -30,7 +32,7 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 12> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 15> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
@@ -42,7 +44,10 @@ constexpr std::array<std::pair<fault, std::string_view>, 12> fault_names = {
      {fault::master_restarted_empty, "master-restarted-empty"},
      {fault::masters_majority_lost, "masters-majority-lost"},
      {fault::ensemble_leader_lost, "ensemble-leader-lost"},
-     {fault::ensemble_majority_lost, "ensemble-majority-lost"}}};
+     {fault::ensemble_majority_lost, "ensemble-majority-lost"},
+     {fault::partition, "partition"},
+     {fault::clock_step, "clock-step"},
+     {fault::clock_slow, "clock-slow"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
@@ -230,7 +235,8 @@ const std::vector<fault>& every_fault() {
                                          fault::connection_kill, fault::server_pause,
                                          fault::masters_minority_lost, fault::master_restarted_empty,
                                          fault::masters_majority_lost, fault::ensemble_leader_lost,
-                                         fault::ensemble_majority_lost};
+                                         fault::ensemble_majority_lost,
+                                         fault::partition, fault::clock_step, fault::clock_slow};
   return all;
 }
 
@@ -247,12 +253,18 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::server_pause: return std::max(s.duration, pause_length(s) + 3 * s.ttl + 1s);  // the pause, the write's rest, handoffs
     case fault::masters_minority_lost: case fault::master_restarted_empty: case fault::masters_majority_lost:
     case fault::ensemble_leader_lost: case fault::ensemble_majority_lost: return quorum_run_length(f, s);
+    case fault::partition: return partition_run_length(s);
+    case fault::clock_step:
+    case fault::clock_slow: return clock_fault_run_length(f, s);
   }
   return s.duration;
 }
 
 scenario_result run_scenario(fault f, const scenario_settings& s) {
   if (is_quorum_fault(f)) return run_quorum_scenario(f, s);
+  if (f == fault::partition) return run_partition(s);
+  if (f == fault::clock_step) return run_clock_step(s);
+  if (f == fault::clock_slow) return run_clock_slow(s);
   auto plan = plan_for(f, s);
   // connection-kill on ZooKeeper: the workers connect through a proxy that can silence the holder.
   const auto blackhole = f == fault::connection_kill ? session_blackhole_for(s.uri) : nullptr;
@@ -331,6 +343,7 @@ std::string observation(fault f, const scenario_result& r) {
     const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;
     if (!killed_on_purpose && r.worker_exit_codes[i] != std::optional<int>(0)) ++failed_workers;
   }
+  parts.insert(parts.end(), r.fault_notes.begin(), r.fault_notes.end());
   const auto errors = c.totals.acquire_errors + c.totals.release_errors + failed_workers;
   if (errors > 0) parts.push_back("errors " + std::to_string(errors));
   if (parts.empty()) return "ok";

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <stdexcept>
 #include <system_error>
@@ -19,15 +20,33 @@ namespace {
 
 std::string ms(std::chrono::milliseconds d) { return std::to_string(d.count()) + "ms"; }
 
-pid_t spawn(const std::vector<std::string>& argv) {
+// The inherited environment with `extra` (NAME=VALUE) added, an inherited NAME replaced.
+std::vector<std::string> environment_with(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    if (std::none_of(extra.begin(), extra.end(), [&](const std::string& x) { return name_of(x) == name_of(entry); }))
+      env.push_back(entry);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+// Starts argv (argv[0] looked up in PATH when it has no slash: a launch prefix such as `ip`).
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  auto env_entries = environment_with(extra_environment);
+  std::vector<char*> env;
+  for (auto& e : env_entries) env.push_back(e.data());
+  env.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), extra_environment.empty() ? environ : env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::system_error(rc, std::generic_category(), "cannot start the worker " + argv[0]);
   return pid;
@@ -73,9 +92,13 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
     o.client = static_cast<std::uint32_t>(i + 1);
     o.work = plan.work[i];
     try {
+      const client_launch launch = i < plan.launch.size() ? plan.launch[i] : client_launch{};
+      o.uri = launch.uri.empty() ? plan.uri : launch.uri;
+      o.start_at = start_at_ + launch.start_later;
       auto command = worker_command_line(plan.worker_executable, o);
       command.insert(command.begin() + 1, plan.worker_subcommand.begin(), plan.worker_subcommand.end());
-      pids_.push_back(spawn(command));
+      command.insert(command.begin(), launch.prefix.begin(), launch.prefix.end());
+      pids_.push_back(spawn(command, launch.environment));
       reaped_.push_back(false);
     } catch (...) {
       wait(shared_clock::now());  // kills and reaps the ones already started

@@ -18,6 +18,8 @@
 //                 holder learn it lost the lock meanwhile, is anyone granted while it still writes
 //   masters-minority-lost, master-restarted-empty, masters-majority-lost, ensemble-leader-lost,
 //   ensemble-majority-lost  Redlock's masters and ZooKeeper's ensemble losing members: quorum.hpp
+//   partition     the holder's network link is set down for 2.5 ttls, then up (partition_fault.hpp)
+//   clock-step, clock-slow  the clients' clocks faked with libfaketime (clock_faults.hpp)
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -32,7 +34,8 @@
 namespace dlock::compare {
 
 enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart, connection_kill, server_pause,
-                   masters_minority_lost, master_restarted_empty, masters_majority_lost, ensemble_leader_lost, ensemble_majority_lost };
+                   masters_minority_lost, master_restarted_empty, masters_majority_lost, ensemble_leader_lost, ensemble_majority_lost,
+                   partition, clock_step, clock_slow };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -73,6 +76,7 @@ struct scenario_result {
   std::optional<shared_clock::duration> successor_granted_after;
   std::size_t connections_killed = 0;
   std::optional<quorum_outcome> quorum;  // the quorum faults (quorum.hpp): what went down, who was granted
+  std::vector<std::string> fault_notes;  // a fault's own observations, appended to the cell's text
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history

@@ -14,6 +14,20 @@
 
 namespace dlock::compare {
 
+// How one client process is started, beyond the plan's common command line: a fault that must
+// reach into the process from its start (a network namespace, libfaketime) sets it per client.
+struct client_launch {
+  // Words before the worker's executable: {"ip", "netns", "exec", "NS"} runs it in a network
+  // namespace (ip execs the worker in place, so pid() is still the worker's). Looked up in PATH.
+  std::vector<std::string> prefix;
+  // NAME=VALUE entries added to (or replacing in) the inherited environment: LD_PRELOAD, FAKETIME.
+  std::vector<std::string> environment;
+  // Replaces the plan's URI for this client (a client reaching the server by another address).
+  std::string uri;
+  // Starts contending this long after the fleet's start_at (a head start for another client).
+  std::chrono::milliseconds start_later{0};
+};
+
 struct fleet_plan {
   std::filesystem::path worker_executable;  // dlock_compare_worker
   // Words between the executable and the worker's flags: {"compare-worker"} when the program is
@@ -31,6 +45,8 @@ struct fleet_plan {
   std::chrono::milliseconds start_delay{500};
   // See worker_options::stop_once_marker: the first client to write stops itself; empty: none.
   std::filesystem::path stop_once_marker;
+  // Per client (index = client id - 1); a client without an entry starts as the plan says.
+  std::vector<client_launch> launch;
 };
 
 // The worker's command line for `o` (the one place that knows the worker's flags besides it).
