@@ -1,13 +1,15 @@
 // The worker's command line, shared by dlock_compare_worker and `dlock compare-worker` (the CLI
 // starts itself as its workers, so an installed `dlock compare` needs no second program).
-//   dlock_compare_worker --uri URI --name NAME --history FILE --client ID --duration D
+//   dlock_compare_worker [--uri URI] --name NAME --history FILE --client ID --duration D
 //                        [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]
 //                        [--stop-once-marker FILE]   (see worker_options::stop_once_marker)
 // Starts at the shared-clock instant NS (CLOCK_MONOTONIC nanoseconds; default: now) so every
 // client of a run starts contending at once, and stops acquiring D later. The fenced resource's
-// file defaults to FILE.fence. Prints "done attempts=A grants=G" at the end.
+// file defaults to FILE.fence. Without --uri, the URI is the environment variable DLOCK_URI (how
+// worker_fleet passes it: a password on a command line shows in `ps`). Prints "done attempts=A grants=G" at the end.
 // Exit codes: 0 done, 2 usage, dlock or file error.
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <stdexcept>
@@ -17,17 +19,19 @@
 #include "dlock/dlock.hpp"
 #include "dlock_compare/worker.hpp"
 #include "dlock_compare/worker_cli.hpp"
+#include "dlock_compare/worker_fleet.hpp"
 
 namespace {
 
 constexpr const char* usage =
-    "usage: dlock_compare_worker --uri URI --name NAME --history FILE --client ID --duration D\n"
+    "usage: dlock_compare_worker [--uri URI] --name NAME --history FILE --client ID --duration D\n"
     "                            [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]\n"
-    "                            [--stop-once-marker FILE]\n";
+    "                            [--stop-once-marker FILE]\n"
+    "The URI: --uri, or else the environment variable DLOCK_URI (kept out of `ps`).\n";
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
   static const std::map<std::string, bool> known = {
-      {"uri", true},  {"name", true},        {"history", true}, {"client", true},          {"duration", true},
+      {"uri", false},  {"name", true},        {"history", true}, {"client", true},          {"duration", true},
       {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false},
       {"stop-once-marker", false}};
   std::map<std::string, std::string> flags;
@@ -47,7 +51,12 @@ dlock::compare::worker_options options_from(const std::map<std::string, std::str
   using dlock::compare::instant;
   using dlock::compare::shared_clock;
   dlock::compare::worker_options o;
-  o.uri = flags.at("uri");
+  if (flags.contains("uri")) {
+    o.uri = flags.at("uri");
+  } else if (const char* from_environment = std::getenv(dlock::compare::worker_uri_variable)) {
+    o.uri = from_environment;
+  }
+  if (o.uri.empty()) throw std::invalid_argument("no URI: expected --uri URI or the environment variable DLOCK_URI");
   o.name = flags.at("name");
   o.history = flags.at("history");
   o.fence = flags.contains("fence") ? std::filesystem::path(flags.at("fence")) : std::filesystem::path(o.history.string() + ".fence");

@@ -46,7 +46,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   for (auto& e : env_entries) env.push_back(e.data());
   env.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), extra_environment.empty() ? environ : env.data());
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::system_error(rc, std::generic_category(), "cannot start the worker " + argv[0]);
   return pid;
@@ -63,7 +63,6 @@ std::optional<int> exit_code(int status) {
 std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable,
                                              const worker_options& o) {
   return {worker_executable.string(),
-          "--uri", o.uri,
           "--name", o.name,
           "--history", o.history.string(),
           "--fence", o.fence.string(),
@@ -98,7 +97,10 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
       auto command = worker_command_line(plan.worker_executable, o);
       command.insert(command.begin() + 1, plan.worker_subcommand.begin(), plan.worker_subcommand.end());
       command.insert(command.begin(), launch.prefix.begin(), launch.prefix.end());
-      pids_.push_back(spawn(command, launch.environment));
+      // The URI (a password perhaps) goes in the environment, where `ps` does not show it.
+      auto environment = launch.environment;
+      environment.push_back(std::string(worker_uri_variable) + "=" + o.uri);
+      pids_.push_back(spawn(command, environment));
       reaped_.push_back(false);
     } catch (...) {
       wait(shared_clock::now());  // kills and reaps the ones already started

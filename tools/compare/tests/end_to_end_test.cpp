@@ -11,6 +11,7 @@
 #include <fstream>
 #include <optional>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +107,30 @@ TEST(CompareEndToEnd, HostScopedFileLocksNeverOverlap) {
   const auto r = run_and_check(plan_for("file://" + dir.path().string() + "/locks?poll=1ms..20ms", dir));
   expect_exclusive(r);
   EXPECT_EQ(r.totals.writes_without_token, 0u) << "file:// declares fencing";
+}
+
+// A URI may carry a password: the fleet hands it to its workers in their environment, never on
+// their command line, which every user of the machine can read in `ps`.
+TEST(CompareEndToEnd, WorkersGetTheUriInTheirEnvironmentNotOnTheirCommandLine) {
+  temp_dir dir;
+  const std::string uri = "file://" + dir.path().string() + "/locks?poll=1ms..20ms&ttl=4321ms";
+  auto plan = plan_for(uri, dir, {10ms});
+  plan.start_delay = 2s;  // the worker waits for the shared start: time to read its /proc entries
+  worker_fleet fleet(plan);
+  const auto read_nul_separated = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(text.begin(), text.end(), '\0', '\n');
+    return text;
+  };
+  const auto proc = "/proc/" + std::to_string(fleet.pid(1));
+  const auto command_line = read_nul_separated(proc + "/cmdline");
+  EXPECT_NE(command_line.find("--history"), std::string::npos) << "not the worker's command line: " << command_line;
+  EXPECT_EQ(command_line.find("4321ms"), std::string::npos) << "the URI is on the command line: " << command_line;
+  EXPECT_NE(read_nul_separated(proc + "/environ").find("DLOCK_URI=" + uri + "\n"), std::string::npos)
+      << "the worker's environment has no DLOCK_URI with the URI";
+  const auto codes = fleet.wait(generous_deadline(fleet, plan));
+  EXPECT_EQ(codes.at(0), std::optional<int>(0)) << "the worker did not open the URI it was given";
 }
 
 TEST(CompareEndToEnd, RedisLocksNeverOverlap) {

@@ -49,7 +49,10 @@ struct fleet_plan {
   std::vector<client_launch> launch;
 };
 
-// The worker's command line for `o` (the one place that knows the worker's flags besides it).
+// The worker's command line for `o` (the one place that knows the worker's flags besides it),
+// without the URI: the fleet passes it in the environment variable below, where `ps` does not
+// show a password, as every dlock command reads DLOCK_URI.
+inline constexpr const char* worker_uri_variable = "DLOCK_URI";
 std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable,
                                              const worker_options& o);
 
