@@ -27,7 +27,9 @@
 #include "common.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_compare/report.hpp"
+#include "dlock_compare/kill_mid_acquire.hpp"
 #include "dlock_compare/scenario.hpp"
+#include "dlock_compare/servers.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -37,6 +39,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using compare::fault;
+using compare::launcher_process;
 
 // Short, so that the fault scenarios (which wait out a ttl or pause for 2.5 of them) stay short.
 constexpr milliseconds run_ttl = 1s;
@@ -49,9 +52,10 @@ constexpr const char* usage =
     "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
-    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart\n"
-    "                   (default: all; server-restart stops and starts the server through\n"
-    "                   $DLOCK_SERVERS, the launcher)\n"
+    "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
+    "                   kill-mid-acquire (default: all; server-restart stops and starts the server\n"
+    "                   through $DLOCK_SERVERS, the launcher; kill-mid-acquire kills a client between\n"
+    "                   the two commands of a two-command acquire, or at its grant)\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -98,7 +102,7 @@ std::vector<fault> faults_asked(const args& a) {
   std::vector<fault> faults;
   for (const auto& name : split_list(*a.get("faults"))) {
     const auto f = compare::fault_named(name);
-    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write or server-restart");
+    if (!f) throw usage_error("--faults: unknown fault '" + name + "'; expected healthy, holder-kill, holder-pause, pause-before-write, server-restart or kill-mid-acquire");
     faults.push_back(*f);
   }
   return faults;
@@ -112,30 +116,6 @@ std::optional<std::ofstream> output_file(const args& a, const char* option) {
   std::ofstream out(*path, std::ios::trunc);
   if (!out) throw usage_error(std::string("--") + option + ": cannot write '" + *path + "'");
   return out;
-}
-
-// The variable that names the server of a scheme's family ("postgres+advisory" -> postgres).
-const char* server_variable(std::string_view scheme) {
-  const auto family = scheme.substr(0, scheme.find('+'));
-  if (family == "redis") return "DLOCK_REDIS_URI";
-  if (family == "redlock") return "DLOCK_REDLOCK_URI";
-  if (family == "memcached") return "DLOCK_MEMCACHED_URI";
-  if (family == "postgres") return "DLOCK_POSTGRES_URI";
-  if (family == "mysql") return "DLOCK_MYSQL_URI";
-  if (family == "zookeeper") return "DLOCK_ZOOKEEPER_URI";
-  return nullptr;
-}
-
-// The launcher's process name for a scheme's server (`dlock-servers stop NAME`), for
-// server-restart; nullptr when there is no single server process to restart.
-const char* launcher_process(std::string_view scheme) {
-  const auto family = scheme.substr(0, scheme.find('+'));
-  if (family == "redis") return "redis";
-  if (family == "memcached") return "memcached";
-  if (family == "postgres") return "postgres";
-  if (family == "mysql") return "mariadb";
-  if (family == "zookeeper") return "zookeeper";
-  return nullptr;  // memory, file: no server; redlock: several (losing some of them is another fault)
 }
 
 std::string with_parameter(std::string uri, const std::string& parameter) {
@@ -159,15 +139,10 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     uri = "memory://";
   } else if (info.scheme == "file") {
     uri = "file://" + (work_dir / "file-locks").string();
-  } else if (const char* variable = server_variable(info.scheme)) {
-    const char* value = std::getenv(variable);
-    if (value == nullptr || *value == '\0') return {std::nullopt, std::string(variable) + " unset"};
-    const std::string server = value;
-    const auto colon = server.find("://");
-    if (colon == std::string::npos) return {std::nullopt, std::string(variable) + " is not a URI"};
-    uri = info.scheme + server.substr(colon);  // the server's URI with the backend's scheme
   } else {
-    return {std::nullopt, "no server variable known for this scheme"};
+    auto server = compare::server_uri_for(info.scheme);  // the launcher's variable, the scheme replaced
+    if (!server.uri) return {std::nullopt, server.not_run_because};
+    uri = *server.uri;
   }
   uri = with_parameter(uri, "ttl=" + std::to_string(run_ttl.count()) + "ms");
   const auto accepts = [&](std::string_view key) {
@@ -300,6 +275,7 @@ int cmd_compare(const arguments& argv) {
       settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
       settings.server_process = launcher_process(p.info->scheme);
     }
+    settings.acquire_has_two_commands = compare::acquire_has_two_commands(*p.info);
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work.path() / ("cell-" + std::to_string(index));
     fs::create_directories(settings.work_dir);

@@ -75,13 +75,17 @@ std::string legend(const matrix& m) {
          "  not recovered in the run   no grant followed the fault before the run ended\n"
          "  next grant after D         the pauses: from the SIGSTOP to the next grant to anyone (a lock that\n"
          "                             stays with its paused holder is safe but unavailable that long)\n"
+         "  killed WHERE: ...          kill-mid-acquire: where the client died inside its acquire (between its\n"
+         "                             two commands, or at its grant), then recovered in D or never granted again\n"
          "  errors N                   acquire or release errors, or workers that failed\n"
          "  not run: why               the cell did not run, and why\n"
          "healthy: the clients contend; holder-kill: the holder is SIGKILLed inside its write; holder-pause: it is\n"
          "SIGSTOPped inside its write for 2.5 ttls, then resumed (a GC pause); pause-before-write: the first holder\n"
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
          "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
-         "stopped half a second in and started again (dlock-servers stop, start).\n";
+         "stopped half a second in and started again (dlock-servers stop, start).\n"
+         "kill-mid-acquire: client 1, alone, takes the lock; where its acquire is two commands (SETNX or INCR, then\n"
+         "EXPIRE) it is held between them; the others wait, and it is SIGKILLed there.\n";
 }
 
 std::string to_text(const matrix& m) {

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "dlock_compare/history.hpp"
+#include "dlock_compare/kill_mid_acquire.hpp"
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 
@@ -28,12 +29,13 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 5> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 6> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
      {fault::pause_before_write, "pause-before-write"},
-     {fault::server_restart, "server-restart"}}};
+     {fault::server_restart, "server-restart"},
+     {fault::kill_mid_acquire, "kill-mid-acquire"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
@@ -60,6 +62,7 @@ fleet_plan plan_for(fault f, const scenario_settings& s) {
   plan.duration = run_length(f, s);
   plan.acquire_timeout = acquire_timeout(s);
   if (f == fault::pause_before_write) plan.stop_once_marker = s.work_dir / "stopped-client";
+  if (f == fault::kill_mid_acquire) prepare_kill_mid_acquire(plan, s);
   return plan;
 }
 
@@ -214,7 +217,8 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 
 const std::vector<fault>& every_fault() {
   static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause,
-                                         fault::pause_before_write, fault::server_restart};
+                                         fault::pause_before_write, fault::server_restart,
+                                         fault::kill_mid_acquire};
   return all;
 }
 
@@ -227,6 +231,7 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
     case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
+    case fault::kill_mid_acquire: return kill_mid_acquire_run_length(s);
   }
   return s.duration;
 }
@@ -242,6 +247,8 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
         r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), restarted->started_at);
       }
+    } else if (f == fault::kill_mid_acquire) {
+      run_kill_mid_acquire(fleet, plan, s, r);
     } else if (f == fault::pause_before_write) {
       r.victim = client_stopped_by_itself(fleet, plan);
       if (r.victim)
@@ -285,12 +292,13 @@ std::string observation(fault f, const scenario_result& r) {
                                        : "no grant after the start"));
   if (f == fault::holder_kill && r.victim)
     parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
+  if (f == fault::kill_mid_acquire && r.victim) parts.push_back(kill_mid_acquire_observation(r));
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
   if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
     parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {
-    const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;
+    const bool killed_on_purpose = (f == fault::holder_kill || f == fault::kill_mid_acquire) && r.victim && *r.victim == i + 1;
     if (!killed_on_purpose && r.worker_exit_codes[i] != std::optional<int>(0)) ++failed_workers;
   }
   const auto errors = c.totals.acquire_errors + c.totals.release_errors + failed_workers;

@@ -11,6 +11,10 @@
 //   server-restart  half a second in, the server is stopped and started again through the launcher
 //                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
 //                 grant, and whether a holder the server forgot overlaps its successor
+//   kill-mid-acquire  client 1 is SIGKILLed inside its acquire once the server holds its lock: between
+//                 the two commands of a two-command acquire (SETNX or INCR, then EXPIRE; it alone is
+//                 opened with unsafe_pause_between), right after the grant where the acquire is one
+//                 command; how long until the next grant, or never (kill_mid_acquire.hpp)
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -23,7 +27,8 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart };
+enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart,
+                   kill_mid_acquire };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -40,6 +45,9 @@ struct scenario_settings {
   // server-restart: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
   std::filesystem::path launcher;
   std::string server_process;
+  // kill-mid-acquire: the backend's acquire is two commands and it accepts unsafe_pause_between
+  // (acquire_has_two_commands(backend_info) says so).
+  bool acquire_has_two_commands = false;
 };
 
 // How long the scenario runs (before the workers' last acquire may wait its timeout): the fault
@@ -57,6 +65,10 @@ struct scenario_result {
   std::optional<shared_clock::duration> server_down_for;  // server-restart: from the stop to the start
   std::chrono::milliseconds paused_for{};
   std::string fault_not_injected;  // not empty: why (no holder was ever caught inside its write)
+  // kill-mid-acquire: where the victim was caught ("between its acquire's two commands", "at its
+  // grant"), and how long the run watched after the kill (what "never granted again" means).
+  std::string victim_caught;
+  std::optional<shared_clock::duration> watched_after_fault;
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history
