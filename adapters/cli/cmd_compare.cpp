@@ -152,6 +152,9 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
   // test) started the server just now. The fault runs keep the safe default.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
+  // A session-bound lock lives as long as its session, not its ttl (zookeeper ignores ttl): the
+  // session gets the same 1 s, or a dead holder would keep its lock for the default 10 s.
+  if (accepts("session_timeout")) uri = with_parameter(uri, "session_timeout=" + std::to_string(run_ttl.count()) + "ms");
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
   return {uri, {}};
 }

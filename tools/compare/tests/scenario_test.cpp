@@ -120,6 +120,8 @@ TEST_P(Scenario, Properties) {
   // As dlock compare: nothing restarts a server in a healthy run, so no wait for one that started just now.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
+  // As dlock compare: the session of a session-bound lock (zookeeper) is its ttl.
+  if (accepts("session_timeout")) uri = with_parameter(uri, "session_timeout=" + std::to_string(s.ttl.count()) + "ms");
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");
   s.uri = uri;
   if (f == fault::server_restart) {
