@@ -33,8 +33,10 @@
 #include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/quorum.hpp"
 #include "dlock_compare/report.hpp"
+#include "dlock_compare/kill_mid_acquire.hpp"
 #include "dlock_compare/scenario.hpp"
 #include "dlock_compare/server_faults.hpp"
+#include "dlock_compare/servers.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -44,6 +46,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using compare::fault;
+using compare::launcher_process;
 
 // Short, so that the fault scenarios (which wait out a ttl or pause for 2.5 of them) stay short.
 constexpr milliseconds run_ttl = 1s;
@@ -59,7 +62,7 @@ constexpr const char* usage =
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
     "                   connection-kill, server-pause, masters-minority-lost, master-restarted-empty,\n"
     "                   masters-majority-lost, ensemble-leader-lost, ensemble-majority-lost,\n"
-    "                   partition, clock-step, clock-slow (default: all).\n"
+    "                   partition, clock-step, clock-slow, kill-mid-acquire (default: all).\n"
     "                   Servers are stopped, started and paused through $DLOCK_SERVERS, the\n"
     "                   launcher; connection-kill ends the holder's connections\n"
     "                   on the server with redis-cli, psql or mariadb and the URI's credentials\n"
@@ -71,7 +74,9 @@ constexpr const char* usage =
     "                   holder's veth link down for 2.5 ttls; clock-step: libfaketime steps the\n"
     "                   other clients' wall clocks 60s ahead while one holds; clock-slow: client\n"
     "                   1's clocks (monotonic too) at x0.25, it holds first (libfaketime, Debian\n"
-    "                   faketime). A fault that does not apply to a backend is 'not run: why'.\n"
+    "                   faketime); kill-mid-acquire kills a client between the two commands of a\n"
+    "                   two-command acquire, or at its grant. A fault that does not apply to a\n"
+    "                   backend is 'not run: why'.\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
     "  --json FILE      every cell with the checker's whole result\n"
@@ -147,30 +152,6 @@ std::optional<std::ofstream> output_file(const args& a, const char* option) {
   return out;
 }
 
-// The variable that names the server of a scheme's family ("postgres+advisory" -> postgres).
-const char* server_variable(std::string_view scheme) {
-  const auto family = scheme.substr(0, scheme.find('+'));
-  if (family == "redis") return "DLOCK_REDIS_URI";
-  if (family == "redlock") return "DLOCK_REDLOCK_URI";
-  if (family == "memcached") return "DLOCK_MEMCACHED_URI";
-  if (family == "postgres") return "DLOCK_POSTGRES_URI";
-  if (family == "mysql") return "DLOCK_MYSQL_URI";
-  if (family == "zookeeper") return "DLOCK_ZOOKEEPER_URI";
-  return nullptr;
-}
-
-// The launcher's process name for a scheme's server (`dlock-servers stop NAME`), for
-// server-restart; nullptr when there is no single server process to restart.
-const char* launcher_process(std::string_view scheme) {
-  const auto family = scheme.substr(0, scheme.find('+'));
-  if (family == "redis") return "redis";
-  if (family == "memcached") return "memcached";
-  if (family == "postgres") return "postgres";
-  if (family == "mysql") return "mariadb";
-  if (family == "zookeeper") return "zookeeper";
-  return nullptr;  // memory, file: no server; redlock: several (losing some of them is another fault)
-}
-
 std::string with_parameter(std::string uri, const std::string& parameter) {
   return uri + (uri.find('?') == std::string::npos ? "?" : "&") + parameter;
 }
@@ -200,21 +181,17 @@ backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir)
     const char* launcher = std::getenv("DLOCK_SERVERS");
     if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
   }
-  if (f == fault::partition && server_variable(info.scheme) == nullptr) return {std::nullopt, "no network"};
+  if (f == fault::partition && compare::server_variable(info.scheme) == nullptr) return {std::nullopt, "no network"};
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
   } else if (info.scheme == "file") {
     uri = "file://" + (work_dir / "file-locks").string();
-  } else if (const char* variable = compare::is_ensemble_fault(f) ? compare::quorum_server_variable(f) : server_variable(info.scheme)) {
-    const char* value = std::getenv(variable);
-    if (value == nullptr || *value == '\0') return {std::nullopt, std::string(variable) + " unset"};
-    const std::string server = value;
-    const auto colon = server.find("://");
-    if (colon == std::string::npos) return {std::nullopt, std::string(variable) + " is not a URI"};
-    uri = info.scheme + server.substr(colon);  // the server's URI with the backend's scheme
   } else {
-    return {std::nullopt, "no server variable known for this scheme"};
+    // The launcher's variable, the scheme replaced; the ensemble faults run on the ensemble's.
+    auto server = compare::server_uri_for(info.scheme, compare::is_ensemble_fault(f) ? compare::quorum_server_variable(f) : nullptr);
+    if (!server.uri) return {std::nullopt, server.not_run_because};
+    uri = *server.uri;
   }
   uri = with_parameter(uri, "ttl=" + std::to_string(run_ttl.count()) + "ms");
   const auto accepts = [&](std::string_view key) {
@@ -396,6 +373,7 @@ int cmd_compare(const arguments& argv) {
       settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
       settings.server_process = compare::quorum_server(p.scenario);
     }
+    settings.acquire_has_two_commands = compare::acquire_has_two_commands(*p.info);
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work.path() / ("cell-" + std::to_string(index));
     fs::create_directories(settings.work_dir);

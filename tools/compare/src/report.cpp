@@ -59,6 +59,8 @@ std::string legend(const matrix& m) {
          "                             F: anyone's, the holder's own included\n"
          "  paused P; holder told D after the pause, next grant to another E after the pause; next grant F\n"
          "  after the resume           server-pause: the server was frozen for P; F: from its resume\n"
+         "  killed WHERE: ...          kill-mid-acquire: where the client died inside its acquire (between its\n"
+         "                             two commands, or at its grant), then recovered in D or never granted again\n"
          "  errors N                   acquire or release errors, or workers that failed\n"
          "  not run: why               the cell did not run, and why\n"
          "healthy: the clients contend; holder-kill: the holder is SIGKILLed inside its write; holder-pause: it is\n"
@@ -72,6 +74,8 @@ std::string legend(const matrix& m) {
          "partition: the holder's veth link is down for 2.5 ttls ('holder notified D before|after the next grant':\n"
          "its lost notification against the first grant to another client); clock-step: libfaketime steps the\n"
          "other clients' wall clocks 60s ahead while one holds; clock-slow: client 1's clocks, monotonic too, x0.25.\n" +
+         "kill-mid-acquire: client 1, alone, takes the lock; where its acquire is two commands (SETNX or INCR, then\n"
+         "EXPIRE) it is held between them; the others wait, and it is SIGKILLed there.\n" +
          quorum_legend();
 }
 

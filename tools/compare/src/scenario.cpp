@@ -17,6 +17,7 @@
 
 #include "dlock_compare/clock_faults.hpp"
 #include "dlock_compare/history.hpp"
+#include "dlock_compare/kill_mid_acquire.hpp"
 #include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/quorum.hpp"
 #include "dlock_compare/section.hpp"
@@ -32,7 +33,7 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 15> fault_names = {
+constexpr std::array<std::pair<fault, std::string_view>, 16> fault_names = {
     {{fault::healthy, "healthy"},
      {fault::holder_kill, "holder-kill"},
      {fault::holder_pause, "holder-pause"},
@@ -47,7 +48,8 @@ constexpr std::array<std::pair<fault, std::string_view>, 15> fault_names = {
      {fault::ensemble_majority_lost, "ensemble-majority-lost"},
      {fault::partition, "partition"},
      {fault::clock_step, "clock-step"},
-     {fault::clock_slow, "clock-slow"}}};
+     {fault::clock_slow, "clock-slow"},
+     {fault::kill_mid_acquire, "kill-mid-acquire"}}};
 
 
 // A critical section long enough to catch its holder inside it from outside (the history is
@@ -76,6 +78,7 @@ fleet_plan plan_for(fault f, const scenario_settings& s) {
   plan.duration = run_length(f, s);
   plan.acquire_timeout = acquire_timeout(s);
   if (f == fault::pause_before_write) plan.stop_once_marker = s.work_dir / "stopped-client";
+  if (f == fault::kill_mid_acquire) prepare_kill_mid_acquire(plan, s);
   return plan;
 }
 
@@ -236,7 +239,8 @@ const std::vector<fault>& every_fault() {
                                          fault::masters_minority_lost, fault::master_restarted_empty,
                                          fault::masters_majority_lost, fault::ensemble_leader_lost,
                                          fault::ensemble_majority_lost,
-                                         fault::partition, fault::clock_step, fault::clock_slow};
+                                         fault::partition, fault::clock_step, fault::clock_slow,
+                                         fault::kill_mid_acquire};
   return all;
 }
 
@@ -256,6 +260,7 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::partition: return partition_run_length(s);
     case fault::clock_step:
     case fault::clock_slow: return clock_fault_run_length(f, s);
+    case fault::kill_mid_acquire: return kill_mid_acquire_run_length(s);
   }
   return s.duration;
 }
@@ -278,6 +283,8 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
         r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), restarted->started_at);
       }
+    } else if (f == fault::kill_mid_acquire) {
+      run_kill_mid_acquire(fleet, plan, s, r);
     } else if (f == fault::pause_before_write) {
       r.victim = client_stopped_by_itself(fleet, plan);
       if (r.victim)
@@ -326,6 +333,7 @@ std::string observation(fault f, const scenario_result& r) {
                                        : "no grant after the start"));
   if (f == fault::holder_kill && r.victim)
     parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
+  if (f == fault::kill_mid_acquire && r.victim) parts.push_back(kill_mid_acquire_observation(r));
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
   if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
     parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
@@ -340,7 +348,7 @@ std::string observation(fault f, const scenario_result& r) {
                                        : "no grant after the resume"));
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {
-    const bool killed_on_purpose = f == fault::holder_kill && r.victim && *r.victim == i + 1;
+    const bool killed_on_purpose = (f == fault::holder_kill || f == fault::kill_mid_acquire) && r.victim && *r.victim == i + 1;
     if (!killed_on_purpose && r.worker_exit_codes[i] != std::optional<int>(0)) ++failed_workers;
   }
   parts.insert(parts.end(), r.fault_notes.begin(), r.fault_notes.end());

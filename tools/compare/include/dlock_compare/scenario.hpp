@@ -20,6 +20,10 @@
 //   ensemble-majority-lost  Redlock's masters and ZooKeeper's ensemble losing members: quorum.hpp
 //   partition     the holder's network link is set down for 2.5 ttls, then up (partition_fault.hpp)
 //   clock-step, clock-slow  the clients' clocks faked with libfaketime (clock_faults.hpp)
+//   kill-mid-acquire  client 1 is SIGKILLed inside its acquire once the server holds its lock: between
+//                 the two commands of a two-command acquire (SETNX or INCR, then EXPIRE; it alone is
+//                 opened with unsafe_pause_between), right after the grant where the acquire is one
+//                 command; how long until the next grant, or never (kill_mid_acquire.hpp)
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -35,7 +39,7 @@ namespace dlock::compare {
 
 enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart, connection_kill, server_pause,
                    masters_minority_lost, master_restarted_empty, masters_majority_lost, ensemble_leader_lost, ensemble_majority_lost,
-                   partition, clock_step, clock_slow };
+                   partition, clock_step, clock_slow, kill_mid_acquire };
 std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
@@ -52,6 +56,9 @@ struct scenario_settings {
   // server-restart, server-pause: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
   std::filesystem::path launcher;
   std::string server_process;
+  // kill-mid-acquire: the backend's acquire is two commands and it accepts unsafe_pause_between
+  // (acquire_has_two_commands(backend_info) says so).
+  bool acquire_has_two_commands = false;
 };
 
 // How long the scenario runs (before the workers' last acquire may wait its timeout): the fault
@@ -77,6 +84,10 @@ struct scenario_result {
   std::size_t connections_killed = 0;
   std::optional<quorum_outcome> quorum;  // the quorum faults (quorum.hpp): what went down, who was granted
   std::vector<std::string> fault_notes;  // a fault's own observations, appended to the cell's text
+  // kill-mid-acquire: where the victim was caught ("between its acquire's two commands", "at its
+  // grant"), and how long the run watched after the kill (what "never granted again" means).
+  std::string victim_caught;
+  std::optional<shared_clock::duration> watched_after_fault;
 };
 
 // Runs the scenario; throws std::system_error when the workers cannot be started or the history
