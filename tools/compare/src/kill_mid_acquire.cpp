@@ -96,9 +96,11 @@ milliseconds kill_mid_acquire_run_length(const scenario_settings& s) {
 void prepare_kill_mid_acquire(fleet_plan& plan, const scenario_settings& s) {
   plan.uri = with_parameter(plan.uri, poll_parameter);
   // Longer than the run: once client 1 wins the first command, nothing but the kill ends its pause.
-  if (s.acquire_has_two_commands)
-    plan.first_client_uri =
+  if (s.acquire_has_two_commands) {
+    if (plan.launch.empty()) plan.launch.resize(1);  // client 1 alone opens the pausing URI
+    plan.launch.front().uri =
         with_parameter(plan.uri, std::string(pause_parameter) + "=" + std::to_string(plan.duration.count() + 60'000) + "ms");
+  }
 }
 
 void run_kill_mid_acquire(worker_fleet& fleet, const fleet_plan& plan, const scenario_settings& s, scenario_result& r) {

@@ -89,7 +89,6 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
   o.stop_once_marker = plan.stop_once_marker;
   for (std::size_t i = 0; i < plan.work.size(); ++i) {
     o.client = static_cast<std::uint32_t>(i + 1);
-    o.uri = i == 0 && !plan.first_client_uri.empty() ? plan.first_client_uri : plan.uri;
     o.work = plan.work[i];
     try {
       const client_launch launch = i < plan.launch.size() ? plan.launch[i] : client_launch{};

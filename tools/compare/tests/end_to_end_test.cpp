@@ -124,7 +124,12 @@ TEST(CompareEndToEnd, WorkersGetTheUriInTheirEnvironmentNotOnTheirCommandLine) {
     return text;
   };
   const auto proc = "/proc/" + std::to_string(fleet.pid(1));
-  const auto command_line = read_nul_separated(proc + "/cmdline");
+  // Right after the spawn the kernel may show an empty command line for a moment: read again.
+  auto command_line = read_nul_separated(proc + "/cmdline");
+  for (int i = 0; i < 100 && command_line.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    command_line = read_nul_separated(proc + "/cmdline");
+  }
   EXPECT_NE(command_line.find("--history"), std::string::npos) << "not the worker's command line: " << command_line;
   EXPECT_EQ(command_line.find("4321ms"), std::string::npos) << "the URI is on the command line: " << command_line;
   EXPECT_NE(read_nul_separated(proc + "/environ").find("DLOCK_URI=" + uri + "\n"), std::string::npos)

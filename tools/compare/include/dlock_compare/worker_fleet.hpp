@@ -34,7 +34,6 @@ struct fleet_plan {
   // `dlock` itself (a program that runs dlock::compare::worker_main under a subcommand).
   std::vector<std::string> worker_subcommand;
   std::string uri;
-  std::string first_client_uri;  // not empty: client 1 opens this one (kill-mid-acquire: only it pauses)
   std::string name;
   std::filesystem::path history;
   std::filesystem::path fence;  // empty: <history>.fence
