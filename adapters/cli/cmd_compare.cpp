@@ -29,14 +29,10 @@
 #include "common.hpp"
 #include "compare_speed.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_compare/cell_setup.hpp"
 #include "dlock_compare/html_report.hpp"
-#include "dlock_compare/partition_fault.hpp"
-#include "dlock_compare/quorum.hpp"
 #include "dlock_compare/report.hpp"
-#include "dlock_compare/kill_mid_acquire.hpp"
 #include "dlock_compare/scenario.hpp"
-#include "dlock_compare/server_faults.hpp"
-#include "dlock_compare/servers.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -46,7 +42,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 using compare::fault;
-using compare::launcher_process;
 
 // Short, so that the fault scenarios (which wait out a ttl or pause for 2.5 of them) stay short.
 constexpr milliseconds run_ttl = 1s;
@@ -152,66 +147,11 @@ std::optional<std::ofstream> output_file(const args& a, const char* option) {
   return out;
 }
 
-std::string with_parameter(std::string uri, const std::string& parameter) {
-  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + parameter;
-}
-
-// The URI a scheme runs with in `f`, or why it cannot run.
-struct backend_uri {
-  std::optional<std::string> uri;
-  std::string not_run_because;
-};
+// The URI a scheme runs with in `f`, or why it cannot run (cell_setup.hpp: the tests use the same).
+using backend_uri = compare::server_uri;
 
 backend_uri uri_for(const backend_info& info, fault f, const fs::path& work_dir) {
-  if (f == fault::server_restart) {
-    if (launcher_process(info.scheme) == nullptr) return {std::nullopt, "no single server to restart"};
-    const char* launcher = std::getenv("DLOCK_SERVERS");
-    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
-  }
-  if (f == fault::server_pause) {
-    if (launcher_process(info.scheme) == nullptr) return {std::nullopt, "no single server to pause"};
-    const char* launcher = std::getenv("DLOCK_SERVERS");
-    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
-  }
-  if (f == fault::connection_kill) {
-    if (const auto why = compare::connection_kill_not_applicable(info.scheme); !why.empty()) return {std::nullopt, why};
-  }
-  if (compare::is_quorum_fault(f)) {  // several servers, stopped through the launcher
-    if (const auto why = compare::quorum_not_applicable(info.scheme, f)) return {std::nullopt, *why};
-    const char* launcher = std::getenv("DLOCK_SERVERS");
-    if (launcher == nullptr || *launcher == '\0') return {std::nullopt, "DLOCK_SERVERS unset"};
-  }
-  if (f == fault::partition && compare::server_variable(info.scheme) == nullptr) return {std::nullopt, "no network"};
-  std::string uri;
-  if (info.scheme == "memory") {
-    uri = "memory://";
-  } else if (info.scheme == "file") {
-    uri = "file://" + (work_dir / "file-locks").string();
-  } else {
-    // The launcher's variable, the scheme replaced; the ensemble faults run on the ensemble's.
-    auto server = compare::server_uri_for(info.scheme, compare::is_ensemble_fault(f) ? compare::quorum_server_variable(f) : nullptr);
-    if (!server.uri) return {std::nullopt, server.not_run_because};
-    uri = *server.uri;
-  }
-  uri = with_parameter(uri, "ttl=" + std::to_string(run_ttl.count()) + "ms");
-  const auto accepts = [&](std::string_view key) {
-    return std::ranges::find(info.parameters, key) != info.parameters.end();
-  };
-  // A healthy run restarts no server: it must not wait out a ttl because the launcher (or a
-  // test) started the server just now. The fault runs keep the safe default.
-  if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
-  if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
-  // ZooKeeper ignores the ttl (a grant lives as long as its session), so its session is the ttl,
-  // and every fault outlasts it, as it outlasts the others' ttl (the launcher's minSessionTimeout
-  // allows 1s); an ensemble's is longer than an election (ensemble_session_timeout).
-  if (accepts("session_timeout")) {
-    const auto session = compare::is_ensemble_fault(f) ? compare::ensemble_session_timeout : run_ttl;
-    uri = with_parameter(uri, "session_timeout=" + std::to_string(session.count()) + "ms");
-  }
-  if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
-  if (f == fault::partition)
-    if (auto why = compare::partition_unavailable_because(uri); !why.empty()) return {std::nullopt, why};
-  return {uri, {}};
+  return compare::cell_uri(info, f, run_ttl, work_dir);
 }
 
 // One acquire and release, so that an unreachable server stops the run before anything ran (69)
@@ -365,15 +305,7 @@ int cmd_compare(const arguments& argv) {
                  std::string(compare::to_string(p.scenario)).c_str(), p.info->scheme.c_str(),
                  static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
     settings.uri = *p.uri.uri;
-    if (p.scenario == fault::server_restart || p.scenario == fault::server_pause) {
-      settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
-      settings.server_process = launcher_process(p.info->scheme);
-    }
-    if (compare::is_quorum_fault(p.scenario)) {
-      settings.launcher = std::getenv("DLOCK_SERVERS");  // checked by uri_for
-      settings.server_process = compare::quorum_server(p.scenario);
-    }
-    settings.acquire_has_two_commands = compare::acquire_has_two_commands(*p.info);
+    compare::prepare_settings(settings, *p.info, p.scenario);
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work.path() / ("cell-" + std::to_string(index));
     fs::create_directories(settings.work_dir);

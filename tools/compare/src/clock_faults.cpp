@@ -59,6 +59,7 @@ scenario_result run_clock_step(const scenario_settings& s) {
     return r;
   }
   auto plan = fault_steps::plan(s, 200ms, clock_fault_run_length(fault::clock_step, s));
+  plan.start_delay = 1s;  // a worker behind `ip netns exec` or libfaketime starts a little slower
   for (std::uint32_t c = 1; c <= s.clients; ++c) {
     write_setting(setting_file(s, c), "+0");
     plan.launch.push_back({{}, {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + setting_file(s, c).string(),
@@ -102,6 +103,7 @@ scenario_result run_clock_slow(const scenario_settings& s) {
   // poll faster than it could win the lock back); its write is half a ttl of its own clock.
   const milliseconds slow_work = s.ttl / 2;
   auto plan = fault_steps::plan(s, 200ms, clock_fault_run_length(fault::clock_slow, s));
+  plan.start_delay = 1s;  // a worker behind `ip netns exec` or libfaketime starts a little slower
   plan.work[0] = slow_work;
   plan.launch.push_back({{}, {"LD_PRELOAD=" + lib, "FAKETIME=+0 " + rate_text()}, {}});
   for (std::uint32_t c = 2; c <= s.clients; ++c) plan.launch.push_back({{}, {}, {}, 300ms});

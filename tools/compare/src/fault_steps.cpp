@@ -22,22 +22,25 @@ fleet_plan plan(const scenario_settings& s, std::chrono::milliseconds work, std:
   p.work.assign(s.clients, work);
   p.duration = run;
   p.acquire_timeout = 2 * s.ttl + 1s;
-  p.start_delay = 1s;  // a worker behind `ip netns exec` or libfaketime starts a little slower
   return p;
 }
 
-namespace {
-
-bool stopped(pid_t pid, instant deadline) {
+bool wait_stopped(pid_t pid, instant deadline) {
   for (;;) {
     std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
     std::string pid_field, command, state;
-    stat >> pid_field >> command >> state;
+    stat >> pid_field >> command >> state;  // the worker's command name has no spaces
     if (state == "T") return true;
     if (shared_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(10ms);
   }
 }
+
+instant wait_deadline(const worker_fleet& fleet, const fleet_plan& plan) {
+  return fleet.stop_at() + plan.acquire_timeout + 20s;
+}
+
+namespace {
 
 bool inside_its_write(std::uint32_t client, const std::filesystem::path& history) {
   std::optional<section> latest;
@@ -54,7 +57,7 @@ std::optional<std::uint32_t> stop_a_holder_inside_its_write(const worker_fleet& 
     std::this_thread::sleep_for(10ms);
     if (!std::filesystem::exists(plan.history)) continue;  // no worker has opened its backend yet (a slow connect)
     for (const auto client : holders_at_end(read_history(plan.history))) {
-      if (::kill(fleet.pid(client), SIGSTOP) != 0 || !stopped(fleet.pid(client), shared_clock::now() + 5s)) continue;
+      if (::kill(fleet.pid(client), SIGSTOP) != 0 || !wait_stopped(fleet.pid(client), shared_clock::now() + 5s)) continue;
       if (inside_its_write(client, plan.history)) return client;
       ::kill(fleet.pid(client), SIGCONT);
     }
@@ -63,7 +66,7 @@ std::optional<std::uint32_t> stop_a_holder_inside_its_write(const worker_fleet& 
 }
 
 void finish(worker_fleet& fleet, const fleet_plan& plan, scenario_result& r) {
-  r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
+  r.worker_exit_codes = fleet.wait(wait_deadline(fleet, plan));
   const auto events = read_history(plan.history);
   r.check = check(std::span<const event>(events));
 }
@@ -86,6 +89,19 @@ std::string seconds(shared_clock::duration d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
   return buf;
+}
+
+std::vector<std::string> checker_observations(const scenario_result& r) {
+  std::vector<std::string> parts;
+  if (!r.fault_not_injected.empty()) parts.push_back("fault not injected: " + r.fault_not_injected);
+  const auto& c = r.check;
+  if (c.overlap_count() > 0)
+    parts.push_back("overlaps " + std::to_string(c.overlap_count()) + " (unnotified " +
+                    std::to_string(c.unnotified_losses) + ")");
+  if (c.stale_writes_accepted_by_naive > 0 || c.writes_refused_by_fenced > 0)
+    parts.push_back("stale writes: accepted " + std::to_string(c.stale_writes_accepted_by_naive) + " / refused " +
+                    std::to_string(c.stale_writes_refused_by_fenced));
+  return parts;
 }
 
 std::string notified_text(const section& victim, std::optional<instant> next_grant) {

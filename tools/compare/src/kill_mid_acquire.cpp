@@ -7,8 +7,10 @@
 #include <optional>
 #include <thread>
 
+#include "dlock_compare/cell_setup.hpp"
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/section.hpp"
+#include "fault_steps.hpp"
 
 namespace dlock::compare {
 
@@ -28,16 +30,6 @@ constexpr milliseconds others_start_waiting = 200ms;
 
 // Where the kill is looked for: the first part of the run, so that 3 ttls remain after it.
 milliseconds search_window(const scenario_settings& s) { return 2 * s.ttl + 500ms; }
-
-std::string with_parameter(std::string uri, const std::string& parameter) {
-  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + parameter;
-}
-
-std::string seconds_text(shared_clock::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
-  return buf;
-}
 
 // Client 1's latest section: nullptr before its first event.
 const section* latest_of_client_1(const std::vector<section>& sections) {
@@ -79,10 +71,6 @@ class others_held_back {
   bool resumed_ = false;
 };
 
-instant deadline_for(const worker_fleet& fleet, const fleet_plan& plan) {
-  return fleet.stop_at() + plan.acquire_timeout + 20s;
-}
-
 }  // namespace
 
 bool acquire_has_two_commands(const backend_info& info) {
@@ -123,16 +111,16 @@ void run_kill_mid_acquire(worker_fleet& fleet, const fleet_plan& plan, const sce
   ::kill(fleet.pid(1), SIGKILL);
   r.victim = 1;
   r.victim_caught = s.acquire_has_two_commands ? "between its acquire's two commands" : "at its grant";
-  r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+  r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
   r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), killed_at);
   r.watched_after_fault = fleet.stop_at() - killed_at;  // grants are possible until the workers stop
 }
 
 std::string kill_mid_acquire_observation(const scenario_result& r) {
   std::string text = "killed " + r.victim_caught + ": ";
-  if (r.recovered_after) return text + "recovered in " + seconds_text(*r.recovered_after);
+  if (r.recovered_after) return text + "recovered in " + fault_steps::seconds(*r.recovered_after);
   return text + "never granted again" +
-         (r.watched_after_fault ? " (" + seconds_text(*r.watched_after_fault) + " watched)" : std::string());
+         (r.watched_after_fault ? " (" + fault_steps::seconds(*r.watched_after_fault) + " watched)" : std::string());
 }
 
 }  // namespace dlock::compare

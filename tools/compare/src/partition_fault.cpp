@@ -41,6 +41,7 @@ scenario_result run_partition(const scenario_settings& s) {
   // Two ttls: the holder is still writing when its lease runs out, so the cell shows whether it is
   // told before the server lets another client in.
   auto plan = fault_steps::plan(s, 2 * s.ttl, partition_run_length(s));
+  plan.start_delay = 1s;  // a worker behind `ip netns exec` or libfaketime starts a little slower
   plan.uri = net.reachable_uri(s.uri);
   for (std::uint32_t c = 1; c <= s.clients; ++c) plan.launch.push_back({net.launch_prefix(c), {}, {}});
 

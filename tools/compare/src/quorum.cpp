@@ -9,6 +9,7 @@
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 #include "dlock_compare/zookeeper_mode.hpp"
+#include "fault_steps.hpp"
 
 namespace dlock::compare {
 
@@ -69,16 +70,7 @@ milliseconds outage_length(fault f, const scenario_settings& s) {
 }
 
 fleet_plan quorum_plan(fault f, const scenario_settings& s) {
-  fleet_plan plan;
-  plan.worker_executable = s.worker_executable;
-  plan.worker_subcommand = s.worker_subcommand;
-  plan.uri = s.uri;
-  plan.name = s.name;
-  plan.history = s.work_dir / "history";
-  plan.work.assign(s.clients, quorum_work_length(f, s));
-  plan.duration = quorum_run_length(f, s);
-  plan.acquire_timeout = 2 * s.ttl + 1s;  // a timeout is only a retry; waiting through the fault is the point
-  return plan;
+  return fault_steps::plan(s, quorum_work_length(f, s), quorum_run_length(f, s));
 }
 
 struct writer {
@@ -109,12 +101,6 @@ std::optional<member> leader_of(const std::vector<member>& members, instant dead
     if (shared_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(100ms);
   }
-}
-
-std::string seconds_text(shared_clock::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
-  return buf;
 }
 
 // The outcome's timings, read from the history once the fleet is done.
@@ -327,41 +313,34 @@ scenario_result run_quorum_scenario(fault f, const scenario_settings& s) {
 }
 
 std::string quorum_observation(fault f, const scenario_result& r) {
-  std::vector<std::string> parts;
-  if (!r.fault_not_injected.empty()) parts.push_back("fault not injected: " + r.fault_not_injected);
+  auto parts = fault_steps::checker_observations(r);
   const auto& c = r.check;
-  if (c.overlap_count() > 0)
-    parts.push_back("overlaps " + std::to_string(c.overlap_count()) + " (unnotified " +
-                    std::to_string(c.unnotified_losses) + ")");
-  if (c.stale_writes_accepted_by_naive > 0 || c.writes_refused_by_fenced > 0)
-    parts.push_back("stale writes: accepted " + std::to_string(c.stale_writes_accepted_by_naive) + " / refused " +
-                    std::to_string(c.stale_writes_refused_by_fenced));
   if (r.quorum && r.fault_not_injected.empty()) {
     const auto& q = *r.quorum;
     std::string what;
     if (f == fault::ensemble_leader_lost) {
       what = "leader " + q.leader + " stopped: " +
-             (q.new_leader_after ? "new leader after " + seconds_text(*q.new_leader_after) : "no new leader seen");
+             (q.new_leader_after ? "new leader after " + fault_steps::seconds(*q.new_leader_after) : "no new leader seen");
     } else if (f == fault::master_restarted_empty) {
       what = "redlock.3 back empty, then redlock.1 restarted empty";
     } else {
       what = std::to_string(q.stopped.size()) + " of " + std::to_string(q.members) + " down " +
-             (q.down_for ? seconds_text(*q.down_for) : "(not started again in the run)") + ", granted " +
+             (q.down_for ? fault_steps::seconds(*q.down_for) : "(not started again in the run)") + ", granted " +
              std::to_string(q.grants_while_down) + "x meanwhile";
     }
     parts.push_back(what);
     if (q.holder_kept_lock)
       parts.push_back("holder kept its lock");
     else if (q.holder_told_after)
-      parts.push_back(std::string("holder told after ") + seconds_text(*q.holder_told_after) +
+      parts.push_back(std::string("holder told after ") + fault_steps::seconds(*q.holder_told_after) +
                       (q.holder_told_before_other_grant ? "" : ", after another's grant"));
     else
       parts.push_back("holder never told");
     if (f == fault::ensemble_leader_lost)  // the election is what it costs; the old leader's return is not
-      parts.push_back(q.next_grant_after_fault ? "next grant " + seconds_text(*q.next_grant_after_fault) + " after the stop"
+      parts.push_back(q.next_grant_after_fault ? "next grant " + fault_steps::seconds(*q.next_grant_after_fault) + " after the stop"
                                                : "no grant after the stop");
     else if (q.next_grant_after_back)
-      parts.push_back("next grant " + seconds_text(*q.next_grant_after_back) + " after all were back");
+      parts.push_back("next grant " + fault_steps::seconds(*q.next_grant_after_back) + " after all were back");
     else if (q.down_for)
       parts.push_back("no grant after all were back");
   }

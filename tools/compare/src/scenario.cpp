@@ -1,9 +1,6 @@
 #include "dlock_compare/scenario.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,13 +15,13 @@
 #include "dlock_compare/clock_faults.hpp"
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/kill_mid_acquire.hpp"
+#include "dlock_compare/launcher_processes.hpp"
 #include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/quorum.hpp"
 #include "dlock_compare/section.hpp"
 #include "dlock_compare/server_scenarios.hpp"
 #include "dlock_compare/worker_fleet.hpp"
-
-extern char** environ;
+#include "fault_steps.hpp"
 
 namespace dlock::compare {
 
@@ -51,7 +48,6 @@ constexpr std::array<std::pair<fault, std::string_view>, 16> fault_names = {
      {fault::clock_slow, "clock-slow"},
      {fault::kill_mid_acquire, "kill-mid-acquire"}}};
 
-
 // A critical section long enough to catch its holder inside it from outside (the history is
 // polled every 10 ms); a healthy run keeps it short, for many handoffs; across a server restart
 // the holder writes for two ttls, so that a server that forgets it can let a successor in while
@@ -63,69 +59,11 @@ milliseconds work_length(fault f, const scenario_settings& s) {
   return f == fault::server_restart ? 2 * s.ttl : 200ms;
 }
 
-// Waiting for a lock held by a killed or paused holder takes up to a ttl; a timeout is only a
-// retry, but a waiter that gives up too early would hide the recovery it waits for.
-milliseconds acquire_timeout(const scenario_settings& s) { return 2 * s.ttl + 1s; }
-
 fleet_plan plan_for(fault f, const scenario_settings& s) {
-  fleet_plan plan;
-  plan.worker_executable = s.worker_executable;
-  plan.worker_subcommand = s.worker_subcommand;
-  plan.uri = s.uri;
-  plan.name = s.name;
-  plan.history = s.work_dir / "history";
-  plan.work.assign(s.clients, work_length(f, s));
-  plan.duration = run_length(f, s);
-  plan.acquire_timeout = acquire_timeout(s);
+  auto plan = fault_steps::plan(s, work_length(f, s), run_length(f, s));
   if (f == fault::pause_before_write) plan.stop_once_marker = s.work_dir / "stopped-client";
   if (f == fault::kill_mid_acquire) prepare_kill_mid_acquire(plan, s);
   return plan;
-}
-
-// Waits until the kernel reports `pid` stopped (state T), polling every 10 ms until `deadline`.
-bool wait_stopped(pid_t pid, instant deadline) {
-  for (;;) {
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string pid_field, command, state;
-    stat >> pid_field >> command >> state;  // the worker's command name has no spaces
-    if (state == "T") return true;
-    if (shared_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
-// Stops `pid` and waits until it is stopped, so that no event of it is still on its way into the
-// history. Bounded: false if it did not stop within 5 s.
-bool stop_and_wait(pid_t pid) {
-  return ::kill(pid, SIGSTOP) == 0 && wait_stopped(pid, shared_clock::now() + 5s);
-}
-
-bool inside_its_write(std::uint32_t client, const std::filesystem::path& history) {
-  std::optional<section> latest;
-  for (auto& s : assemble_sections(read_history(history)))
-    if (s.client == client) latest = s;  // ordered by attempt
-  return latest && latest->write_begin && !latest->write_end;
-}
-
-// Finds a holder in the growing history and leaves it stopped where the history shows it inside
-// its write; resumes it and tries again when it was caught between steps. A process-scoped
-// backend has several holders at once: any of them will do. Bounded (about 200 polls).
-std::optional<std::uint32_t> freeze_a_holder_inside_its_write(const worker_fleet& fleet, const fleet_plan& plan) {
-  for (int i = 0; i < 200 && shared_clock::now() < fleet.stop_at(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    if (!std::filesystem::exists(plan.history)) continue;  // no worker has opened its backend yet (a slow connect)
-    for (const auto client : holders_at_end(read_history(plan.history))) {
-      if (!stop_and_wait(fleet.pid(client))) continue;
-      if (inside_its_write(client, plan.history)) return client;
-      ::kill(fleet.pid(client), SIGCONT);  // caught between steps
-    }
-  }
-  return std::nullopt;
-}
-
-// Generous: the last acquire may start just before the end and wait its whole timeout.
-instant deadline_for(const worker_fleet& fleet, const fleet_plan& plan) {
-  return fleet.stop_at() + plan.acquire_timeout + 20s;
 }
 
 // pause-before-write: the client named in the marker once it has stopped itself. Bounded by the run.
@@ -136,51 +74,9 @@ std::optional<std::uint32_t> client_stopped_by_itself(const worker_fleet& fleet,
     std::ifstream marker(plan.stop_once_marker);
     marker >> client;  // stays 0 until the client has written its id
   }
-  if (client == 0 || client > fleet.size() || !wait_stopped(fleet.pid(client), fleet.stop_at())) return std::nullopt;
+  if (client == 0 || client > fleet.size() || !fault_steps::wait_stopped(fleet.pid(client), fleet.stop_at())) return std::nullopt;
   return client;
 }
-
-// `launcher VERB PROCESS` ("stop redis"), its output discarded; its exit status, -1 if it did not run.
-int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  const std::string path = launcher.string();
-  std::vector<char*> argv = {const_cast<char*>(path.c_str()), const_cast<char*>(verb),
-                             const_cast<char*>(process.c_str()), nullptr};
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// A server stopped through the launcher, started again by start() or, whatever happened in
-// between, when the scope ends: a run must never leave a server down.
-class stopped_server {
- public:
-  stopped_server(std::filesystem::path launcher, std::string process)
-      : launcher_(std::move(launcher)), process_(std::move(process)) {
-    stopped_ = run_launcher(launcher_, "stop", process_) == 0;
-  }
-  ~stopped_server() { start(); }
-  stopped_server(const stopped_server&) = delete;
-  stopped_server& operator=(const stopped_server&) = delete;
-  bool stopped() const noexcept { return stopped_; }
-  bool start() {
-    if (stopped_) stopped_ = run_launcher(launcher_, "start", process_) != 0;
-    return !stopped_;
-  }
-
- private:
-  std::filesystem::path launcher_;
-  std::string process_;
-  bool stopped_ = false;
-};
 
 struct restart { instant stopped_at, started_at; };
 
@@ -189,12 +85,12 @@ struct restart { instant stopped_at, started_at; };
 std::optional<restart> restart_server(const worker_fleet& fleet, const scenario_settings& s, std::string& why_not) {
   sleep_until(fleet.start_at() + 500ms);
   const auto stopped_at = shared_clock::now();
-  stopped_server server(s.launcher, s.server_process);
-  if (!server.stopped()) {
+  launcher_processes server(s.launcher);  // starts it again whatever happens: a run never leaves a server down
+  if (!server.stop(s.server_process)) {
     why_not = "the launcher could not stop " + s.server_process;
     return std::nullopt;
   }
-  if (!server.start()) {
+  if (!server.start(s.server_process)) {
     why_not = "the launcher could not start " + s.server_process + " again";
     return std::nullopt;
   }
@@ -208,14 +104,8 @@ void pause_then_resume(worker_fleet& fleet, const fleet_plan& plan, std::uint32_
   std::this_thread::sleep_for(pause_length(s));
   ::kill(fleet.pid(victim), SIGCONT);
   r.paused_for = std::chrono::duration_cast<milliseconds>(shared_clock::now() - paused_at);
-  r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+  r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
   r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), paused_at);
-}
-
-std::string seconds_text(shared_clock::duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2fs", std::chrono::duration<double>(d).count());
-  return buf;
 }
 
 }  // namespace
@@ -280,7 +170,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
     if (f == fault::server_restart) {
       if (const auto restarted = restart_server(fleet, s, r.fault_not_injected)) {
         r.server_down_for = restarted->started_at - restarted->stopped_at;
-        r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+        r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), restarted->started_at);
       }
     } else if (f == fault::kill_mid_acquire) {
@@ -293,23 +183,23 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
         r.fault_not_injected = "no client stopped itself before its first write";
     } else if (f != fault::healthy) {
       sleep_until(fleet.start_at());
-      r.victim = freeze_a_holder_inside_its_write(fleet, plan);
+      r.victim = fault_steps::stop_a_holder_inside_its_write(fleet, plan);
       if (!r.victim) {
         r.fault_not_injected = "no holder was caught inside its write";
       } else if (f == fault::connection_kill) {
-        kill_holder_connections(fleet, plan, *r.victim, s, blackhole.get(), deadline_for(fleet, plan), r);
+        kill_holder_connections(fleet, plan, *r.victim, s, blackhole.get(), fault_steps::wait_deadline(fleet, plan), r);
       } else if (f == fault::server_pause) {
-        pause_server(fleet, plan, *r.victim, s, deadline_for(fleet, plan), r);
+        pause_server(fleet, plan, *r.victim, s, fault_steps::wait_deadline(fleet, plan), r);
       } else if (f == fault::holder_kill) {
         const auto killed_at = shared_clock::now();
         ::kill(fleet.pid(*r.victim), SIGKILL);
-        r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+        r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), killed_at);
       } else {
         pause_then_resume(fleet, plan, *r.victim, s, r);
       }
     }
-    if (r.worker_exit_codes.empty()) r.worker_exit_codes = fleet.wait(deadline_for(fleet, plan));
+    if (r.worker_exit_codes.empty()) r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
   }
   const auto events = read_history(plan.history);
   r.check = check(std::span<const event>(events));
@@ -318,33 +208,26 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
 
 std::string observation(fault f, const scenario_result& r) {
   if (is_quorum_fault(f)) return quorum_observation(f, r);
-  std::vector<std::string> parts;
-  if (!r.fault_not_injected.empty()) parts.push_back("fault not injected: " + r.fault_not_injected);
+  auto parts = fault_steps::checker_observations(r);
   const auto& c = r.check;
-  if (c.overlap_count() > 0)
-    parts.push_back("overlaps " + std::to_string(c.overlap_count()) + " (unnotified " +
-                    std::to_string(c.unnotified_losses) + ")");
-  if (c.stale_writes_accepted_by_naive > 0 || c.writes_refused_by_fenced > 0)
-    parts.push_back("stale writes: accepted " + std::to_string(c.stale_writes_accepted_by_naive) + " / refused " +
-                    std::to_string(c.stale_writes_refused_by_fenced));
   if (f == fault::server_restart && r.server_down_for)
-    parts.push_back("down " + seconds_text(*r.server_down_for) + ", " +
-                    (r.recovered_after ? "next grant " + seconds_text(*r.recovered_after) + " after the start"
+    parts.push_back("down " + fault_steps::seconds(*r.server_down_for) + ", " +
+                    (r.recovered_after ? "next grant " + fault_steps::seconds(*r.recovered_after) + " after the start"
                                        : "no grant after the start"));
   if (f == fault::holder_kill && r.victim)
-    parts.push_back(r.recovered_after ? "recovered in " + seconds_text(*r.recovered_after) : "not recovered in the run");
+    parts.push_back(r.recovered_after ? "recovered in " + fault_steps::seconds(*r.recovered_after) : "not recovered in the run");
   if (f == fault::kill_mid_acquire && r.victim) parts.push_back(kill_mid_acquire_observation(r));
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
   if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
-    parts.push_back(r.recovered_after ? "next grant after " + seconds_text(*r.recovered_after) : "no grant after the pause began");
+    parts.push_back(r.recovered_after ? "next grant after " + fault_steps::seconds(*r.recovered_after) : "no grant after the pause began");
   if (f == fault::connection_kill && r.connections_killed > 0)
     parts.push_back((r.paused_for.count() > 0 ? "silenced " : "killed ") + std::to_string(r.connections_killed) +
-                    " connection(s)" + (r.paused_for.count() > 0 ? " for " + seconds_text(r.paused_for) + " (session expiry)" : "") +
+                    " connection(s)" + (r.paused_for.count() > 0 ? " for " + fault_steps::seconds(r.paused_for) + " (session expiry)" : "") +
                     "; " + notification_text(r, "kill") +
-                    (r.recovered_after ? "; next grant " + seconds_text(*r.recovered_after) + " after the kill" : "; no grant after the kill"));
+                    (r.recovered_after ? "; next grant " + fault_steps::seconds(*r.recovered_after) + " after the kill" : "; no grant after the kill"));
   if (f == fault::server_pause && r.server_down_for)
-    parts.push_back("paused " + seconds_text(*r.server_down_for) + "; " + notification_text(r, "pause") + "; " +
-                    (r.recovered_after ? "next grant " + seconds_text(*r.recovered_after) + " after the resume"
+    parts.push_back("paused " + fault_steps::seconds(*r.server_down_for) + "; " + notification_text(r, "pause") + "; " +
+                    (r.recovered_after ? "next grant " + fault_steps::seconds(*r.recovered_after) + " after the resume"
                                        : "no grant after the resume"));
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {

@@ -18,9 +18,8 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_compare/cell_setup.hpp"
 #include "dlock_compare/history.hpp"
-#include "dlock_compare/kill_mid_acquire.hpp"
-#include "dlock_compare/servers.hpp"
 #include "dlock_test/support.hpp"
 #include "scenario_properties.hpp"
 #include "temp_dir.hpp"
@@ -52,10 +51,6 @@ std::string case_name(const ::testing::TestParamInfo<scenario_case>& info) {
   std::string name = std::string(to_string(info.param.scenario)) + "_on_" + info.param.scheme;
   std::ranges::replace_if(name, [](char c) { return c == '-' || c == '+'; }, '_');
   return name;
-}
-
-std::string with_parameter(std::string uri, const std::string& parameter) {
-  return uri + (uri.find('?') == std::string::npos ? "?" : "&") + parameter;
 }
 
 bool excluded(const std::string& scheme) {
@@ -101,36 +96,14 @@ TEST_P(Scenario, Properties) {
   s.name = dlock::testing::unique_name("compare-scenario");
   s.work_dir = dir.path() / "run";
   std::filesystem::create_directory(s.work_dir);
-  s.acquire_has_two_commands = acquire_has_two_commands(info);
-  std::string uri;
-  if (scheme == "memory") {
-    uri = "memory://";
-  } else if (scheme == "file") {
-    uri = "file://" + (dir.path() / "locks").string();
-  } else {
-    const auto server = server_uri_for(scheme);
-    ASSERT_TRUE(server.uri) << scheme << ": " << server.not_run_because
-                            << ": start the servers with compose/native/dlock-servers up, or exclude it with "
-                               "DLOCK_TEST_EXCLUDE="
-                            << scheme;
-    uri = *server.uri;
-  }
-  uri = with_parameter(uri, "ttl=" + std::to_string(s.ttl.count()) + "ms");
-  const auto accepts = [&](std::string_view key) { return std::ranges::find(info.parameters, key) != info.parameters.end(); };
-  // As dlock compare: nothing restarts a server in a healthy run, so no wait for one that started just now.
-  if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
-  if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
-  // As dlock compare: the session of a session-bound lock (zookeeper) is its ttl.
-  if (accepts("session_timeout")) uri = with_parameter(uri, "session_timeout=" + std::to_string(s.ttl.count()) + "ms");
-  if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");
-  s.uri = uri;
-  if (f == fault::server_restart) {
-    const char* launcher = std::getenv("DLOCK_SERVERS");
-    ASSERT_TRUE(launcher != nullptr && *launcher != '\0')
-        << "DLOCK_SERVERS is not set: server-restart stops and starts the server through compose/native/dlock-servers";
-    s.launcher = launcher;
-    s.server_process = launcher_process(scheme);
-  }
+  // Exactly the URI and settings `dlock compare` runs this cell with (cell_setup.hpp).
+  const auto uri = cell_uri(info, f, s.ttl, dir.path());
+  ASSERT_TRUE(uri.uri) << scheme << ": " << uri.not_run_because
+                       << ": start the servers with compose/native/dlock-servers up, or exclude it with "
+                          "DLOCK_TEST_EXCLUDE="
+                       << scheme;
+  s.uri = *uri.uri;
+  prepare_settings(s, info, f);
 
   const auto result = run_scenario(f, s);
   const auto events = read_history(s.work_dir / "history");
