@@ -180,9 +180,14 @@ bool connection::learn_server_start(std::error_code& ec) noexcept {
                   "wait_after_restart=false if the server persists every write (appendfsync always)");
     return false;
   }
-  // The uptime was counted at some instant before `answered`, in whole seconds rounded down: the
-  // server started at `answered - uptime` at the latest.
-  server_started_by_ = answered - std::chrono::seconds(uptime);
+  // Redis counts uptime_in_seconds as the difference of two whole-second wall-clock readings (its
+  // cached time now, and its start, each rounded down), so it says 1 as soon as the wall clock
+  // passes a second boundary, possibly a few milliseconds after the start: it exceeds the real
+  // age by up to (not including) one second. Taking it for the age placed the start up to a
+  // second too early, and with a 1s ttl a restarted server granted 0.1s after it started. It was
+  // counted at some instant before `answered` (and its cached clock may lag, which only lowers
+  // it): the server started before `answered - uptime + 1s`.
+  server_started_by_ = answered - std::chrono::seconds(uptime) + std::chrono::seconds(1);
   return true;
 }
 

@@ -93,7 +93,8 @@ class connection {
 
   // From INFO server at open (endpoint::learn_server_start), else empty / the epoch.
   const std::string& run_id() const noexcept { return run_id_; }
-  // The latest instant at which the server can have started (its uptime counts whole seconds).
+  // The latest instant at which the server can have started: its uptime_in_seconds, a difference
+  // of whole wall-clock seconds, can exceed its real age by up to a second (see learn_server_start).
   std::chrono::steady_clock::time_point server_started_by() const noexcept { return server_started_by_; }
   const endpoint& where() const noexcept { return where_; }
   redisContext* raw() noexcept { return context_.get(); }

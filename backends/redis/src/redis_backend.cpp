@@ -397,7 +397,8 @@ void shared::note_young_server(const std::string& run_id, milliseconds left, mil
     report_background_error(
         make_error_code(errc::backend_unavailable),
         "redis " + config.where.label() + ": the server started less than a ttl (" + std::to_string(ttl.count()) +
-            "ms) ago; no lock is granted for another " + std::to_string(left.count()) +
+            "ms) ago, or may have (its uptime_in_seconds counts whole wall-clock seconds: a second is "
+            "added); no lock is granted for another " + std::to_string(left.count()) +
             "ms, so that holders from before a restart without persistence time out first "
             "(wait_after_restart=false turns this off for a server that persists every write)");
   } catch (...) {
