@@ -1024,6 +1024,7 @@ TEST(zookeeper_ensemble, TwoNodesDownHolderToldLostAndNobodyElseAcquires) {
   ASSERT_FALSE(uri.empty());
   ensemble_disturbance disturbance(uri);
   collected_diagnostics diagnostics;
+  const auto collecting_since = std::chrono::steady_clock::now();
   auto b = dlock::open(uri + "?session_timeout=4s");
   auto other = dlock::open(uri + "?session_timeout=4s");
   const auto name = unique("two-down");
@@ -1037,10 +1038,12 @@ TEST(zookeeper_ensemble, TwoNodesDownHolderToldLostAndNobodyElseAcquires) {
   for (int i = 0; i < 400 && !held.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
   EXPECT_TRUE(held.lost_token().stop_requested()) << "the holder was not told the lock is lost";
   // Meanwhile both clients cycled through the three hosts, logging at each attempt and alternating
-  // between the hosts' lines (121 lines in 5 s before): each distinct line is reported once per
-  // quiet period (10 s), its repeats counted in it.
+  // between the hosts' lines (~115 times each in 5 s before): each distinct line is reported at
+  // most once per quiet period (10 s), its repeats counted in it.
+  const auto quiet_periods = 1 + (std::chrono::steady_clock::now() - collecting_since) / std::chrono::seconds(10);
   std::map<std::string, int> times_reported;
   for (const auto& line : diagnostics.lines())
     if (line.starts_with("zookeeper client: ")) ++times_reported[line.substr(0, line.find(" (repeated "))];
-  for (const auto& [line, times] : times_reported) EXPECT_EQ(times, 1) << "reported " << times << " times: " << line;
+  for (const auto& [line, times] : times_reported)
+    EXPECT_LE(times, quiet_periods) << "reported " << times << " times in " << quiet_periods << " quiet period(s): " << line;
 }
