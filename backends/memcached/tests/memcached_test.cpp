@@ -22,16 +22,9 @@ namespace mc = dlock::memcached;
 
 namespace {
 
-std::string server_uri() {
-  const char* v = std::getenv("DLOCK_MEMCACHED_URI");
-  if (!v || !*v) {
-    ADD_FAILURE() << "DLOCK_MEMCACHED_URI is not set: start a server, e.g. eval \"$(compose/native/dlock-servers up memcached)\"";
-    return {};
-  }
-  return v;
-}
+std::string server_uri() { return dlock::testing::server_uri("DLOCK_MEMCACHED_URI"); }
 
-std::string unique(std::string_view prefix) { return std::string(prefix) + "-" + dlock::spi::random_token().substr(0, 16); }
+using dlock::testing::unique_name;
 
 struct raw_client {
   dlock::uri u;
@@ -56,9 +49,7 @@ struct raw_client {
 // The tests below that are not about the restart delay switch it off: the launcher's servers are
 // freshly started (and restarted by fault tests), and would grant nothing for their first seconds.
 std::shared_ptr<dlock::backend> open_backend(std::string_view query = "ttl=2s&restart_delay=off") {
-  const auto base = server_uri();
-  if (base.empty()) return nullptr;
-  return dlock::open(base + "?" + std::string(query));
+  return dlock::open(server_uri() + "?" + std::string(query));
 }
 
 }  // namespace
@@ -84,8 +75,7 @@ TEST(memcached, AnEmptyHostIsRefusedNotTakenForLocalhost) {
 
 TEST(memcached, SecondOwnerIsRefusedWhileHeld) {
   auto b = open_backend();
-  ASSERT_TRUE(b);
-  const auto name = unique("excl");
+  const auto name = unique_name("excl");
   auto a = b->make_lock(name), c = b->make_lock(name);
   auto held = a->try_acquire();
   ASSERT_TRUE(held);
@@ -96,9 +86,8 @@ TEST(memcached, SecondOwnerIsRefusedWhileHeld) {
 
 TEST(memcached, ReleaseReallyDeletesTheItem) {
   auto b = open_backend();
-  ASSERT_TRUE(b);
   raw_client raw(server_uri());
-  const auto name = unique("del");
+  const auto name = unique_name("del");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   ASSERT_TRUE(raw.get(name).has_value());
@@ -108,9 +97,8 @@ TEST(memcached, ReleaseReallyDeletesTheItem) {
 
 TEST(memcached, ReleaseByAFormerOwnerLeavesTheNewHoldersItem) {
   auto b = open_backend();
-  ASSERT_TRUE(b);
   raw_client raw(server_uri());
-  const auto name = unique("nonowner");
+  const auto name = unique_name("nonowner");
   auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
   ASSERT_TRUE(held);
   // Our grant expired and someone else took the lock: the item now carries their token.
@@ -125,9 +113,8 @@ TEST(memcached, ReleaseByAFormerOwnerLeavesTheNewHoldersItem) {
 
 TEST(memcached, RenewIsCasGuarded) {
   auto b = open_backend();
-  ASSERT_TRUE(b);
   raw_client raw(server_uri());
-  const auto name = unique("renew");
+  const auto name = unique_name("renew");
   auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
   ASSERT_TRUE(held);
   held.renew(2s);  // ours: succeeds
@@ -141,8 +128,7 @@ TEST(memcached, RenewIsCasGuarded) {
 
 TEST(memcached, AnExpiredGrantFreesTheLock) {
   auto b = open_backend("ttl=1s&watchdog=false&restart_delay=off");
-  ASSERT_TRUE(b);
-  const auto name = unique("expiry");
+  const auto name = unique_name("expiry");
   auto holder = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(holder);
   // ttl 1s -> exptime 2s on the server: gone after at most 2s. Bounded wait, not a timing claim.
@@ -152,8 +138,7 @@ TEST(memcached, AnExpiredGrantFreesTheLock) {
 
 TEST(memcached, FencingTokensIncreasePerGrant) {
   auto b = open_backend();
-  ASSERT_TRUE(b);
-  const auto name = unique("fence");
+  const auto name = unique_name("fence");
   auto lock = b->make_lock(name);
   std::uint64_t last = 0;
   for (int i = 0; i < 5; ++i) {
@@ -178,8 +163,7 @@ TEST(memcached, NamesMemcachedCannotStoreAreHashedWithoutCollisions) {
     for (unsigned char c : k) EXPECT_TRUE(c > 0x20 && c < 0x7f) << k;
   }
   auto b = open_backend();
-  ASSERT_TRUE(b);
-  const auto base = unique("long");
+  const auto base = unique_name("long");
   auto x = b->make_lock(base + long_a)->try_acquire();
   auto y = b->make_lock(base + long_b)->try_acquire();
   auto z = b->make_lock(base + " with space")->try_acquire();
@@ -197,9 +181,8 @@ TEST(memcached, TtlIsWholeSecondsRoundedUpNeverZero) {
 
 TEST(memcached, OutOfBandDeleteFiresLost) {
   auto b = open_backend("ttl=1500ms&restart_delay=off");
-  ASSERT_TRUE(b);
   raw_client raw(server_uri());
-  const auto name = unique("lost");
+  const auto name = unique_name("lost");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   const auto k = mc::keys_for("dlock:", name);
@@ -214,8 +197,7 @@ TEST(memcached, OutOfBandDeleteFiresLost) {
 TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
   using days = std::chrono::days;
   auto b = open_backend();
-  ASSERT_TRUE(b);
-  const auto name = unique("longttl");
+  const auto name = unique_name("longttl");
   try {
     auto first = b->make_lock(name, dlock::lock_options{.ttl = days{31}, .watchdog = false});
     auto held = first->try_acquire();
@@ -280,8 +262,7 @@ TEST(memcached, MinUptimeToGrantCoversTheTtlAndTheServerClock) {
 // granted at once, while the holder from before still believed it held.
 TEST(memcached, ARestartedServerGrantsOnlyAfterTheOldHolderWasToldAndWithAHigherToken) {
   const auto base = server_uri();
-  ASSERT_FALSE(base.empty());
-  const auto name = unique("restart");
+  const auto name = unique_name("restart");
   auto before = dlock::open(base + "?ttl=2s");
   dlock::lease held;
   for (int i = 0; i < 3; ++i) {  // token a is not the counter's first: a reset to 1 shows
@@ -316,9 +297,8 @@ TEST(memcached, ARestartedServerGrantsOnlyAfterTheOldHolderWasToldAndWithAHigher
 // issue 9: an evicted (here: deleted) counter was re-created at 0, so tokens went back to 1.
 TEST(memcached, FencingTokensIncreaseAfterTheCounterIsEvicted) {
   const auto base = server_uri();
-  ASSERT_FALSE(base.empty());
   raw_client raw(base);
-  const auto name = unique("evicted");
+  const auto name = unique_name("evicted");
   auto b = dlock::open(base + "?ttl=2s");
   auto lock = b->make_lock(name);
   std::uint64_t a = 0;
@@ -343,11 +323,10 @@ TEST(memcached, FencingTokensIncreaseAfterTheCounterIsEvicted) {
 // request) left a grant that nobody held: the name stayed taken for a whole ttl.
 TEST(memcached, AnAcquireWhoseReplyWasLostLeavesNoGrantBehind) {
   const auto base = server_uri();
-  ASSERT_FALSE(base.empty());
   raw_client raw(base);
-  const auto name = unique("lostreply");
+  const auto name = unique_name("lostreply");
   auto b = dlock::open(base + "?ttl=60s&command_timeout=300ms&restart_delay=off");
-  ASSERT_TRUE(b->make_lock(unique("warm"))->try_acquire());  // a connection in the pool
+  ASSERT_TRUE(b->make_lock(unique_name("warm"))->try_acquire());  // a connection in the pool
   {
     thawed_at_exit thaw;
     thaw.pid = dlock::testing::launcher_pid("memcached");
@@ -371,14 +350,7 @@ TEST(memcached, AnAcquireWhoseReplyWasLostLeavesNoGrantBehind) {
 
 namespace {
 
-std::string ring_uri() {
-  const char* v = std::getenv("DLOCK_MEMCACHED_RING_URI");
-  if (!v || !*v) {
-    ADD_FAILURE() << "DLOCK_MEMCACHED_RING_URI is not set: eval \"$(compose/native/dlock-servers up memcached-ring)\"";
-    return {};
-  }
-  return v;
-}
+std::string ring_uri() { return dlock::testing::server_uri("DLOCK_MEMCACHED_RING_URI"); }
 
 // One raw client per server of the ring, each knowing only its own server: where an item really
 // is does not depend on the hashing under test.
@@ -402,14 +374,13 @@ bool fence_on(raw_client& c, std::string_view name) {
 // counter together), and names spread over the servers.
 TEST(memcached_ring, EachNameLivesOnExactlyOneServerAndNamesSpread) {
   const auto ring = ring_uri();
-  ASSERT_FALSE(ring.empty());
   auto servers = one_client_per_server(ring);
   ASSERT_EQ(servers.size(), 2u);
   auto b = dlock::open(ring + "?ttl=10s&restart_delay=off");
   std::vector<int> per_server(servers.size(), 0);
   std::vector<dlock::lease> held;
   for (int i = 0; i < 40; ++i) {
-    const auto name = unique("ring-" + std::to_string(i));
+    const auto name = unique_name("ring-" + std::to_string(i));
     held.push_back(b->make_lock(name)->acquire());
     int where = -1, copies = 0;
     for (std::size_t s = 0; s < servers.size(); ++s)
@@ -431,14 +402,13 @@ TEST(memcached_ring, EachNameLivesOnExactlyOneServerAndNamesSpread) {
 // first still holds it on the server that comes back.
 TEST(memcached_ring, AServerDownFailsItsNamesInsteadOfMovingThem) {
   const auto ring = ring_uri();
-  ASSERT_FALSE(ring.empty());
   auto servers = one_client_per_server(ring);
   ASSERT_EQ(servers.size(), 2u);
   auto b = dlock::open(ring + "?ttl=10s&restart_delay=off");
   // A name on server 2 and one on server 1.
   std::string on_second, on_first;
   for (int i = 0; i < 100 && (on_second.empty() || on_first.empty()); ++i) {
-    const auto name = unique("ring-down-" + std::to_string(i));
+    const auto name = unique_name("ring-down-" + std::to_string(i));
     auto l = b->make_lock(name)->acquire();
     (servers[1]->get(name) ? on_second : on_first) = name;
   }

@@ -20,18 +20,10 @@ using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 namespace mc = dlock::memcached;
 
-std::string server_uri() {
-  const char* v = std::getenv("DLOCK_MEMCACHED_URI");
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << "DLOCK_MEMCACHED_URI is not set: eval \"$(compose/native/dlock-servers up memcached)\"";
-    return {};
-  }
-  return v;
-}
+std::string server_uri() { return dlock::testing::server_uri("DLOCK_MEMCACHED_URI"); }
 
 std::string uri_of(std::string_view scheme, std::string_view query) {
-  const auto base = server_uri();
-  return dlock::testing::with_query(std::string(scheme) + base.substr(base.find("://")), query);
+  return dlock::testing::with_query(dlock::testing::with_scheme(server_uri(), scheme), query);
 }
 
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }

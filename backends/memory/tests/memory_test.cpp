@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
 #include "memory_backend.hpp"
 
 namespace dlock {
@@ -27,10 +28,7 @@ std::shared_ptr<dlock::backend> open_memory(std::string_view uri) {
   return r->open(uri);
 }
 
-std::string unique(std::string_view base) {
-  static std::atomic<int> n{0};
-  return std::string(base) + "-" + std::to_string(n++);
-}
+using dlock::testing::unique_name;
 
 dlock::lock_options no_watchdog(std::chrono::milliseconds ttl) {
   dlock::lock_options o;
@@ -57,7 +55,7 @@ TEST(Memory, DeclaresEveryCapabilityAndProcessScope) {
 
 TEST(Memory, WaitersAreGrantedInArrivalOrderAndNobodyBarges) {
   auto b = open_memory("memory://fifo");
-  const auto name = unique("fifo");
+  const auto name = unique_name("fifo");
   auto holder_lock = b->make_lock(name);
   auto held = holder_lock->acquire();
 
@@ -88,7 +86,7 @@ TEST(Memory, WaitersAreGrantedInArrivalOrderAndNobodyBarges) {
 
 TEST(Memory, ReentrantLeasesCountHoldsAndShareTheToken) {
   auto b = open_memory("memory://");
-  const auto name = unique("reentrant");
+  const auto name = unique_name("reentrant");
   auto mine = b->make_lock(name);
   auto theirs = b->make_lock(name);
   auto outer = mine->try_acquire();
@@ -113,7 +111,7 @@ TEST(Memory, ReentrantLeasesCountHoldsAndShareTheToken) {
 
 TEST(Memory, SameOwnerOnTwoLockObjectsIsOneOwner) {
   auto b = open_memory("memory://");
-  const auto name = unique("owner");
+  const auto name = unique_name("owner");
   dlock::lock_options o;
   o.owner = "worker-7";
   auto a1 = b->make_lock(name, o);
@@ -126,7 +124,7 @@ TEST(Memory, SameOwnerOnTwoLockObjectsIsOneOwner) {
 
 TEST(Memory, ExpiredGrantGoesToTheWaiterAndTheOldLeaseIsLost) {
   auto b = open_memory("memory://");
-  const auto name = unique("expiry");
+  const auto name = unique_name("expiry");
   auto dead = b->make_lock(name, no_watchdog(300ms));  // never renews: a stuck holder
   auto stale = dead->try_acquire();
   ASSERT_TRUE(stale);
@@ -146,7 +144,7 @@ TEST(Memory, ExpiredGrantGoesToTheWaiterAndTheOldLeaseIsLost) {
 
 TEST(Memory, ExpiredGrantReleasedLateIsNotOwnerEvenWithoutATakeover) {
   auto b = open_memory("memory://");
-  const auto name = unique("late");
+  const auto name = unique_name("late");
   auto l = b->make_lock(name, no_watchdog(100ms));
   auto held = l->try_acquire();
   ASSERT_TRUE(held);
@@ -159,7 +157,7 @@ TEST(Memory, ExpiredGrantReleasedLateIsNotOwnerEvenWithoutATakeover) {
 
 TEST(Memory, RenewKeepsTheGrantPastItsTtl) {
   auto b = open_memory("memory://");
-  const auto name = unique("renew");
+  const auto name = unique_name("renew");
   auto l = b->make_lock(name, no_watchdog(400ms));
   auto held = l->try_acquire();
   ASSERT_TRUE(held);
@@ -174,7 +172,7 @@ TEST(Memory, RenewKeepsTheGrantPastItsTtl) {
 
 TEST(Memory, WatchdogRenewsByDefault) {
   auto b = open_memory("memory://?ttl=300ms");
-  const auto name = unique("watchdog");
+  const auto name = unique_name("watchdog");
   auto l = b->make_lock(name);
   auto held = l->try_acquire();
   ASSERT_TRUE(held);
@@ -185,7 +183,7 @@ TEST(Memory, WatchdogRenewsByDefault) {
 
 TEST(Memory, BreakMarksEveryReentrantLeaseLostAndHandsOver) {
   auto b = open_memory("memory://");
-  const auto name = unique("break");
+  const auto name = unique_name("break");
   auto mine = b->make_lock(name);
   auto outer = mine->try_acquire();
   auto inner = mine->try_acquire();
@@ -212,7 +210,7 @@ TEST(Memory, BreakMarksEveryReentrantLeaseLostAndHandsOver) {
 
 TEST(Memory, TimedOutWaiterLeavesTheQueue) {
   auto b = open_memory("memory://");
-  const auto name = unique("timeout");
+  const auto name = unique_name("timeout");
   auto holder = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(holder);
   auto late = b->make_lock(name);
@@ -223,7 +221,7 @@ TEST(Memory, TimedOutWaiterLeavesTheQueue) {
 }
 
 TEST(Memory, NamespacesAreSeparateAndSharedByName) {
-  const auto name = unique("ns");
+  const auto name = unique_name("ns");
   auto a = open_memory("memory://alpha");
   auto a_again = open_memory("memory://alpha");
   auto beta = open_memory("memory://beta");

@@ -8,43 +8,17 @@
 
 #include <cstdlib>
 #include <mutex>
-#include <random>
 #include <stdexcept>
 
 #include "dlock/uri.hpp"
+#include "dlock_test/support.hpp"
 
 namespace dlock::mysql::test {
 
-std::string server_uri() {
-  const char* v = std::getenv("DLOCK_MYSQL_URI");
-  if (!v || !*v)
-    throw std::runtime_error(
-        "DLOCK_MYSQL_URI is not set: start MariaDB with compose/native/dlock-servers up mariadb and "
-        "eval its output (mysql://dlock:dlock-secret@127.0.0.1:13306/dlock)");
-  return v;
-}
-
-std::string with_scheme(std::string_view uri_text, std::string_view scheme) {
-  const auto pos = uri_text.find("://");
-  if (pos == std::string_view::npos) throw std::runtime_error("not a URI");
-  return std::string(scheme) + std::string(uri_text.substr(pos));
-}
+std::string server_uri() { return dlock::testing::server_uri("DLOCK_MYSQL_URI"); }
 
 std::string uri_for(std::string_view scheme, std::string_view query) {
-  std::string u = with_scheme(server_uri(), scheme);
-  if (!query.empty()) u += (u.find('?') == std::string::npos ? "?" : "&") + std::string(query);
-  return u;
-}
-
-std::string unique_name(std::string_view prefix) {
-  static std::mutex m;
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard lock(m);
-  static const char* hex = "0123456789abcdef";
-  std::string s(prefix);
-  s += '-';
-  for (int i = 0; i < 20; ++i) s += hex[rng() % 16];
-  return s;
+  return dlock::testing::with_query(dlock::testing::with_scheme(server_uri(), scheme), query);
 }
 
 std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text) {

@@ -1,6 +1,6 @@
 #pragma once
 // For the mysql tests and hooks: the server URI from DLOCK_MYSQL_URI (a test FAILS when it is
-// unset), URIs with our schemes, unique lock names, and a raw Connector/C++ connection that does
+// unset), URIs with our schemes, and a raw Connector/C++ connection that does
 // not go through the code under test.
 #include <cstdint>
 #include <memory>
@@ -8,19 +8,20 @@
 #include <string>
 #include <string_view>
 
+#include "dlock_test/support.hpp"
+
 namespace sql {
 class Connection;
 }
 
 namespace dlock::mysql::test {
 
-// DLOCK_MYSQL_URI, or throws std::runtime_error saying how to start a server.
+// DLOCK_MYSQL_URI, or throws std::runtime_error saying how to start a server (the support library's server_uri).
 std::string server_uri();
 // server_uri() with the scheme replaced (mysql+getlock) and `query` appended.
 std::string uri_for(std::string_view scheme, std::string_view query = "");
-// The same URI text with its scheme replaced.
-std::string with_scheme(std::string_view uri_text, std::string_view scheme);
-std::string unique_name(std::string_view prefix);
+using dlock::testing::unique_name;
+using dlock::testing::with_scheme;
 
 // A raw connection to the URI's server (any scheme). Throws on failure.
 std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text);

@@ -26,27 +26,13 @@ namespace {
 
 using dlock::testing::fires_within;
 
-std::string base_uri() {
-  const char* v = std::getenv("DLOCK_POSTGRES_URI");
-  if (!v || !*v) {
-    ADD_FAILURE() << "DLOCK_POSTGRES_URI is not set: start the servers with "
-                     "eval \"$(compose/native/dlock-servers up postgres)\"";
-    return {};
-  }
-  return v;
-}
-
 // postgres://... -> <scheme>://...?<query>
 std::string uri_for(const std::string& scheme, const std::string& query = "") {
-  auto b = base_uri();
-  auto pos = b.find("://");
-  if (pos == std::string::npos) return {};
-  std::string u = scheme + b.substr(pos);
-  if (!query.empty()) u += (u.find('?') == std::string::npos ? "?" : "&") + query;
-  return u;
+  return dlock::testing::with_query(dlock::testing::with_scheme(dlock::testing::server_uri("DLOCK_POSTGRES_URI"), scheme),
+                                    query);
 }
 
-std::string unique(const std::string& prefix) { return prefix + "-" + dlock::spi::random_token().substr(0, 12); }
+using dlock::testing::unique_name;
 
 // Waits (bounded) until the predicate holds; the bound is generous and only prevents a hang.
 template <class P>
@@ -68,7 +54,7 @@ class each_scheme : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(each_scheme, excludes_and_releases) {
   auto be = dlock::open(uri_for(GetParam(), "ttl=5s"));
-  const auto name = unique("basic");
+  const auto name = unique_name("basic");
   auto a = be->make_lock(name), b = be->make_lock(name);
   auto held = a->try_acquire();
   ASSERT_TRUE(held);
@@ -82,7 +68,7 @@ TEST_P(each_scheme, excludes_and_releases) {
 
 TEST_P(each_scheme, fencing_tokens_increase_when_declared) {
   auto be = dlock::open(uri_for(GetParam(), "ttl=5s"));
-  auto lock = be->make_lock(unique("fence"));
+  auto lock = be->make_lock(unique_name("fence"));
   std::optional<std::uint64_t> last;
   for (int i = 0; i < 3; ++i) {
     auto l = lock->try_acquire();
@@ -101,7 +87,7 @@ TEST_P(each_scheme, fencing_tokens_increase_when_declared) {
 // differ only in case: each held independently, none colliding with another.
 TEST_P(each_scheme, hostile_names_are_distinct_and_exact) {
   auto be = dlock::open(uri_for(GetParam(), "ttl=10s"));
-  const auto prefix = unique("h") + "/";
+  const auto prefix = unique_name("h") + "/";
   auto names = dlock::sql::testing::hostile_names(be->limits().max_length - prefix.size());
   std::vector<dlock::lease> held;
   for (const auto& n : names) {
@@ -123,7 +109,7 @@ TEST_P(each_scheme, hostile_names_are_distinct_and_exact) {
 
 TEST_P(each_scheme, timed_wait_gets_the_lock_when_released) {
   auto be = dlock::open(uri_for(GetParam(), "ttl=20s"));
-  const auto name = unique("wait");
+  const auto name = unique_name("wait");
   auto first = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(first);
   auto waiter = be->make_lock(name);
@@ -136,7 +122,7 @@ TEST_P(each_scheme, timed_wait_gets_the_lock_when_released) {
 
 TEST_P(each_scheme, timed_try_gives_up_while_held) {
   auto be = dlock::open(uri_for(GetParam(), "ttl=20s"));
-  const auto name = unique("giveup");
+  const auto name = unique_name("giveup");
   auto first = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(first);
   EXPECT_FALSE(be->make_lock(name)->try_acquire_for(300ms));
@@ -154,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(pg, each_scheme, ::testing::ValuesIn(all_schemes),
 class session_scheme : public ::testing::TestWithParam<std::string> {};
 TEST_P(session_scheme, terminated_session_frees_the_lock_and_reports_lost) {
   auto be = dlock::open(uri_for(GetParam()));
-  const auto name = unique("kill");
+  const auto name = unique_name("kill");
   auto held = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   EXPECT_GT(probe::break_lock(uri_for(GetParam()), name), 0);
@@ -184,7 +170,7 @@ TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
   ASSERT_NE(u.find(server), std::string::npos);
   u.replace(u.find(server), server.size(), proxy.address());
   auto be = dlock::open(u);
-  auto held = be->make_lock(unique("partition"))->try_acquire();
+  auto held = be->make_lock(unique_name("partition"))->try_acquire();
   ASSERT_TRUE(held);
   const auto cut = std::chrono::steady_clock::now();
   bool told_while_partitioned = false;
@@ -220,9 +206,9 @@ bool terminate_sessions_of(const std::string& uri, const std::string& app) {
 class table_scheme : public ::testing::TestWithParam<std::string> {};
 TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
   // Our sessions only, by an application_name of this test: the others belong to other tests.
-  const auto app = unique("dlock-test");
+  const auto app = unique_name("dlock-test");
   auto be = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false&application_name=" + app));
-  const auto name = unique("expire");
+  const auto name = unique_name("expire");
   auto held = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   ASSERT_TRUE(terminate_sessions_of(uri_for(GetParam()), app)) << "our sessions outlived pg_terminate_backend";
@@ -248,12 +234,12 @@ INSTANTIATE_TEST_SUITE_P(pg, table_scheme, ::testing::ValuesIn(table_schemes),
 // every scheme (advisory: from a sequence read in the granting statement).
 class fencing_scheme : public ::testing::TestWithParam<std::string> {};
 TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_server_restart) {
-  const auto app = unique("dlock-fence");
+  const auto app = unique_name("dlock-fence");
   // ttl 1s without a watchdog: a table scheme's orphaned row expires soon; session schemes are
   // freed when their session ends.
   auto holder_backend = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false&application_name=" + app));
   ASSERT_TRUE(holder_backend->caps().has(dlock::capability::fencing)) << GetParam() << " must declare fencing";
-  const auto name = unique("fence-fault");
+  const auto name = unique_name("fence-fault");
   auto first = holder_backend->make_lock(name)->try_acquire();
   ASSERT_TRUE(first);
   ASSERT_TRUE(first.fencing_token());
@@ -286,7 +272,7 @@ INSTANTIATE_TEST_SUITE_P(pg, fencing_scheme, ::testing::ValuesIn(all_schemes),
 TEST(version, aba_stale_version_matches_nothing) {
   const auto uri = uri_for("postgres+version", "ttl=1s&watchdog=false");
   auto be = dlock::open(uri);
-  const auto name = unique("aba");
+  const auto name = unique_name("aba");
   auto a = be->make_lock(name);
   auto first = a->try_acquire();
   ASSERT_TRUE(first);
@@ -316,7 +302,7 @@ TEST(version, aba_stale_version_matches_nothing) {
 
 TEST(index, reentrant_through_the_same_owner_counts_holds) {
   auto be = dlock::open(uri_for("postgres+index", "ttl=10s"));
-  const auto name = unique("reenter");
+  const auto name = unique_name("reenter");
   auto lock = be->make_lock(name);
   auto outer = lock->try_acquire();
   ASSERT_TRUE(outer);
@@ -350,7 +336,7 @@ TEST(index_fair, declared_only_when_enabled_and_index_only) {
 
 TEST(index_fair, waiters_are_granted_in_arrival_order) {
   auto be = dlock::open(uri_for("postgres+index", "fair=true&ttl=5s"));
-  const auto name = unique("fifo");
+  const auto name = unique_name("fifo");
   auto held = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   constexpr int waiters = 5;
@@ -378,7 +364,7 @@ TEST(index_fair, waiters_are_granted_in_arrival_order) {
 
 TEST(index_fair, try_acquire_refused_while_queued_and_a_dead_waiter_leaves_after_its_ttl) {
   auto be = dlock::open(uri_for("postgres+index", "fair=true"));
-  const auto name = unique("deadwaiter");
+  const auto name = unique_name("deadwaiter");
   {  // another process queued, then died: its row expires on the server clock
     auto c = probe::connect(uri_for("postgres+index"));
     probe::exec(c.get(),
@@ -394,7 +380,7 @@ TEST(index_fair, try_acquire_refused_while_queued_and_a_dead_waiter_leaves_after
 
 TEST(index_fair, a_waiter_that_gives_up_leaves_the_queue_and_reentry_is_not_queued) {
   auto be = dlock::open(uri_for("postgres+index", "fair=true&ttl=10s"));
-  const auto name = unique("giveup");
+  const auto name = unique_name("giveup");
   auto holder = be->make_lock(name);
   auto held = holder->try_acquire();
   ASSERT_TRUE(held);
@@ -414,7 +400,7 @@ TEST(index_fair, a_waiter_that_gives_up_leaves_the_queue_and_reentry_is_not_queu
 
 TEST(advisory, not_reentrant_on_one_backend) {
   auto be = dlock::open(uri_for("postgres+advisory"));
-  const auto name = unique("stack");
+  const auto name = unique_name("stack");
   auto lock = be->make_lock(name);
   auto held = lock->try_acquire();
   ASSERT_TRUE(held);
@@ -468,7 +454,7 @@ TEST_P(schema_race, creation_races_from_several_processes) {
   const auto scheme = GetParam().substr(0, GetParam().find('?'));
   const auto extra = GetParam().find('?') == std::string::npos ? std::string() : "&" + GetParam().substr(GetParam().find('?') + 1);
   const auto uri = uri_for(scheme, "schema=race_" + suffix + "&table=locks_" + suffix + "&ttl=10s&poll=1ms..20ms" + extra);
-  dlock::sql::testing::expect_schema_race(uri, unique("race"));
+  dlock::sql::testing::expect_schema_race(uri, unique_name("race"));
   auto admin = probe::connect(uri);
   probe::exec(admin.get(), "DROP SCHEMA \"race_" + suffix + "\" CASCADE");
 }
@@ -493,7 +479,7 @@ TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
   EXPECT_EQ(be->sweep_target(), "\"" + table + "\"");
   EXPECT_EQ(be->sweep_expired(), 0u) << "an empty table has nothing to sweep";
   auto admin = probe::connect(uri_for("postgres+index"));
-  const auto p = unique("sw");
+  const auto p = unique_name("sw");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
               "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence) VALUES"
@@ -519,7 +505,7 @@ TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
   auto be = dlock::open(uri_for("postgres+index", "table=" + table + "&fair=true&ttl=30s"));
   EXPECT_EQ(be->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
   auto admin = probe::connect(uri_for("postgres+index"));
-  const auto p = unique("swf");
+  const auto p = unique_name("swf");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
               "INSERT INTO " + table + "_waiters (name, owner, expires_at) VALUES"
@@ -542,7 +528,7 @@ TEST(sweep, version_frees_expired_grants_but_keeps_rows_and_versions) {
   const auto table = "sweepv_" + dlock::spi::random_token().substr(0, 10);
   auto be = dlock::open(uri_for("postgres+version", "table=" + table + "&ttl=30s"));
   auto admin = probe::connect(uri_for("postgres+version"));
-  const auto p = unique("swv");
+  const auto p = unique_name("swv");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
               "INSERT INTO " + table + " (name, owner, version, expires_at) VALUES"

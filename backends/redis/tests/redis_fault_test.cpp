@@ -25,18 +25,8 @@ using clock_type = std::chrono::steady_clock;
 
 const std::vector<std::string> single_server_schemes{"redis", "redis+reentrant", "redis+fair"};
 
-std::string redis_uri() {
-  const char* v = std::getenv("DLOCK_REDIS_URI");
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << "DLOCK_REDIS_URI is not set: start the servers with compose/native/dlock-servers up redis";
-    return {};
-  }
-  return v;
-}
-
-std::string with_scheme(const std::string& uri, std::string_view scheme) {
-  return std::string(scheme) + uri.substr(uri.find("://"));
-}
+std::string redis_uri() { return dlock::testing::server_uri("DLOCK_REDIS_URI"); }
+using dlock::testing::with_scheme;
 
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
 
@@ -70,7 +60,6 @@ struct held_before {
 // the old holder (token > 1) had not been told (its next renewal was up to ttl/3 away).
 TEST(RedisFault, RestartWithoutPersistenceTellsTheHolderFirstAndTokensKeepIncreasing) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   constexpr auto ttl = 3s;
   const std::string query = "?ttl=3s";
   std::vector<held_before> before;
@@ -111,7 +100,6 @@ TEST(RedisFault, RestartWithoutPersistenceTellsTheHolderFirstAndTokensKeepIncrea
 // Now the backend watches the server and checks its leases as soon as the server is back.
 TEST(RedisFault, HolderIsToldAsSoonAsTheRestartedServerAnswers) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   for (const auto& scheme : single_server_schemes) {
     auto b = open_uri(with_scheme(uri, scheme) + "?ttl=20s&watchdog=false&wait_after_restart=false");
     auto l = b->make_lock(unique("told"))->try_acquire_for(5s);
@@ -133,7 +121,6 @@ TEST(RedisFault, HolderIsToldAsSoonAsTheRestartedServerAnswers) {
 // Before the fix: the counter restarted at 1 after FLUSHALL (here FLUSHDB of a database of its own).
 TEST(RedisFault, FencingTokenSurvivesAFlush) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   const auto u = dlock::uri::parse(uri);
   std::unique_ptr<redisContext, void (*)(redisContext*)> raw(
       redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)), redisFree);
@@ -161,7 +148,6 @@ TEST(RedisFault, FencingTokenSurvivesAFlush) {
 // granted the lock to nobody, so the next client waited a whole ttl (20s here).
 TEST(RedisFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   // wait_after_restart=false: the server may be young after the tests above; not this test's subject.
   const std::string query = "?ttl=20s&command_timeout=500ms&connect_timeout=500ms&wait_after_restart=false";
   for (const auto& scheme : single_server_schemes) {
@@ -190,8 +176,7 @@ TEST(RedisFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
 // The same on Redlock: a SET NX sent into a pause of a majority of masters must not keep them
 // locked by nobody. Before the fix the next client could not get a majority for a whole ttl.
 TEST(RedlockFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
-  const char* v = std::getenv("DLOCK_REDLOCK_URI");
-  ASSERT_TRUE(v != nullptr && *v != '\0') << "DLOCK_REDLOCK_URI is not set: dlock-servers up redlock";
+  const auto v = dlock::testing::server_uri("DLOCK_REDLOCK_URI");
   // wait_after_restart=false: the masters may be young after the test above; not this test's subject.
   const std::string query = "?ttl=20s&command_timeout=500ms&connect_timeout=500ms&wait_after_restart=false";
   auto first = open_uri(v + query);
@@ -218,7 +203,6 @@ TEST(RedlockFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
 // told. Before: the wait was granted as soon as the server was back, the holder still untold.
 TEST(RedisFault, AWaitGoesOnThroughARestartAndEndsAfterTheHolderWasTold) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   const std::string query = "?ttl=2s";
   struct waiter {
     std::shared_ptr<dlock::backend> holder_backend, waiter_backend;
@@ -258,8 +242,7 @@ TEST(RedisFault, AWaitGoesOnThroughARestartAndEndsAfterTheHolderWasTold) {
 // antirez's delayed restart for Redlock: a majority of masters restarted without persistence must
 // not grant the lock to a second client before the holder was told. Before: granted at once.
 TEST(RedlockFault, RestartedMajorityGrantsNothingBeforeTheHolderWasTold) {
-  const char* v = std::getenv("DLOCK_REDLOCK_URI");
-  ASSERT_TRUE(v != nullptr && *v != '\0') << "DLOCK_REDLOCK_URI is not set: dlock-servers up redlock";
+  const auto v = dlock::testing::server_uri("DLOCK_REDLOCK_URI");
   const std::string query = "?ttl=3s";
   const auto masters = dlock::uri::parse(v).hosts().size();
   std::string majority;
@@ -285,7 +268,6 @@ TEST(RedlockFault, RestartedMajorityGrantsNothingBeforeTheHolderWasTold) {
 // After a restart the pool's idle connections are dead; the first command must not fail on one.
 TEST(RedisFault, FirstAcquireAfterARestartUsesAFreshConnection) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   auto b = open_uri(uri + "?ttl=1s&pool_size=4");
   {
     // Fill the pool with idle connections.
@@ -345,7 +327,6 @@ void sleep_until_wall_fraction(std::chrono::milliseconds fraction) {
 // woken by its channel or its PTTL) and a client that connected once the server said uptime 1.
 TEST(RedisFault, NoGrantBeforeTheRestartedServerIsOneTtlOld) {
   const auto uri = redis_uri();
-  ASSERT_FALSE(uri.empty());
   const char* host = std::getenv("DLOCK_REDIS_HOST");
   const char* port = std::getenv("DLOCK_REDIS_PORT");
   ASSERT_TRUE(host && port) << "DLOCK_REDIS_HOST and DLOCK_REDIS_PORT must be set (compose/native/dlock-servers up redis)";

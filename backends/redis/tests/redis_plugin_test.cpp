@@ -4,24 +4,18 @@
 // (libdlock_redlock.so does not exist): open() then loads the plugin folder's modules and looks again.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
 
 namespace {
 
-std::string env(const char* var) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) ADD_FAILURE() << var << " is not set: eval \"$(compose/native/dlock-servers up redis redlock)\"";
-  return v ? v : "";
-}
+using dlock::testing::server_uri;
 
 TEST(RedisPlugin, EverySchemeOfTheModuleIsFoundWithoutAFileOfItsName) {
-  const auto redlock = env("DLOCK_REDLOCK_URI");
-  const auto redis = env("DLOCK_REDIS_URI");
-  ASSERT_FALSE(redlock.empty());
-  ASSERT_FALSE(redis.empty());
+  const auto redlock = server_uri("DLOCK_REDLOCK_URI");
+  const auto redis = server_uri("DLOCK_REDIS_URI");
   dlock::registry plugins;  // no builtins
   plugins.add_plugin_dir(DLOCK_TEST_PLUGIN_DIR);
   EXPECT_FALSE(plugins.contains("redlock"));

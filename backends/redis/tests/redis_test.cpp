@@ -25,14 +25,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-std::string env_uri(const char* var) {
-  const char* v = std::getenv(var);
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << var << " is not set: start the servers with compose/native/dlock-servers up redis redlock";
-    return {};
-  }
-  return v;
-}
+using dlock::testing::server_uri;
+using dlock::testing::unique_name;
+using dlock::testing::with_scheme;
 
 // dlock::default_registry() directly: core's dlock::open() lives in the shared core library and
 // does not link against the registry defined in dlock::all's static part (reported to the lead).
@@ -42,8 +37,6 @@ std::string env_uri(const char* var) {
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) {
   return dlock::default_registry().open(dlock::testing::with_query(text, "wait_after_restart=false"));
 }
-
-std::string unique(std::string_view what) { return "dlock-test:" + std::string(what) + ":" + dlock::spi::random_token().substr(0, 12); }
 
 struct ctx_deleter {
   void operator()(redisContext* c) const noexcept { redisFree(c); }
@@ -63,13 +56,11 @@ ctx_ptr raw(const std::string& uri_text) {
 reply_ptr cmd(redisContext* c, const char* fmt, std::string_view a) {
   return reply_ptr(static_cast<redisReply*>(redisCommand(c, fmt, a.data(), a.size())));
 }
-std::string with_scheme(std::string uri, std::string_view scheme) { return std::string(scheme) + uri.substr(uri.find("://")); }
 
 TEST(Redis, SimpleLayoutIsRedisPys) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=5s");
-  const auto name = unique("layout");
+  const auto name = unique_name("layout");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
   auto c = raw(uri);
@@ -86,10 +77,9 @@ TEST(Redis, SimpleLayoutIsRedisPys) {
 }
 
 TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=600ms&watchdog=false");
-  const auto name = unique("expiry");
+  const auto name = unique_name("expiry");
   auto first = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(first);
   const auto t1 = *first.fencing_token();
@@ -104,10 +94,9 @@ TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
 }
 
 TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=900ms");
-  const auto name = unique("deleted");
+  const auto name = unique_name("deleted");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
   auto c = raw(uri);
@@ -117,10 +106,9 @@ TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
 }
 
 TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=3s");
-  const auto name = unique("killed");
+  const auto name = unique_name("killed");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
   auto c = raw(uri);
@@ -151,11 +139,10 @@ TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
 }
 
 TEST(Redis, WaiterIsWokenByReleaseMessage) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   // A 60s ttl and poll=59s..60s: only the release message can wake the waiter before the deadline.
   auto b = open_uri(uri + "?ttl=60s&poll=59s..60s");
-  const auto name = unique("wake");
+  const auto name = unique_name("wake");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   std::thread releaser([&] {
@@ -168,11 +155,10 @@ TEST(Redis, WaiterIsWokenByReleaseMessage) {
 }
 
 TEST(Redis, InteropWithRedisPyLock) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   const auto u = dlock::uri::parse(uri);
   auto b = open_uri(uri + "?ttl=10s");
-  const auto name = unique("py");
+  const auto name = unique_name("py");
   const auto py = [&](const std::string& body) {
     // Debian's interpreter, where python3-redis lives (a pyenv shim may come first on PATH).
     const std::string cmdline = "/usr/bin/python3 -c \"import redis,sys; r=redis.Redis(host='" + u.hosts()[0].host +
@@ -193,10 +179,9 @@ TEST(Redis, InteropWithRedisPyLock) {
 }
 
 TEST(Redis, ReentrantLayoutIsRedissons) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(with_scheme(uri, "redis+reentrant") + "?ttl=5s&client_id=11111111-2222-3333-4444-555555555555");
-  const auto name = unique("redisson");
+  const auto name = unique_name("redisson");
   auto lock = b->make_lock(name);
   auto first = lock->try_acquire();
   ASSERT_TRUE(first);
@@ -230,8 +215,7 @@ TEST(Redis, ReentrantLayoutIsRedissons) {
 }
 
 TEST(Redis, HostileNames) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=5s");
   const std::string names[] = {std::string("bin\0\xff\x01", 6), "with spaces and\nnewline", std::string(1024, 'k'),
                                "FLUSHALL", "DEL *", "*", "{braces}", "\"quoted'"};
@@ -245,8 +229,7 @@ TEST(Redis, HostileNames) {
 }
 
 TEST(Redis, ClearErrors) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   const auto u = dlock::uri::parse(uri);
   const auto port = std::to_string(u.hosts()[0].port_or(6379));
   try {
@@ -265,11 +248,10 @@ TEST(Redis, ClearErrors) {
 }
 
 TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
-  const auto uri = env_uri("DLOCK_REDLOCK_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDLOCK_URI");
   auto b = open_uri(uri + "?ttl=5s");
   EXPECT_FALSE(b->caps().has(dlock::capability::fencing)) << "Redlock tokens are not monotonic across masters";
-  const auto name = unique("redlock");
+  const auto name = unique_name("redlock");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
   EXPECT_FALSE(l.fencing_token());
@@ -288,20 +270,19 @@ int servers(const std::string& verb, const std::string& names) { return dlock::t
 std::size_t master_count(const std::string& uri) { return dlock::uri::parse(uri).hosts().size(); }
 
 TEST(Redlock, OneMasterStoppedStillAcquiresMajorityStoppedRefusesClearly) {
-  const auto uri = env_uri("DLOCK_REDLOCK_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDLOCK_URI");
   const auto n = master_count(uri);
   auto b = open_uri(uri + "?ttl=5s");
   ASSERT_EQ(servers("stop", "redlock.1"), 0);
   {
-    auto l = b->make_lock(unique("one-down"))->try_acquire();
+    auto l = b->make_lock(unique_name("one-down"))->try_acquire();
     EXPECT_TRUE(l) << "a majority of " << n << " is still up";
   }
   std::string majority = "redlock.1";
   for (std::size_t i = 2; i <= n / 2 + 1; ++i) majority += " redlock." + std::to_string(i);
   ASSERT_EQ(servers("stop", majority), 0);
   std::error_code ec;
-  auto refused = b->make_lock(unique("majority-down"))->try_acquire(ec);
+  auto refused = b->make_lock(unique_name("majority-down"))->try_acquire(ec);
   EXPECT_FALSE(refused);
   EXPECT_EQ(ec, dlock::errc::backend_unavailable) << "not contention: " << dlock::last_error_message();
   EXPECT_NE(dlock::last_error_message().find("majority"), std::string::npos) << dlock::last_error_message();
@@ -313,11 +294,10 @@ TEST(Redlock, OneMasterStoppedStillAcquiresMajorityStoppedRefusesClearly) {
 namespace {
 
 TEST(Redis, FairLayoutIsRedissonsAndGrantsInArrivalOrder) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(with_scheme(uri, "redis+fair") + "?ttl=10s&fair_wait=20s");
   ASSERT_TRUE(b->caps().has(dlock::capability::fair));
-  const auto name = unique("fair");
+  const auto name = unique_name("fair");
   auto holder = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(holder);
   std::mutex order_mutex;
@@ -359,8 +339,7 @@ long long connected_clients(redisContext* c) {
 }
 
 TEST(Redis, ManyWaitersShareOneSubscriberConnection) {
-  const auto uri = env_uri("DLOCK_REDIS_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=20s&pool_size=4&poll=20s..20s");
   auto c = raw(uri);
   const auto before = connected_clients(c.get());
@@ -368,7 +347,7 @@ TEST(Redis, ManyWaitersShareOneSubscriberConnection) {
   std::vector<std::string> names;
   std::vector<dlock::lease> held;
   for (int i = 0; i < waiters; ++i) {
-    names.push_back(unique("many"));
+    names.push_back(unique_name("many"));
     held.push_back(b->make_lock(names.back())->try_acquire());
     ASSERT_TRUE(held.back());
   }
@@ -391,13 +370,12 @@ TEST(Redis, ManyWaitersShareOneSubscriberConnection) {
 namespace {
 
 TEST(Redis, AclUserAndDatabaseSelection) {
-  const auto acl = env_uri("DLOCK_REDIS_ACL_URI");
-  ASSERT_FALSE(acl.empty());
+  const auto acl = server_uri("DLOCK_REDIS_ACL_URI");
   auto b = open_uri(acl + "/3?ttl=5s");
-  const auto name = unique("acl");
+  const auto name = unique_name("acl");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
-  auto c = raw(env_uri("DLOCK_REDIS_URI"));
+  auto c = raw(server_uri("DLOCK_REDIS_URI"));
   EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0) << "not in db 0";
   freeReplyObject(redisCommand(c.get(), "SELECT 3"));
   EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 1) << "in db 3";
@@ -433,8 +411,7 @@ TEST(Redis, AServerThatIsNotRedisIsNamedAsSuch) {
 }
 
 TEST(Redlock, ThreeMasters) {
-  const auto uri = env_uri("DLOCK_REDLOCK_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_REDLOCK_URI");
   const auto u = dlock::uri::parse(uri);
   ASSERT_GE(u.hosts().size(), 3u);
   // A previous test may have just restarted some masters: wait until each of the three answers.
@@ -447,7 +424,7 @@ TEST(Redlock, ThreeMasters) {
   std::string three = "redlock://";
   for (int i = 0; i < 3; ++i) three += (i ? "," : "") + u.hosts()[i].to_string();
   auto b = open_uri(three + "?ttl=5s");
-  const auto name = unique("redlock3");
+  const auto name = unique_name("redlock3");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
   EXPECT_FALSE(b->make_lock(name)->try_acquire());

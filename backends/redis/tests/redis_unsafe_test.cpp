@@ -25,19 +25,11 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-std::string server_uri() {
-  const char* v = std::getenv("DLOCK_REDIS_URI");
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << "DLOCK_REDIS_URI is not set: start the server with compose/native/dlock-servers up redis";
-    return {};
-  }
-  return v;
-}
+std::string server_uri() { return dlock::testing::server_uri("DLOCK_REDIS_URI"); }
 
 // The server's URI under another scheme, with `query` appended.
 std::string uri_of(std::string_view scheme, std::string_view query) {
-  const auto base = server_uri();
-  return dlock::testing::with_query(std::string(scheme) + base.substr(base.find("://")), query);
+  return dlock::testing::with_query(dlock::testing::with_scheme(server_uri(), scheme), query);
 }
 
 // dlock::default_registry() directly, as redis_test does (the core's dlock::open lives in the

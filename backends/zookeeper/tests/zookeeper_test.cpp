@@ -42,16 +42,8 @@ namespace zk = dlock::zookeeper;
 
 namespace {
 
-std::string env_uri(const char* var) {
-  const char* v = std::getenv(var);
-  if (!v || !*v) {
-    ADD_FAILURE() << var << " is not set: eval \"$(compose/native/dlock-servers up zookeeper zookeeper-ensemble)\"";
-    return {};
-  }
-  return v;
-}
-
-std::string unique(std::string_view prefix) { return std::string(prefix) + "-" + dlock::spi::random_token().substr(0, 16); }
+using dlock::testing::server_uri;
+using dlock::testing::unique_name;
 
 struct zh_close {
   void operator()(zhandle_t* zh) const noexcept { zookeeper_close(zh); }
@@ -201,10 +193,9 @@ TEST(zookeeper_sequence, OrderSurvivesTheCounterWrapping) {
 }
 
 TEST(zookeeper, NodesAreNamedAsCuratorNamesThem) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
-  const auto name = unique("curator");
+  const auto name = unique_name("curator");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   auto zh = raw_connect(uri);
@@ -217,10 +208,9 @@ TEST(zookeeper, NodesAreNamedAsCuratorNamesThem) {
 }
 
 TEST(zookeeper, WaitersAreGrantedInArrivalOrder) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
-  const auto name = unique("fifo");
+  const auto name = unique_name("fifo");
   const auto parent = zk::parent_path(root_of(uri), name);
   auto zh = raw_connect(uri);
   auto first = b->make_lock(name)->acquire();
@@ -243,10 +233,9 @@ TEST(zookeeper, WaitersAreGrantedInArrivalOrder) {
 }
 
 TEST(zookeeper, ReentrantPerLockObjectOnly) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
-  const auto name = unique("reent");
+  const auto name = unique_name("reent");
   auto mine = b->make_lock(name), other = b->make_lock(name);
   auto outer = mine->try_acquire();
   ASSERT_TRUE(outer);
@@ -261,10 +250,9 @@ TEST(zookeeper, ReentrantPerLockObjectOnly) {
 }
 
 TEST(zookeeper, FencingIsTheCzxidAndIncreases) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
-  const auto name = unique("fence");
+  const auto name = unique_name("fence");
   std::uint64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     auto l = b->make_lock(name)->try_acquire();
@@ -279,10 +267,9 @@ TEST(zookeeper, FencingIsTheCzxidAndIncreases) {
 // (the launcher sets znode.container.checkIntervalMs=1000; the server default sweeps every 60 s),
 // so a service locking millions of distinct names does not leave millions of empty parents.
 TEST(zookeeper, EmptyParentsAreRemovedByTheServer) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
-  const auto name = unique("container");
+  const auto name = unique_name("container");
   const auto parent = zk::parent_path(root_of(uri), name);
   auto zh = raw_connect(uri);
   {
@@ -302,14 +289,13 @@ TEST(zookeeper, EmptyParentsAreRemovedByTheServer) {
 // node of our live session that nobody will release. The session deletes it in the background,
 // found by its protected prefix, so the name is not blocked for as long as the process lives.
 TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   zk::session_options o;
   const auto parsed = dlock::uri::parse(uri);
   for (const auto& h : parsed.hosts()) o.hosts += (o.hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port_or(2181));
   o.session_timeout = 6s;
   auto s = zk::session::open(o, "test");
-  const auto name = unique("orphan");
+  const auto name = unique_name("orphan");
   const auto parent = zk::parent_path(root_of(uri), name);
   // The node a lost create would have made: protected name, ephemeral sequential, our session.
   ASSERT_EQ(zoo_create(s->handle(), parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr, 0), ZOK);
@@ -328,11 +314,10 @@ TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
 }
 
 TEST(zookeeper, SessionExpiredFromOutsideTellsHolderAndGrantsNextWaiter) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto holder_backend = dlock::open(uri + "?session_timeout=4s");
   auto waiter_backend = dlock::open(uri + "?session_timeout=4s");
-  const auto name = unique("expire");
+  const auto name = unique_name("expire");
   auto held = holder_backend->make_lock(name)->acquire();
   auto waiter = std::async(std::launch::async, [&] { return waiter_backend->make_lock(name)->try_acquire_for(20s); });
   auto zh = raw_connect(uri);
@@ -352,9 +337,8 @@ TEST(zookeeper, SessionExpiredFromOutsideTellsHolderAndGrantsNextWaiter) {
 // data kept on disk, as ZooKeeper always keeps it): the czxid is the server's zxid, whose epoch
 // grows with every restart.
 TEST(zookeeper, FencingTokensIncreaseAcrossASessionExpiryAndAServerRestart) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
-  const auto name = unique("fence-faults");
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  const auto name = unique_name("fence-faults");
   auto holder_backend = dlock::open(uri + "?session_timeout=4s");
   auto held = holder_backend->make_lock(name)->try_acquire_for(10s);
   ASSERT_TRUE(held && held.fencing_token());
@@ -378,10 +362,9 @@ TEST(zookeeper, FencingTokensIncreaseAcrossASessionExpiryAndAServerRestart) {
 }
 
 TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
-  const auto name = unique("kazoo");
+  const auto name = unique_name("kazoo");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   const auto u = dlock::uri::parse(uri);
@@ -415,11 +398,10 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
 // plus the session timeout (minus drift), moved forward by every answer while the session is
 // healthy (heartbeats), never max() as if the grant could not expire.
 TEST(zookeeper_validity, LeaseValidityIsTheSessionDeadlineAndMovesWithEveryServerAnswer) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri + "?session_timeout=2s");
   const auto before = std::chrono::steady_clock::now();
-  auto held = b->make_lock(unique("validity"))->acquire();
+  auto held = b->make_lock(unique_name("validity"))->acquire();
   const auto after = std::chrono::steady_clock::now();
   const auto first = held.valid_until();
   ASSERT_NE(first, std::chrono::steady_clock::time_point::max()) << "a ZooKeeper grant expires with its session";
@@ -437,14 +419,13 @@ TEST(zookeeper_validity, LeaseValidityIsTheSessionDeadlineAndMovesWithEveryServe
 // holder's lost_token must have fired before that grant returns, whatever the client noticed.
 TEST(zookeeper_validity, PartitionedHolderIsToldBeforeAnotherClientIsGranted) {
   using clock = std::chrono::steady_clock;
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   const auto server = dlock::uri::parse(uri).hosts().at(0);
   dlock::testing::tcp_proxy proxy(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
   auto holder_backend = dlock::open("zookeeper://" + proxy.address() + root_of(uri) + "?session_timeout=3s");
   auto waiter_backend = dlock::open(uri + "?session_timeout=3s");
   ASSERT_GT(proxy.connections_accepted(), 0u) << "the holder does not go through the proxy";
-  const auto name = unique("partition");
+  const auto name = unique_name("partition");
   auto held = holder_backend->make_lock(name)->acquire();
   std::atomic<clock::rep> lost_at{0};
   std::stop_callback on_lost(held.lost_token(), [&] { lost_at = clock::now().time_since_epoch().count(); });
@@ -500,7 +481,7 @@ double steady_seconds() {
 class kazoo_peer {
  public:
   kazoo_peer(const std::string& uri, const std::string& path, const std::string& kind, std::vector<std::string> extra_patterns = {})
-      : release_file_(std::filesystem::temp_directory_path() / (unique("kazoo-release") + ".flag")),
+      : release_file_(std::filesystem::temp_directory_path() / (unique_name("kazoo-release") + ".flag")),
         child_(arguments(uri, path, kind, extra_patterns)) {}
   ~kazoo_peer() {
     release();
@@ -543,12 +524,11 @@ void wait_for_children(zhandle_t* zh, const std::string& parent, std::size_t n) 
 }  // namespace
 
 TEST(zookeeper_interop, KazooLockWriteLockAndReadLockHoldersExcludeUs) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
   for (const std::string kind : {"lock", "write", "read"}) {
     SCOPED_TRACE("kazoo " + kind);
-    const auto name = unique("kazoo-holds");
+    const auto name = unique_name("kazoo-holds");
     kazoo_peer peer(uri, zk::parent_path(root_of(uri), name), kind);
     ASSERT_TRUE(peer.wait_for("acquired", 30s));
     auto lock = b->make_lock(name);
@@ -559,13 +539,12 @@ TEST(zookeeper_interop, KazooLockWriteLockAndReadLockHoldersExcludeUs) {
 }
 
 TEST(zookeeper_interop, CuratorReadWriteLockNodesExcludeUs) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
   auto zh = raw_connect(uri);
   for (const std::string marker : {"__READ__", "__WRIT__"}) {
     SCOPED_TRACE(marker);
-    const auto name = unique("curator-rw");
+    const auto name = unique_name("curator-rw");
     const auto parent = zk::parent_path(root_of(uri), name);
     ASSERT_TRUE(b->make_lock(name)->try_acquire());  // makes the parent folder
     // What Curator's InterProcessReadWriteLock creates: protected ephemeral sequential nodes.
@@ -582,10 +561,9 @@ TEST(zookeeper_interop, CuratorReadWriteLockNodesExcludeUs) {
 // dlock holds, kazoo queues (with Curator's pattern, without which kazoo ignores our nodes), then a
 // second dlock client queues behind kazoo. Each grant must wait for the previous holder's release.
 TEST(zookeeper_interop, QueueOfDlockKazooDlockNeverHasTwoHolders) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto first_backend = dlock::open(uri), second_backend = dlock::open(uri);
-  const auto name = unique("kazoo-queue");
+  const auto name = unique_name("kazoo-queue");
   const auto parent = zk::parent_path(root_of(uri), name);
   auto zh = raw_connect(uri);
   auto first = first_backend->make_lock(name)->try_acquire();
@@ -650,11 +628,10 @@ TEST(zookeeper_names, ValidPathsAreUsedAsCuratorUsesThemOnlyTheRestIsHashed) {
 // kazoo takes the path as it is: a kazoo Lock on "<root>/orders/42" and dlock on "orders/42" (the
 // README's first example) are one lock; so are "<root>/job.daily" and "job.daily".
 TEST(zookeeper_names, KazooOnTheCuratorPathContendsWithUs) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
   auto zh = raw_connect(uri);
-  const auto tag = unique("names");
+  const auto tag = unique_name("names");
   for (const auto& name : {tag + "/orders/42", tag + ".job.daily"}) {
     SCOPED_TRACE(name);
     const auto path = root_of(uri) + "/" + name;
@@ -682,7 +659,7 @@ namespace {
 // fprintf(stderr)); restored whatever the test asserted.
 class stderr_capture {
  public:
-  stderr_capture() : file_(std::filesystem::temp_directory_path() / (unique("stderr") + ".txt")) {
+  stderr_capture() : file_(std::filesystem::temp_directory_path() / (unique_name("stderr") + ".txt")) {
     std::fflush(stderr);
     saved_ = ::dup(2);
     const int fd = ::open(file_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -751,8 +728,7 @@ TEST(zookeeper_input, UnknownHostIsUnavailableAndNamed) {
 // A failed connect says what failed in its exception and nothing on stderr; once a session is up,
 // the client's complaints (here: the connection reset under it) reach the background error handler.
 TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   const auto server = dlock::uri::parse(uri).hosts().at(0);
   dlock::testing::tcp_proxy proxy(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
   stderr_capture captured;
@@ -767,7 +743,7 @@ TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
                                            << diagnostics.lines().front();
   {
     auto b = dlock::open("zookeeper://" + proxy.address() + root_of(uri) + "?session_timeout=4s");
-    auto held = b->make_lock(unique("log"))->acquire();
+    auto held = b->make_lock(unique_name("log"))->acquire();
     proxy.reset_connections();
     for (int i = 0; i < 200 && diagnostics.lines().empty(); ++i) std::this_thread::sleep_for(25ms);
     // The session rides out the reset (the client reconnects through the proxy): still held.
@@ -841,12 +817,11 @@ std::vector<acl_entry> acl_of(zhandle_t* zh, const std::string& path, int& rc) {
 }  // namespace
 
 TEST(zookeeper_auth, CreatorAclKeepsOutClientsWithoutTheCredentialsAndSameCredentialsContend) {
-  const auto base = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(base.empty());
-  const auto user = unique("user"), password = unique("pw");
+  const auto base = server_uri("DLOCK_ZOOKEEPER_URI");
+  const auto user = unique_name("user"), password = unique_name("pw");
   auto a = dlock::open(with_credentials(base, user, password) + "?session_timeout=4s");
   auto b = dlock::open(with_credentials(base, user, password) + "?session_timeout=4s");
-  const auto name = unique("acl");
+  const auto name = unique_name("acl");
   const auto parent = zk::parent_path(root_of(base), name);
   auto held = a->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
@@ -899,11 +874,10 @@ TEST(zookeeper_auth, CreatorAclKeepsOutClientsWithoutTheCredentialsAndSameCreden
 }
 
 TEST(zookeeper_auth, WrongPasswordIsRefusedClearlyAndNeverShown) {
-  const auto base = env_uri("DLOCK_ZOOKEEPER_URI");
-  ASSERT_FALSE(base.empty());
-  const auto user = unique("user"), password = unique("right-pw"), wrong = unique("wrong-pw");
+  const auto base = server_uri("DLOCK_ZOOKEEPER_URI");
+  const auto user = unique_name("user"), password = unique_name("right-pw"), wrong = unique_name("wrong-pw");
   auto owner = dlock::open(with_credentials(base, user, password));
-  const auto name = unique("acl-wrong");
+  const auto name = unique_name("acl-wrong");
   auto held = owner->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   const auto never_shows = [&](const std::string& text) {
@@ -944,11 +918,10 @@ TEST(zookeeper_auth, WrongPasswordIsRefusedClearlyAndNeverShown) {
 }
 
 TEST(zookeeper_ensemble, OneNodeDownLockSurvivesAndWaitersStillGetItInOrder) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
   ensemble_disturbance disturbance(uri);
   auto b = dlock::open(uri + "?session_timeout=6s");
-  const auto name = unique("one-down");
+  const auto name = unique_name("one-down");
   auto held = b->make_lock(name)->acquire();
   auto w1 = b->make_lock(name), w2 = b->make_lock(name);
   auto zh = raw_connect(uri);
@@ -974,13 +947,12 @@ TEST(zookeeper_ensemble, OneNodeDownLockSurvivesAndWaitersStillGetItInOrder) {
 // an acquire caught by the same stall must redo its create there, once. The frozen server is a
 // follower: a frozen leader stops the whole ensemble until an election (syncLimit, 5 s here).
 TEST(zookeeper_ensemble, ReleaseAndAcquireRideOutAFollowerThatFreezes) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
   const auto ports = ensemble_ports();
-  ASSERT_FALSE(uri.empty());
   ASSERT_EQ(ports.size(), 3u) << "DLOCK_ZOOKEEPER_ENSEMBLE_PORTS should list the 3 client ports";
   ensemble_disturbance disturbance(uri);
   // A session on a follower: the client picks a server at random, so open until it picks one.
-  const auto name = unique("freeze");
+  const auto name = unique_name("freeze");
   std::shared_ptr<dlock::backend> b;
   dlock::lease held;
   std::size_t node = 0;
@@ -1000,7 +972,7 @@ TEST(zookeeper_ensemble, ReleaseAndAcquireRideOutAFollowerThatFreezes) {
   const auto pid = dlock::testing::launcher_pid("zookeeper-ensemble." + std::to_string(node));
   ASSERT_GT(pid, 0);
   ASSERT_TRUE(disturbance.freeze(pid));
-  const auto second = unique("freeze-acquire");
+  const auto second = unique_name("freeze-acquire");
   std::error_code acquire_ec;
   dlock::lease second_lease;
   std::thread acquirer([&] { second_lease = b->make_lock(second)->try_acquire_for(30s, acquire_ec); });
@@ -1020,14 +992,13 @@ TEST(zookeeper_ensemble, ReleaseAndAcquireRideOutAFollowerThatFreezes) {
 }
 
 TEST(zookeeper_ensemble, TwoNodesDownHolderToldLostAndNobodyElseAcquires) {
-  const auto uri = env_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_ENSEMBLE_URI");
   ensemble_disturbance disturbance(uri);
   collected_diagnostics diagnostics;
   const auto collecting_since = std::chrono::steady_clock::now();
   auto b = dlock::open(uri + "?session_timeout=4s");
   auto other = dlock::open(uri + "?session_timeout=4s");
-  const auto name = unique("two-down");
+  const auto name = unique_name("two-down");
   auto held = b->make_lock(name)->acquire();
   ASSERT_TRUE(disturbance.stop("zookeeper-ensemble.1"));
   ASSERT_TRUE(disturbance.stop("zookeeper-ensemble.2"));

@@ -61,15 +61,6 @@ check_result run_and_check(const fleet_plan& plan) {
   return check_and_print(plan);
 }
 
-std::string required_env(const char* variable, const char* servers) {
-  const char* v = std::getenv(variable);
-  if (v == nullptr || *v == '\0') {
-    ADD_FAILURE() << variable << " is not set: start the servers with compose/native/dlock-servers up " << servers;
-    return {};
-  }
-  return v;
-}
-
 TEST(CompareEndToEnd, ProcessScopedMemoryLocksOverlapAcrossProcessesAndTheCheckerSeesIt) {
   temp_dir dir;
   // Each process counts its own tokens, and the client with the shortest work counts fastest:
@@ -139,8 +130,7 @@ TEST(CompareEndToEnd, WorkersGetTheUriInTheirEnvironmentNotOnTheirCommandLine) {
 }
 
 TEST(CompareEndToEnd, RedisLocksNeverOverlap) {
-  const auto uri = required_env("DLOCK_REDIS_URI", "redis");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = dlock::testing::server_uri("DLOCK_REDIS_URI");
   temp_dir dir;
   // wait_after_restart=false: this test is about exclusion on a healthy server, and must not
   // wait out a ttl because the launcher started (or another test restarted) the server just now.
@@ -221,8 +211,7 @@ TEST(CompareEndToEnd, AHolderKilledInsideItsWriteLeavesAHistoryTheCheckerReads) 
 // before the pause, so its token was accepted: a stale write needs the pause between the grant
 // and the write, a window too narrow to hit from outside; the scenarios of issue 10 will aim there.)
 TEST(CompareEndToEnd, ARedisHolderPausedPastItsTtlOverlapsItsSuccessorAndTheCheckerSeesIt) {
-  const auto uri = required_env("DLOCK_REDIS_URI", "redis");
-  ASSERT_FALSE(uri.empty());
+  const auto uri = dlock::testing::server_uri("DLOCK_REDIS_URI");
   temp_dir dir;
   auto plan = plan_for(dlock::testing::with_query(uri, "ttl=500ms&poll=1ms..20ms&wait_after_restart=false"), dir,
                        {100ms, 100ms, 100ms});

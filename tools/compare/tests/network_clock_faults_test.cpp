@@ -39,17 +39,10 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The server's URI with `scheme` and a 1 s validity, or nullopt (and a failure) when unset.
-std::optional<std::string> uri_from(const char* variable, const std::string& scheme, const std::string& extra = "") {
-  const char* value = std::getenv(variable);
-  if (value == nullptr || *value == '\0') {
-    ADD_FAILURE() << variable << " is not set: eval \"$(compose/native/dlock-servers up redis postgres zookeeper)\"";
-    return std::nullopt;
-  }
-  const std::string server = value;
-  auto uri = scheme + server.substr(server.find("://"));
-  uri += (uri.find('?') == std::string::npos ? "?" : "&") + std::string("ttl=1000ms") + extra;
-  return uri;
+// The server's URI with `scheme` and a 1 s validity (the test fails when the variable is unset).
+std::string uri_from(const char* variable, const std::string& scheme, const std::string& extra = "") {
+  return dlock::testing::with_query(dlock::testing::with_scheme(dlock::testing::server_uri(variable), scheme),
+                                    "ttl=1000ms" + extra);
 }
 
 struct run {
@@ -111,17 +104,15 @@ void expect_partitioned_holder_told(const run& r, shared_clock::duration allowed
 TEST(CompareNetworkFaults, PartitionedRedisHolderIsToldAtMostMomentsAfterTheNextGrant) {
   if (const auto why = network_partition::unavailable_because(); !why.empty()) FAIL() << why;
   const auto uri = uri_from("DLOCK_REDIS_URI", "redis");
-  if (!uri) return;
   temp_dir dir;
-  expect_partitioned_holder_told(run_fault(fault::partition, *uri, dir), 250ms);
+  expect_partitioned_holder_told(run_fault(fault::partition, uri, dir), 250ms);
 }
 
 TEST(CompareNetworkFaults, PartitionedPostgresAdvisoryHolderIsToldBeforeTheNextGrant) {
   if (const auto why = network_partition::unavailable_because(); !why.empty()) FAIL() << why;
   const auto uri = uri_from("DLOCK_POSTGRES_URI", "postgres+advisory");
-  if (!uri) return;
   temp_dir dir;
-  const auto r = run_fault(fault::partition, *uri, dir);
+  const auto r = run_fault(fault::partition, uri, dir);
   expect_partitioned_holder_told(r, 0ms);
   // Session-bound: the server keeps the lock with the partitioned session; no one else is
   // granted before the link is back (safe, unavailable): no overlap.
@@ -131,9 +122,8 @@ TEST(CompareNetworkFaults, PartitionedPostgresAdvisoryHolderIsToldBeforeTheNextG
 TEST(CompareNetworkFaults, PartitionedZooKeeperHolderIsToldBeforeTheNextGrant) {
   if (const auto why = network_partition::unavailable_because(); !why.empty()) FAIL() << why;
   const auto uri = uri_from("DLOCK_ZOOKEEPER_URI", "zookeeper", "&session_timeout=1000ms");
-  if (!uri) return;
   temp_dir dir;
-  expect_partitioned_holder_told(run_fault(fault::partition, *uri, dir), 0ms);
+  expect_partitioned_holder_told(run_fault(fault::partition, uri, dir), 0ms);
 }
 
 // A run killed before its destructor ran leaves its namespaces; the next run's sweep deletes
@@ -160,12 +150,11 @@ TEST(CompareClockFaults, WallClockStepLetsGetsetTakeOverButNotRedis) {
   if (libfaketime_path().empty()) FAIL() << "libfaketime is not installed (apt-get install faketime)";
   const auto unsafe = uri_from("DLOCK_REDIS_URI", "redis+unsafe-getset", "&unsafe=true");
   const auto safe = uri_from("DLOCK_REDIS_URI", "redis");
-  if (!unsafe || !safe) return;
   temp_dir unsafe_dir, safe_dir;
-  const auto getset = run_fault(fault::clock_step, *unsafe, unsafe_dir);
+  const auto getset = run_fault(fault::clock_step, unsafe, unsafe_dir);
   ASSERT_TRUE(getset.result.fault_not_injected.empty()) << getset.result.fault_not_injected;
   EXPECT_GT(getset.result.check.overlap_count(), 0u) << "the GETSET takeover of a client 60 s ahead was not seen";
-  const auto redis = run_fault(fault::clock_step, *safe, safe_dir);
+  const auto redis = run_fault(fault::clock_step, safe, safe_dir);
   ASSERT_TRUE(redis.result.fault_not_injected.empty()) << redis.result.fault_not_injected;
   EXPECT_EQ(redis.result.check.overlap_count(), 0u) << "redis (server-side expiry) cared about a client's wall clock";
   EXPECT_GT(redis.result.check.totals.grants, 2u);
@@ -182,13 +171,12 @@ TEST(CompareClockFaults, SlowClientClockOutlivesItsRedisLeaseButNotAPostgresSess
   if (libfaketime_path().empty()) FAIL() << "libfaketime is not installed (apt-get install faketime)";
   const auto redis_uri = uri_from("DLOCK_REDIS_URI", "redis");
   const auto postgres_uri = uri_from("DLOCK_POSTGRES_URI", "postgres+advisory");
-  if (!redis_uri || !postgres_uri) return;
   temp_dir redis_dir, postgres_dir;
 
   // Redis: validity and renewal run on the client's clock (renew every ttl/3 of it = 1.33 real
   // ttls): the server expires the key first, a client at real speed is granted during the slow
   // holder's write, and the slow holder's held() still says true at the write's end.
-  const auto redis = run_fault(fault::clock_slow, *redis_uri, redis_dir);
+  const auto redis = run_fault(fault::clock_slow, redis_uri, redis_dir);
   const auto slow = slow_holders_first(redis);
   ASSERT_TRUE(slow) << "the slow client never finished a write";
   // The history is stamped on the real clock: half a ttl of the worker's clock lasted ~2 real ttls.
@@ -200,7 +188,7 @@ TEST(CompareClockFaults, SlowClientClockOutlivesItsRedisLeaseButNotAPostgresSess
 
   // postgres+advisory: the lock lives as long as the session; the client's clock does not matter:
   // no one else is granted while the slow client's first section is under way.
-  const auto postgres = run_fault(fault::clock_slow, *postgres_uri, postgres_dir);
+  const auto postgres = run_fault(fault::clock_slow, postgres_uri, postgres_dir);
   const auto slow_pg = slow_holders_first(postgres);
   ASSERT_TRUE(slow_pg) << "the slow client never finished a write";
   const auto section_end = slow_pg->release_done.value_or(slow_pg->last_event);

@@ -14,6 +14,16 @@ namespace dlock::testing {
 // share a lock name.
 std::string unique_name(std::string_view prefix);
 
+// The URI of a server the tests run against, from the environment variable `variable`
+// (DLOCK_REDIS_URI, DLOCK_ZOOKEEPER_ENSEMBLE_URI, ...; compose/native/dlock-servers exports them).
+// Unset or empty, it throws std::runtime_error naming the variable and how to start the servers:
+// gtest prints the message and fails the test, from the test body or any helper it calls. A
+// backend's own tests never skip for a missing server; leave them out with ctest -E instead.
+std::string server_uri(std::string_view variable);
+// `uri` under another scheme: with_scheme("redis://h:6379", "redis+fair") is "redis+fair://h:6379".
+// Throws std::invalid_argument when `uri` has no "://".
+std::string with_scheme(std::string_view uri, std::string_view scheme);
+
 // One backend the conformance suite runs against, as joined by dlock_join_conformance().
 struct conformance_target {
   std::string label;    // ctest name part: "memory", "redis_reentrant"
