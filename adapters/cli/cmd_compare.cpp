@@ -1,6 +1,6 @@
 // dlock compare [--backends LIST] [--faults LIST] [--duration D] [--clients N] [--json FILE]
 //               [--markdown FILE] [--html FILE] [--speed-duration D] [--no-speed]
-// The comparison matrix (issue 10): for each backend (a scheme, its server taken from the
+// The comparison matrix: for each backend (a scheme, its server taken from the
 // launcher's variables, compose/native/dlock-servers) and each named fault, N client processes
 // contend for one lock and write to a recorded resource while the fault strikes the holder;
 // the checker's observation fills the cell. Every cell is an observation, never a declaration:

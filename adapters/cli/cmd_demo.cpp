@@ -1,4 +1,4 @@
-// dlock demo [URI] [--workers N] [--stock S]: the articles' flash sale (秒杀). N workers each
+// dlock demo [URI] [--workers N] [--stock S]: the classic flash sale (秒杀). N workers each
 // repeatedly: take the lock, read the remaining stock from a shared file, and if it is above
 // zero, pause a little (the "business logic"), write stock-1 and append a sale record; release.
 // Then the SAME run without the lock, showing the oversell the lock prevents.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli/redis: issue 9's scenarios of `dlock run` against the launcher's real Redis (DLOCK_REDIS_URI,
+# cli/redis: the lost-lease scenarios of `dlock run` against the launcher's real Redis (DLOCK_REDIS_URI,
 # DLOCK_REDIS_PORT, and DLOCK_SERVERS to stop and start it; the test FAILS when they are unset).
 # The command is a shell whose child shell (the "grandchild") records its pid and would write 30 s
 # later:

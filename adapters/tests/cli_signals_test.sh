@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cli/signals: no part of `dlock run`'s command outlives its lock, and a signal while waiting
 # for the lock ends the wait. The command is a shell whose child shell (the "grandchild")
-# records its pid and would write a file 30 s later, as in issue 9:
+# records its pid and would write a file 30 s later:
 #  - lease lost: the grandchild is killed, not only the command;
 #  - dlock SIGKILLed: the grandchild is killed (nothing of the command runs on as an orphan);
 #  - dlock SIGTERMed while the command runs: the signal reaches the grandchild too;
@@ -73,7 +73,7 @@ grandchild_check() {
   [[ ! -e $work/$1.late ]] || fail "$2: the grandchild wrote after the lock was gone"
 }
 
-# ---- item 9: the lease is lost (memory://, no watchdog: it runs out after 2 s, ample time for
+# ---- the lease is lost (memory://, no watchdog: it runs out after 2 s, ample time for
 # the grandchild to start even on a loaded machine).
 "$dlock" run "memory://?ttl=2s&watchdog=false" "$name" --grace 500ms -- sh "$work/grandchild.sh" "$work/lost" \
   >"$work/out" 2>"$work/err"
@@ -81,7 +81,7 @@ st=$?
 [[ $st -eq 70 ]] && ok "lost lease: exit 70" || { fail "lost lease: exit $st, expected 70"; cat "$work/err"; }
 grandchild_check lost "lost lease"
 
-# ---- item 9: dlock is SIGKILLed while its command runs.
+# ---- dlock is SIGKILLed while its command runs.
 "$dlock" run "$uri" "$name" -- sh "$work/grandchild.sh" "$work/killed" >"$work/out" 2>"$work/err" &
 runner=$!
 pids+=("$runner")
@@ -94,7 +94,7 @@ else
   fail "dlock SIGKILLed: the command never started"; cat "$work/err"
 fi
 
-# ---- item 9: dlock gets SIGTERM while its command runs: forwarded to the whole group.
+# ---- dlock gets SIGTERM while its command runs: forwarded to the whole group.
 "$dlock" run "$uri" "$name" -- sh "$work/grandchild.sh" "$work/term" >"$work/out" 2>"$work/err" &
 runner=$!
 pids+=("$runner")
@@ -111,7 +111,7 @@ else
   fail "SIGTERM while running: the command never started"; cat "$work/err"
 fi
 
-# ---- item 10: signals while waiting for a lock another process holds.
+# ---- signals while waiting for a lock another process holds.
 coproc HOLD { "$dlock" hold "$uri" "$name"; }
 pids+=("$HOLD_PID")
 read -r -t 10 line <&"${HOLD[0]}"

@@ -12,7 +12,7 @@ void register_memcached(registry& r) {
          .summary = "add with a ttl, gets + CAS-guarded delete/renew, incr fencing seeded from the server clock; a restarted server grants after ttl; no replication",
          .parameters = {"prefix", "pool_size", "connect_timeout", "command_timeout", "restart_delay"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<memcached::memcached_backend>(u, d); }});
-  // The articles' add + plain delete lock, refused unless the URI says unsafe=true.
+  // The well-known add + plain delete lock, refused unless the URI says unsafe=true.
   memcached::register_unsafe_delete(r);
 }
 

@@ -1,4 +1,4 @@
-// The articles' memcached lock as they write it: add(key, value, exptime) wins, delete(key)
+// The well-known memcached lock recipe as it is usually written: add(key, value, exptime) wins, delete(key)
 // releases. No CAS, no fencing counter, no sweeper, no restart delay: the point is its failure.
 #include "unsafe_delete.hpp"
 

@@ -63,7 +63,7 @@ TEST(memcached, UnreachableServerFailsAtOpenWithBackendUnavailable) {
   }
 }
 
-// issue 9: memcached://:11211 (a templated ${HOST} left unset) silently meant localhost.
+// A regression: memcached://:11211 (a templated ${HOST} left unset) silently meant localhost.
 TEST(memcached, AnEmptyHostIsRefusedNotTakenForLocalhost) {
   try {
     (void)dlock::open("memcached://:" + std::to_string(dlock::uri::parse(server_uri()).hosts().at(0).port_or(11211)));
@@ -258,7 +258,7 @@ TEST(memcached, MinUptimeToGrantCoversTheTtlAndTheServerClock) {
   EXPECT_EQ(mc::fence_seed(1s), std::uint64_t{1} << 20);
 }
 
-// issue 9: a restart used to reset the counter (tokens from 1 again) and the restarted server
+// A regression: a restart used to reset the counter (tokens from 1 again) and the restarted server
 // granted at once, while the holder from before still believed it held.
 TEST(memcached, ARestartedServerGrantsOnlyAfterTheOldHolderWasToldAndWithAHigherToken) {
   const auto base = server_uri();
@@ -294,7 +294,7 @@ TEST(memcached, ARestartedServerGrantsOnlyAfterTheOldHolderWasToldAndWithAHigher
             << granted_after.count() << " ms after the restart\n";
 }
 
-// issue 9: an evicted (here: deleted) counter was re-created at 0, so tokens went back to 1.
+// A regression: an evicted (here: deleted) counter was re-created at 0, so tokens went back to 1.
 TEST(memcached, FencingTokensIncreaseAfterTheCounterIsEvicted) {
   const auto base = server_uri();
   raw_client raw(base);
@@ -319,7 +319,7 @@ TEST(memcached, FencingTokensIncreaseAfterTheCounterIsEvicted) {
   EXPECT_GT(*held.fencing_token(), a) << "the fencing token went back after the counter was lost";
 }
 
-// issue 9: an `add` whose reply was lost (the server stalled past command_timeout, then read the
+// A regression: an `add` whose reply was lost (the server stalled past command_timeout, then read the
 // request) left a grant that nobody held: the name stayed taken for a whole ttl.
 TEST(memcached, AnAcquireWhoseReplyWasLostLeavesNoGrantBehind) {
   const auto base = server_uri();

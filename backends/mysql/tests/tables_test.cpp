@@ -164,7 +164,7 @@ TEST(MysqlIndexFair, WaitersAreGrantedInArrivalOrderAndLeaveTheQueue) {
   EXPECT_EQ(queued(), 0) << "a waiter that gave up must leave the waiters table";
 }
 
-// The articles' ABA: A's grant expires, B takes the lock and releases it, so the row looks free
+// The optimistic lock's ABA: A's grant expires, B takes the lock and releases it, so the row looks free
 // again (owner NULL) -- but the version moved on twice, and A's release and renew must fail.
 TEST(MysqlVersion, AbaAStaleHolderCannotReleaseOrRenewAfterTheVersionMoved) {
   auto b = dlock::open(test::uri_for("mysql+version", "table=" + fresh_table() + "&ttl=1s&watchdog=false"));

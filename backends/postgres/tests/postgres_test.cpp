@@ -267,7 +267,7 @@ TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_serv
 INSTANTIATE_TEST_SUITE_P(pg, fencing_scheme, ::testing::ValuesIn(all_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 
-// The ABA case of the optimistic-lock article: A's grant expires, the row goes through other
+// The ABA case of an optimistic (version) lock: A's grant expires, the row goes through other
 // owners and looks free again; A's stale version must not match anything.
 TEST(version, aba_stale_version_matches_nothing) {
   const auto uri = uri_for("postgres+version", "ttl=1s&watchdog=false");

@@ -46,7 +46,7 @@ void register_redis(registry& r) {
          .summary = "Redlock: SET NX PX on N independent masters in parallel, majority + validity; no fencing",
          .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix", "wait_after_restart"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<redis::redlock_backend>(u, d); }});
-  // The articles' broken locks, refused unless the URI says unsafe=true (unsafe.hpp).
+  // The well-known broken recipes, refused unless the URI says unsafe=true (unsafe.hpp).
   redis::register_unsafe(r);
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The Lua scripts of the redis backends, run by EVALSHA. Key and argument layouts:
 //   simple    : redis-py's redis.lock.Lock layout (STRING key = name, value = token).
-//   reentrant : Redisson's RLock / RFencedLock layout (anchors.md section c.1).
+//   reentrant : Redisson's RLock / RFencedLock layout (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonLock.java).
 //   fair      : Redisson's RFairLock layout (queue list + timeout zset).
 #include "connection.hpp"
 
@@ -59,7 +59,7 @@ inline const script reentrant_renew{
     "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); "
     "return 1; end; return 0;"};
 
-// Redisson RFairLock (RedissonFairLock.java; anchors.md c.1). Every fair script first drops stale
+// Redisson RFairLock (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonFairLock.java). Every fair script first drops stale
 // waiters whose timeout score has passed, exactly as Redisson's do.
 #define DLOCK_REDISSON_FAIR_SWEEP                                                              \
   DLOCK_NEXT_FENCING_TOKEN                                                                     \

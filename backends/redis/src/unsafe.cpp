@@ -1,4 +1,4 @@
-// The articles' broken Redis locks (see unsafe.hpp), each written as the articles write it, so that
+// The well-known broken Redis lock recipes (see unsafe.hpp), each written as the recipe goes, so that
 // the failure they are known for happens for real. Small on purpose: no subscriber, no watchdog,
 // no held-lease checks; the only thing shared with redis:// is the connection pool.
 #include "unsafe.hpp"
@@ -29,7 +29,7 @@ struct unsafe_settings {
   std::shared_ptr<pool> connections;
   std::string prefix;
   // Test hook: a sleep between the two commands of a two-command acquire (SETNX/INCR, then
-  // EXPIRE), so a test can kill the holder exactly where the articles say it dies.
+  // EXPIRE), so a test can kill the holder exactly where the recipe dies.
   milliseconds pause_between{0};
 };
 
@@ -77,7 +77,7 @@ class unsafe_lease final : public spi::lease_state {
  protected:
   void do_release(std::error_code& ec) noexcept override {
     try {
-      // The GETSET article's step 5: delete only if our own clock says the grant has not expired,
+      // The GETSET recipe's release: delete only if our own clock says the grant has not expired,
       // else leave the key alone. The check and the DEL are two steps, and the clock is ours.
       if (own_expiry_ms_ && wall_ms() >= *own_expiry_ms_) {
         set_error(ec, errc::not_owner, settings_->scheme + ": lock '" + name() +
@@ -159,7 +159,8 @@ class unsafe_lock final : public distributed_lock {
     return granted(start);
   }
 
-  // The articles' steps: SETNX(expiry) wins a free key; else GET the expiry, and if it is in the
+  // The recipe's steps (https://redis.io/docs/latest/commands/setnx/, "Design pattern: Locking with
+  // SETNX"): SETNX(expiry) wins a free key; else GET the expiry, and if it is in the
   // past by our clock, GETSET our own expiry and win if the value we replaced is the one we read.
   std::unique_ptr<spi::lease_state> setnx_or_getset(connection& c, clock::time_point start, std::error_code& ec) {
     const auto expiry = wall_ms() + options().ttl.count();

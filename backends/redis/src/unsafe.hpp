@@ -1,6 +1,6 @@
 #pragma once
-// The broken Redis locks the articles this project comes from describe, kept as UNSAFE schemes so
-// the comparison suite can show each one failing where the articles say it fails. Never a default:
+// The well-known broken Redis lock recipes, kept as UNSAFE schemes so the comparison suite can show
+// each one failing where it is known to fail. Never a default:
 // open() refuses them unless the URI says unsafe=true. None has fencing, renewal or a lost
 // notification; see README.md ("The unsafe variants") for what each one gets wrong.
 //

@@ -29,8 +29,6 @@ using dlock::testing::server_uri;
 using dlock::testing::unique_name;
 using dlock::testing::with_scheme;
 
-// dlock::default_registry() directly: core's dlock::open() lives in the shared core library and
-// does not link against the registry defined in dlock::all's static part (reported to the lead).
 // wait_after_restart=false: redis_fault_test and the Redlock stop/start test restart servers, and
 // these tests, about other things, must not meet a server younger than their ttl (that rule is
 // redis_fault_test's subject).

@@ -1,5 +1,5 @@
-// The articles' broken Redis locks (src/unsafe.hpp) against a real server (DLOCK_REDIS_URI): each
-// test makes the failure the articles describe happen, and runs redis:// through the same scenario
+// The well-known broken Redis lock recipes (src/unsafe.hpp) against a real server (DLOCK_REDIS_URI):
+// each test makes the failure each recipe is known for happen, and runs redis:// through the same scenario
 // to show it does not. The server is read directly with hiredis, so no test trusts the code under
 // test about what the server holds.
 #include <gtest/gtest.h>
@@ -32,8 +32,6 @@ std::string uri_of(std::string_view scheme, std::string_view query) {
   return dlock::testing::with_query(dlock::testing::with_scheme(server_uri(), scheme), query);
 }
 
-// dlock::default_registry() directly, as redis_test does (the core's dlock::open lives in the
-// shared core library).
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
 
 std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what)); }
@@ -229,7 +227,7 @@ TEST(RedisUnsafe, DelReleaseOfAnExpiredHolderDeletesTheSuccessorsLock) {
   EXPECT_TRUE(out.c_granted_while_b_holds) << "C was not granted while B held: no overlap";
 }
 
-// The two-command schemes release by the same plain DEL (the articles' scheme B1 and the INCR
+// The two-command schemes release by the same plain DEL (SETNX then EXPIRE, and the INCR
 // lock: "incr的实现方式也无法解决锁被误删除的问题").
 TEST(RedisUnsafe, SetnxExpireAndIncrReleaseOfAnExpiredHolderAlsoDeletesTheSuccessorsLock) {
   for (const char* scheme : {"redis+unsafe-setnx-expire", "redis+unsafe-incr"}) {
@@ -249,9 +247,9 @@ TEST(RedisUnsafe, SafeSchemeReleaseOfAnExpiredHolderIsNotOwnerAndKeepsTheSuccess
   EXPECT_FALSE(out.c_granted_while_b_holds) << "C was granted while B held";
 }
 
-// Two clients race to take over an expired lock, many rounds. The articles' compare (GETSET must
+// Two clients race to take over an expired lock, many rounds. The recipe's compare (GETSET must
 // return the value GET read) lets only one of them in; what the loser's GETSET still does is
-// rewrite the winner's expiry with its own (the article's "过期时间可能被多个线程getSet互相覆盖").
+// rewrite the winner's expiry with its own ("the expiry may be overwritten by several clients' GETSETs").
 // The racers use different ttls (30 s and 60 s) so the value shows whose expiry it is.
 TEST(RedisUnsafe, GetsetTakeoverRaceLoserRewritesTheWinnersExpiry) {
   const auto name = unique("getset-race");

@@ -392,7 +392,7 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
   EXPECT_NE(run().find("acquired"), std::string::npos) << "kazoo could not acquire after our release";
 }
 
-// ---- The holder is told no later than the server may expire its session (issue 9, item 4) ----
+// ---- The holder is told no later than the server may expire its session -------------------------
 
 // The lease's validity is the session's: the send time of the last request the server answered
 // plus the session timeout (minus drift), moved forward by every answer while the session is
@@ -454,7 +454,7 @@ TEST(zookeeper_validity, PartitionedHolderIsToldBeforeAnotherClientIsGranted) {
   EXPECT_EQ(ec, dlock::errc::not_owner) << "the work done after the loss was not protected, and release must say so";
 }
 
-// ---- Other recipes in the same lock folder (issue 9, item 7): every node another recipe treats as a
+// ---- Other recipes in the same lock folder: every node another recipe treats as a
 // contender excludes us, in sequence order, with real kazoo as the peer.
 
 TEST(zookeeper_sequence, EveryKnownRecipesNodesAreContendersInSequenceOrder) {
@@ -591,7 +591,7 @@ TEST(zookeeper_interop, QueueOfDlockKazooDlockNeverHasTwoHolders) {
                                          << " s before kazoo released: two holders at once";
 }
 
-// ---- Names map to the path Curator uses (issue 9, item 8) ----------------------------------------
+// ---- Names map to the path Curator uses ---------------------------------------------------------
 
 TEST(zookeeper_names, ValidPathsAreUsedAsCuratorUsesThemOnlyTheRestIsHashed) {
   EXPECT_EQ(zk::parent_path("/dlock", "orders/42"), "/dlock/orders/42");
@@ -651,7 +651,7 @@ TEST(zookeeper_names, KazooOnTheCuratorPathContendsWithUs) {
   }
 }
 
-// ---- Bad input and the client library's log (issue 9, item 16) ---------------------------------
+// ---- Bad input and the client library's log -----------------------------------------------------
 
 namespace {
 
@@ -761,7 +761,7 @@ TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
 
 // --- the three-node ensemble ------------------------------------------------------------------
 
-// ---- Digest authentication and ACLs (open item 1). Digest auth needs no server configuration: the
+// ---- Digest authentication and ACLs. Digest auth needs no server configuration: the
 // server records user:base64(sha1(user:password)) as the client's identity, whatever the password.
 
 namespace {

@@ -28,7 +28,7 @@ struct backend_info {
   std::string summary;      // one line: the strategy, e.g. "SET NX PX, compare-and-delete unlock"
   // Query keys the backend accepts beyond the common ones (ttl, watchdog, renew, poll).
   std::vector<std::string> parameters;
-  // Not empty for a broken strategy kept to show how it fails (the articles' SETNX-then-EXPIRE,
+  // Not empty for a broken strategy kept to show how it fails (the well-known SETNX-then-EXPIRE,
   // plain-DEL release...): what goes wrong. open() refuses such a scheme unless the URI says
   // unsafe=true, and names this reason.
   std::string unsafe_because{};

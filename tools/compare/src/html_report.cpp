@@ -105,7 +105,7 @@ std::string legend() {
                         "a fault not injected") +
          swatch("none", "not run (the cell says why)") +
          "<br>Hover over a cell for what the checker counted. Rows marked <span class=\"badge\">UNSAFE</span> are "
-         "the broken variants the articles warn about, run to show their failures; never use them.</p>";
+         "the well-known broken recipes, run to show their failures; never use them.</p>";
 }
 
 std::string grid(const matrix& m) {

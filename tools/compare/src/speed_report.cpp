@@ -56,7 +56,7 @@ std::string speed_legend(const speed_table& t) {
          "  handoff       " + n + " clients on one name: from a release to the grant of a client already waiting\n"
          "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
          "  cycle p50     one uncontended acquire+release\n"
-         "  UNSAFE        an unsafe variant, measured as the baseline the articles quote; never use it\n"
+         "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n"
          "CPU placement: " + t.cpu_placement + ".\n";
 }
 

@@ -209,7 +209,7 @@ TEST(CompareEndToEnd, AHolderKilledInsideItsWriteLeavesAHistoryTheCheckerReads) 
 // that grant: the checker must see the overlap, and see that the frozen holder was not told in time
 // (a stopped process runs no callback). This is what fencing exists for. (The write here began
 // before the pause, so its token was accepted: a stale write needs the pause between the grant
-// and the write, a window too narrow to hit from outside; the scenarios of issue 10 will aim there.)
+// and the write, a window too narrow to hit from outside; the kill-mid-acquire and pause-before-write scenarios aim there.)
 TEST(CompareEndToEnd, ARedisHolderPausedPastItsTtlOverlapsItsSuccessorAndTheCheckerSeesIt) {
   const auto uri = dlock::testing::server_uri("DLOCK_REDIS_URI");
   temp_dir dir;

@@ -196,7 +196,7 @@ void only_the_paused_holder_overlaps(const scenario_run& r) {
                   << paused->client << "/" << paused->attempt << ": a release freed a successor's lock";
 }
 
-// The articles' plain-DEL release: the paused holder, resumed, deletes the lock its successor
+// The plain-DEL release of the broken recipes: the paused holder, resumed, deletes the lock its successor
 // holds, and another acquire (its own next one, or a third client's) gets in while the successor
 // still writes.
 void the_paused_holder_deletes_its_successors_lock(const scenario_run& r) {

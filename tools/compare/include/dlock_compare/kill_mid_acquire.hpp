@@ -1,6 +1,6 @@
 #pragma once
 // kill-mid-acquire: a client SIGKILLed inside its acquire, once the server holds its lock. The
-// articles' "SETNX then EXPIRE" and "INCR then EXPIRE" locks die here: the first command made the
+// well-known "SETNX then EXPIRE" and "INCR then EXPIRE" locks die here: the first command made the
 // key, the second (its expiry) never comes, and nobody is ever granted the lock again. A scheme
 // whose acquire is one command has no such place: its client is killed right after the grant,
 // and the lock must free itself within its ttl.

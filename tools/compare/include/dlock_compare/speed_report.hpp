@@ -14,7 +14,7 @@ namespace dlock::compare {
 
 struct speed_row {
   std::string backend;           // the scheme
-  bool unsafe = false;           // an unsafe variant: measured as the baseline articles quote, flagged
+  bool unsafe = false;           // an unsafe variant: measured as the baseline such recipes claim, flagged
   std::string uri;               // redacted; empty when not run
   std::optional<backend_speed> measured;
   std::string not_run_because;   // when not measured
