@@ -2,7 +2,7 @@
 // Per-backend hooks for the conformance suite, registered by URI scheme from each backend's
 // backends/<name>/tests/hooks.cpp (listed as HOOK_SOURCES in dlock_join_conformance).
 //
-//   DLOCK_TEST_HOOKS(redis, {
+//   DLOCK_TEST_HOOKS("redis", {
 //       .break_lock = [](const std::string& uri, const dlock::lease& held) { /* CLIENT KILL / DEL */ },
 //       .is_held_on_server = [](const std::string& uri, std::string_view name) { /* EXISTS */ }});
 #include <functional>
