@@ -67,27 +67,34 @@ def main() -> int:
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
     folders = sorted(p for p in backends.iterdir() if p.is_dir())
-    backend_folders = [f for f in folders if (f / "src" / "register.cpp").is_file()]
-    libraries = [f.name for f in folders if f not in backend_folders]
     schemes = registered_schemes(dlock)
+    sources = sorted(p for p in backends.glob("*/src/**/*") if p.suffix in (".cpp", ".hpp"))
 
-    # Which folder's src/register.cpp names each scheme; where else a scheme is named, for the message.
+    # The folder of each scheme: the one whose src/register.cpp names it; failing that (for the
+    # message, and so the folder is still checked), the folder whose sources name it.
     folder_of = {}
     for scheme, _, _ in schemes:
         literal = f'"{scheme}"'
-        owners = [f for f in backend_folders if literal in read(f / "src" / "register.cpp")]
+        owners = sorted({p.parents[len(p.relative_to(backends).parts) - 2] for p in sources
+                         if p.name == "register.cpp" and p.parent.name == "src" and literal in read(p)})
         if len(owners) == 1:
             folder_of[scheme] = owners[0]
             continue
         if len(owners) > 1:
             need(False, f"{scheme}: named in several register.cpp files: "
-                        + ", ".join(str((f / "src" / "register.cpp").relative_to(source)) for f in owners))
+                        + ", ".join(f"backends/{f.name}/src/register.cpp" for f in owners))
             continue
-        elsewhere = sorted(str(p.relative_to(source)) for p in backends.glob("*/src/**/*")
-                           if p.suffix in (".cpp", ".hpp") and literal in read(p))
+        elsewhere = [p for p in sources if literal in read(p)]
         need(False, f"{scheme}: no backends/<name>/src/register.cpp registers it (the one registration file of "
                     f"its folder should name {literal})"
-                    + (f"; it is named in {', '.join(elsewhere)}" if elsewhere else ""))
+                    + (f"; it is named in {', '.join(str(p.relative_to(source)) for p in elsewhere)}" if elsewhere else ""))
+        homes = {backends / p.relative_to(backends).parts[0] for p in elsewhere}
+        if len(homes) == 1:
+            folder_of[scheme] = homes.pop()
+
+    # A backend folder has src/register.cpp or registers a scheme; the others are libraries.
+    backend_folders = sorted({f for f in folders if (f / "src" / "register.cpp").is_file()} | set(folder_of.values()))
+    libraries = [f.name for f in folders if f not in backend_folders]
 
     scope_of_folder = {}
     for scheme, scope, _ in schemes:
@@ -99,11 +106,12 @@ def main() -> int:
         need(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) is not None, f"{rel}: the folder name is not a C identifier")
         cmake = read(folder / "CMakeLists.txt")
         if need(cmake != "", f"{rel}/CMakeLists.txt is missing"):
-            targets = re.findall(r"dlock_add_backend\(\s*([A-Za-z0-9_]+)", cmake)
+            targets = re.findall(r"dlock_add_backend\(\s*([^\s)]+)", cmake)
             need(targets == [name], f"{rel}/CMakeLists.txt: expected one dlock_add_backend({name} ...) (one target, "
                                     f"dlock::{name}), found {', '.join(targets) or 'none'}")
         register = read(folder / "src" / "register.cpp")
-        need(re.search(rf"\bregister_{name}\s*\(\s*(dlock::)?registry\s*&", register) is not None,
+        need(register != "", f"{rel}/src/register.cpp is missing (the one file registering every scheme of the folder)")
+        need(register == "" or re.search(rf"\bregister_{name}\s*\(\s*(dlock::)?registry\s*&", register) is not None,
              f"{rel}/src/register.cpp does not define void dlock::register_{name}(registry&)")
         need((folder / "src" / "capabilities.hpp").is_file(), f"{rel}/src/capabilities.hpp is missing (each scheme's "
                                                                 "inline constexpr capabilities <ident>_caps)")
@@ -132,7 +140,8 @@ def main() -> int:
                              read(folder / "src" / "capabilities.hpp"))
         need(declared is not None, f"{scheme}: {rel}/src/capabilities.hpp does not declare "
                                    f"`inline constexpr capabilities {caps}`")
-        need(re.search(rf"\b{caps}\b", read(folder / "src" / "register.cpp")) is not None,
+        register = read(folder / "src" / "register.cpp")
+        need(register == "" or re.search(rf"\b{caps}\b", register) is not None,
              f"{scheme}: {rel}/src/register.cpp does not use {caps}")
         if not summary.startswith("UNSAFE"):
             need(f'DLOCK_TEST_HOOKS("{scheme}"' in read(folder / "tests" / "hooks.cpp"),

@@ -19,7 +19,7 @@ import sys
 
 BEGIN = "<!-- dlock backends --markdown: begin -->"
 END = "<!-- dlock backends --markdown: end -->"
-REGENERATE = "regenerate it with ./dev readme (or: python3 tests/conventions/readme_backends.py build/adapters/cli/dlock README.md --write)"
+REGENERATE = "regenerate them with ./dev readme (or: python3 tests/conventions/readme_backends.py build/adapters/cli/dlock README.md --write)"
 
 
 def scheme_of(line):
