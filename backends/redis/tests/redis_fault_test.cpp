@@ -198,8 +198,8 @@ TEST(RedlockFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
   EXPECT_TRUE(l) << "the frozen masters stayed locked by a grant nobody holds";
 }
 
-// A wait across a server restart, on the Redis side: a wait that spans a restart goes on (the core rides out the
-// outage; the pool and the subscriber reconnect) and ends with the lock, after the old holder was
+// A wait that spans a restart of the Redis server goes on (the core rides out the outage; the
+// pool and the subscriber reconnect) and ends with the lock, after the old holder was
 // told. Before: the wait was granted as soon as the server was back, the holder still untold.
 TEST(RedisFault, AWaitGoesOnThroughARestartAndEndsAfterTheHolderWasTold) {
   const auto uri = redis_uri();
