@@ -20,12 +20,6 @@ std::string now_ms() {
       std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-// A UUID-shaped client id (Redisson's RedissonClient id is UUID.randomUUID()).
-std::string random_uuid() {
-  auto t = spi::random_token();  // 32 hex digits
-  return t.substr(0, 8) + "-" + t.substr(8, 4) + "-" + t.substr(12, 4) + "-" + t.substr(16, 4) + "-" + t.substr(20, 12);
-}
-
 // How a script is sent: EVALSHA (cached; NOSCRIPT falls back to EVAL), or always as source when
 // the request must run although its reply may never be read.
 enum class sending { cached, source };
@@ -488,7 +482,7 @@ settings parse_settings(const uri& u, mode m) {
   if (auto v = u.get_duration("command_timeout")) s.where.command_timeout = *v;
   if (auto v = u.get_int("pool_size", 1, 1024)) s.pool_size = static_cast<std::size_t>(*v);
   if (auto v = u.get("prefix")) s.prefix = *v;
-  s.client_id = u.get("client_id").value_or(random_uuid());
+  s.client_id = u.get("client_id").value_or(spi::random_uuid());  // Redisson's id is UUID.randomUUID()
   if (auto v = u.get_duration("fair_wait")) s.fair_wait = *v;
   if (auto v = u.get_bool("wait_after_restart")) s.wait_after_restart = *v;
   s.where.learn_server_start = s.wait_after_restart;
