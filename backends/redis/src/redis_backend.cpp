@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "capabilities.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis {
@@ -453,14 +454,6 @@ void shared::check_held(std::stop_token stop) noexcept {
   }
 }
 
-capabilities caps_of(mode m) noexcept {
-  capabilities c{capability::blocking, capability::expiring, capability::renewable, capability::fencing,
-                 capability::lost_notification};
-  if (m != mode::simple) c = c.with(capability::reentrant);
-  if (m == mode::fair) c = c.with(capability::fair);
-  return c;
-}
-
 settings parse_settings(const uri& u, mode m) {
   settings s;
   s.lock_mode = m;
@@ -489,8 +482,22 @@ settings parse_settings(const uri& u, mode m) {
   return s;
 }
 
+namespace {
+
+// The declared set (capabilities.hpp) of the scheme that serves mode `m`.
+constexpr capabilities declared_caps(mode m) noexcept {
+  switch (m) {
+    case mode::simple: return redis_caps;
+    case mode::reentrant: return redis_reentrant_caps;
+    case mode::fair: return redis_fair_caps;
+  }
+  return redis_caps;
+}
+
+}  // namespace
+
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
-    : backend(caps_of(m), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+    : backend(declared_caps(m), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);
