@@ -42,6 +42,12 @@ std::string random_token() {
   return to_hex(bytes.data(), bytes.size());
 }
 
+std::string random_uuid() {
+  const auto hex = random_token();
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20, 12);
+}
+
 std::string default_owner_id() {
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';

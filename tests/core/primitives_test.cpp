@@ -50,6 +50,21 @@ TEST(SafeKey, NeverCollides) {
   }
 }
 
+TEST(RandomUuid, HasTheUuidTextLayoutAndNeverRepeats) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const auto id = spi::random_uuid();
+    ASSERT_EQ(id.size(), 36u) << id;
+    for (std::size_t at = 0; at < id.size(); ++at) {
+      if (at == 8 || at == 13 || at == 18 || at == 23)
+        EXPECT_EQ(id[at], '-') << id;
+      else
+        EXPECT_NE(std::string_view("0123456789abcdef").find(id[at]), std::string_view::npos) << id;
+    }
+    EXPECT_TRUE(seen.insert(id).second) << "repeated: " << id;
+  }
+}
+
 TEST(Backoff, StaysWithinBounds) {
   const backoff_policy p{10ms, 800ms};
   for (unsigned attempt = 0; attempt < 40; ++attempt)

@@ -6,7 +6,7 @@
 namespace dlock::file {
 
 file_backend::file_backend(const uri& u, const lock_options& defaults)
-    : backend(file_capabilities, lock_scope::host, name_limits{max_name_length}, defaults, u.redacted()),
+    : backend(file_caps, lock_scope::host, name_limits{max_name_length}, defaults, u.redacted()),
       dir_(std::make_shared<const lock_directory>(directory_of(u))) {}
 
 std::unique_ptr<distributed_lock> file_backend::do_make_lock(std::string name, lock_options options) {

@@ -2,16 +2,11 @@
 // file:///dir: locks shared by the processes of one host, one flock'ed lock file per name.
 #include <memory>
 
+#include "capabilities.hpp"
 #include "dlock/spi.hpp"
 #include "lock_directory.hpp"
 
 namespace dlock::file {
-
-// expiring: the kernel drops a flock when its holder dies (no ttl while it lives). fencing: the
-// counter in the lock file. Not reentrant (flock is per open file description), not fair and not
-// blocking (polling), not renewable (nothing to renew), no lost notification (a held flock cannot
-// be taken away, and nothing tells the holder if its lock file is deleted or replaced).
-inline constexpr capabilities file_capabilities{capability::expiring, capability::fencing};
 
 class file_backend final : public backend {
  public:

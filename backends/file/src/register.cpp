@@ -1,4 +1,5 @@
 // file:///dir: the only coupling between this backend and the build.
+#include "capabilities.hpp"
 #include "dlock/spi.hpp"
 #include "file_backend.hpp"
 
@@ -6,7 +7,7 @@ namespace dlock {
 
 void register_file(registry& r) {
   r.add({.scheme = "file",
-         .caps = file::file_capabilities,
+         .caps = file::file_caps,
          .scope = lock_scope::host,
          .example_uri = "file:///var/lock/myapp",
          .summary = "one lock file per name, flock(LOCK_EX|LOCK_NB) per lease, fencing counter in the file",

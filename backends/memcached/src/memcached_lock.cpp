@@ -4,11 +4,9 @@
 #include <optional>
 #include <string>
 
-namespace dlock::memcached {
+#include "capabilities.hpp"
 
-capabilities declared_caps() noexcept {
-  return {capability::expiring, capability::renewable, capability::fencing, capability::lost_notification};
-}
+namespace dlock::memcached {
 
 namespace {
 
@@ -77,7 +75,7 @@ class memcached_lock final : public distributed_lock {
  public:
   memcached_lock(std::string name, lock_options options, std::shared_ptr<client_pool> pool,
                  std::shared_ptr<orphan_sweeper> sweeper, key_layout keys, bool restart_delay)
-      : distributed_lock(std::move(name), declared_caps(), std::move(options)),
+      : distributed_lock(std::move(name), memcached_caps, std::move(options)),
         pool_(std::move(pool)),
         sweeper_(std::move(sweeper)),
         keys_(std::move(keys)),
@@ -177,7 +175,7 @@ class memcached_lock final : public distributed_lock {
 }  // namespace
 
 memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
-    : backend(declared_caps(), lock_scope::network, name_limits{}, defaults, u.redacted()),
+    : backend(memcached_caps, lock_scope::network, name_limits{}, defaults, u.redacted()),
       prefix_(u.get("prefix").value_or("dlock:")),
       restart_delay_(u.get_bool("restart_delay").value_or(true)) {
   const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});

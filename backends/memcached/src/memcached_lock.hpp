@@ -11,12 +11,6 @@
 
 namespace dlock::memcached {
 
-// expiring (the item's ttl), renewable (CAS-guarded re-store), fencing (incr counter, re-created
-// from the server's clock when a restart or an eviction lost it), lost_notification (the core watchdog's CAS-guarded renewal
-// finds the item gone or replaced within ttl/3; there is no server push). Not blocking, not fair,
-// not reentrant.
-capabilities declared_caps() noexcept;
-
 class memcached_backend final : public backend {
  public:
   memcached_backend(const uri& u, const lock_options& defaults);

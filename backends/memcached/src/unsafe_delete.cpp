@@ -2,6 +2,7 @@
 // releases. No CAS, no fencing counter, no sweeper, no restart delay: the point is its failure.
 #include "unsafe_delete.hpp"
 
+#include "capabilities.hpp"
 #include "client_pool.hpp"
 #include "dlock/spi.hpp"
 
@@ -42,7 +43,7 @@ class unsafe_delete_lease final : public spi::lease_state {
 class unsafe_delete_lock final : public distributed_lock {
  public:
   unsafe_delete_lock(std::string name, lock_options options, std::shared_ptr<client_pool> pool, key_layout keys)
-      : distributed_lock(std::move(name), capabilities{capability::expiring}, std::move(options)),
+      : distributed_lock(std::move(name), memcached_unsafe_delete_caps, std::move(options)),
         pool_(std::move(pool)),
         keys_(std::move(keys)) {}
 
@@ -74,7 +75,7 @@ class unsafe_delete_lock final : public distributed_lock {
 class unsafe_delete_backend final : public backend {
  public:
   unsafe_delete_backend(const uri& u, const lock_options& defaults)
-      : backend(capabilities{capability::expiring}, lock_scope::network, name_limits{}, defaults, u.redacted()),
+      : backend(memcached_unsafe_delete_caps, lock_scope::network, name_limits{}, defaults, u.redacted()),
         prefix_(u.get("prefix").value_or("dlock:")) {
     check_ttl_fits(defaults.ttl, errc::invalid_uri, u.redacted() + ":");
     const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
@@ -107,18 +108,8 @@ class unsafe_delete_backend final : public backend {
 
 }  // namespace
 
-void register_unsafe_delete(registry& r) {
-  r.add({.scheme = scheme,
-         .caps = {capability::expiring},
-         .scope = lock_scope::network,
-         .example_uri = std::string(scheme) + "://127.0.0.1:11211?ttl=30s&unsafe=true",
-         .summary = "UNSAFE: add with a ttl, release by plain delete without an owner check; no fencing, renewal or "
-                    "lost notification",
-         .parameters = {"prefix", "pool_size", "connect_timeout", "command_timeout"},
-         .unsafe_because = "a holder whose ttl ran out deletes its successor's lock at release; use memcached:// instead",
-         .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
-           return std::make_shared<unsafe_delete_backend>(u, d);
-         }});
+std::shared_ptr<backend> open_unsafe_delete(const uri& u, const lock_options& defaults) {
+  return std::make_shared<unsafe_delete_backend>(u, defaults);
 }
 
 }  // namespace dlock::memcached

@@ -20,7 +20,7 @@ std::string namespace_of(const uri& u) {
 }
 
 memory_backend::memory_backend(const uri& u, const lock_options& defaults)
-    : backend(memory_capabilities, lock_scope::process, name_limits{memory_max_name_length}, defaults, u.redacted()),
+    : backend(memory_caps, lock_scope::process, name_limits{memory_max_name_length}, defaults, u.redacted()),
       ns_(namespace_of(u)),
       table_(table_for(ns_)) {}
 

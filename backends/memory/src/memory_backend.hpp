@@ -3,14 +3,11 @@
 #include <memory>
 #include <string>
 
+#include "capabilities.hpp"
 #include "dlock/spi.hpp"
 #include "memory_table.hpp"
 
 namespace dlock::memory {
-
-inline constexpr capabilities memory_capabilities{
-    capability::reentrant, capability::fair,    capability::blocking,         capability::expiring,
-    capability::renewable, capability::fencing, capability::lost_notification};
 
 // Names are table keys: any bytes, up to 64 KiB.
 inline constexpr std::size_t memory_max_name_length = 64 * 1024;

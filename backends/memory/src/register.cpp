@@ -1,4 +1,5 @@
 // memory://[namespace]: the only coupling between this backend and the build.
+#include "capabilities.hpp"
 #include "dlock/spi.hpp"
 #include "memory_backend.hpp"
 
@@ -6,7 +7,7 @@ namespace dlock {
 
 void register_memory(registry& r) {
   r.add({.scheme = "memory",
-         .caps = memory::memory_capabilities,
+         .caps = memory::memory_caps,
          .scope = lock_scope::process,
          .example_uri = "memory://?ttl=30s",
          .summary = "in-process lock table per namespace: reentrant, FIFO hand-off, expiry on the steady clock",

@@ -44,7 +44,7 @@ void wait_for_waiters(const std::string& ns, const std::string& name, std::size_
 
 TEST(Memory, IsBuiltIntoTheDefaultRegistry) {
   EXPECT_TRUE(dlock::default_registry().contains("memory"));
-  EXPECT_EQ(dlock::open("memory://")->caps(), dlock::memory::memory_capabilities);
+  EXPECT_EQ(dlock::open("memory://")->caps(), dlock::memory::memory_caps);
 }
 
 TEST(Memory, DeclaresEveryCapabilityAndProcessScope) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "capabilities.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis {
@@ -18,12 +19,6 @@ std::string ms_text(milliseconds d) { return std::to_string(std::max<millisecond
 std::string now_ms() {
   return std::to_string(
       std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
-// A UUID-shaped client id (Redisson's RedissonClient id is UUID.randomUUID()).
-std::string random_uuid() {
-  auto t = spi::random_token();  // 32 hex digits
-  return t.substr(0, 8) + "-" + t.substr(8, 4) + "-" + t.substr(12, 4) + "-" + t.substr(16, 4) + "-" + t.substr(20, 12);
 }
 
 // How a script is sent: EVALSHA (cached; NOSCRIPT falls back to EVAL), or always as source when
@@ -459,14 +454,6 @@ void shared::check_held(std::stop_token stop) noexcept {
   }
 }
 
-capabilities caps_of(mode m) noexcept {
-  capabilities c{capability::blocking, capability::expiring, capability::renewable, capability::fencing,
-                 capability::lost_notification};
-  if (m != mode::simple) c = c.with(capability::reentrant);
-  if (m == mode::fair) c = c.with(capability::fair);
-  return c;
-}
-
 settings parse_settings(const uri& u, mode m) {
   settings s;
   s.lock_mode = m;
@@ -488,15 +475,29 @@ settings parse_settings(const uri& u, mode m) {
   if (auto v = u.get_duration("command_timeout")) s.where.command_timeout = *v;
   if (auto v = u.get_int("pool_size", 1, 1024)) s.pool_size = static_cast<std::size_t>(*v);
   if (auto v = u.get("prefix")) s.prefix = *v;
-  s.client_id = u.get("client_id").value_or(random_uuid());
+  s.client_id = u.get("client_id").value_or(spi::random_uuid());  // Redisson's id is UUID.randomUUID()
   if (auto v = u.get_duration("fair_wait")) s.fair_wait = *v;
   if (auto v = u.get_bool("wait_after_restart")) s.wait_after_restart = *v;
   s.where.learn_server_start = s.wait_after_restart;
   return s;
 }
 
+namespace {
+
+// The declared set (capabilities.hpp) of the scheme that serves mode `m`.
+constexpr capabilities declared_caps(mode m) noexcept {
+  switch (m) {
+    case mode::simple: return redis_caps;
+    case mode::reentrant: return redis_reentrant_caps;
+    case mode::fair: return redis_fair_caps;
+  }
+  return redis_caps;
+}
+
+}  // namespace
+
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
-    : backend(caps_of(m), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+    : backend(declared_caps(m), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);

@@ -32,7 +32,6 @@ struct settings {
 };
 
 settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_uri)
-capabilities caps_of(mode m) noexcept;
 
 // What every lock and lease of one backend shares: the pool, the subscriber, the leases held and
 // the background worker.

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "capabilities.hpp"
 #include "redis_backend.hpp"
 #include "scripts.hpp"
 
@@ -207,14 +208,8 @@ class redlock_lock final : public distributed_lock {
 
 }  // namespace
 
-capabilities redlock_backend::declared_caps() noexcept {
-  // No fencing: each master has its own counter, and no construction over them is monotonic
-  // across failovers. No blocking: waiters poll with jittered backoff (Redlock's random retry).
-  return {capability::expiring, capability::renewable, capability::lost_notification};
-}
-
 redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
-    : backend(declared_caps(), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+    : backend(redlock_caps, lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
   if (u.hosts().size() < 3)
     throw error(errc::invalid_uri, "redlock: " + u.redacted() + ": expected at least 3 independent masters, h1:p1,h2:p2,h3:p3");
   auto s = std::make_shared<redlock_shared>();

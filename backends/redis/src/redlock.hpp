@@ -23,7 +23,6 @@ struct redlock_shared {
 class redlock_backend final : public backend {
  public:
   redlock_backend(const uri& u, const lock_options& defaults);
-  static capabilities declared_caps() noexcept;
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;

@@ -1,5 +1,6 @@
 // The redis family: one folder because the schemes share the connection pool, the subscriber and
 // the scripts; each scheme has its own honest capability set.
+#include "capabilities.hpp"
 #include "redis_backend.hpp"
 #include "redlock.hpp"
 #include "unsafe.hpp"
@@ -10,7 +11,7 @@ void register_redis(registry& r) {
   const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id",
                                         "wait_after_restart"};
   r.add({.scheme = "redis",
-         .caps = redis::caps_of(redis::mode::simple),
+         .caps = redis::redis_caps,
          .scope = lock_scope::network,
          .example_uri = "redis://[user:password@]127.0.0.1:6379/0?ttl=30s",
          .summary = "SET NX PX + fencing counter (INCR raised to the server clock) in one script, "
@@ -20,7 +21,7 @@ void register_redis(registry& r) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::simple);
          }});
   r.add({.scheme = "redis+reentrant",
-         .caps = redis::caps_of(redis::mode::reentrant),
+         .caps = redis::redis_reentrant_caps,
          .scope = lock_scope::network,
          .example_uri = "redis+reentrant://127.0.0.1:6379?ttl=30s&client_id=<uuid>",
          .summary = "Redisson RLock/RFencedLock layout: hash of owner -> count, unlock published on its channel",
@@ -31,7 +32,7 @@ void register_redis(registry& r) {
   auto fair_params = params;
   fair_params.push_back("fair_wait");
   r.add({.scheme = "redis+fair",
-         .caps = redis::caps_of(redis::mode::fair),
+         .caps = redis::redis_fair_caps,
          .scope = lock_scope::network,
          .example_uri = "redis+fair://127.0.0.1:6379?ttl=30s&fair_wait=5m",
          .summary = "Redisson RFairLock layout: FIFO queue list + timeout zset, each waiter woken on its own channel",
@@ -40,14 +41,52 @@ void register_redis(registry& r) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::fair);
          }});
   r.add({.scheme = "redlock",
-         .caps = redis::redlock_backend::declared_caps(),
+         .caps = redis::redlock_caps,
          .scope = lock_scope::network,
          .example_uri = "redlock://h1:6379,h2:6379,h3:6379?ttl=30s",
          .summary = "Redlock: SET NX PX on N independent masters in parallel, majority + validity; no fencing",
          .parameters = {"connect_timeout", "command_timeout", "pool_size", "prefix", "wait_after_restart"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<redis::redlock_backend>(u, d); }});
   // The well-known broken recipes, refused unless the URI says unsafe=true (unsafe.hpp).
-  redis::register_unsafe(r);
+  struct unsafe_scheme {
+    const char* scheme;
+    redis::unsafe_strategy strategy;
+    capabilities caps;
+    const char* summary;
+    const char* failure;
+    bool two_commands;  // accepts unsafe_pause_between (the test hook between the two commands)
+  };
+  static const unsafe_scheme unsafe_schemes[] = {
+      {"redis+unsafe-setnx-expire", redis::unsafe_strategy::setnx_expire, redis::redis_unsafe_setnx_expire_caps,
+       "UNSAFE: SETNX then EXPIRE as two commands, release by plain DEL; no expiry guarantee, fencing, renewal or "
+       "lost notification",
+       "a holder dying between SETNX and EXPIRE leaves the lock held forever", true},
+      {"redis+unsafe-getset", redis::unsafe_strategy::getset, redis::redis_unsafe_getset_caps,
+       "UNSAFE: SETNX with the expiry (client wall clock) as the value, GET + GETSET takeover, release by DEL if "
+       "the client's clock says in time; no fencing, renewal or lost notification",
+       "a client whose clock is ahead takes over a live lock; a losing GETSET rewrites the holder's expiry", false},
+      {"redis+unsafe-del", redis::unsafe_strategy::del, redis::redis_unsafe_del_caps,
+       "UNSAFE: SET NX PX, release by plain DEL without an owner check; no fencing, renewal or lost notification",
+       "a holder whose ttl ran out deletes its successor's lock at release", false},
+      {"redis+unsafe-incr", redis::unsafe_strategy::incr, redis::redis_unsafe_incr_caps,
+       "UNSAFE: INCR == 1 wins, then EXPIRE as a second command, release by plain DEL; no expiry guarantee, "
+       "fencing, renewal or lost notification",
+       "a holder dying between INCR and EXPIRE leaves the lock held forever", true},
+  };
+  for (const auto& v : unsafe_schemes) {
+    std::vector<std::string> unsafe_params{"connect_timeout", "command_timeout", "pool_size", "prefix"};
+    if (v.two_commands) unsafe_params.push_back("unsafe_pause_between");
+    r.add({.scheme = v.scheme,
+           .caps = v.caps,
+           .scope = lock_scope::network,
+           .example_uri = std::string(v.scheme) + "://127.0.0.1:6379?ttl=30s&unsafe=true",
+           .summary = v.summary,
+           .parameters = std::move(unsafe_params),
+           .unsafe_because = std::string(v.failure) + "; use redis:// instead",
+           .open = [strategy = v.strategy](const uri& u, const lock_options& d) {
+             return redis::open_unsafe(u, d, strategy);
+           }});
+  }
 }
 
 }  // namespace dlock

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "capabilities.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
 #include "redis_backend.hpp"
@@ -20,8 +21,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-enum class unsafe_strategy { setnx_expire, getset, del, incr };
 
 struct unsafe_settings {
   std::string scheme;
@@ -183,10 +182,21 @@ class unsafe_lock final : public distributed_lock {
   std::string key_;
 };
 
+// The declared set (capabilities.hpp) of the scheme that uses `strategy`.
+constexpr capabilities declared_caps(unsafe_strategy strategy) noexcept {
+  switch (strategy) {
+    case unsafe_strategy::setnx_expire: return redis_unsafe_setnx_expire_caps;
+    case unsafe_strategy::getset: return redis_unsafe_getset_caps;
+    case unsafe_strategy::del: return redis_unsafe_del_caps;
+    case unsafe_strategy::incr: return redis_unsafe_incr_caps;
+  }
+  return {};
+}
+
 class unsafe_backend final : public backend {
  public:
-  unsafe_backend(const uri& u, const lock_options& defaults, capabilities caps, std::shared_ptr<unsafe_settings> s)
-      : backend(caps, lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+  unsafe_backend(const uri& u, const lock_options& defaults, std::shared_ptr<unsafe_settings> s)
+      : backend(declared_caps(s->strategy), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
     auto cfg = parse_settings(u, mode::simple);
     cfg.where.learn_server_start = false;
     s->prefix = cfg.prefix;
@@ -208,52 +218,13 @@ class unsafe_backend final : public backend {
   std::shared_ptr<const unsafe_settings> settings_;
 };
 
-struct unsafe_scheme {
-  const char* scheme;
-  unsafe_strategy strategy;
-  capabilities caps;
-  const char* summary;
-  const char* failure;
-  bool two_commands;
-};
-
 }  // namespace
 
-void register_unsafe(registry& r) {
-  static const unsafe_scheme variants[] = {
-      {"redis+unsafe-setnx-expire", unsafe_strategy::setnx_expire, {},
-       "UNSAFE: SETNX then EXPIRE as two commands, release by plain DEL; no expiry guarantee, fencing, renewal or "
-       "lost notification",
-       "a holder dying between SETNX and EXPIRE leaves the lock held forever", true},
-      {"redis+unsafe-getset", unsafe_strategy::getset, {capability::expiring},
-       "UNSAFE: SETNX with the expiry (client wall clock) as the value, GET + GETSET takeover, release by DEL if "
-       "the client's clock says in time; no fencing, renewal or lost notification",
-       "a client whose clock is ahead takes over a live lock; a losing GETSET rewrites the holder's expiry", false},
-      {"redis+unsafe-del", unsafe_strategy::del, {capability::expiring},
-       "UNSAFE: SET NX PX, release by plain DEL without an owner check; no fencing, renewal or lost notification",
-       "a holder whose ttl ran out deletes its successor's lock at release", false},
-      {"redis+unsafe-incr", unsafe_strategy::incr, {},
-       "UNSAFE: INCR == 1 wins, then EXPIRE as a second command, release by plain DEL; no expiry guarantee, "
-       "fencing, renewal or lost notification",
-       "a holder dying between INCR and EXPIRE leaves the lock held forever", true},
-  };
-  for (const auto& v : variants) {
-    std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix"};
-    if (v.two_commands) params.push_back("unsafe_pause_between");
-    r.add({.scheme = v.scheme,
-           .caps = v.caps,
-           .scope = lock_scope::network,
-           .example_uri = std::string(v.scheme) + "://127.0.0.1:6379?ttl=30s&unsafe=true",
-           .summary = v.summary,
-           .parameters = std::move(params),
-           .unsafe_because = std::string(v.failure) + "; use redis:// instead",
-           .open = [&v](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
-             auto s = std::make_shared<unsafe_settings>();
-             s->scheme = v.scheme;
-             s->strategy = v.strategy;
-             return std::make_shared<unsafe_backend>(u, d, v.caps, std::move(s));
-           }});
-  }
+std::shared_ptr<backend> open_unsafe(const uri& u, const lock_options& defaults, unsafe_strategy strategy) {
+  auto s = std::make_shared<unsafe_settings>();
+  s->scheme = u.scheme();
+  s->strategy = strategy;
+  return std::make_shared<unsafe_backend>(u, defaults, std::move(s));
 }
 
 }  // namespace dlock::redis

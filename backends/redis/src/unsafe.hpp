@@ -9,10 +9,15 @@
 //                              expired value; release DEL if our own clock says we are in time
 //   redis+unsafe-del           SET key token NX PX ttl (atomic); release by plain DEL, no owner check
 //   redis+unsafe-incr          INCR key == 1 wins, then EXPIRE as a second command; release DEL
-#include "dlock/registry.hpp"
+#include <memory>
+
+#include "dlock/spi.hpp"
 
 namespace dlock::redis {
 
-void register_unsafe(registry& r);
+enum class unsafe_strategy { setnx_expire, getset, del, incr };
+
+// The backend of an unsafe scheme (u.scheme() names it in messages); throws dlock::error.
+std::shared_ptr<backend> open_unsafe(const uri& u, const lock_options& defaults, unsafe_strategy strategy);
 
 }  // namespace dlock::redis

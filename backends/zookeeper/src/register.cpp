@@ -1,11 +1,12 @@
 // zookeeper://h1:2181[,h2:2181...]/root?session_timeout=10s[&connect_timeout=10s&digest=user:pw&acl=creator|open&on_suspended=keep|lose]
-#include "zk_lock.hpp"
+#include "capabilities.hpp"
+#include "zk_backend.hpp"
 
 namespace dlock {
 
 void register_zookeeper(registry& r) {
   r.add({.scheme = "zookeeper",
-         .caps = zookeeper::declared_caps(),
+         .caps = zookeeper::zookeeper_caps,
          .scope = lock_scope::network,
          .example_uri = "zookeeper://[user:password@]h1:2181,h2:2181,h3:2181/dlock?session_timeout=10s",
          .summary = "Curator InterProcessMutex layout: ephemeral sequential nodes, watch the predecessor, czxid fencing",

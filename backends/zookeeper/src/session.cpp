@@ -3,6 +3,7 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -252,19 +253,33 @@ std::size_t session::background_deletes_pending() const {
   return orphans_.size();
 }
 
-bool session::delete_orphan(const orphan& o) {
-  auto transient = [](int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; };
-  String_vector children{0, nullptr};
-  const int rc = zoo_get_children(zh_.get(), o.parent.c_str(), 0, &children);
-  std::vector<std::string> ours;
+int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::string>& out) {
+  struct freed_after_use {  // the client's vector, freed even if copying it out throws
+    String_vector v{0, nullptr};
+    ~freed_after_use() { deallocate_String_vector(&v); }
+  } children;
+  const int rc = zoo_get_children(zh, parent.c_str(), 0, &children.v);
+  out.clear();
   if (rc == ZOK)
-    for (int i = 0; i < children.count; ++i)
-      if (std::string_view(children.data[i]).starts_with(o.name_prefix)) ours.emplace_back(children.data[i]);
-  deallocate_String_vector(&children);
-  if (rc != ZOK) return !transient(rc);  // no parent: nothing there; expired: gone with the session
-  for (const auto& name : ours) {
+    for (int i = 0; i < children.v.count; ++i) out.emplace_back(children.v.data[i]);
+  return rc;
+}
+
+bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patience) {
+  using std::chrono::steady_clock;
+  if (s.expired() || steady_clock::now() >= patience) return false;
+  s.wait_for_change("", s.stamp_of(""), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
+  return !s.expired();
+}
+
+bool session::delete_orphan(const orphan& o) {
+  std::vector<std::string> children;
+  const int rc = children_of(zh_.get(), o.parent, children);
+  if (rc != ZOK) return !transient_failure(rc);  // no parent: nothing there; expired: gone with the session
+  for (const auto& name : children) {
+    if (!name.starts_with(o.name_prefix)) continue;
     const int drc = zoo_delete(zh_.get(), (o.parent + "/" + name).c_str(), -1);
-    if (transient(drc)) return false;
+    if (transient_failure(drc)) return false;
   }
   return true;
 }

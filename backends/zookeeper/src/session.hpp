@@ -146,4 +146,17 @@ class session : public std::enable_shared_from_this<session> {
 // A ZooKeeper return code as a dlock error.
 void set_zk_error(std::error_code& ec, int rc, std::string_view what);
 
+// A dropped connection or an unanswered request: the session (and our nodes) may well live on,
+// the client reconnects by itself, and the request may or may not have been applied.
+inline bool transient_failure(int rc) noexcept { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+// A transient failure with the session alive (a server stalled or stopped): the client reconnects
+// to another server by itself, and our nodes and places in queues survive. Waits a moment (at most
+// 200 ms) for the reconnect and says whether to try again: not once the session is gone or
+// `patience` is over.
+bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patience);
+
+// The children of `parent` (names only) into `out`, emptied first; the ZooKeeper return code.
+int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::string>& out);
+
 }  // namespace dlock::zookeeper

@@ -1,58 +1,49 @@
 #pragma once
-// zookeeper:// backend: Curator InterProcessMutex-compatible locks on ephemeral sequential nodes.
+// A lock of zookeeper://: Curator InterProcessMutex's recipe. Queue with an ephemeral sequential
+// node (node_creation.hpp), hold when it is first among the contenders, else watch only its
+// predecessor; re-entry per lock object.
 #include <memory>
 #include <mutex>
 #include <string>
 
-#include "session.hpp"
+#include "connection.hpp"
+#include "dlock/spi.hpp"
+#include "node_creation.hpp"
+#include "zk_lease.hpp"
 
 namespace dlock::zookeeper {
-
-// blocking (the server orders the waiters; we wait on a watch), fair (arrival order), expiring
-// (the session), reentrant (per lock object), fencing (czxid of our node), lost_notification
-// (session expiry, node deletion, optionally a suspended connection). Not renewable: the session
-// keeps the node alive, there is no per-lock ttl.
-capabilities declared_caps() noexcept;
-
-// The connection a backend shares among its locks; an expired session is replaced on next use
-// (the C client never revives an expired session).
-class connection {
- public:
-  connection(session_options options, std::string redacted_uri);
-  std::shared_ptr<session> live();  // throws dlock::error
-  // The server said this session is expired before its event reached us: drop it now.
-  void discard(const std::shared_ptr<session>& dead);
-
- private:
-  std::mutex mutex_;
-  session_options options_;
-  std::string redacted_uri_;
-  std::shared_ptr<session> current_;
-};
 
 struct node_settings {
   std::string root;             // "/dlock" (no trailing '/'); "" for the namespace root
   bool creator_acl = false;     // ZOO_CREATOR_ALL_ACL (with digest auth) instead of open
 };
 
-class zookeeper_backend final : public backend {
+class zk_lock final : public distributed_lock {
  public:
-  zookeeper_backend(const uri& u, const lock_options& defaults);
+  zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings);
 
  protected:
-  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override;
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override;
 
  private:
-  std::shared_ptr<connection> connection_;
-  node_settings settings_;
-};
+  // The lease of a re-entry when this lock object holds a grant that is not lost; else nullptr.
+  std::unique_ptr<spi::lease_state> reenter();
+  // try_acquire (wait = false) and acquire_until.
+  std::unique_ptr<spi::lease_state> attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept;
+  // Creates our node, in a fresh session if the server says ours expired. Throws dlock::error.
+  int create(std::shared_ptr<session>& s, clock::time_point patience, lock_node& ours);
+  // Our node is queued: wait until it is first (or the deadline), then grant.
+  std::unique_ptr<spi::lease_state> wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
+                                                  clock::time_point deadline, clock::time_point patience, bool wait,
+                                                  std::error_code& ec);
+  std::unique_ptr<spi::lease_state> grant(const std::shared_ptr<session>& s, const std::string& path, std::int64_t czxid);
 
-// The ZooKeeper session behind a lease of this backend (tests: expire it from outside).
-std::optional<clientid_t> session_of(const spi::lease_state& lease);
-// The server ("host:port") that session is connected to right now (tests: freeze that one).
-std::optional<std::string> connected_server(const spi::lease_state& lease);
-// The per-name parent path for `name` under `root`: "<root>/<name>" as Curator names it when that
-// is a path ZooKeeper can store, else "<root>/#<head>.<sha256>" (README: the name mapping).
-std::string parent_path(const std::string& root, std::string_view name);
+  std::shared_ptr<connection> conn_;
+  node_settings settings_;
+  std::string parent_;
+  std::mutex mutex_;
+  std::weak_ptr<held_node> held_;
+};
 
 }  // namespace dlock::zookeeper

@@ -11,8 +11,9 @@
 
 #include "dlock/uri.hpp"
 #include "dlock_test/hooks.hpp"
+#include "../src/name_mapping.hpp"
 #include "../src/sequence.hpp"
-#include "../src/zk_lock.hpp"
+#include "../src/zk_lease.hpp"
 
 namespace {
 

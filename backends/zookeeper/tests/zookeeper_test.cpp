@@ -34,8 +34,9 @@
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
+#include "name_mapping.hpp"
 #include "sequence.hpp"
-#include "zk_lock.hpp"
+#include "zk_lease.hpp"
 
 using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;

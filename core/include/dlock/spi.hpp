@@ -23,6 +23,9 @@ namespace dlock::spi {
 
 // 128 random bits from the OS as 32 lower-case hex digits: lock tokens, owner ids.
 std::string random_token();
+// A fresh random_token() in the 8-4-4-4-12 layout of a UUID's text form, for the servers' formats
+// that other clients read as a UUID: Curator's protected node prefix, Redisson's client id.
+std::string random_uuid();
 // "<hostname>:<pid>:<random_token>": the default owner id of a lock object.
 std::string default_owner_id();
 // SHA-256 of `data` as 64 lower-case hex digits (OpenSSL's libcrypto).

@@ -1,0 +1,14 @@
+#pragma once
+// What file:// declares: the only place this set is written. register.cpp puts it in the registry
+// and file_backend passes it to dlock::backend.
+#include "dlock/capabilities.hpp"
+
+namespace dlock::file {
+
+// expiring: the kernel drops a flock when its holder dies (no ttl while it lives). fencing: the
+// counter in the lock file. Not reentrant (flock is per open file description), not fair and not
+// blocking (polling), not renewable (nothing to renew), no lost notification (a held flock cannot
+// be taken away, and nothing tells the holder if its lock file is deleted or replaced).
+inline constexpr capabilities file_caps{capability::expiring, capability::fencing};
+
+}  // namespace dlock::file

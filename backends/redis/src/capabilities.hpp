@@ -1,0 +1,29 @@
+#pragma once
+// What each scheme of the redis folder declares: the only place these sets are written. register.cpp
+// puts them in the registry and each backend passes its own to dlock::backend, so the two cannot differ.
+#include "dlock/capabilities.hpp"
+
+namespace dlock::redis {
+
+// redis://: blocking (a waiter is woken by the release's publish), expiring (PX ttl on the server
+// clock), renewable (owner-checked PEXPIRE), fencing (INCR counter raised to the server clock),
+// lost_notification (the watchdog's renewal, and a check of every held key after a reconnect).
+inline constexpr capabilities redis_caps{capability::blocking, capability::expiring, capability::renewable,
+                                         capability::fencing, capability::lost_notification};
+// redis+reentrant://: Redisson's hash of owner -> count adds reentrancy.
+inline constexpr capabilities redis_reentrant_caps = redis_caps.with(capability::reentrant);
+// redis+fair://: Redisson's FIFO queue adds arrival order.
+inline constexpr capabilities redis_fair_caps = redis_reentrant_caps.with(capability::fair);
+
+// redlock://: no fencing (each master has its own counter, and no construction over them is
+// monotonic across failovers); not blocking (waiters poll with jittered backoff, Redlock's random retry).
+inline constexpr capabilities redlock_caps{capability::expiring, capability::renewable, capability::lost_notification};
+
+// The UNSAFE schemes (unsafe.hpp): no fencing, renewal or lost notification. The two that set the
+// expiry in a second command cannot promise it (a holder dying in between holds forever).
+inline constexpr capabilities redis_unsafe_setnx_expire_caps{};
+inline constexpr capabilities redis_unsafe_getset_caps{capability::expiring};
+inline constexpr capabilities redis_unsafe_del_caps{capability::expiring};
+inline constexpr capabilities redis_unsafe_incr_caps{};
+
+}  // namespace dlock::redis

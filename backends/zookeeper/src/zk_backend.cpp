@@ -1,0 +1,57 @@
+#include "zk_backend.hpp"
+
+#include "capabilities.hpp"
+#include "dlock/error.hpp"
+
+namespace dlock::zookeeper {
+
+namespace {
+
+// The session options of zookeeper://[user:password@]h1:2181,h2/root?session_timeout=..&
+// connect_timeout=..&digest=user:pw&on_suspended=keep|lose. Every message shows u.redacted(),
+// which hides the password of user:password@ and the value of digest=.
+session_options session_options_of(const uri& u) {
+  if (u.hosts().empty()) throw error(errc::invalid_uri, u.redacted() + ": expected at least one host:port");
+  session_options o;
+  for (const auto& h : u.hosts()) {
+    if (!o.hosts.empty()) o.hosts += ",";
+    o.hosts += h.host + ":" + std::to_string(h.port_or(2181));
+  }
+  o.session_timeout = u.get_duration("session_timeout").value_or(std::chrono::seconds{10});
+  o.connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{10});
+  if (u.password()) o.digest = u.user() + ":" + *u.password();
+  if (auto d = u.get("digest")) o.digest = *d;
+  const auto suspended = u.get("on_suspended").value_or("keep");
+  if (suspended == "lose") o.on_suspended = suspended_policy::lose;
+  else if (suspended != "keep") throw error(errc::invalid_uri, u.redacted() + ": on_suspended must be keep or lose");
+  return o;
+}
+
+// The path and ACL of our nodes: acl=open|creator (creator, the default with credentials, needs them).
+node_settings node_settings_of(const uri& u, const session_options& o) {
+  const auto acl = u.get("acl").value_or(o.digest.empty() ? "open" : "creator");
+  if (acl != "open" && acl != "creator") throw error(errc::invalid_uri, u.redacted() + ": acl must be open or creator");
+  if (acl == "creator" && o.digest.empty())
+    throw error(errc::invalid_uri, u.redacted() + ": acl=creator needs digest credentials (user:password@ or digest=)");
+  node_settings settings;
+  settings.creator_acl = acl == "creator";
+  settings.root = u.path();
+  while (!settings.root.empty() && settings.root.back() == '/') settings.root.pop_back();
+  return settings;
+}
+
+}  // namespace
+
+zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
+    : backend(zookeeper_caps, lock_scope::network, name_limits{}, defaults, u.redacted()) {
+  auto options = session_options_of(u);
+  settings_ = node_settings_of(u, options);
+  connection_ = std::make_shared<connection>(std::move(options), u.redacted());
+  (void)connection_->live();  // connect now: a wrong address fails at open
+}
+
+std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string name, lock_options options) {
+  return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
+}
+
+}  // namespace dlock::zookeeper

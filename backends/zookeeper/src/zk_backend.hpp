@@ -1,0 +1,24 @@
+#pragma once
+// zookeeper://h1:2181[,h2:2181...]/root: the backend reads the URI into session options and node
+// settings, connects at open, and makes zk_locks that share its connection.
+#include <memory>
+
+#include "connection.hpp"
+#include "dlock/spi.hpp"
+#include "zk_lock.hpp"
+
+namespace dlock::zookeeper {
+
+class zookeeper_backend final : public backend {
+ public:
+  zookeeper_backend(const uri& u, const lock_options& defaults);  // throws dlock::error
+
+ protected:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+
+ private:
+  std::shared_ptr<connection> connection_;
+  node_settings settings_;
+};
+
+}  // namespace dlock::zookeeper

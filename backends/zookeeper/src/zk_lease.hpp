@@ -1,0 +1,60 @@
+#pragma once
+// A grant of zookeeper://: the node it holds (shared by the reentrant leases of one lock object)
+// and the lease, whose release deletes that node.
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dlock/spi.hpp"
+#include "session.hpp"
+
+namespace dlock::zookeeper {
+
+class zk_lease;
+
+// The node a grant holds: shared by the reentrant leases of one lock object.
+struct held_node {
+  std::shared_ptr<session> s;
+  std::string path;
+  std::int64_t czxid = 0;
+  // Recursive: a lost callback fires user stop-callbacks under it, and those may release.
+  std::recursive_mutex mutex;
+  unsigned count = 0;
+  std::vector<zk_lease*> live;  // every zk_lease of this node (registered in ctor/dtor)
+};
+
+class zk_lease final : public spi::lease_state {
+ public:
+  // valid_until: the session's (session::valid_until), moved forward by extend_to.
+  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl, clock::time_point valid_until);
+  ~zk_lease() override;
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(node_->czxid); }
+  clientid_t client_id() const noexcept { return node_->s->client_id(); }
+  zhandle_t* handle() const noexcept { return node_->s->handle(); }
+  // The server answered again: the session, and so our node, is safe until `until`.
+  void extend_to(clock::time_point until) noexcept { set_valid_until(until); }
+
+ protected:
+  void do_release(std::error_code& ec) noexcept override;
+
+ private:
+  std::shared_ptr<held_node> node_;
+};
+
+// Deletes a node of ours (a release, or a waiter giving up), riding out a dropped connection: the
+// client reconnects to another server by itself and the session, with our node, survives, so the
+// delete must be retried, or the node would block the name for as long as our process lives.
+// "No node" after a lost reply means our first delete was applied (Curator's guaranteed delete
+// reads it the same way). Bounded by twice the session timeout; past that, the delete is handed to
+// the session's background deleter and the transient code is returned.
+int delete_own_node(session& s, const std::string& path);
+
+// The ZooKeeper session behind a lease of this backend (tests: expire it from outside).
+std::optional<clientid_t> session_of(const spi::lease_state& lease);
+// The server ("host:port") that session is connected to right now (tests: freeze that one).
+std::optional<std::string> connected_server(const spi::lease_state& lease);
+
+}  // namespace dlock::zookeeper
