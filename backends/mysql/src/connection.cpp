@@ -17,13 +17,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <mutex>
 
 namespace dlock::mysql {
-
-const std::vector<std::string>& connection_parameters() {
-  static const std::vector<std::string> keys{"connect_timeout", "command_timeout", "pool_size", "max_connections"};
-  return keys;
-}
 
 connection_settings connection_settings::from_uri(const uri& u) {
   connection_settings s;
@@ -42,17 +38,8 @@ connection_settings connection_settings::from_uri(const uri& u) {
   if (s.connect_timeout < std::chrono::seconds{1} || s.command_timeout < std::chrono::seconds{1})
     throw error(errc::invalid_uri, u.redacted() + ": connect_timeout and command_timeout must be at least 1s "
                                                   "(the client library counts whole seconds)");
-  if (auto n = u.get_int("pool_size", 0, 1024)) s.pool_size = static_cast<std::size_t>(*n);
-  if (auto n = u.get_int("max_connections", 1, 100000)) s.max_connections = static_cast<std::size_t>(*n);
   return s;
 }
-
-bool is_lock_busy(const ::sql::SQLException& e) noexcept {
-  const int n = e.getErrorCode();
-  return n == error_number::lock_wait_timeout || n == error_number::lock_nowait_mysql;
-}
-
-bool is_duplicate_key(const ::sql::SQLException& e) noexcept { return e.getErrorCode() == error_number::duplicate_key; }
 
 errc classify(const ::sql::SQLException& e) noexcept {
   using namespace error_number;
@@ -187,11 +174,8 @@ int find_socket(const std::string& processlist_host, int server_port) {
 session::session(connection_ptr c, int server_port) : connection_(std::move(c)) {
   std::unique_ptr<::sql::Statement> st(connection_->createStatement());
   std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
-      "SELECT CONNECTION_ID(), (SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID())"));
-  if (rs->next()) {
-    id_ = rs->getUInt64(1);
-    if (!rs->isNull(2)) socket_fd_ = find_socket(std::string(rs->getString(2)), server_port);
-  }
+      "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
+  if (rs->next() && !rs->isNull(1)) socket_fd_ = find_socket(std::string(rs->getString(1)), server_port);
 }
 
 bool session::poll_alive() const noexcept {
@@ -226,60 +210,6 @@ bool session::closed() const noexcept {
   } catch (...) {
     return true;
   }
-}
-
-pool::~pool() = default;
-
-session_ptr pool::take(std::error_code& ec) noexcept {
-  {
-    std::lock_guard lock(mutex_);
-    if (!idle_.empty()) {
-      session_ptr c = std::move(idle_.back());
-      idle_.pop_back();
-      return c;
-    }
-    if (open_ >= settings_.max_connections) {
-      set_error(ec, errc::backend_unavailable,
-                settings_.redacted_uri + ": all max_connections=" + std::to_string(settings_.max_connections) +
-                    " connections are in use (leases of connection-bound locks each hold one until release)");
-      return nullptr;
-    }
-    ++open_;
-  }
-  try {
-    return std::make_unique<session>(connect(settings_), settings_.port);
-  } catch (const error& e) {
-    set_error(ec, e.code(), e.detail());
-  } catch (const ::sql::SQLException& e) {
-    set_error(ec, classify(e), describe(e, "connecting to " + settings_.redacted_uri));
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, std::string("connecting to ") + settings_.redacted_uri + ": " + e.what());
-  }
-  std::lock_guard lock(mutex_);
-  --open_;
-  return nullptr;
-}
-
-void pool::give_back(session_ptr c) noexcept {
-  if (!c) return;
-  const bool keep = !c->closed();
-  std::unique_lock lock(mutex_);
-  if (keep && idle_.size() < settings_.pool_size) {
-    idle_.push_back(std::move(c));
-    return;
-  }
-  --open_;
-  lock.unlock();
-  c.reset();
-}
-
-void pool::discard(session_ptr c) noexcept {
-  if (!c) return;
-  {
-    std::lock_guard lock(mutex_);
-    --open_;
-  }
-  c.reset();
 }
 
 }  // namespace dlock::mysql

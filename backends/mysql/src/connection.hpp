@@ -1,13 +1,12 @@
 #pragma once
 // One MariaDB/MySQL connection through Connector/C++ 1.1 (the legacy JDBC-style API), the
-// settings parsed from the URI, the mapping of Connector/C++ exceptions to dlock::errc, and a
-// small bounded pool. Connector/C++ throws; everything above this file is noexcept, so every
-// call into the connector goes through guard() below.
+// settings parsed from the URI and the mapping of Connector/C++ exceptions to dlock::errc. The
+// pool is sql_common's (sql_connection.hpp: make_pool). Connector/C++ throws; everything above
+// this file is noexcept, so every call into the connector is wrapped (sql_connection.cpp: run).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -33,15 +32,10 @@ struct connection_settings {
   // Socket read/write timeout of every statement; a server-side wait (GET_LOCK(name, n)) is cut
   // into pieces shorter than this.
   std::chrono::milliseconds command_timeout{std::chrono::seconds{30}};
-  std::size_t pool_size = 8;            // idle connections kept
-  std::size_t max_connections = 64;     // idle + in use + dedicated to leases
   std::string redacted_uri;
 
   static connection_settings from_uri(const uri& u);
 };
-
-// The URI parameters the connection understands (registered by every mysql scheme).
-const std::vector<std::string>& connection_parameters();
 
 // MySQL / MariaDB client and server error numbers we classify.
 namespace error_number {
@@ -61,9 +55,6 @@ inline constexpr int connection_killed = 1927;  // MariaDB ER_CONNECTION_KILLED
 inline constexpr int server_shutdown = 1053;
 }  // namespace error_number
 
-// Lock contention (NOWAIT / lock wait timeout): not an error, "held by someone else".
-bool is_lock_busy(const ::sql::SQLException& e) noexcept;
-bool is_duplicate_key(const ::sql::SQLException& e) noexcept;
 // The errc for a connector exception: authentication_failed, backend_unavailable (unreachable,
 // dropped, killed, timed out), backend_error (anything else the server said).
 errc classify(const ::sql::SQLException& e) noexcept;
@@ -81,24 +72,18 @@ using connection_ptr = std::unique_ptr<::sql::Connection, connection_deleter>;
 // dlock::error: authentication_failed, backend_unavailable or backend_error (unknown database).
 connection_ptr connect(const connection_settings& s);
 
-// Runs f(); a connector exception becomes ec (through classify/describe) and returns false; any
-// other exception becomes backend_error.
-template <class F>
-bool guard(std::error_code& ec, const std::string& what, F&& f) noexcept;
-
 struct statement_deleter {
   void operator()(::sql::PreparedStatement* p) const noexcept;
 };
 using statement_ptr = std::unique_ptr<::sql::PreparedStatement, statement_deleter>;
 
 // One connection with its prepared statements cached (prepare once per connection: a statement
-// then costs one round trip to execute) and its server-side CONNECTION_ID().
+// then costs one round trip to execute).
 class session {
  public:
   session(connection_ptr c, int server_port);
   ~session();
   ::sql::Connection& connection() noexcept { return *connection_; }
-  std::uint64_t id() const noexcept { return id_; }
   // The statement for this SQL text, prepared on first use. Throws ::sql::SQLException.
   ::sql::PreparedStatement& prepared(const std::string& text);
   // Plain statement without parameters (SET SESSION ..., COMMIT). Throws ::sql::SQLException.
@@ -113,52 +98,9 @@ class session {
 
  private:
   connection_ptr connection_;
-  std::uint64_t id_ = 0;
   int socket_fd_ = -1;  // this connection's TCP socket, found through its local port; -1: unknown
   std::vector<std::pair<std::string, statement_ptr>> statements_;
 };
 using session_ptr = std::unique_ptr<session>;
 
-// A bounded pool of idle connections. take() hands out an idle connection or opens a new one
-// while fewer than max_connections exist; a lease that keeps its connection simply does not give
-// it back until release, and is counted against max_connections meanwhile.
-class pool {
- public:
-  explicit pool(connection_settings s) : settings_(std::move(s)) {}
-  ~pool();
-  const connection_settings& settings() const noexcept { return settings_; }
-  // nullptr with ec set on failure (backend_unavailable when max_connections are all in use).
-  session_ptr take(std::error_code& ec) noexcept;
-  // Returns a healthy connection to the idle list (closes it when the list is full).
-  void give_back(session_ptr c) noexcept;
-  // Closes a connection that died or whose state we no longer trust.
-  void discard(session_ptr c) noexcept;
-
- private:
-  connection_settings settings_;
-  std::mutex mutex_;
-  std::vector<session_ptr> idle_;
-  std::size_t open_ = 0;  // idle + handed out
-};
-
-}  // namespace dlock::mysql
-
-// ---- template definition ----
-#include <cppconn/exception.h>
-
-namespace dlock::mysql {
-template <class F>
-bool guard(std::error_code& ec, const std::string& what, F&& f) noexcept {
-  try {
-    f();
-    return true;
-  } catch (const ::sql::SQLException& e) {
-    set_error(ec, classify(e), describe(e, what));
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, what + ": " + e.what());
-  } catch (...) {
-    set_error(ec, errc::backend_error, what + ": unknown exception from Connector/C++");
-  }
-  return false;
-}
 }  // namespace dlock::mysql

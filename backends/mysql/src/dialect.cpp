@@ -13,6 +13,56 @@ std::string quoted_table(const dlock::sql::table_ref& t, const std::string& suff
 namespace {
 // expiry on the server's clock: NOW(6) + ttl (milliseconds, bound)
 constexpr const char* expiry_from_now = "TIMESTAMPADD(MICROSECOND, ? * 1000, NOW(6))";
+
+// Fair mode (fair=true only): the waiters table, arrival order from AUTO_INCREMENT. No
+// RETURNING with ON DUPLICATE KEY and no data-modifying CTEs: each script is a short
+// transaction of several statements (run() retries a deadlock once, then it counts as a miss).
+void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
+  const std::string tbl = quoted_table(t);
+  const std::string seq = quoted_table(t, "_fence");
+  const std::string waiters = quoted_table(t, "_waiters");
+  s.create_fair = {
+      "CREATE TABLE IF NOT EXISTS " + waiters +
+      " (seq BIGINT NOT NULL AUTO_INCREMENT, name VARBINARY(512) NOT NULL, owner VARBINARY(255) NOT NULL,"
+      " expires_at DATETIME(6) NOT NULL, PRIMARY KEY (seq), UNIQUE KEY (name, owner), KEY (name, seq))"
+      " ENGINE=InnoDB",
+  };
+  // Join once (a new row takes the next seq) or refresh our expiry keeping our seq; other
+  // owners' expired rows for this name are cleared first.
+  s.enqueue = {
+      {"DELETE FROM " + waiters + " WHERE name = ? AND owner <> ? AND expires_at <= NOW(6)", {arg::name, arg::owner}},
+      {"INSERT INTO " + waiters + " (name, owner, expires_at) VALUES (?, ?, " + expiry_from_now +
+           ") ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)",
+       {arg::name, arg::owner, arg::ttl_ms}},
+  };
+  s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = ? AND owner = ?", {arg::name, arg::owner}}};
+  // The sweeper's part for fair=true: waiters that died without leaving the queue.
+  s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= NOW(6)", {}}};
+  // The attempt: `acquire`'s insert/take-over fed by a SELECT that yields a row only when we hold
+  // the lock (re-entry) or no live waiter of another owner is older than ours (none at all when
+  // we are not queued); then our waiter row goes if we hold the lock, else it is refreshed.
+  s.acquire_fair = {
+      {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at)"
+           " SELECT ?, ?, 1, NEXTVAL(" + seq + "), " + expiry_from_now + " FROM DUAL"
+           " WHERE EXISTS (SELECT 1 FROM " + tbl + " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
+           " OR NOT EXISTS (SELECT 1 FROM " + waiters + " w WHERE w.name = ? AND w.owner <> ?"
+           "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " + waiters +
+           "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807))"
+           " ON DUPLICATE KEY UPDATE"
+           " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
+           " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
+           " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
+           " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
+       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner}},
+      {"DELETE FROM " + waiters + " WHERE name = ? AND owner = ? AND EXISTS (SELECT 1 FROM " + tbl +
+           " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))",
+       {arg::name, arg::owner, arg::name, arg::owner}},
+      {"UPDATE " + waiters + " SET expires_at = " + expiry_from_now + " WHERE name = ? AND owner = ?",
+       {arg::ttl_ms, arg::name, arg::owner}},
+      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
+       {arg::name, arg::owner}},
+  };
+}
 }  // namespace
 
 dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
@@ -62,52 +112,7 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
               {arg::ttl_ms, arg::name, arg::owner}}};
   s.sweep = {{"DELETE FROM " + tbl + " WHERE expires_at <= NOW(6)", {}}};
   s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND expires_at > NOW(6)", {arg::name}}};
-
-  // Fair mode (fair=true only): the waiters table, arrival order from AUTO_INCREMENT. No
-  // RETURNING with ON DUPLICATE KEY and no data-modifying CTEs: each script is a short
-  // transaction of several statements (run() retries a deadlock once, then it counts as a miss).
-  const std::string waiters = quoted_table(t, "_waiters");
-  s.create_fair = {
-      "CREATE TABLE IF NOT EXISTS " + waiters +
-      " (seq BIGINT NOT NULL AUTO_INCREMENT, name VARBINARY(512) NOT NULL, owner VARBINARY(255) NOT NULL,"
-      " expires_at DATETIME(6) NOT NULL, PRIMARY KEY (seq), UNIQUE KEY (name, owner), KEY (name, seq))"
-      " ENGINE=InnoDB",
-  };
-  // Join once (a new row takes the next seq) or refresh our expiry keeping our seq; other
-  // owners' expired rows for this name are cleared first.
-  s.enqueue = {
-      {"DELETE FROM " + waiters + " WHERE name = ? AND owner <> ? AND expires_at <= NOW(6)", {arg::name, arg::owner}},
-      {"INSERT INTO " + waiters + " (name, owner, expires_at) VALUES (?, ?, " + expiry_from_now +
-           ") ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms}},
-  };
-  s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = ? AND owner = ?", {arg::name, arg::owner}}};
-  // The sweeper's part for fair=true: waiters that died without leaving the queue.
-  s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= NOW(6)", {}}};
-  // The attempt: `acquire`'s insert/take-over fed by a SELECT that yields a row only when we hold
-  // the lock (re-entry) or no live waiter of another owner is older than ours (none at all when
-  // we are not queued); then our waiter row goes if we hold the lock, else it is refreshed.
-  s.acquire_fair = {
-      {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at)"
-           " SELECT ?, ?, 1, NEXTVAL(" + seq + "), " + expiry_from_now + " FROM DUAL"
-           " WHERE EXISTS (SELECT 1 FROM " + tbl + " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
-           " OR NOT EXISTS (SELECT 1 FROM " + waiters + " w WHERE w.name = ? AND w.owner <> ?"
-           "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " + waiters +
-           "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807))"
-           " ON DUPLICATE KEY UPDATE"
-           " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
-           " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
-           " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
-           " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner}},
-      {"DELETE FROM " + waiters + " WHERE name = ? AND owner = ? AND EXISTS (SELECT 1 FROM " + tbl +
-           " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))",
-       {arg::name, arg::owner, arg::name, arg::owner}},
-      {"UPDATE " + waiters + " SET expires_at = " + expiry_from_now + " WHERE name = ? AND owner = ?",
-       {arg::ttl_ms, arg::name, arg::owner}},
-      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
-       {arg::name, arg::owner}},
-  };
+  add_fair_sql(s, t);
   return s;
 }
 

@@ -2,29 +2,40 @@
 // mysql+getlock://: MariaDB/MySQL named locks (GET_LOCK / RELEASE_LOCK), held by a connection
 // dedicated to the lease. The server frees the lock when that connection ends, queues waiters of
 // GET_LOCK(name, timeout) itself, and knows nothing of ttl.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "connection.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_sql/pool.hpp"
+
+namespace dlock::sql {
+class session_monitor;
+}  // namespace dlock::sql
 
 namespace dlock::mysql {
 
 class getlock_backend final : public backend {
  public:
-  static capabilities declared_caps() noexcept;
-  // The connection's URI keys plus sequence= (default dlock_getlock_fence) and create_sequence=.
+  // What the backend's locks and leases share (leases keep it alive past the backend).
+  struct shared {
+    std::shared_ptr<dlock::sql::pool> connections;  // sql_common's pool; a lease holds a dedicated connection
+    std::shared_ptr<dlock::sql::session_monitor> monitor;
+    std::chrono::milliseconds command_timeout;
+    std::string get_lock_sql;  // GET_LOCK and the fencing token, one statement
+  };
+
+  // The pool keys, command_timeout, sequence= (default dlock_getlock_fence) and create_sequence=.
   static std::vector<std::string> parameters();
   getlock_backend(const uri& u, const lock_options& defaults);
-  const std::shared_ptr<pool>& connections() const noexcept { return pool_; }
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
 
  private:
-  std::shared_ptr<pool> pool_;
-  std::shared_ptr<const std::string> get_lock_sql_;  // GET_LOCK and the fencing token, one statement
+  std::shared_ptr<const shared> shared_;
 };
 
 }  // namespace dlock::mysql

@@ -7,6 +7,7 @@
 #include <cppconn/resultset.h>
 #include <cppconn/resultset_metadata.h>
 
+#include <algorithm>
 #include <type_traits>
 
 namespace dlock::mysql {
@@ -106,7 +107,6 @@ class mysql_sql_connection final : public dlock::sql::connection {
     return ok;
   }
 
-  std::int64_t session_id() const noexcept override { return static_cast<std::int64_t>(session_->id()); }
   bool usable() const noexcept override { return usable_ && !session_->closed(); }
   bool poll_alive() noexcept override { return session_->poll_alive(); }
   int native_socket() const noexcept override { return session_->socket_fd(); }
@@ -152,6 +152,18 @@ std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_set
     set_error(ec, errc::backend_error, "connecting to " + s.redacted_uri + ": " + e.what());
   }
   return nullptr;
+}
+
+std::shared_ptr<dlock::sql::pool> make_pool(const connection_settings& s, const dlock::sql::pool_options& options) {
+  auto settings = s;
+  settings.connect_timeout = options.connect_timeout;
+  return dlock::sql::pool::make(
+      [settings](std::chrono::milliseconds connect_timeout, std::error_code& ec) {
+        auto each = settings;
+        each.connect_timeout = std::max(connect_timeout, std::chrono::milliseconds{1000});
+        return open_sql_connection(each, ec);
+      },
+      options);
 }
 
 }  // namespace dlock::mysql

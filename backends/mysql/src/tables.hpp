@@ -1,6 +1,6 @@
 #pragma once
 // What mysql+index, mysql+forupdate and mysql+version share: the URI parameters, the sql_common
-// setup (pool of Connector/C++ connections, checked at open), and their capabilities.
+// setup (pool of Connector/C++ connections, checked at open). Their capabilities: capabilities.hpp.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,8 +14,5 @@ std::vector<std::string> table_parameters();
 // Throws dlock::error: invalid_uri, authentication_failed, backend_unavailable, backend_error.
 dlock::sql::backend_setup setup_for(const uri& u, const lock_options& defaults, capabilities caps,
                                     std::string_view default_table);
-capabilities index_caps() noexcept;
-capabilities forupdate_caps() noexcept;
-capabilities version_caps() noexcept;
 
 }  // namespace dlock::mysql

@@ -152,4 +152,56 @@ TEST(GetLock, UnreachableServerIsBackendUnavailable) {
   }
 }
 
+// Every SQL scheme shares sql_common's pool; when it is full a checkout waits up to
+// checkout_timeout for a connection to come back, then fails with backend_unavailable naming the
+// bound it hit. max_connections=2 leaves max_dedicated=1: one lease holds the only connection a
+// lease may hold.
+TEST(SqlPool, AFullPoolWaitsCheckoutTimeoutThenNamesTheBound) {
+  auto b = open_getlock("ttl=5s&max_connections=2&checkout_timeout=600ms");
+  auto held = b->make_lock(test::unique_name("full-a"))->try_acquire();
+  ASSERT_TRUE(held);
+  auto other = b->make_lock(test::unique_name("full-b"));
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto none = other->try_acquire();
+    FAIL() << "acquired a second lease beyond max_dedicated=1";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 550ms) << "gave up before checkout_timeout";
+  EXPECT_LT(waited, 5s) << "waited far past checkout_timeout";
+  EXPECT_TRUE(held.held());
+}
+
+TEST(SqlPool, AWaitingCheckoutGetsTheConnectionALeaseGivesBack) {
+  auto b = open_getlock("ttl=5s&max_connections=2&checkout_timeout=20s");
+  auto held = b->make_lock(test::unique_name("back-a"))->try_acquire();
+  ASSERT_TRUE(held);
+  auto other = b->make_lock(test::unique_name("back-b"));
+  auto waiter = std::async(std::launch::async, [&] { return other->try_acquire(); });
+  EXPECT_EQ(waiter.wait_for(500ms), std::future_status::timeout) << "did not wait for the full pool";
+  held.release();
+  ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the released lease's connection never came back";
+  EXPECT_TRUE(waiter.get());
+}
+
+// The other bound, on a table scheme: with max_connections=1 the lease holds the only connection,
+// and the next checkout waits for it the same way, then names max_connections.
+TEST(SqlPool, FullMaxConnectionsWaitsTheSameWayOnATableScheme) {
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "ttl=5s&max_connections=1&checkout_timeout=600ms"));
+  auto held = b->make_lock(test::unique_name("conn-a"))->try_acquire();
+  ASSERT_TRUE(held);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto none = b->make_lock(test::unique_name("conn-b"))->try_acquire();
+    FAIL() << "acquired with every connection in use";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_connections=1"), std::string::npos) << e.what();
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 550ms);
+}
+
 }  // namespace

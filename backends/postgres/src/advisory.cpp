@@ -1,5 +1,7 @@
 #include "advisory.hpp"
 
+#include "capabilities.hpp"
+
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/session_lease.hpp"
 #include "dlock_sql/strategies.hpp"
@@ -10,7 +12,6 @@ namespace {
 
 struct state {
   std::shared_ptr<sql::pool> connections;
-  capabilities caps;
   // The granting statements: the advisory lock and the fencing token in one statement (below).
   std::string try_lock_sql, lock_sql, token_sql;
   std::shared_ptr<sql::session_monitor> monitor = std::make_shared<sql::session_monitor>();
@@ -54,26 +55,18 @@ class advisory_lease final : public sql::session_lease {
     bool ok = connection()->execute("SELECT pg_advisory_unlock($1)", std::span(&p, 1), out, err);
     bool was_held = ok && !out.rows.empty() && !out.rows[0].empty() && out.rows[0][0] == "t";
     end_session(ok && was_held);
-    if (ec && !ok) sql::set_sql_error(*ec, err, "releasing advisory lock " + describe(name()));
+    if (ec && !ok) sql::set_sql_error(*ec, err, release_label());
     if (ec && ok && !was_held)
-      set_error(*ec, errc::not_owner, "releasing advisory lock " + describe(name()) + ": the session no longer held it");
+      set_error(*ec, errc::not_owner, release_label() + ": the session no longer held it");
     return ok && was_held;
   }
-  void do_release(std::error_code& ec) noexcept override {
-    std::lock_guard lk(connection_mutex());
-    if (!connection()) {
-      set_error(ec, errc::not_owner, "releasing advisory lock " + describe(name()) +
-                                         ": its session ended, and PostgreSQL released the lock then");
-      return;
-    }
-    if (lost()) {  // the session could not be confirmed in time (its socket is shut down)
-      end_session(false);
-      set_error(ec, errc::not_owner, "releasing advisory lock " + describe(name()) +
-                                         ": the lease was lost (its session could not be confirmed within the ttl)");
-      return;
-    }
+  void release_session(std::error_code& ec) noexcept override {
     unlock_and_return(&ec);
     if (ec == errc::backend_unavailable) ec = make_error_code(errc::not_owner);
+  }
+  std::string release_label() const override { return "releasing advisory lock " + describe(name()); }
+  std::string_view freed_with_session() const noexcept override {
+    return "its session ended, and PostgreSQL released the lock then";
   }
 
   std::int64_t key_;
@@ -83,7 +76,7 @@ class advisory_lease final : public sql::session_lease {
 class advisory_lock final : public distributed_lock {
  public:
   advisory_lock(std::shared_ptr<state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), st->caps, std::move(o)), st_(std::move(st)),
+      : distributed_lock(std::move(name), postgres_advisory_caps, std::move(o)), st_(std::move(st)),
         key_(spi::sha256_int64(this->name())) {}
 
  private:
@@ -187,7 +180,7 @@ class advisory_lock final : public distributed_lock {
 class advisory_backend final : public backend {
  public:
   advisory_backend(std::shared_ptr<state> st, lock_options defaults, std::string redacted_uri)
-      : backend(st->caps, lock_scope::network, name_limits{1 << 20}, std::move(defaults), std::move(redacted_uri)),
+      : backend(postgres_advisory_caps, lock_scope::network, name_limits{1 << 20}, std::move(defaults), std::move(redacted_uri)),
         st_(std::move(st)) {}
 
  private:
@@ -230,12 +223,10 @@ advisory_sequence advisory_sequence::from_uri(const uri& u) {
   return s;
 }
 
-std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, capabilities caps,
-                                               lock_options defaults, std::string redacted_uri,
+std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, lock_options defaults, std::string redacted_uri,
                                                const advisory_sequence& sequence) {
   auto st = std::make_shared<state>();
   st->connections = std::move(connections);
-  st->caps = caps;
   const std::string seq = sequence.qualified_name;
   // The token is read in the very statement that takes the lock, so nextval runs while this
   // session holds it: a later holder, granted only after this session lost the lock, reads a

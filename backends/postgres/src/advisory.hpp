@@ -21,8 +21,8 @@ struct advisory_sequence {
   static advisory_sequence from_uri(const uri& u);
 };
 
-std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, capabilities caps,
-                                               lock_options defaults, std::string redacted_uri,
+// Declares postgres_advisory_caps (capabilities.hpp).
+std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, lock_options defaults, std::string redacted_uri,
                                                const advisory_sequence& sequence);
 
 }  // namespace dlock::pg

@@ -67,7 +67,6 @@ class pg_connection final : public sql::connection {
   bool rollback(sql::sql_error& err) noexcept override { return simple("ROLLBACK", err); }
   // SET LOCAL lock_timeout (through set_config(..., true)): call inside a transaction.
   bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout, sql::sql_error& err) noexcept override;
-  std::int64_t session_id() const noexcept override { return PQbackendPID(conn_.get()); }
   bool usable() const noexcept override { return usable_ && !fatal_seen_ && PQstatus(conn_.get()) == CONNECTION_OK; }
   bool poll_alive() noexcept override;
   int native_socket() const noexcept override { return PQsocket(conn_.get()); }

@@ -12,8 +12,8 @@ std::vector<std::string> table_scheme_parameters() {
 }
 
 std::vector<std::string> advisory_parameters() {
-  std::vector<std::string> keys{"pool_size",        "max_connections", "max_dedicated", "connect_timeout",
-                                "checkout_timeout", "sequence",        "schema",        "create_sequence"};
+  auto keys = sql::pool_parameter_names();
+  for (const char* k : {"sequence", "schema", "create_sequence"}) keys.emplace_back(k);
   for (const auto& k : connection_parameters()) keys.push_back(k);
   return keys;
 }

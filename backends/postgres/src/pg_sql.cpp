@@ -17,42 +17,10 @@ std::string qualified(const sql::table_ref& t, const std::string& suffix) {
 
 std::string channel_for(const sql::table_ref& t) { return "dlock_" + t.table; }
 
-sql::index_sql index_statements(const sql::table_ref& t) {
+namespace {
+// Fair mode (fair=true only): the waiters table, arrival order from an identity column.
+void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
   const auto tab = qualified(t), seq = qualified(t, "_fence");
-  sql::index_sql s;
-  if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
-  s.create.push_back("CREATE SEQUENCE IF NOT EXISTS " + seq);
-  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
-                     " (name bytea PRIMARY KEY, owner text NOT NULL, hold_count integer NOT NULL,"
-                     " expires_at timestamptz NOT NULL, fence bigint NOT NULL)");
-  // Insert, or take over an expired row, or re-enter our own live row: one statement, and a
-  // conflicting live row of another owner returns no row (the WHERE of DO UPDATE is false).
-  s.acquire = {{"INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
-                " VALUES ($1, $2, 1, " + expiry + ", nextval('" + seq + "'))"
-                " ON CONFLICT (name) DO UPDATE SET"
-                " hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                "   THEN l.hold_count + 1 ELSE 1 END,"
-                " fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                "   THEN l.fence ELSE EXCLUDED.fence END,"
-                " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
-                " WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
-                " RETURNING l.fence, l.hold_count",
-                {arg::name, arg::owner, arg::ttl_ms}}};
-  // One hold less, the row deleted at the last one and the release notified in the same statement.
-  s.release = {{"WITH dec AS (UPDATE " + tab + " SET hold_count = hold_count - 1"
-                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
-                " del AS (DELETE FROM " + tab +
-                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
-                "   RETURNING pg_notify($3, encode(name, 'hex')))"
-                " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
-                {arg::name, arg::owner, arg::channel}}};
-  s.renew = {{"UPDATE " + tab + " SET expires_at = " + expiry +
-              " WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()",
-              {arg::name, arg::owner, arg::ttl_ms}}};
-  s.sweep = {{"DELETE FROM " + tab + " WHERE expires_at <= clock_timestamp()", {}}};
-  s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
-
-  // Fair mode (fair=true only): the waiters table, arrival order from an identity column.
   const auto waiters = qualified(t, "_waiters");
   s.create_fair.push_back("CREATE TABLE IF NOT EXISTS " + waiters +
                           " (name bytea NOT NULL, owner text NOT NULL,"
@@ -99,6 +67,46 @@ sql::index_sql index_statements(const sql::table_ref& t) {
       "   WHERE name = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM granted))"
       " SELECT fence, hold_count FROM granted",
       {arg::name, arg::owner, arg::ttl_ms}}};
+}
+
+}  // namespace
+
+sql::index_sql index_statements(const sql::table_ref& t) {
+  const auto tab = qualified(t), seq = qualified(t, "_fence");
+  sql::index_sql s;
+  if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
+  s.create.push_back("CREATE SEQUENCE IF NOT EXISTS " + seq);
+  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
+                     " (name bytea PRIMARY KEY, owner text NOT NULL, hold_count integer NOT NULL,"
+                     " expires_at timestamptz NOT NULL, fence bigint NOT NULL)");
+  // Insert, or take over an expired row, or re-enter our own live row: one statement, and a
+  // conflicting live row of another owner returns no row (the WHERE of DO UPDATE is false).
+  s.acquire = {{"INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
+                " VALUES ($1, $2, 1, " + expiry + ", nextval('" + seq + "'))"
+                " ON CONFLICT (name) DO UPDATE SET"
+                " hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                "   THEN l.hold_count + 1 ELSE 1 END,"
+                " fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                "   THEN l.fence ELSE EXCLUDED.fence END,"
+                " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+                " WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
+                " RETURNING l.fence, l.hold_count",
+                {arg::name, arg::owner, arg::ttl_ms}}};
+  // One hold less, the row deleted at the last one and the release notified in the same statement.
+  s.release = {{"WITH dec AS (UPDATE " + tab + " SET hold_count = hold_count - 1"
+                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
+                " del AS (DELETE FROM " + tab +
+                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
+                "   RETURNING pg_notify($3, encode(name, 'hex')))"
+                " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
+                {arg::name, arg::owner, arg::channel}}};
+  s.renew = {{"UPDATE " + tab + " SET expires_at = " + expiry +
+              " WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()",
+              {arg::name, arg::owner, arg::ttl_ms}}};
+  s.sweep = {{"DELETE FROM " + tab + " WHERE expires_at <= clock_timestamp()", {}}};
+  s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
+
+  add_fair_statements(s, t);
   return s;
 }
 

@@ -409,6 +409,31 @@ TEST(advisory, not_reentrant_on_one_backend) {
   EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
 }
 
+// The pool is sql_common's, the same for every SQL scheme: full, a checkout waits up to
+// checkout_timeout, then fails with backend_unavailable naming the bound (max_connections=2
+// leaves max_dedicated=1); a lease released meanwhile lets the waiting one through.
+TEST(pool, a_full_pool_waits_checkout_timeout_then_names_the_bound) {
+  auto be = dlock::open(uri_for("postgres+advisory", "max_connections=2&checkout_timeout=600ms"));
+  auto held = be->make_lock(unique("full-a"))->try_acquire();
+  ASSERT_TRUE(held);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto none = be->make_lock(unique("full-b"))->try_acquire();
+    FAIL() << "acquired a second lease beyond max_dedicated=1";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 550ms);
+  EXPECT_LT(waited, 5s);
+
+  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(unique("full-c"))->try_acquire(); });
+  std::this_thread::sleep_for(200ms);
+  held.release();
+  EXPECT_TRUE(waiter.get()) << "the released lease's connection did not reach the waiting checkout";
+}
+
 TEST(open, wrong_password_is_authentication_failed_and_never_shown) {
   auto uri = uri_for("postgres+index");
   const std::string secret = "dlock-secret";

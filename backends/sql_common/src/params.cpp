@@ -16,6 +16,25 @@ bool is_identifier(std::string_view s) noexcept {
   return true;
 }
 
+const std::vector<std::string>& pool_parameter_names() {
+  static const std::vector<std::string> names{"pool_size", "max_connections", "max_dedicated", "connect_timeout",
+                                              "checkout_timeout"};
+  return names;
+}
+
+pool_options parse_pool_options(const uri& u) {
+  pool_options p;
+  if (auto v = u.get_int("pool_size", 0, 1024)) p.max_idle = static_cast<std::size_t>(*v);
+  if (auto v = u.get_int("max_connections", 1, 4096)) p.max_connections = static_cast<std::size_t>(*v);
+  if (auto v = u.get_int("max_dedicated", 0, 4096)) p.max_dedicated = static_cast<std::size_t>(*v);
+  if (auto v = u.get_duration("connect_timeout")) p.connect_timeout = *v;
+  if (auto v = u.get_duration("checkout_timeout")) p.checkout_timeout = *v;
+  if (p.connect_timeout.count() <= 0) throw error(errc::invalid_uri, "connect_timeout must be positive in " + u.redacted());
+  if (p.max_dedicated >= p.max_connections && p.max_connections > 1)
+    p.max_dedicated = p.max_connections - 1;  // always leave one for short statements
+  return p;
+}
+
 const std::vector<std::string>& common_parameter_names() {
   static const std::vector<std::string> names{"table",         "schema",        "create_table",
                                               "fair",          "pool_size",     "max_connections",
@@ -41,15 +60,7 @@ common_params parse_common_params(const uri& u, std::string_view default_table) 
   p.table.schema = identifier_param(u, "schema", "");
   if (auto v = u.get_bool("create_table")) p.create_table = *v;
   if (auto v = u.get_bool("fair")) p.fair = *v;
-  if (auto v = u.get_int("pool_size", 0, 1024)) p.pool.max_idle = static_cast<std::size_t>(*v);
-  if (auto v = u.get_int("max_connections", 1, 4096)) p.pool.max_connections = static_cast<std::size_t>(*v);
-  if (auto v = u.get_int("max_dedicated", 0, 4096)) p.pool.max_dedicated = static_cast<std::size_t>(*v);
-  if (auto v = u.get_duration("connect_timeout")) p.pool.connect_timeout = *v;
-  if (auto v = u.get_duration("checkout_timeout")) p.pool.checkout_timeout = *v;
-  if (p.pool.connect_timeout.count() <= 0)
-    throw error(errc::invalid_uri, "connect_timeout must be positive in " + u.redacted());
-  if (p.pool.max_dedicated >= p.pool.max_connections && p.pool.max_connections > 1)
-    p.pool.max_dedicated = p.pool.max_connections - 1;  // always leave one for short statements
+  p.pool = parse_pool_options(u);
   return p;
 }
 

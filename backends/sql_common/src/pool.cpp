@@ -1,6 +1,6 @@
-// The bounded connection pool. Connecting happens outside the mutex; a waiter for a connection
-// wakes on every give-back and gives up at checkout_timeout with backend_unavailable stating
-// the bound it hit.
+// The bounded connection pool. Connecting happens outside the mutex. When full (max_connections
+// out, or for a lease max_dedicated held by leases) a checkout waits for a connection to come back
+// and gives up at checkout_timeout with backend_unavailable stating the bound it hit.
 #include "dlock_sql/pool.hpp"
 
 #include <string>
@@ -31,14 +31,9 @@ std::size_t pool::open_connections() const noexcept {
 pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
   const auto deadline = std::chrono::steady_clock::now() + options_.checkout_timeout;
   std::unique_lock lk(mutex_);
-  if (dedicated && dedicated_ >= options_.max_dedicated) {
-    set_error(ec, errc::backend_unavailable,
-              "every connection a lease may hold is in use (max_dedicated=" +
-                  std::to_string(options_.max_dedicated) + "); release leases or raise max_dedicated");
-    return {};
-  }
   for (;;) {
-    if (!idle_.empty()) {
+    const bool dedicated_full = dedicated && dedicated_ >= options_.max_dedicated;
+    while (!dedicated_full && !idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
       // An idle connection the server closed meanwhile (restart, pg_terminate_backend, KILL,
@@ -50,7 +45,7 @@ pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
       if (dedicated) ++dedicated_;
       return handle(shared_from_this(), std::move(c), dedicated);
     }
-    if (open_ < options_.max_connections) {
+    if (!dedicated_full && open_ < options_.max_connections) {
       ++open_;
       if (dedicated) ++dedicated_;
       lk.unlock();
@@ -64,19 +59,26 @@ pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
         lk.lock();
         --open_;
         if (dedicated) --dedicated_;
-        returned_.notify_one();
+        returned_.notify_all();
         if (!ec) set_error(ec, errc::backend_unavailable, "could not connect");
         return {};
       }
       return handle(shared_from_this(), std::move(c), dedicated);
     }
-    if (returned_.wait_until(lk, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= options_.max_connections) {
-      set_error(ec, errc::backend_unavailable,
-                "no connection came back within checkout_timeout (all max_connections=" +
-                    std::to_string(options_.max_connections) + " are in use)");
+    // Full: wait for a connection (or, for a lease, a lease's connection) to come back.
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const std::string waited = " within checkout_timeout=" + std::to_string(options_.checkout_timeout.count()) + "ms";
+      if (dedicated_full)
+        set_error(ec, errc::backend_unavailable,
+                  "every connection a lease may hold stayed in use" + waited + " (max_dedicated=" +
+                      std::to_string(options_.max_dedicated) + "); release leases or raise max_dedicated");
+      else
+        set_error(ec, errc::backend_unavailable,
+                  "no connection came back" + waited + " (all max_connections=" +
+                      std::to_string(options_.max_connections) + " are in use)");
       return {};
     }
+    returned_.wait_until(lk, deadline);
   }
 }
 
@@ -97,7 +99,7 @@ void pool::give_back(std::unique_ptr<connection> c, bool dedicated) noexcept {
       --open_;
     }
   }
-  returned_.notify_one();
+  returned_.notify_all();  // waiters for any connection and waiters for a lease's connection
   // to_close is destroyed outside the mutex (closing may do I/O).
 }
 

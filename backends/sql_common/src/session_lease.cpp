@@ -82,7 +82,6 @@ session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::stri
     : lease_state(std::move(name), ttl, validity_after(start, ttl)),
       monitor_(std::move(monitor)),
       conn_(std::move(h)),
-      session_id_(conn_ ? conn_->session_id() : 0),
       next_confirm_(confirm ? start + confirm_period(ttl) : clock::time_point::max()) {
   if (conn_ && conn_->native_socket() >= 0)
     cut_when_lost_.emplace(lost_token(), shut_down_socket{conn_->native_socket()});
@@ -108,6 +107,27 @@ void session_lease::end_session(bool keep) noexcept {
   cut_when_lost_.reset();  // before the socket can be closed and its number reused
   if (!keep) conn_.discard();
   conn_ = {};
+}
+
+void session_lease::do_release(std::error_code& ec) noexcept {
+  std::lock_guard lk(m_);
+  try {
+    if (!conn_) {
+      set_error(ec, errc::not_owner, release_label() + ": " + std::string(freed_with_session()));
+      return;
+    }
+    if (lost()) {  // the session could not be confirmed in time (its socket is shut down)
+      end_session(false);
+      set_error(ec, errc::not_owner,
+                release_label() + ": the lease was lost (its session could not be confirmed within the ttl)");
+      return;
+    }
+  } catch (...) {  // out of memory formatting the message
+    if (conn_) end_session(false);
+    ec = make_error_code(errc::not_owner);
+    return;
+  }
+  release_session(ec);
 }
 
 void session_lease::shut_down_socket::operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }

@@ -82,10 +82,6 @@ class connection {
   virtual bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout,
                                      sql_error& err) noexcept = 0;
 
-  // The server-side id of this session (PG backend pid, MySQL CONNECTION_ID()), for the
-  // test saboteurs (pg_terminate_backend / KILL) and for diagnostics.
-  virtual std::int64_t session_id() const noexcept = 0;
-
   // False once a statement failed with connection_lost: the pool then drops it.
   virtual bool usable() const noexcept = 0;
 

@@ -1,7 +1,7 @@
 #pragma once
 // What a dialect supplies to the shared table strategies: only SQL text (built once per backend
 // from the validated, quoted table name) and which argument each placeholder binds. The result
-// contract of each operation is fixed here, so the logic in strategies.cpp is written once.
+// contract of each operation is fixed here, so the logic in src/*_strategy.cpp is written once.
 //
 // A script with more than one statement runs in one transaction (unless its dialect flag says
 // its statements are safe autocommitted one by one: index_sql::acquire_in_one_transaction); its result is the last

@@ -27,8 +27,14 @@ struct common_params {
 // true for ^[A-Za-z_][A-Za-z0-9_]{0,62}$ (63 bytes: PostgreSQL's NAMEDATALEN-1, within MySQL's 64).
 bool is_identifier(std::string_view s) noexcept;
 
-// Query keys: table, schema, create_table, fair, pool_size, max_connections, max_dedicated,
+// Query keys of the pool, which every SQL scheme has: pool_size, max_connections, max_dedicated,
 // connect_timeout, checkout_timeout.
+const std::vector<std::string>& pool_parameter_names();
+// The pool keys above. max_dedicated is kept below max_connections (one is always left for short
+// statements). Throws dlock::error(invalid_uri).
+pool_options parse_pool_options(const uri& u);
+
+// Query keys of the table schemes: table, schema, create_table, fair and the pool keys.
 const std::vector<std::string>& common_parameter_names();
 
 // Parses the keys above (table defaults to `default_table`). Throws dlock::error(invalid_uri)

@@ -1,8 +1,13 @@
 #pragma once
-// A bounded pool of sql::connection, handing out RAII handles. Strategies that hold a connection
-// for the whole lease (FOR UPDATE, advisory locks) take a *dedicated* handle: it is counted
-// against max_dedicated as well as against max_connections, so a burst of leases cannot take
-// every connection the short statements need, and the bound is stated in the error when hit.
+// The one bounded pool of sql::connection of the SQL backends (PostgreSQL and MySQL, every
+// scheme), handing out RAII handles. Locks that hold a connection for the whole lease (FOR
+// UPDATE, advisory locks, GET_LOCK) take a *dedicated* handle: it is counted against
+// max_dedicated as well as against max_connections, so a burst of leases cannot take every
+// connection the short statements need.
+//
+// When full, a checkout waits: for a connection to come back (max_connections are out) or, for a
+// dedicated one, for a lease to end (max_dedicated are held). It gives up after checkout_timeout
+// with backend_unavailable naming the bound it hit. One behaviour for both bounds and every scheme.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -21,7 +26,7 @@ struct pool_options {
   std::size_t max_connections = 64;       // URI max_connections: idle + in use + dedicated
   std::size_t max_dedicated = 32;         // URI max_dedicated: connections held by leases
   std::chrono::milliseconds connect_timeout{std::chrono::seconds{5}};  // URI connect_timeout
-  // How long a checkout waits for a connection to come back when max_connections are out.
+  // How long a checkout waits when the pool is full (either bound) before backend_unavailable.
   std::chrono::milliseconds checkout_timeout{std::chrono::seconds{10}};
 };
 

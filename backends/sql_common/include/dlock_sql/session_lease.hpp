@@ -22,6 +22,9 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
 
 #include "dlock/spi.hpp"
@@ -58,7 +61,6 @@ class session_monitor {
 class session_lease : public spi::lease_state {
  public:
   ~session_lease() override;
-  std::int64_t session_id() const noexcept { return session_id_; }
 
   // The monitor's thread: is the session closed (no round trip), and, when due, does it answer?
   void check() noexcept;
@@ -80,7 +82,18 @@ class session_lease : public spi::lease_state {
   // The connection goes back to the pool (keep) or is closed; the lease has none after this.
   void end_session(bool keep) noexcept;
 
+  // Release, for a lease whose session still holds the lock: under connection_mutex(), with a
+  // connection, not lost. It ends the session (end_session) whatever happens.
+  virtual void release_session(std::error_code& ec) noexcept = 0;
+  // "releasing lock 'name'": the start of every release message.
+  virtual std::string release_label() const = 0;
+  // Why a release without a session is not_owner: "its session ended, and ... released the lock then".
+  virtual std::string_view freed_with_session() const noexcept = 0;
+
  private:
+  // The checks every session lease makes before release_session: a session that ended or a lease
+  // that was lost is not_owner (its socket shut down, the lock freed by the server).
+  void do_release(std::error_code& ec) noexcept final;
   // Shuts the lease's socket down when the lease is lost, so a statement blocked on it returns.
   struct shut_down_socket {
     int fd;
@@ -91,7 +104,6 @@ class session_lease : public spi::lease_state {
   std::shared_ptr<session_monitor> monitor_;
   std::mutex m_;
   pool::handle conn_;
-  std::int64_t session_id_ = 0;
   clock::time_point next_confirm_;
   std::optional<std::stop_callback<shut_down_socket>> cut_when_lost_;
   bool watched_ = false;

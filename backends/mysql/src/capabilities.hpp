@@ -1,0 +1,33 @@
+#pragma once
+// What each mysql+* scheme declares, in one place: register.cpp puts these in the registry and
+// each backend reports the same value from capabilities().
+#include "dlock/capabilities.hpp"
+
+namespace dlock::mysql {
+
+// mysql+getlock. blocking: GET_LOCK(name, n) waits on the server. expiring: a dead holder's
+// connection ends and frees the lock. renewable: renew is the liveness check that moves the
+// lease's local validity and lets the watchdog notice a killed connection or a silent link, hence
+// lost_notification. fencing: a sequence read in the granting statement. Not reentrant (each
+// lease has its own connection, so a second acquire through the same object waits like anyone
+// else), not fair (the server documents no order).
+inline constexpr capabilities mysql_getlock_caps{capability::blocking, capability::expiring, capability::renewable,
+                                                 capability::fencing, capability::lost_notification};
+
+// mysql+index. Not blocking (MySQL cannot notify: waiters poll with the core's jittered
+// backoff); fair only with fair=true (the strategy adds it then). Reentrant through owner +
+// hold_count. lost_notification through the watchdog's failed renewals.
+inline constexpr capabilities mysql_index_caps{capability::reentrant, capability::expiring, capability::renewable,
+                                               capability::fencing, capability::lost_notification};
+
+// mysql+forupdate. The row lock is held by a transaction on a dedicated connection: the server
+// queues waiters (innodb_lock_wait_timeout) and frees it when the connection dies (the session
+// monitor notices and fires lost). No ttl on the server, so nothing to renew.
+inline constexpr capabilities mysql_forupdate_caps{capability::blocking, capability::expiring, capability::fencing,
+                                                   capability::lost_notification};
+
+// mysql+version.
+inline constexpr capabilities mysql_version_caps{capability::expiring, capability::renewable, capability::fencing,
+                                                 capability::lost_notification};
+
+}  // namespace dlock::mysql

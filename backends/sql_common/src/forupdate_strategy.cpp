@@ -1,0 +1,168 @@
+// The SELECT ... FOR UPDATE strategy (make_forupdate_backend): the row lock of a transaction held
+// on a dedicated connection for the lease; the server queues waiters and frees the row when the
+// session ends, which the session monitor (session_lease.hpp) notices.
+#include <algorithm>
+
+#include "dlock_sql/session_lease.hpp"
+#include "strategy_common.hpp"
+
+namespace dlock::sql {
+using namespace detail;
+namespace {
+
+struct forupdate_state : shared_state {
+  forupdate_sql sql;
+  // Confirms the sessions that hold the row locks (session_lease.hpp): a session the server
+  // closed, or one that stops answering for ttl, is a lost lock.
+  std::shared_ptr<session_monitor> monitor;
+};
+
+class forupdate_lease final : public session_lease {
+ public:
+  forupdate_lease(std::shared_ptr<forupdate_state> st, std::string name, std::chrono::milliseconds ttl,
+                  clock::time_point start, bool confirm, pool::handle h, std::uint64_t fence)
+      : session_lease(st->monitor, std::move(name), ttl, start, confirm, std::move(h)),
+        st_(std::move(st)),
+        fence_(fence) {}
+  ~forupdate_lease() override {
+    stop_watching();
+    std::lock_guard lk(connection_mutex());
+    if (connection()) {  // never released: roll back so the connection goes back clean
+      sql_error ignored;
+      const bool clean = connection()->usable() && connection()->rollback(ignored);
+      end_session(clean && connection()->usable());
+    }
+  }
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+
+ private:
+  // The transaction holds the row lock: COMMIT releases it.
+  void release_session(std::error_code& ec) noexcept override {
+    sql_error err;
+    if (!connection()->commit(err)) {
+      set_sql_error(ec, err, release_label() + " (commit)");
+      if (err.kind == failure::connection_lost) ec = make_error_code(errc::not_owner);
+      end_session(false);
+      return;
+    }
+    end_session(connection()->usable());  // back to the pool
+  }
+  std::string release_label() const override { return "releasing lock " + quoted_name(name()); }
+  std::string_view freed_with_session() const noexcept override {
+    return "its connection was lost, and the database released the row lock then";
+  }
+
+  std::shared_ptr<forupdate_state> st_;
+  std::uint64_t fence_;
+};
+
+class forupdate_lock final : public distributed_lock {
+ public:
+  forupdate_lock(std::shared_ptr<forupdate_state> st, std::string name, lock_options o)
+      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<spi::lease_state> attempt(std::optional<clock::time_point> deadline, std::error_code& ec) noexcept {
+    values v;
+    v.name = std::string(name());
+    auto h = st_->setup.connections->checkout_dedicated(ec);
+    if (!h) return nullptr;
+    const auto start = clock::now();  // the lease's validity counts from before the grant
+    const std::string what = "acquiring lock " + quoted_name(v.name);
+    sql_error err;
+    result out;
+    auto fail = [&]() -> std::unique_ptr<spi::lease_state> {
+      if (h->usable()) {
+        sql_error ignored;
+        h->rollback(ignored);
+      }
+      if (!h->usable()) h.discard();
+      if (err.kind == failure::lock_not_available || transient(err.kind)) return nullptr;  // held
+      set_sql_error(ec, err, what);
+      return nullptr;
+    };
+    // BEGIN, [the wait bound], lock the row; a name seen for the first time has no row yet:
+    // insert it outside the transaction (a concurrent insert is fine) and lock again.
+    auto lock_row = [&]() -> bool {
+      if (!h->begin(err)) return false;
+      if (deadline) {
+        std::optional<std::chrono::milliseconds> wait;
+        if (*deadline != clock::time_point::max()) {
+          auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock::now());
+          wait = std::max(left, std::chrono::milliseconds{1});
+        }
+        if (!h->set_lock_wait_timeout(wait, err)) return false;
+        return run(*h, st_->sql.lock_wait, v, out, err);
+      }
+      return run(*h, st_->sql.lock_nowait, v, out, err);
+    };
+    if (!lock_row()) return fail();
+    if (out.rows.empty()) {
+      if (!h->rollback(err)) return fail();
+      if (!run(*h, st_->sql.ensure_row, v, out, err) && err.kind != failure::duplicate_key) return fail();
+      if (!lock_row()) return fail();
+      if (out.rows.empty()) {
+        err = {failure::other, "", "the lock row vanished after it was inserted (deleted by another tool?)"};
+        return fail();
+      }
+    }
+    if (!st_->sql.bump_fence.empty() && !run(*h, st_->sql.bump_fence, v, out, err)) return fail();
+    auto fence = out.rows.empty() || out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
+    if (!fence) {
+      err = {failure::other, "", "the fence update returned no row"};
+      return fail();
+    }
+    try {
+      return std::make_unique<forupdate_lease>(st_, v.name, options().ttl, start, options().watchdog, std::move(h),
+                                               static_cast<std::uint64_t>(*fence));
+    } catch (...) {
+      set_error(ec, errc::backend_error, "out of memory");
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    return attempt(std::nullopt, ec);
+  }
+  // The server queues us on the row lock, bounded by the session's lock wait timeout.
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    for (;;) {
+      auto l = attempt(deadline, ec);
+      if (l || ec) return l;
+      if (clock::now() >= deadline) return attempt(std::nullopt, ec);  // the last attempt at the deadline
+    }
+  }
+
+  std::shared_ptr<forupdate_state> st_;
+};
+
+class forupdate_backend final : public backend {
+ public:
+  explicit forupdate_backend(std::shared_ptr<forupdate_state> st)
+      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
+                st->setup.redacted_uri),
+        st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
+    return std::make_unique<forupdate_lock>(st_, std::move(name), std::move(options));
+  }
+  std::shared_ptr<forupdate_state> st_;
+};
+
+}  // namespace
+
+std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql) {
+  if (setup.params.fair)
+    throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the FOR UPDATE"
+                                   " strategy has no waiters table)");
+  auto st = std::make_shared<forupdate_state>();
+  init_shared(*st, std::move(setup));
+  st->sql = std::move(sql);
+  st->monitor = std::make_shared<session_monitor>();
+  create_schema(*st, st->sql.create);
+  return std::make_shared<forupdate_backend>(std::move(st));
+}
+
+}  // namespace dlock::sql

@@ -1,0 +1,215 @@
+// The unique-index strategy (make_index_backend): a row per held lock, inserted or taken over
+// when expired in one statement; reentrant through owner + hold count; with fair=true a waiters
+// table grants in arrival order.
+#include <algorithm>
+#include <thread>
+
+#include "strategy_common.hpp"
+
+namespace dlock::sql {
+using namespace detail;
+namespace {
+
+// The index strategy's statements are whole transactions of their own: safe to re-run.
+constexpr int index_attempts = 5;
+struct index_state : shared_state {
+  index_sql sql;
+};
+
+class index_lease final : public spi::lease_state {
+ public:
+  index_lease(std::shared_ptr<index_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
+              steady::time_point start, std::uint64_t fence)
+      : lease_state(name, ttl, validity_after(start, ttl)), st_(std::move(st)), owner_(std::move(owner)), fence_(fence) {}
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+
+ private:
+  void do_release(std::error_code& ec) noexcept override {
+    result out;
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.channel = st_->channel;
+    const std::string what = "releasing lock " + quoted_name(name());
+    if (!run_pooled(*st_, st_->sql.release, v, out, ec, what, index_attempts)) return;
+    // A dialect whose release deletes only the last hold (one round trip in the common case)
+    // decrements a re-entered row with a second statement. Two rounds: a concurrent release of
+    // another hold of the same owner may bring the count from 2 to 1 between the two statements.
+    for (int round = 0; out.rows_affected == 0 && !st_->sql.release_reentered.empty() && round < 2; ++round) {
+      if (!run_pooled(*st_, st_->sql.release_reentered, v, out, ec, what, index_attempts)) return;
+      if (out.rows_affected != 0 || round == 1) break;
+      if (!run_pooled(*st_, st_->sql.release, v, out, ec, what, index_attempts)) return;
+    }
+    if (out.rows_affected == 0)
+      set_error(ec, errc::not_owner, what + ": the row was no longer ours (expired, maybe taken over)");
+  }
+  // valid_until moves in the core (lease_state::renew) once this succeeds.
+  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
+    result out;
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.ttl_ms = ttl.count();
+    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()), index_attempts)) return;
+    if (out.rows_affected == 0) {
+      set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the row is no longer ours");
+    }
+  }
+
+  std::shared_ptr<index_state> st_;
+  std::string owner_;
+  std::uint64_t fence_;
+};
+
+class index_lock final : public distributed_lock {
+ public:
+  index_lock(std::shared_ptr<index_state> st, std::string name, lock_options o)
+      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    const auto start = steady::now();
+    result out;
+    values v;
+    v.name = std::string(name());
+    v.owner = owner();
+    v.ttl_ms = options().ttl.count();
+    auto h = st_->setup.connections->checkout(ec);
+    if (!h) return nullptr;
+    sql_error err;
+    const bool fair = st_->setup.params.fair;
+    if (!run(*h, fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts,
+             fair || st_->sql.acquire_in_one_transaction)) {
+      if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
+      // A deadlock/serialization failure that persisted through run()'s retry: contention (other
+      // attempts on the same rows), not a broken server; a miss, the caller waits and tries again.
+      if (transient(err.kind)) return nullptr;
+      if (!h->usable()) h.discard();
+      set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
+      return nullptr;
+    }
+    if (out.rows.empty()) return nullptr;
+    auto fence = out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
+    if (!fence) {
+      set_error(ec, errc::backend_error, "acquiring lock " + quoted_name(v.name) + ": the server returned no fence");
+      return nullptr;
+    }
+    try {
+      return std::make_unique<index_lease>(st_, v.name, owner(), options().ttl, start,
+                                           static_cast<std::uint64_t>(*fence));
+    } catch (...) {
+      set_error(ec, errc::backend_error, "out of memory");
+      return nullptr;
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    if (st_->setup.params.fair) return fair_acquire_until(deadline, ec);
+    return wait_until(deadline, options().poll.max, ec);
+  }
+
+  std::unique_ptr<spi::lease_state> wait_until(clock::time_point deadline, std::chrono::milliseconds recheck,
+                                               std::error_code& ec) noexcept {
+    if (!st_->setup.notifier) return distributed_lock::do_acquire_until(deadline, ec);
+    return wait_notified(*st_->setup.notifier, std::string(name()), deadline, recheck, ec,
+                         [this](std::error_code& e) { return do_try_acquire(e); });
+  }
+
+  // Fair mode: one attempt as a newcomer (granted only when nobody is queued: the uncontended
+  // case stays one round trip), then join the waiters table once and retry until our row is the
+  // oldest live waiter and the lock is free. Every attempt refreshes our waiter row (server-side
+  // expiry = ttl), so attempts come at least every ttl/3; the row leaves on grant (inside the
+  // granting statement) or on giving up (dequeue, which wakes the next waiter).
+  std::unique_ptr<spi::lease_state> fair_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept {
+    auto l = do_try_acquire(ec);
+    if (l || ec || clock::now() >= deadline) return l;
+    values v;
+    v.name = std::string(name());
+    v.owner = owner();
+    v.ttl_ms = options().ttl.count();
+    v.channel = st_->channel;
+    result out;
+    {  // joining the queue races with other waiters' attempts (InnoDB gap locks): retry deadlocks
+      auto h = st_->setup.connections->checkout(ec);
+      if (!h) return nullptr;
+      sql_error err;
+      bool queued = false;
+      for (int tries = 0; tries < 8 && !queued; ++tries) {
+        queued = run(*h, st_->sql.enqueue, v, out, err, index_attempts);
+        if (!queued && !transient(err.kind)) break;
+      }
+      if (!queued) {
+        if (!h->usable()) h.discard();
+        set_sql_error(ec, err, "queueing for lock " + quoted_name(v.name));
+        return nullptr;
+      }
+    }
+    auto recheck = std::min<std::chrono::milliseconds>(options().poll.max, options().ttl / 3);
+    if (recheck < std::chrono::milliseconds{1}) recheck = std::chrono::milliseconds{1};
+    if (st_->setup.notifier) {
+      l = wait_until(deadline, recheck, ec);
+    } else {  // jittered polling, each sleep capped at `recheck` so our waiter row stays live
+      for (unsigned attempt = 0;; ++attempt) {
+        l = do_try_acquire(ec);
+        const auto now = clock::now();
+        if (l || ec || now >= deadline) break;
+        auto delay = std::min<clock::duration>(spi::backoff_delay(options().poll, attempt), recheck);
+        if (deadline - now < delay) delay = deadline - now;
+        std::this_thread::sleep_for(delay);
+      }
+    }
+    if (!l) {  // timed out or failed: leave the queue (best effort; the row expires anyway)
+      std::error_code ignored;
+      run_pooled(*st_, st_->sql.dequeue, v, out, ignored, "leaving the queue of lock " + quoted_name(v.name),
+                 index_attempts);
+    }
+    return l;
+  }
+
+  std::shared_ptr<index_state> st_;
+};
+
+class index_backend final : public backend {
+ public:
+  explicit index_backend(std::shared_ptr<index_state> st)
+      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
+                st->setup.redacted_uri),
+        st_(std::move(st)) {}
+
+ private:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
+    return std::make_unique<index_lock>(st_, std::move(name), std::move(options));
+  }
+  // Expired lock rows (acquire takes them over anyway: this is for tables other tools write),
+  // and with fair=true the rows of waiters that died without leaving the queue.
+  std::size_t do_sweep_expired(std::error_code& ec) noexcept override {
+    if (st_->setup.params.fair) return sweep_with(*st_, {&st_->sql.sweep, &st_->sql.sweep_waiters}, ec);
+    return sweep_with(*st_, {&st_->sql.sweep}, ec);
+  }
+  std::string do_sweep_target() const override {
+    const auto& t = st_->setup.params.table;
+    if (st_->setup.params.fair && !st_->sql.sweep_waiters.empty())
+      return table_label(t) + " and " + table_label(t, "_waiters");
+    return table_label(t);
+  }
+  std::shared_ptr<index_state> st_;
+};
+
+}  // namespace
+
+std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) {
+  if (setup.params.fair) {
+    if (sql.acquire_fair.empty() || sql.enqueue.empty() || sql.dequeue.empty())
+      throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true is not available with this dialect");
+    setup.caps = setup.caps.with(capability::fair);  // declared only when enabled
+  }
+  auto st = std::make_shared<index_state>();
+  init_shared(*st, std::move(setup));
+  st->sql = std::move(sql);
+  create_schema(*st, st->sql.create);
+  if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
+  return std::make_shared<index_backend>(std::move(st));
+}
+
+}  // namespace dlock::sql

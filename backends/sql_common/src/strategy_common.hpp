@@ -1,0 +1,90 @@
+#pragma once
+// What the three table strategies (index_strategy.cpp, forupdate_strategy.cpp,
+// version_strategy.cpp) share: binding a dialect's script to the values of one call, running it
+// with the retry rule for deadlocks, the state every lock and lease of a backend keeps alive, and
+// waiting through the dialect's release notifier. Internal to sql_common.
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "dlock_sql/strategies.hpp"
+
+namespace dlock::sql::detail {
+
+using steady = std::chrono::steady_clock;
+
+// The values a script may bind (dialect.hpp: arg).
+struct values {
+  std::string name;
+  std::string owner;
+  std::int64_t ttl_ms = 0;
+  std::int64_t version = 0;
+  std::string channel;
+};
+
+// Deadlocks and serialization failures: "try again", not "broken".
+bool transient(failure f) noexcept;
+
+// Runs a script: one statement as it is, several in one transaction (or, where the dialect says
+// its statements are safe one by one, as autocommitted statements: two round trips fewer).
+// Deadlocks and serialization failures are retried (once by default; `attempts` in all) -- but
+// never after a statement that already committed on its own.
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2,
+         bool one_transaction = true) noexcept;
+
+// The integer in a result cell; nullopt for NULL or anything that is not a whole integer.
+std::optional<std::int64_t> to_int(const std::optional<std::string>& s);
+
+// A lock name for messages: 'name', bytes outside printable ASCII as \xNN.
+std::string quoted_name(const std::string& name);
+
+// "schema"."table" (display only: the dialect quotes for SQL), plus suffixed tables.
+std::string table_label(const table_ref& t, std::string_view suffix = {});
+
+// What every lock and lease of one backend shares; leases keep it alive past the backend.
+struct shared_state {
+  backend_setup setup;
+  std::string channel;  // the notifier's, bound as arg::channel by release scripts
+};
+
+// Takes the setup and the notifier's channel.
+void init_shared(shared_state& st, backend_setup&& setup);
+// Runs the DDL when params.create_table (run_ddl: idempotent, racing creators are fine).
+void create_schema(shared_state& st, const std::vector<std::string>& ddl);
+
+// A script on a pooled connection, dropping the connection if it was lost; ec names `what`.
+bool run_pooled(shared_state& st, const script& s, const values& v, result& out, std::error_code& ec,
+                std::string_view what, int attempts = 2) noexcept;
+
+// The sweeper (backend::sweep_expired): each script on a pooled connection, rows summed.
+std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> scripts, std::error_code& ec) noexcept;
+
+// Waiting through the dialect's notifier (LISTEN/NOTIFY): arm, try, sleep until a release is
+// notified, the holder's ttl could have run out, or the deadline; a last attempt at the deadline.
+template <class Try>
+std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::string& name,
+                                                steady::time_point deadline, std::chrono::milliseconds recheck,
+                                                std::error_code& ec, Try try_once) noexcept {
+  for (;;) {
+    const auto armed = n.arm(name);
+    auto l = try_once(ec);
+    const auto now = steady::now();
+    if (l || ec || now >= deadline) {
+      n.disarm(name);
+      return l;
+    }
+    // A holder that dies releases nothing: its row expires silently, so re-check at `recheck`.
+    auto until = deadline;
+    if (deadline - now > recheck) until = now + recheck;
+    n.wait_for_release(name, armed, until);
+  }
+}
+
+}  // namespace dlock::sql::detail
