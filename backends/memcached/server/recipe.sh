@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2016  # backquotes in the why texts are markdown, not commands
 # Servers: memcached (one server, port 11311), memcached-ring (two servers that one URI spreads names over by
 # consistent hashing: memcached-ring.1, .2 on 11312, 11313). A restarted memcached comes back empty.
 # Prints:
@@ -8,8 +8,8 @@
 #   DLOCK_MEMCACHED_RING_PORTS  11312,11313        (processes memcached-ring.1, memcached-ring.2)
 # Sourced by compose/native/dlock-servers, whose header describes the recipe interface.
 
-recipe_packages library "the memcached client for memcached://" libmemcached-dev
-recipe_packages server "the memcached server the tests run against" memcached
+recipe_packages library 'the memcached client for `memcached://`' libmemcached-dev
+recipe_packages server 'the memcached server the `memcached://` tests run against' memcached
 
 recipe_server memcached memcached --core 11311
 recipe_server memcached-ring memcached --procs 2 11312

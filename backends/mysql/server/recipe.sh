@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2016  # backquotes in the why texts are markdown, not commands
 # Server: mariadb (MariaDB, port 13306): database dlock, user dlock (password dlock-secret, all privileges on
 # dlock.*), and root without a password on the unix socket. Keeps its data across stop/start.
 # Prints:
@@ -8,9 +8,9 @@
 #   DLOCK_MYSQL_SOCKET  unix socket where MariaDB's root logs in without a password (probes)
 # Sourced by compose/native/dlock-servers, whose header describes the recipe interface.
 
-recipe_packages library "MySQL Connector/C++ (legacy API) for mysql+*:// against MariaDB; pulls in Boost 1.74" \
+recipe_packages library 'MySQL Connector/C++ (legacy API) for `mysql+*://` against MariaDB (brings Boost 1.74 headers)' \
   libmysqlcppconn-dev
-recipe_packages server "the MariaDB server (and its mariadb client, for readiness) the mysql+* tests run against" \
+recipe_packages server 'the MariaDB server (and its `mariadb` client, for readiness) the `mysql+*://` tests run against' \
   mariadb-server
 
 recipe_server mariadb mariadb --core 13306

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2016  # backquotes in the why texts are markdown, not commands
 # Server: postgres (PostgreSQL, port 15432): role dlock (password dlock-secret, scram-sha-256 over TCP, not a
 # superuser) owning database dlock; the superuser postgres is trusted on the unix socket. Keeps its data
 # across stop/start. Reads DLOCK_PG_BINDIR, the server's binaries (default: the newest /usr/lib/postgresql/*/bin).
@@ -9,8 +9,8 @@
 #   DLOCK_POSTGRES_SOCKET_DIR  unix socket dir where the superuser postgres is trusted (probes)
 # Sourced by compose/native/dlock-servers, whose header describes the recipe interface.
 
-recipe_packages library "the PostgreSQL client (libpq) for postgres+*://" libpq-dev
-recipe_packages server "the PostgreSQL server (and psql, pg_isready) the postgres+* tests run against" postgresql
+recipe_packages library 'the PostgreSQL client (libpq) for `postgres+*://`' libpq-dev
+recipe_packages server 'the PostgreSQL server (and `psql`, `pg_isready`) the `postgres+*://` tests run against' postgresql
 
 # SIGINT is a fast shutdown; SIGTERM would wait for every client to leave.
 recipe_server postgres postgres --core --stop-signal INT 15432

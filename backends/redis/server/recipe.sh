@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2016  # backquotes in the why texts are markdown, not commands
 # Servers: redis (one server), redlock (independent masters, redlock.1..N; --redis-masters N, default 3 or
 # DLOCK_REDIS_MASTERS). Ports 16379 and 16380... No persistence: a restarted Redis comes back empty. The
 # passwordless default user plus ACL user dlock.
@@ -10,9 +10,9 @@
 #   DLOCK_REDLOCK_PORTS    16380,16381,16382                            (processes redlock.1, redlock.2, redlock.3)
 # Sourced by compose/native/dlock-servers, whose header describes the recipe interface.
 
-recipe_packages library "the Redis client for redis*:// and redlock://" libhiredis-dev
-recipe_packages server "the Redis server the redis and redlock tests run against" redis-server
-recipe_packages clients "interoperability tests against redis-py's Lock on the same names" python3-redis
+recipe_packages library 'the Redis client for `redis*://` and `redlock://`' libhiredis-dev
+recipe_packages server 'the Redis server the `redis*://` and `redlock://` tests run against' redis-server
+recipe_packages clients "interoperability tests against redis-py's \`Lock\` on the same names" python3-redis
 
 recipe_option redis-masters REDIS_MASTERS "${DLOCK_REDIS_MASTERS:-3}" \
   "number of redlock masters (default 3, or DLOCK_REDIS_MASTERS)"

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2016  # backquotes in the why texts are markdown, not commands
 # Servers: zookeeper (a single node, port 12181), zookeeper-ensemble (three nodes, zookeeper-ensemble.1..3 on
 # 12182..12184; quorum ports 12888.., election ports 13888..). Both get the chroot /dlock that the URIs name.
 # Keeps its data across stop/start. An ensemble member with no quorum running beside it only has to be up,
@@ -12,10 +12,10 @@
 #   DLOCK_ZOOKEEPER_ENSEMBLE_PORTS  12182,12183,12184   (processes zookeeper-ensemble.1, .2, .3)
 # Sourced by compose/native/dlock-servers, whose header describes the recipe interface.
 
-recipe_packages library "the ZooKeeper C client (multi-threaded) for zookeeper://" libzookeeper-mt-dev
-recipe_packages server "the ZooKeeper server (Java) the zookeeper tests run against" zookeeper
-recipe_packages clients "interoperability tests against kazoo's Lock, WriteLock and ReadLock on the same names" \
-  python3-kazoo
+recipe_packages library 'the ZooKeeper C client (multi-threaded) for `zookeeper://`' libzookeeper-mt-dev
+recipe_packages server 'the ZooKeeper server (Java) the `zookeeper://` tests run against' zookeeper
+recipe_packages clients "interoperability tests against kazoo's \`Lock\`, \`WriteLock\` and \`ReadLock\` on the same names \
+(kazoo must pass \`extra_lock_patterns=[\"-lock-\"]\` to see dlock's and Curator's nodes)" python3-kazoo
 
 recipe_server zookeeper zookeeper --core 12181
 recipe_server zookeeper-ensemble zookeeper --procs 3 12182 12888 13888   # client, quorum and election ports
