@@ -15,6 +15,8 @@ void register_test_module(dlock::registry& r) {
            .scope = dlock::lock_scope::process,
            .example_uri = std::string(scheme) + "://",
            .summary = "module lookup test",
+           .parameters = {},
+           .unsafe_because = {},
            .open = [](const dlock::uri&, const dlock::lock_options& o) {
              return std::make_shared<dlock::core_test::test_backend>(dlock::capabilities{}, o);
            }});
