@@ -245,7 +245,9 @@ namespace {
 struct started_at_exit {
   bool stopped = false;
   ~started_at_exit() {
-    if (stopped) EXPECT_EQ(dlock::testing::run_launcher("start memcached"), 0);
+    if (stopped) {
+      EXPECT_EQ(dlock::testing::run_launcher("start memcached"), 0);
+    }
   }
 };
 
