@@ -418,7 +418,6 @@ TEST(zookeeper_validity, LeaseValidityIsTheSessionDeadlineAndMovesWithEveryServe
   const auto uri = env_uri("DLOCK_ZOOKEEPER_URI");
   ASSERT_FALSE(uri.empty());
   auto b = dlock::open(uri + "?session_timeout=2s");
-  const auto before = std::chrono::steady_clock::now();
   auto held = b->make_lock(unique("validity"))->acquire();
   const auto after = std::chrono::steady_clock::now();
   const auto first = held.valid_until();
