@@ -22,6 +22,15 @@ namespace mc = dlock::memcached;
 
 namespace {
 
+// A lease of `ttl` without the watchdog (assigned fields: GCC's -Wmissing-field-initializers
+// flags a designated initializer that leaves out renew_every and owner).
+dlock::lock_options without_watchdog(std::chrono::milliseconds ttl) {
+  dlock::lock_options o;
+  o.ttl = ttl;
+  o.watchdog = false;
+  return o;
+}
+
 std::string server_uri() {
   const char* v = std::getenv("DLOCK_MEMCACHED_URI");
   if (!v || !*v) {
@@ -111,7 +120,7 @@ TEST(memcached, ReleaseByAFormerOwnerLeavesTheNewHoldersItem) {
   ASSERT_TRUE(b);
   raw_client raw(server_uri());
   const auto name = unique("nonowner");
-  auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
+  auto held = b->make_lock(name, without_watchdog(2s))->try_acquire();
   ASSERT_TRUE(held);
   // Our grant expired and someone else took the lock: the item now carries their token.
   raw.set(name, "someone-else");
@@ -128,7 +137,7 @@ TEST(memcached, RenewIsCasGuarded) {
   ASSERT_TRUE(b);
   raw_client raw(server_uri());
   const auto name = unique("renew");
-  auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
+  auto held = b->make_lock(name, without_watchdog(2s))->try_acquire();
   ASSERT_TRUE(held);
   held.renew(2s);  // ours: succeeds
   raw.set(name, "someone-else");
@@ -217,7 +226,7 @@ TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
   ASSERT_TRUE(b);
   const auto name = unique("longttl");
   try {
-    auto first = b->make_lock(name, dlock::lock_options{.ttl = days{31}, .watchdog = false});
+    auto first = b->make_lock(name, without_watchdog(days{31}));
     auto held = first->try_acquire();
     ASSERT_TRUE(held);
     EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a 31-day grant let a second owner in at once";
@@ -228,7 +237,7 @@ TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
   }
   EXPECT_THROW((void)dlock::open(server_uri() + "?ttl=744h"), dlock::error);  // 31 days
   // The longest ttl that fits is granted and excludes a second owner.
-  auto longest = b->make_lock(name, dlock::lock_options{.ttl = mc::max_ttl, .watchdog = false})->try_acquire();
+  auto longest = b->make_lock(name, without_watchdog(mc::max_ttl))->try_acquire();
   ASSERT_TRUE(longest);
   EXPECT_FALSE(b->make_lock(name)->try_acquire());
   std::error_code ec;
