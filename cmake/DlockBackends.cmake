@@ -1,14 +1,32 @@
 # dlock_backend_option(NAME PACKAGE <find_package name> TARGET <imported target>)
-#   Defines the cache variable DLOCK_<NAME> = ON | OFF | AUTO and sets DLOCK_HAVE_<NAME>.
+#   Called by a backend folder's CMakeLists.txt, before anything else: finds the folder's client
+#   library. Defines the cache variable DLOCK_<NAME> = ON | OFF | AUTO | DEFAULT and sets
+#   DLOCK_HAVE_<NAME> in the folder (backends/CMakeLists.txt hands it on to the top level).
 #   ON: the library is required (configure fails loudly without it). OFF: not built.
-#   AUTO (default): built if and only if the library is found; the choice is printed either way.
+#   AUTO: built if and only if the library is found. DEFAULT (the default): whatever
+#   DLOCK_BACKENDS_DEFAULT says. The choice is printed either way.
+#   A Find<PACKAGE>.cmake module lives in the folder's cmake/ (added to CMAKE_MODULE_PATH here);
+#   the install copies it next to dlockConfig.cmake, which re-finds the library for a consumer.
+#   CMAKE_FIND_PACKAGE_TARGETS_GLOBAL (top level) makes the imported target visible everywhere.
 function(dlock_backend_option NAME)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE;TARGET" "")
-  set(DLOCK_${NAME} AUTO CACHE STRING "Build the ${NAME} backends: ON, OFF or AUTO")
-  set_property(CACHE DLOCK_${NAME} PROPERTY STRINGS ON OFF AUTO)
+  set(DLOCK_${NAME} DEFAULT CACHE STRING
+      "Build the ${NAME} backends: ON, OFF, AUTO, or DEFAULT (= DLOCK_BACKENDS_DEFAULT)")
+  set_property(CACHE DLOCK_${NAME} PROPERTY STRINGS DEFAULT ON OFF AUTO)
   string(TOUPPER "${DLOCK_${NAME}}" mode)
+  if(mode STREQUAL "DEFAULT" OR mode STREQUAL "")
+    string(TOUPPER "${DLOCK_BACKENDS_DEFAULT}" mode)
+    set(origin "DLOCK_BACKENDS_DEFAULT=${mode}")
+  else()
+    set(origin "DLOCK_${NAME}=${mode}")
+  endif()
   if(NOT mode MATCHES "^(ON|OFF|AUTO)$")
-    message(FATAL_ERROR "DLOCK_${NAME}=${DLOCK_${NAME}}: expected ON, OFF or AUTO")
+    message(FATAL_ERROR "${origin}: expected ON, OFF, AUTO, or DEFAULT for DLOCK_${NAME}")
+  endif()
+  set(module_dir "${CMAKE_CURRENT_SOURCE_DIR}/cmake")
+  if(IS_DIRECTORY "${module_dir}")
+    list(PREPEND CMAKE_MODULE_PATH "${module_dir}")
+    set(CMAKE_MODULE_PATH "${CMAKE_MODULE_PATH}" PARENT_SCOPE)
   endif()
   set(enabled OFF)
   if(mode STREQUAL "ON")
@@ -19,26 +37,53 @@ function(dlock_backend_option NAME)
   if(NOT mode STREQUAL "OFF" AND TARGET ${ARG_TARGET})
     set(enabled ON)
   elseif(mode STREQUAL "ON")
-    message(FATAL_ERROR "DLOCK_${NAME}=ON but find_package(${ARG_PACKAGE}) defined no ${ARG_TARGET}")
+    message(FATAL_ERROR "${origin} but find_package(${ARG_PACKAGE}) defined no ${ARG_TARGET}")
   endif()
   if(enabled)
-    message(STATUS "dlock: ${NAME} backends: ON (DLOCK_${NAME}=${mode})")
+    message(STATUS "dlock: ${NAME} backends: ON (${origin})")
+    # What the installed package's config must find again for a consumer (cmake/DlockInstall.cmake).
+    set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_PACKAGES ${ARG_PACKAGE})
+    if(EXISTS "${module_dir}/Find${ARG_PACKAGE}.cmake")
+      set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_FIND_MODULES "${module_dir}/Find${ARG_PACKAGE}.cmake")
+    endif()
   else()
-    message(STATUS "dlock: ${NAME} backends: OFF (DLOCK_${NAME}=${mode}; ${ARG_PACKAGE} not found or disabled)")
+    if(mode STREQUAL "OFF")
+      message(STATUS "dlock: ${NAME} backends: OFF (${origin})")
+    else()
+      message(STATUS "dlock: ${NAME} backends: OFF (${origin}; ${ARG_PACKAGE} not found)")
+    endif()
   endif()
   set(DLOCK_HAVE_${NAME} ${enabled} PARENT_SCOPE)
   set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_OPTIONS "${NAME}=${enabled}")
 endfunction()
 
-# dlock_add_backend(<name> SOURCES ... [LINK ...] [PACKAGE <find_package name>])
-#   <name> is a C identifier (mysql_forupdate). Creates the static library dlock_<name>
-#   (alias dlock::<name>), whose src/register.cpp defines `void dlock::register_<name>(registry&)`,
-#   with a generated entry that puts it in the list dlock::default_registry() walks, so linking
-#   dlock::<name> alone (or dlock::all) registers it. With DLOCK_BUILD_MODULES it also
-#   builds libdlock_<name>.so, a module registry::open loads by scheme from DLOCK_PLUGIN_PATH.
-#   PACKAGE names the find_package a consumer of the installed package needs for LINK.
+# dlock_backend_library(<folder>)
+#   A backend that links a shared library folder of backends/ (one without src/register.cpp, such
+#   as sql_common) adds it with this, after its dlock_backend_option: the library is then built
+#   once, before its first user, and only when a backend that needs it is built.
+function(dlock_backend_library FOLDER)
+  get_property(added GLOBAL PROPERTY DLOCK_BACKEND_LIBRARIES)
+  if(FOLDER IN_LIST added)
+    return()
+  endif()
+  set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_LIBRARIES ${FOLDER})
+  add_subdirectory("${PROJECT_SOURCE_DIR}/backends/${FOLDER}" "${PROJECT_BINARY_DIR}/backends/${FOLDER}")
+endfunction()
+
+# dlock_add_backend(<name> SCHEMES <scheme>... SOURCES ... [LINK ...] [PACKAGE <find_package name>])
+#   <name> is a C identifier (the folder's name). Creates the static library dlock_<name>
+#   (alias dlock::<name>), whose src/register.cpp defines `void dlock::register_<name>(registry&)`
+#   registering exactly SCHEMES, with a generated entry that puts it in the list
+#   dlock::default_registry() walks, so linking dlock::<name> alone (or dlock::all) registers it.
+#   With DLOCK_BUILD_MODULES it also builds libdlock_<name>.so, a module registry::open loads by
+#   scheme from DLOCK_PLUGIN_PATH, and beside it libdlock_<name>.schemes, the index (one scheme a
+#   line) that lets open() find the module of any of its schemes without loading other modules.
+#   PACKAGE is accepted for older folders; the package to re-find is recorded by dlock_backend_option.
 function(dlock_add_backend NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE" "SOURCES;LINK")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE" "SOURCES;LINK;SCHEMES")
+  if(NOT ARG_SCHEMES)
+    message(FATAL_ERROR "dlock_add_backend(${NAME}): list the schemes its register_${NAME} registers (SCHEMES ...)")
+  endif()
   # The backend's entry in the link-time list default_registry() walks; the --undefined makes
   # every program linking this target pull the entry (and so the backend) out of the archive.
   set(builtin_entry "${CMAKE_CURRENT_BINARY_DIR}/backend_entry_${NAME}.cpp")
@@ -47,9 +92,10 @@ function(dlock_add_backend NAME)
   add_library(dlock::${NAME} ALIAS dlock_${NAME})
   set_target_properties(dlock_${NAME} PROPERTIES EXPORT_NAME ${NAME})
   target_include_directories(dlock_${NAME} PRIVATE src)
-  target_link_libraries(dlock_${NAME} PUBLIC dlock::core dlock_builtin PRIVATE ${ARG_LINK} $<BUILD_INTERFACE:dlock_warnings>)
+  target_link_libraries(dlock_${NAME} PUBLIC dlock::core dlock_builtin PRIVATE ${ARG_LINK})
   target_link_options(dlock_${NAME} INTERFACE "LINKER:--undefined=dlock_backend_entry_${NAME}")
   set_property(GLOBAL APPEND PROPERTY DLOCK_BACKENDS ${NAME})
+  set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_SCHEMES ${ARG_SCHEMES})
   if(ARG_PACKAGE)
     set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_PACKAGES ${ARG_PACKAGE})
   endif()
@@ -64,7 +110,18 @@ function(dlock_add_backend NAME)
     # entry point happens to reference.
     target_link_libraries(dlock_${NAME}_module PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,dlock_${NAME}>" dlock::core)
     set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_MODULES dlock_${NAME}_module)
+    dlock_write_module_index(dlock_${NAME}_module ${ARG_SCHEMES})
+    set_property(GLOBAL APPEND PROPERTY DLOCK_BACKEND_MODULE_INDEXES "${PROJECT_BINARY_DIR}/plugins/libdlock_${NAME}.schemes")
   endif()
+endfunction()
+
+# dlock_write_module_index(<module target> <scheme>...)
+#   Writes lib<output name>.schemes next to the module (DlockInstall installs it with it): the
+#   schemes the module registers, one a line, which registry::open reads to load the one module
+#   that has the scheme it is asked for.
+function(dlock_write_module_index TARGET)
+  set(index "$<TARGET_FILE_DIR:${TARGET}>/$<TARGET_FILE_PREFIX:${TARGET}>$<TARGET_FILE_BASE_NAME:${TARGET}>.schemes")
+  file(GENERATE OUTPUT "${index}" CONTENT "$<JOIN:${ARGN},\n>\n")
 endfunction()
 
 # dlock_join_conformance(<label> (URI <uri> | URI_ENV <variable>) [QUERY <key=value&...>]

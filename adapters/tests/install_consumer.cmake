@@ -10,7 +10,7 @@ function(step)
 endfunction()
 step(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
 step(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/consumer" -B "${WORK_DIR}/build"
-     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Debug)
+     -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
 step(${CMAKE_COMMAND} --build "${WORK_DIR}/build" -j2)
 step("${WORK_DIR}/build/consumer" "file://${WORK_DIR}/locks")
 step("${WORK_DIR}/build/consumer_file_only" "file://${WORK_DIR}/locks-file-only")

@@ -2,23 +2,14 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
+#include "module_index.hpp"
 
 namespace dlock {
-namespace {
-
-std::string plugin_file_name(std::string_view scheme) {
-  std::string name = "libdlock_" + std::string(scheme) + ".so";
-  std::replace_if(name.begin(), name.end(), [](char c) { return c == '+' || c == '-'; }, '_');
-  return name;
-}
-
-}  // namespace
 
 const std::vector<std::string>& common_parameters() {
   static const std::vector<std::string> keys = {"ttl", "watchdog", "renew", "poll"};
@@ -116,12 +107,11 @@ bool registry::try_load_plugin_for(std::string_view scheme) const {
     dirs = plugin_dirs_;
   }
   for (const auto& dir : dirs) {
-    const auto candidate = dir / plugin_file_name(scheme);
-    std::error_code ec;
-    if (!std::filesystem::exists(candidate, ec)) continue;
+    const auto module = detail::find_module(dir, scheme);
+    if (!module) continue;
     // Loading registers into this registry; the registry is logically unchanged (it answers
     // open() for more schemes), hence the const_cast on a const lookup path.
-    const_cast<registry*>(this)->load_plugin(candidate);
+    const_cast<registry*>(this)->load_plugin(*module);
     return contains(scheme);
   }
   return false;
@@ -161,10 +151,8 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
   ec.clear();
   try {
     const uri u = uri::parse(uri_text);
-    // A module is looked for as libdlock_<scheme>.so first; a module may register several schemes
-    // (libdlock_redis.so: redis, redis+reentrant, redis+fair, redlock), so when that file is not
-    // there every libdlock_*.so of the plugin folders is loaded and the scheme looked up again.
-    if (!contains(u.scheme()) && !try_load_plugin_for(u.scheme())) const_cast<registry*>(this)->load_all_plugins();
+    // Only the module that has the scheme is loaded (module_index.hpp says how it is found).
+    if (!contains(u.scheme())) try_load_plugin_for(u.scheme());
     backend_info info;
     {
       std::shared_lock guard(mutex_);
@@ -183,10 +171,14 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
         }
         std::string known;
         for (const auto& [scheme, i] : by_scheme_) known += "\n  " + scheme + "  e.g. " + i.example_uri;
+        std::string modules;
+        for (const auto& dir : plugin_dirs_)
+          for (const auto& scheme : detail::indexed_schemes(dir)) modules += " " + scheme;
         set_error(ec, errc::unknown_scheme,
                   "unknown scheme '" + u.scheme() + "' in " + u.redacted() + "; the backends built in are:" + known +
+                      (modules.empty() ? "" : "\nand those of the modules in the plugin folders:" + modules) +
                       "\n(a backend built as a module is found in the folders of DLOCK_PLUGIN_PATH, as " +
-                      plugin_file_name(u.scheme()) + " or any libdlock_*.so that registers the scheme)");
+                      detail::module_file_name(u.scheme()) + " or the module whose libdlock_*.schemes lists the scheme)");
         return nullptr;
       }
       info = it->second;

@@ -22,6 +22,15 @@ namespace mc = dlock::memcached;
 
 namespace {
 
+// A lease of `ttl` without the watchdog (assigned fields: GCC's -Wmissing-field-initializers
+// flags a designated initializer that leaves out renew_every and owner).
+dlock::lock_options without_watchdog(std::chrono::milliseconds ttl) {
+  dlock::lock_options o;
+  o.ttl = ttl;
+  o.watchdog = false;
+  return o;
+}
+
 std::string server_uri() { return dlock::testing::server_uri("DLOCK_MEMCACHED_URI"); }
 
 using dlock::testing::unique_name;
@@ -99,7 +108,7 @@ TEST(memcached, ReleaseByAFormerOwnerLeavesTheNewHoldersItem) {
   auto b = open_backend();
   raw_client raw(server_uri());
   const auto name = unique_name("nonowner");
-  auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
+  auto held = b->make_lock(name, without_watchdog(2s))->try_acquire();
   ASSERT_TRUE(held);
   // Our grant expired and someone else took the lock: the item now carries their token.
   raw.set(name, "someone-else");
@@ -115,7 +124,7 @@ TEST(memcached, RenewIsCasGuarded) {
   auto b = open_backend();
   raw_client raw(server_uri());
   const auto name = unique_name("renew");
-  auto held = b->make_lock(name, dlock::lock_options{.ttl = 2s, .watchdog = false})->try_acquire();
+  auto held = b->make_lock(name, without_watchdog(2s))->try_acquire();
   ASSERT_TRUE(held);
   held.renew(2s);  // ours: succeeds
   raw.set(name, "someone-else");
@@ -199,7 +208,7 @@ TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
   auto b = open_backend();
   const auto name = unique_name("longttl");
   try {
-    auto first = b->make_lock(name, dlock::lock_options{.ttl = days{31}, .watchdog = false});
+    auto first = b->make_lock(name, without_watchdog(days{31}));
     auto held = first->try_acquire();
     ASSERT_TRUE(held);
     EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a 31-day grant let a second owner in at once";
@@ -210,7 +219,7 @@ TEST(memcached, ATtlOverThirtyDaysIsRefusedInsteadOfExpiringAtOnce) {
   }
   EXPECT_THROW((void)dlock::open(server_uri() + "?ttl=744h"), dlock::error);  // 31 days
   // The longest ttl that fits is granted and excludes a second owner.
-  auto longest = b->make_lock(name, dlock::lock_options{.ttl = mc::max_ttl, .watchdog = false})->try_acquire();
+  auto longest = b->make_lock(name, without_watchdog(mc::max_ttl))->try_acquire();
   ASSERT_TRUE(longest);
   EXPECT_FALSE(b->make_lock(name)->try_acquire());
   std::error_code ec;
@@ -227,7 +236,9 @@ namespace {
 struct started_at_exit {
   bool stopped = false;
   ~started_at_exit() {
-    if (stopped) EXPECT_EQ(dlock::testing::run_launcher("start memcached"), 0);
+    if (stopped) {
+      EXPECT_EQ(dlock::testing::run_launcher("start memcached"), 0);
+    }
   }
 };
 

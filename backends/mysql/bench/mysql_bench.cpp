@@ -1,7 +1,6 @@
 // dlock's four MySQL schemes against raw Connector/C++ issuing the same statements, uncontended
 // (each thread its own lock name), in the same run. Needs DLOCK_MYSQL_URI.
-//   taskset -c 1 ./mysql_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true \
-//       --benchmark_report_aggregates_only=true
+//   taskset -c 1 ./mysql_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 // Round trips per acquire + release, the same on both sides (counted with strace -f -c, sendto per
 // cycle, DLOCK_BENCH_ITERATIONS=200 vs 700): getlock 1+1, index 2+1 (INSERT ... ON DUPLICATE KEY
 // UPDATE, SELECT, each autocommitted; DELETE), forupdate 3+1 (START TRANSACTION, SELECT ... FOR UPDATE NOWAIT, fence

@@ -5,8 +5,7 @@
 // shares one backend (one pool) per scheme between the threads, as an application would;
 // DLOCK_BENCH_PER_THREAD=1 gives each thread its own backend instead.
 //   eval "$(compose/native/dlock-servers env)"
-//   taskset -c 1 build/backends/postgres/postgres_bench --benchmark_repetitions=10 \
-//     --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   taskset -c 1 build/backends/postgres/postgres_bench --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 // Round trips per acquire + release (both sides; counted with strace -f -c: sendto per cycle):
 // index 1+1, forupdate 2+1 (BEGIN, locking UPDATE; COMMIT), version 2+1 (read, conditional
 // UPDATE; UPDATE), advisory 1+1; plus one PQprepare per statement text and connection, once.

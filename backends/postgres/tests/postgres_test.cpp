@@ -78,7 +78,9 @@ TEST_P(each_scheme, fencing_tokens_increase_when_declared) {
       continue;
     }
     ASSERT_TRUE(l.fencing_token());
-    if (last) EXPECT_GT(*l.fencing_token(), *last);
+    if (last) {
+      EXPECT_GT(*l.fencing_token(), *last);
+    }
     last = l.fencing_token();
   }
 }

@@ -401,7 +401,6 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
 TEST(zookeeper_validity, LeaseValidityIsTheSessionDeadlineAndMovesWithEveryServerAnswer) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri + "?session_timeout=2s");
-  const auto before = std::chrono::steady_clock::now();
   auto held = b->make_lock(unique_name("validity"))->acquire();
   const auto after = std::chrono::steady_clock::now();
   const auto first = held.valid_until();

@@ -59,11 +59,12 @@ class registry {
   bool contains(std::string_view scheme) const;
 
   // Plugins: a shared module exporting `dlock_plugin_register` (see spi.hpp, DLOCK_PLUGIN).
-  // Where open() meets an unknown scheme it looks in each plugin folder for
-  // libdlock_<scheme>.so ('+' and '-' become '_'); when there is none, it loads every
-  // libdlock_*.so there (one module may register several schemes: libdlock_redis.so has
-  // redlock) and looks again. Folders come from add_plugin_dir and from
-  // DLOCK_PLUGIN_PATH (':'-separated), read by default_registry().
+  // Where open() meets an unknown scheme it loads, from the first plugin folder that has one,
+  // the one module of that scheme: libdlock_<scheme>.so ('+' and '-' become '_'), or the module
+  // whose index libdlock_<name>.schemes lists the scheme (one module may register several:
+  // libdlock_redis.so has redlock; dlock_add_backend writes the index). No other module is
+  // loaded. Folders come from add_plugin_dir and from DLOCK_PLUGIN_PATH (':'-separated), read by
+  // default_registry().
   void add_plugin_dir(std::filesystem::path dir);
   void add_plugin_dirs_from_environment();  // DLOCK_PLUGIN_PATH, ':'-separated
   void load_plugin(const std::filesystem::path& module);  // throws errc::unknown_scheme if unloadable
