@@ -416,11 +416,11 @@ TEST(advisory, not_reentrant_on_one_backend) {
 // leaves max_dedicated=1); a lease released meanwhile lets the waiting one through.
 TEST(pool, a_full_pool_waits_checkout_timeout_then_names_the_bound) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=2&checkout_timeout=600ms"));
-  auto held = be->make_lock(unique("full-a"))->try_acquire();
+  auto held = be->make_lock(unique_name("full-a"))->try_acquire();
   ASSERT_TRUE(held);
   const auto start = std::chrono::steady_clock::now();
   try {
-    auto none = be->make_lock(unique("full-b"))->try_acquire();
+    auto none = be->make_lock(unique_name("full-b"))->try_acquire();
     FAIL() << "acquired a second lease beyond max_dedicated=1";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
@@ -430,7 +430,7 @@ TEST(pool, a_full_pool_waits_checkout_timeout_then_names_the_bound) {
   EXPECT_GE(waited, 550ms);
   EXPECT_LT(waited, 5s);
 
-  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(unique("full-c"))->try_acquire(); });
+  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(unique_name("full-c"))->try_acquire(); });
   std::this_thread::sleep_for(200ms);
   held.release();
   EXPECT_TRUE(waiter.get()) << "the released lease's connection did not reach the waiting checkout";
