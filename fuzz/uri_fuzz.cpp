@@ -1,7 +1,7 @@
 // Fuzzes dlock::uri::parse, which reads configuration text a service may take from anywhere.
 // Properties: it accepts or throws dlock::error (nothing else, no crash); an accepted URI has a
-// lower-case scheme, a path that is empty or starts with '/', at least one host and no query key
-// twice; and the password (and every secret query value) never appears in redacted(), the only
+// lower-case scheme, a path that is empty or starts with '/', no NUL byte in any component, and
+// no query key twice; and the password (and every secret query value) never appears in redacted(), the only
 // form dlock logs. The typed getters on every key throw only dlock::error too.
 #include <algorithm>
 #include <cctype>
@@ -50,6 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check(std::none_of(u.scheme().begin(), u.scheme().end(), [](unsigned char c) { return std::isupper(c); }),
         "the scheme is lower case", u.scheme());
   check(u.path().empty() || u.path().front() == '/', "the path is empty or starts with '/'", u.path());
+  // No component holds a NUL byte: the C client libraries would cut the text there.
+  const auto no_nul = [](const std::string& s) { return s.find('\0') == std::string::npos; };
+  check(no_nul(u.user()) && no_nul(u.password().value_or("")) && no_nul(u.path()), "no NUL byte in a component", text);
+  for (const auto& h : u.hosts()) check(no_nul(h.host), "no NUL byte in a host", text);
+  for (const auto& [k, v] : u.query()) check(no_nul(k) && no_nul(v), "no NUL byte in the query", text);
   const auto& q = u.query();
   for (std::size_t i = 0; i < q.size(); ++i)
     for (std::size_t j = i + 1; j < q.size(); ++j) check(q[i].first != q[j].first, "no query key twice", q[i].first);
