@@ -9,7 +9,7 @@
 //
 // The workers are this program itself (`dlock compare-worker`, hidden), so an installed dlock
 // needs no second executable.
-#include <stdlib.h>
+#include <stdlib.h>  // NOLINT(modernize-deprecated-headers): ::mkdtemp is POSIX, declared here, not in <cstdlib>
 #include <unistd.h>
 
 #include <algorithm>

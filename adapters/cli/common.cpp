@@ -71,7 +71,7 @@ std::string read_uri_file(const std::string& path) {
   if (!in) throw usage_error("--uri-file " + path + ": cannot read it (" + std::strerror(errno) + ")");
   std::ostringstream content;
   content << in.rdbuf();
-  const std::string uri = trimmed(content.str());
+  std::string uri = trimmed(content.str());  // not const: returned by move
   if (uri.empty()) throw usage_error("--uri-file " + path + " is empty; expected one line holding the URI");
   if (uri.find_first_of("\r\n") != std::string::npos)
     throw usage_error("--uri-file " + path + " holds more than one line; expected one line holding the URI");
@@ -250,7 +250,8 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     char e;
     while (::read(events.read_fd(), &e, 1) == 1) {
       if (e == event_pipe::acquired) done = true;
-      if (is_termination_signal(e) && !interrupted_by) interrupted_by = e;
+      // The byte is a signal number (< 128) or an event letter: read it unsigned all the same.
+      if (is_termination_signal(static_cast<unsigned char>(e)) && !interrupted_by) interrupted_by = e;
     }
     if (interrupted_by && !done) {
       const std::lock_guard guard(shared->mutex);

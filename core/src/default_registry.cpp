@@ -6,8 +6,12 @@
 #include "dlock/registry.hpp"
 #include "dlock/spi.hpp"
 
+// The names are the linker's (it defines __start_/__stop_<section> for a section named like a C
+// identifier), hence reserved identifiers on purpose.
 extern "C" {
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
 extern const dlock::spi::builtin_backend __start_dlock_backends[] __attribute__((weak, visibility("hidden")));
+// NOLINTNEXTLINE(bugprone-reserved-identifier)
 extern const dlock::spi::builtin_backend __stop_dlock_backends[] __attribute__((weak, visibility("hidden")));
 }
 

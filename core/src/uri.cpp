@@ -117,6 +117,11 @@ uri uri::parse(std::string_view raw) {
   if (raw.empty()) bad_uri(raw, "the URI is empty; expected scheme://host[:port][/path][?key=value], e.g. redis://127.0.0.1:6379");
   if (scheme_end == std::string_view::npos || scheme_end == 0)
     bad_uri(raw, "expected scheme://..., e.g. redis://127.0.0.1:6379 or file:///var/lock/myapp");
+  // uriparser decodes the query into C strings, which silently cut a value at a NUL byte
+  // ("table=dl%00ck" read as "dl"; found by fuzz/), and the client libraries take C strings too
+  // (libpq's conninfo, libmemcached's, ZooKeeper's paths). No component can hold one.
+  if (raw.find("%00") != std::string_view::npos)
+    bad_uri(raw, "'%00' (a NUL byte) is not allowed anywhere in a URI: the client libraries would cut the text there");
 
   // Split a host list out of the authority: "user:pw@h1:1,h2:2" -> userinfo + [h1:1, h2:2].
   const auto authority_begin = scheme_end + 3;

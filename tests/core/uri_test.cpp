@@ -72,6 +72,10 @@ TEST(Uri, Rejections) {
   EXPECT_EQ(code_of("redis://h/?a=1&a=2"), dlock::errc::invalid_uri);
   EXPECT_EQ(code_of("redis://h/#frag"), dlock::errc::invalid_uri);
   EXPECT_EQ(code_of("redis://h/?=1"), dlock::errc::invalid_uri);
+  // A NUL byte: the query decoder would cut the value there ("dl"), so it is refused everywhere.
+  EXPECT_EQ(code_of("postgres+index://h/db?table=dl%00ck"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("redis://user:pass%00word@h"), dlock::errc::invalid_uri);
+  EXPECT_EQ(code_of("file:///var/lock/a%00b"), dlock::errc::invalid_uri);
 }
 
 TEST(Uri, BadTypedValuesNameTheKey) {

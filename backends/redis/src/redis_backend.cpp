@@ -137,15 +137,13 @@ class redis_lock final : public distributed_lock {
   redis_lock(std::shared_ptr<shared> s, std::string name, capabilities caps, lock_options options)
       : distributed_lock(name, caps, options), shared_(std::move(s)) {
     const auto& cfg = shared_->config;
-    key_ = cfg.prefix + name;
-    if (cfg.lock_mode == mode::simple) {
-      fence_key_ = cfg.prefix + redisson_prefix_name("dlock_fencing", name);
-      channel_ = cfg.prefix + redisson_prefix_name("dlock__channel", name);
-    } else {
-      queue_key_ = redisson_prefix_name("redisson_lock_queue", key_);
-      timeout_key_ = redisson_prefix_name("redisson_lock_timeout", key_);
-      fence_key_ = redisson_prefix_name("redisson_lock_token", key_);
-      channel_ = redisson_prefix_name("redisson_lock__channel", key_);
+    auto keys = keys_for(cfg.prefix, cfg.lock_mode, name);
+    key_ = std::move(keys.key);
+    fence_key_ = std::move(keys.fence);
+    channel_ = std::move(keys.channel);
+    queue_key_ = std::move(keys.queue);
+    timeout_key_ = std::move(keys.timeout);
+    if (cfg.lock_mode != mode::simple) {
       // Redisson's "<client uuid>:<thread id>", with the lock object's owner in place of the
       // thread: identity per owner (lock object), never per calling thread.
       const auto id = static_cast<std::uint64_t>(spi::sha256_int64(owner())) & 0x7fffffffffffffffULL;
@@ -336,6 +334,21 @@ class redis_lock final : public distributed_lock {
 };
 
 }  // namespace
+
+key_names keys_for(std::string_view prefix, mode m, std::string_view name) {
+  key_names k;
+  k.key = std::string(prefix) + std::string(name);
+  if (m == mode::simple) {
+    k.fence = std::string(prefix) + redisson_prefix_name("dlock_fencing", name);
+    k.channel = std::string(prefix) + redisson_prefix_name("dlock__channel", name);
+  } else {
+    k.queue = redisson_prefix_name("redisson_lock_queue", k.key);
+    k.timeout = redisson_prefix_name("redisson_lock_timeout", k.key);
+    k.fence = redisson_prefix_name("redisson_lock_token", k.key);
+    k.channel = redisson_prefix_name("redisson_lock__channel", k.key);
+  }
+  return k;
+}
 
 std::string redisson_prefix_name(std::string_view prefix, std::string_view name) {
   std::string out(prefix);

@@ -93,6 +93,14 @@ class redis_backend final : public backend {
   std::shared_ptr<shared> shared_;
 };
 
+// The server keys of one lock. simple: redis-py's layout (key = prefix + name) plus our fencing
+// counter and release channel; reentrant and fair: Redisson's (only fair uses queue and timeout).
+// Fair mode's per-waiter channel suffix is added by the lock, which knows its owner.
+struct key_names {
+  std::string key, fence, channel, queue, timeout;
+};
+key_names keys_for(std::string_view prefix, mode m, std::string_view name);
+
 // Redisson's hash-tagged derived names: prefixName(p, n) = p + ":{" + n + "}" (braces omitted
 // when n already contains '{').
 std::string redisson_prefix_name(std::string_view prefix, std::string_view name);

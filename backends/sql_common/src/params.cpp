@@ -43,21 +43,21 @@ const std::vector<std::string>& common_parameter_names() {
 }
 
 namespace {
-std::string identifier_param(const uri& u, std::string_view key, std::string fallback) {
+std::string identifier_param(const uri& u, std::string_view key, std::string fallback, std::size_t max_length) {
   auto v = u.get(key);
   if (!v) return fallback;
-  if (!is_identifier(*v))
+  if (!is_identifier(*v) || v->size() > max_length)
     throw error(errc::invalid_uri, std::string(key) + "=" + *v +
-                                       ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0,62} in " +
-                                       u.redacted());
+                                       ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0," +
+                                       std::to_string(max_length - 1) + "} in " + u.redacted());
   return *v;
 }
 }  // namespace
 
 common_params parse_common_params(const uri& u, std::string_view default_table) {
   common_params p;
-  p.table.table = identifier_param(u, "table", std::string(default_table));
-  p.table.schema = identifier_param(u, "schema", "");
+  p.table.table = identifier_param(u, "table", std::string(default_table), max_table_length);
+  p.table.schema = identifier_param(u, "schema", "", 63);
   if (auto v = u.get_bool("create_table")) p.create_table = *v;
   if (auto v = u.get_bool("fair")) p.fair = *v;
   p.pool = parse_pool_options(u);

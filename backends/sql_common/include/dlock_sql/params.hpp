@@ -27,6 +27,13 @@ struct common_params {
 // true for ^[A-Za-z_][A-Za-z0-9_]{0,62}$ (63 bytes: PostgreSQL's NAMEDATALEN-1, within MySQL's 64).
 bool is_identifier(std::string_view s) noexcept;
 
+// The strategies name their other objects after the table: <table>_fence, <table>_waiters, and
+// PostgreSQL's NOTIFY channel dlock_<table>. PostgreSQL silently cuts a longer identifier to 63
+// bytes, so a 63-byte table name made "<table>_fence" the table's own name (CREATE TABLE IF NOT
+// EXISTS then skipped the table); a table name leaves room for the longest suffix.
+inline constexpr std::string_view longest_table_suffix = "_waiters";
+inline constexpr std::size_t max_table_length = 63 - longest_table_suffix.size();  // 55
+
 // Query keys of the pool, which every SQL scheme has: pool_size, max_connections, max_dedicated,
 // connect_timeout, checkout_timeout.
 const std::vector<std::string>& pool_parameter_names();
@@ -39,7 +46,7 @@ const std::vector<std::string>& common_parameter_names();
 
 // Parses the keys above (table defaults to `default_table`). Throws dlock::error(invalid_uri)
 // naming the key, the value and what is expected (e.g. "table=a-b: expected an SQL identifier
-// matching [A-Za-z_][A-Za-z0-9_]{0,62}").
+// matching [A-Za-z_][A-Za-z0-9_]{0,54}"; a schema may have up to 63 characters).
 common_params parse_common_params(const uri& u, std::string_view default_table);
 
 }  // namespace dlock::sql

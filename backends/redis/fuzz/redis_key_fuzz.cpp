@@ -1,0 +1,62 @@
+// Fuzzes the Redis backends' key layout (keys_for, redisson_prefix_name) for every mode.
+// Properties: deterministic; the lock key is prefix + name, so distinct names never share a lock
+// key; one lock's keys are pairwise distinct; every derived name (fencing counter, channel,
+// queue, timeout) carries the name inside a {hash tag}. Redisson's prefixName omits the braces
+// when the name already has a '{', so "a" and "{a}" share derived names: that is the layout
+// Redisson services use (kept for compatibility), and the only collision allowed below.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dlock_fuzz/check.hpp"
+#include "redis_backend.hpp"
+
+using dlock::fuzz::check;
+using dlock::redis::key_names;
+using dlock::redis::mode;
+
+namespace {
+
+// Redisson's one collision: b == "{" + a + "}" where a has no '{' (or the other way round).
+bool redisson_twins(std::string_view a, std::string_view b) {
+  const auto braced = [](std::string_view inner, std::string_view outer) {
+    return inner.find('{') == std::string_view::npos && outer.size() == inner.size() + 2 && outer.front() == '{' &&
+           outer.back() == '}' && outer.substr(1, inner.size()) == inner;
+  };
+  return braced(a, b) || braced(b, a);
+}
+
+void check_one(std::string_view prefix, mode m, const std::string& name) {
+  const key_names k = dlock::redis::keys_for(prefix, m, name);
+  const key_names again = dlock::redis::keys_for(prefix, m, name);
+  check(k.key == again.key && k.fence == again.fence && k.channel == again.channel && k.queue == again.queue &&
+            k.timeout == again.timeout,
+        "deterministic", name);
+  check(k.key == std::string(prefix) + name, "the lock key is prefix + name", name, k.key);
+  check(k.fence != k.key && k.channel != k.key && k.channel != k.fence, "one lock's keys are distinct", name);
+  if (m != mode::simple) check(k.queue != k.timeout && k.queue != k.key, "one lock's queue keys are distinct", name);
+  const std::string tagged_name = m == mode::simple ? name : k.key;
+  check(k.fence.find(tagged_name) != std::string::npos, "the fencing key carries the name", name, k.fence);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto [a, b] = dlock::fuzz::two_strings(data, size);
+  // The Redis backends accept names of 1 to 4096 bytes.
+  if (a.empty() || b.empty() || a.size() > 4096 || b.size() > 4096) return 0;
+  for (const std::string_view prefix : {std::string_view(), std::string_view("app:")}) {
+    for (const mode m : {mode::simple, mode::reentrant, mode::fair}) {
+      check_one(prefix, m, a);
+      check_one(prefix, m, b);
+      const key_names ka = dlock::redis::keys_for(prefix, m, a);
+      const key_names kb = dlock::redis::keys_for(prefix, m, b);
+      check((a == b) == (ka.key == kb.key), "distinct names, distinct lock keys", a, b);
+      // The derived names are made from the name (simple) or from the lock key (Redisson's).
+      const bool twins = m == mode::simple ? redisson_twins(a, b) : redisson_twins(ka.key, kb.key);
+      if (a != b && !twins)
+        check(ka.fence != kb.fence && ka.channel != kb.channel, "distinct names, distinct derived keys", a, b);
+    }
+  }
+  return 0;
+}
