@@ -31,9 +31,18 @@ void check_not_shown(const dlock::uri& u, const std::string& secret, const std::
 }
 
 void read_typed(const dlock::uri& u, const std::string& key) {
-  try { (void)u.get_duration(key); } catch (const dlock::error&) {}
-  try { (void)u.get_int(key, -1000, 1000); } catch (const dlock::error&) {}
-  try { (void)u.get_bool(key); } catch (const dlock::error&) {}
+  try {
+    (void)u.get_duration(key);
+  } catch (const dlock::error&) {
+  }
+  try {
+    (void)u.get_int(key, -1000, 1000);
+  } catch (const dlock::error&) {
+  }
+  try {
+    (void)u.get_bool(key);
+  } catch (const dlock::error&) {
+  }
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-using std::chrono::milliseconds;
 using compare::fault;
+using std::chrono::milliseconds;
 
 // Short, so that the fault scenarios (which wait out a ttl or pause for 2.5 of them) stay short.
 constexpr milliseconds run_ttl = 1s;

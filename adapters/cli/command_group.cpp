@@ -8,8 +8,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <system_error>
 #include <termios.h>
@@ -22,7 +22,7 @@ extern char** environ;
 namespace dlock::cli {
 namespace {
 
-constexpr char goodbye = 'G';  // dlock ends normally: the watcher must not kill anything
+constexpr char goodbye = 'G';                            // dlock ends normally: the watcher must not kill anything
 constexpr auto kill_timeout = std::chrono::seconds(10);  // SIGKILL is final; this only bounds a stuck (D state) exit
 
 [[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
@@ -171,7 +171,7 @@ void command_group::spawn(const std::vector<std::string>& command, const std::ve
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != dlock_pid) ::_exit(127);  // dlock died before PDEATHSIG was armed
-    close_all_except(keep, fd_limit);  // also go[1], so that dlock's death reads as end of file
+    close_all_except(keep, fd_limit);            // also go[1], so that dlock's death reads as end of file
     char byte;
     ssize_t n;
     while ((n = ::read(go[0], &byte, 1)) < 0 && errno == EINTR) {
@@ -240,7 +240,7 @@ std::optional<int> command_group::reap() {
 void command_group::follow_terminal_stop() {
   if (!std::exchange(leader_stopped_, false) || terminal_ < 0 || leader_status_) return;
   give_terminal_to(::getpgrp());
-  ::raise(SIGTSTP);  // returns when we are continued
+  ::raise(SIGTSTP);                                                      // returns when we are continued
   if (::tcgetpgrp(terminal_) == ::getpgrp()) give_terminal_to(leader_);  // fg, not bg
   signal(SIGCONT);
 }

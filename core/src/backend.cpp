@@ -33,8 +33,7 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
     return nullptr;
   }
   if (name.size() > limits_.max_length) {
-    set_error(ec, errc::invalid_name, "lock name of " + std::to_string(name.size()) + " bytes is too long; " +
-                                          redacted_uri_ + " accepts names of " + limit);
+    set_error(ec, errc::invalid_name, "lock name of " + std::to_string(name.size()) + " bytes is too long; " + redacted_uri_ + " accepts names of " + limit);
     return nullptr;
   }
   check_lock_options(options, ec);
@@ -55,11 +54,9 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
 void check_lock_options(const lock_options& options, std::error_code& ec) noexcept {
   ec.clear();
   if (options.ttl <= std::chrono::milliseconds::zero() || options.ttl > longest_duration)
-    return set_error(ec, errc::invalid_argument, "ttl must be from 1ms to " + format_duration(longest_duration) +
-                                                     " (10 years), got " + format_duration(options.ttl));
+    return set_error(ec, errc::invalid_argument, "ttl must be from 1ms to " + format_duration(longest_duration) + " (10 years), got " + format_duration(options.ttl));
   if (options.renew_every && (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl))
-    return set_error(ec, errc::invalid_argument, "renew period must be positive and shorter than the ttl (" +
-                                                     format_duration(options.ttl) + ")");
+    return set_error(ec, errc::invalid_argument, "renew period must be positive and shorter than the ttl (" + format_duration(options.ttl) + ")");
   if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min ||
       options.poll.max > longest_duration)
     return set_error(ec, errc::invalid_argument,

@@ -29,7 +29,8 @@ void walk_indexes(const std::filesystem::path& dir, OnScheme on_scheme) {
 
 std::string module_file_name(std::string_view scheme) {
   std::string name = "libdlock_" + std::string(scheme) + ".so";
-  std::replace_if(name.begin(), name.end(), [](char c) { return c == '+' || c == '-'; }, '_');
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return c == '+' || c == '-'; }, '_');
   return name;
 }
 

@@ -284,11 +284,16 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
     return fail();
   }
   double ms = 0;
-  if (unit == "ms") ms = value;
-  else if (unit == "s") ms = value * 1000;
-  else if (unit == "m" || unit == "min") ms = value * 60'000;
-  else if (unit == "h") ms = value * 3'600'000;
-  else return fail();
+  if (unit == "ms")
+    ms = value;
+  else if (unit == "s")
+    ms = value * 1000;
+  else if (unit == "m" || unit == "min")
+    ms = value * 60'000;
+  else if (unit == "h")
+    ms = value * 3'600'000;
+  else
+    return fail();
   if (ms != std::floor(ms)) return fail();
   if (ms > static_cast<double>(std::chrono::milliseconds(longest_duration).count()))
     throw error(errc::invalid_argument, "'" + std::string(text) + "' is too long; the longest duration dlock accepts is " +

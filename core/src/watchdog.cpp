@@ -17,7 +17,8 @@ namespace {
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-enum class event { renew, check_validity };
+enum class event { renew,
+                   check_validity };
 struct watched;
 using timer_map = std::multimap<clock::time_point, std::pair<event, std::shared_ptr<watched>>>;
 
@@ -72,7 +73,6 @@ class watchdog {
   }
 
  private:
-
   void start_locked() {
     if (timer_.joinable()) return;
     timer_ = std::thread([this] { run_timer(); });

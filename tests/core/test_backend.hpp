@@ -26,9 +26,12 @@ class test_lease final : public spi::lease_state {
   test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring,
              bool renewable, bool stalled = false)
       : lease_state(name, ttl,
-                    stalled ? clock::now() - std::chrono::milliseconds(1)
-                            : expiring ? validity_after(clock::now(), ttl) : clock::time_point::max()),
-        t_(std::move(t)), owner_(std::move(owner)), renewable_(renewable) {}
+                    stalled    ? clock::now() - std::chrono::milliseconds(1)
+                    : expiring ? validity_after(clock::now(), ttl)
+                               : clock::time_point::max()),
+        t_(std::move(t)),
+        owner_(std::move(owner)),
+        renewable_(renewable) {}
 
  private:
   void do_release(std::error_code& ec) noexcept override {

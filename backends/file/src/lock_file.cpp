@@ -32,8 +32,9 @@ std::string lock_file_name(std::string_view name) {
   // is always hashed ('#' + '.' + sha256). The '#' prefix is outside the allowed set, so a hashed
   // key never equals a name used as it is.
   const bool leading_dot = name.starts_with('.');
-  return spi::safe_key(name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
-                       "#") +
+  return spi::safe_key(
+             name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
+             "#") +
          ".lock";
 }
 

@@ -83,7 +83,8 @@ key_layout keys_for(std::string_view prefix, std::string_view name) {
   const std::size_t longest_suffix = std::string_view("fence:").size();
   const std::size_t room = max_key_bytes - prefix.size() - longest_suffix;
   key_layout k;
-  k.group = spi::safe_key(name, room, [](unsigned char c) { return c > 0x20 && c < 0x7f; }, "#");
+  k.group = spi::safe_key(
+      name, room, [](unsigned char c) { return c > 0x20 && c < 0x7f; }, "#");
   k.lock = std::string(prefix) + "lock:" + k.group;
   k.fence = std::string(prefix) + "fence:" + k.group;
   return k;
@@ -128,7 +129,8 @@ memcached_return_t collect_clock(const memcached_instance_st*, const char* key, 
                                  size_t value_length, void* context) {
   auto& clock = *static_cast<server_clock*>(context);
   const std::string_view k(key, key_length);
-  std::chrono::seconds* field = k == "uptime" ? &clock.uptime : k == "time" ? &clock.unix_time : nullptr;
+  std::chrono::seconds* field = k == "uptime" ? &clock.uptime : k == "time" ? &clock.unix_time
+                                                                            : nullptr;
   if (field) *field = std::chrono::seconds(std::stoll(std::string(value, value_length)));
   return MEMCACHED_SUCCESS;
 }

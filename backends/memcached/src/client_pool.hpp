@@ -39,6 +39,7 @@ class client_pool {
     handle(handle&&) noexcept = default;
     ~handle();
     memcached_st* get() const noexcept { return m_.get(); }
+
    private:
     client_pool* pool_;
     memc_ptr m_;
@@ -117,7 +118,9 @@ struct item {
 std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string& key, memcached_return_t& rc);
 
 // What a CAS-guarded store of our own grant found.
-enum class ownership { stored, not_ours, failed };
+enum class ownership { stored,
+                       not_ours,
+                       failed };
 // `gets` the lock item; if it still carries `token`, `cas` it with `exptime` (expired_exptime
 // deletes it). not_ours: absent, another token, or replaced between the two commands (rc tells
 // which command failed when the result is `failed`).

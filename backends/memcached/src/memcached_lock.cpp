@@ -118,7 +118,9 @@ class memcached_lock final : public distributed_lock {
   }
 
  private:
-  enum class fence_status { issued, server_restarted_recently, failed };
+  enum class fence_status { issued,
+                            server_restarted_recently,
+                            failed };
 
   // incr on the name's counter. ASCII incr does not create a missing counter, and a missing one
   // means a first use of the name, or a counter lost with a restart, an eviction or a delete: it is

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "client_pool.hpp"
-#include "orphan_sweeper.hpp"
 #include "dlock/spi.hpp"
+#include "orphan_sweeper.hpp"
 
 namespace dlock::memcached {
 

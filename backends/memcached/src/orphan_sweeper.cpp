@@ -61,7 +61,7 @@ void orphan_sweeper::run(std::stop_token stop) {
 bool orphan_sweeper::settle(memcached_st* m, orphan& o) {
   memcached_return_t rc;
   const auto found = store_if_ours(m, o.keys, o.token, expired_exptime, rc);
-  if (found == ownership::stored) return true;  // it was there, and now it is deleted
+  if (found == ownership::stored) return true;   // it was there, and now it is deleted
   if (found == ownership::failed) return false;  // no answer: the request may still be queued
   // Not there (or another owner's): the server answers, so a request of ours still queued in it is
   // read within moments; anything it stores expires exptime later (+1 s: memcached's clock).

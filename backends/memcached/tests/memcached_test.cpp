@@ -263,8 +263,8 @@ constexpr auto young_server_wait = 30s;
 }  // namespace
 
 TEST(memcached, MinUptimeToGrantCoversTheTtlAndTheServerClock) {
-  EXPECT_EQ(mc::min_uptime_to_grant(2s), 8s);       // the clock's 5 s rule + memcached's 3 s
-  EXPECT_EQ(mc::min_uptime_to_grant(30s), 34s);     // exptime 31 s + 3 s
+  EXPECT_EQ(mc::min_uptime_to_grant(2s), 8s);    // the clock's 5 s rule + memcached's 3 s
+  EXPECT_EQ(mc::min_uptime_to_grant(30s), 34s);  // exptime 31 s + 3 s
   EXPECT_EQ(mc::min_uptime_to_grant(1500ms), 8s);
   EXPECT_EQ(mc::fence_seed(1s), std::uint64_t{1} << 20);
 }
@@ -378,7 +378,6 @@ bool fence_on(raw_client& c, std::string_view name) {
   return mc::gets(c.m.get(), k, k.fence, rc).has_value();
 }
 
-
 }  // namespace
 
 // Consistent hashing: every name lives on exactly one server (its lock item and its fencing
@@ -402,7 +401,7 @@ TEST(memcached_ring, EachNameLivesOnExactlyOneServerAndNamesSpread) {
     ASSERT_EQ(copies, 1) << name << " is on " << copies << " servers";
     ++per_server[static_cast<std::size_t>(where)];
     EXPECT_TRUE(fence_on(*servers[static_cast<std::size_t>(where)], name)) << "the fencing counter of " << name
-                                                                            << " is not on its lock's server";
+                                                                           << " is not on its lock's server";
   }
   for (std::size_t s = 0; s < servers.size(); ++s)
     EXPECT_GT(per_server[s], 0) << "no name of 40 landed on server " << s + 1 << ": the names are not spread";

@@ -8,8 +8,8 @@ namespace dlock::memory {
 // Every capability: the lock table is in this process, so it can queue waiters in arrival order
 // (blocking, fair), count re-entries, expire on the steady clock, renew, count grants and tell a
 // holder at once when its grant is gone.
-inline constexpr capabilities memory_caps{capability::reentrant, capability::fair,    capability::blocking,
-                                          capability::expiring,  capability::renewable, capability::fencing,
+inline constexpr capabilities memory_caps{capability::reentrant, capability::fair, capability::blocking,
+                                          capability::expiring, capability::renewable, capability::fencing,
                                           capability::lost_notification};
 
 }  // namespace dlock::memory

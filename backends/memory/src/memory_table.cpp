@@ -164,7 +164,7 @@ void table::release(const std::string& name, std::uint64_t generation, const std
     if (it == entries_.end() || !it->second.held || it->second.held->generation != generation) {
       set_error(ec, errc::not_owner,
                 "memory lock '" + name + "' was no longer held by this lease when released: its grant expired "
-                "(not renewed within its ttl) or was broken, and may have gone to another owner");
+                                         "(not renewed within its ttl) or was broken, and may have gone to another owner");
     } else {
       auto& e = it->second;
       auto& holds = e.held->holds;
@@ -188,7 +188,7 @@ void table::renew(const std::string& name, std::uint64_t generation, std::chrono
     if (it == entries_.end() || !it->second.held || it->second.held->generation != generation) {
       set_error(ec, errc::not_owner,
                 "cannot renew memory lock '" + name + "': its grant expired (not renewed within its ttl) or was "
-                "broken, and may have gone to another owner");
+                                                      "broken, and may have gone to another owner");
     } else {
       auto& g = *it->second.held;
       g.expires_at = std::max(g.expires_at, now + ttl);

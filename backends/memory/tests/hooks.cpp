@@ -1,6 +1,6 @@
 // Conformance hooks for memory://: the test-only break and the table probe.
-#include "dlock/uri.hpp"
 #include "dlock_test/hooks.hpp"
+#include "dlock/uri.hpp"
 #include "memory_backend.hpp"
 
 namespace {

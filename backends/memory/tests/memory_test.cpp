@@ -70,7 +70,7 @@ TEST(Memory, WaitersAreGrantedInArrivalOrderAndNobodyBarges) {
       auto l = locks[i]->acquire();
       std::lock_guard guard(order_mutex);
       order.push_back(i);
-    });  // the lease is released when it goes out of scope, handing over to the next waiter
+    });                                                               // the lease is released when it goes out of scope, handing over to the next waiter
     wait_for_waiters("fifo", name, static_cast<std::size_t>(i) + 1);  // i+1 queued: arrival order is fixed
   }
   // A newcomer is refused while others queue, even the instant the lock is handed over.

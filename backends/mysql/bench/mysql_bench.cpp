@@ -60,7 +60,7 @@ struct raw_session {
 };
 
 void bind_args(::sql::PreparedStatement& st, const dlock::sql::statement& s, const std::string& name,
-          const std::string& owner, std::int64_t version) {
+               const std::string& owner, std::int64_t version) {
   unsigned i = 1;
   for (auto a : s.binds) {
     switch (a) {

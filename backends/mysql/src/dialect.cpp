@@ -23,9 +23,9 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   const std::string waiters = quoted_table(t, "_waiters");
   s.create_fair = {
       "CREATE TABLE IF NOT EXISTS " + waiters +
-      " (seq BIGINT NOT NULL AUTO_INCREMENT, name VARBINARY(512) NOT NULL, owner VARBINARY(255) NOT NULL,"
-      " expires_at DATETIME(6) NOT NULL, PRIMARY KEY (seq), UNIQUE KEY (name, owner), KEY (name, seq))"
-      " ENGINE=InnoDB",
+          " (seq BIGINT NOT NULL AUTO_INCREMENT, name VARBINARY(512) NOT NULL, owner VARBINARY(255) NOT NULL,"
+          " expires_at DATETIME(6) NOT NULL, PRIMARY KEY (seq), UNIQUE KEY (name, owner), KEY (name, seq))"
+          " ENGINE=InnoDB",
   };
   // Join once (a new row takes the next seq) or refresh our expiry keeping our seq; other
   // owners' expired rows for this name are cleared first.
@@ -43,10 +43,14 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   // we are not queued); then our waiter row goes if we hold the lock, else it is refreshed.
   s.acquire_fair = {
       {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at)"
-           " SELECT ?, ?, 1, NEXTVAL(" + seq + "), " + expiry_from_now + " FROM DUAL"
-           " WHERE EXISTS (SELECT 1 FROM " + tbl + " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
-           " OR NOT EXISTS (SELECT 1 FROM " + waiters + " w WHERE w.name = ? AND w.owner <> ?"
-           "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " + waiters +
+                              " SELECT ?, ?, 1, NEXTVAL(" +
+           seq + "), " + expiry_from_now + " FROM DUAL"
+                                           " WHERE EXISTS (SELECT 1 FROM " +
+           tbl + " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
+                 " OR NOT EXISTS (SELECT 1 FROM " +
+           waiters + " w WHERE w.name = ? AND w.owner <> ?"
+                     "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " +
+           waiters +
            "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807))"
            " ON DUPLICATE KEY UPDATE"
            " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
@@ -105,7 +109,7 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   s.release = {{"DELETE FROM " + tbl + " WHERE name = ? AND owner = ? AND hold_count = 1 AND expires_at > NOW(6)",
                 {arg::name, arg::owner}}};
   s.release_reentered = {{"UPDATE " + tbl + " SET hold_count = hold_count - 1"
-                              " WHERE name = ? AND owner = ? AND hold_count > 1 AND expires_at > NOW(6)",
+                                            " WHERE name = ? AND owner = ? AND hold_count > 1 AND expires_at > NOW(6)",
                           {arg::name, arg::owner}}};
   s.renew = {{"UPDATE " + tbl + " SET expires_at = " + expiry_from_now +
                   " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",

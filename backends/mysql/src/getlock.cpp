@@ -76,7 +76,8 @@ class getlock_lease final : public sql::session_lease {
       if (ec == errc::backend_unavailable)
         set_error(ec, errc::not_owner,
                   release_label() + ": the lease's connection was lost, and the server frees a "
-                  "GET_LOCK lock with its connection: " + last_error_message());
+                                    "GET_LOCK lock with its connection: " +
+                      last_error_message());
       return;
     }
     if (released != 1) {
@@ -217,8 +218,7 @@ void create_sequence(dlock::sql::pool& p, const std::string& name, const std::st
     if (err.code.starts_with("1050")) return;  // "1050/42S01": created by a concurrent opener
   }
   if (!h->usable()) h.discard();
-  dlock::sql::set_sql_error(ec, err, "creating the fencing sequence " + quoted + " for " + redacted_uri +
-                                         " (set create_sequence=false if an administrator creates it; DDL in the README)");
+  dlock::sql::set_sql_error(ec, err, "creating the fencing sequence " + quoted + " for " + redacted_uri + " (set create_sequence=false if an administrator creates it; DDL in the README)");
   throw error(ec, last_error_message());
 }
 }  // namespace
@@ -238,7 +238,7 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
   st->get_lock_sql = "SELECT CASE GET_LOCK(?, ?) WHEN 1 THEN NEXTVAL(`" + name + "`) WHEN 0 THEN 0 END";
   if (u.get_bool("create_sequence").value_or(true)) {
     create_sequence(*st->connections, name, u.redacted());  // connects once: bad credentials fail at open
-  } else {  // fail at open on wrong credentials, an unknown database or an unreachable server
+  } else {                                                  // fail at open on wrong credentials, an unknown database or an unreachable server
     std::error_code ec;
     auto h = st->connections->checkout(ec);
     if (!h) throw error(ec, last_error_message());

@@ -52,10 +52,14 @@ class mysql_sql_connection final : public dlock::sql::connection {
         std::visit(
             [&](const auto& v) {
               using T = std::decay_t<decltype(v)>;
-              if constexpr (std::is_same_v<T, std::monostate>) st.setNull(i, ::sql::DataType::VARCHAR);
-              else if constexpr (std::is_same_v<T, std::int64_t>) st.setInt64(i, v);
-              else if constexpr (std::is_same_v<T, std::string>) st.setString(i, v);
-              else st.setString(i, v.data);  // SQLString keeps the std::string: NUL bytes survive
+              if constexpr (std::is_same_v<T, std::monostate>)
+                st.setNull(i, ::sql::DataType::VARCHAR);
+              else if constexpr (std::is_same_v<T, std::int64_t>)
+                st.setInt64(i, v);
+              else if constexpr (std::is_same_v<T, std::string>)
+                st.setString(i, v);
+              else
+                st.setString(i, v.data);  // SQLString keeps the std::string: NUL bytes survive
             },
             p);
         ++i;
@@ -69,8 +73,10 @@ class mysql_sql_connection final : public dlock::sql::connection {
           dlock::sql::row r;
           r.reserve(columns);
           for (unsigned c = 1; c <= columns; ++c) {
-            if (rs->isNull(c)) r.emplace_back(std::nullopt);
-            else r.emplace_back(std::string(rs->getString(c)));
+            if (rs->isNull(c))
+              r.emplace_back(std::nullopt);
+            else
+              r.emplace_back(std::string(rs->getString(c)));
           }
           out.rows.push_back(std::move(r));
         }

@@ -95,9 +95,22 @@ TEST(GetLock, HostileNamesAreDistinctLocksAndExcludeThemselves) {
   auto b = open_getlock();
   const auto base = test::unique_name("h");
   std::vector<std::string> names = {
-      base + "'; DROP TABLE x; --", base + "\\", base + "%", base + "_", base + "\"",
-      base + std::string("\0a", 2), base + std::string("\0b", 2), base + "\xc3\xa9t\xc3\xa9", base + "\xff\xfe",
-      base + "Case", base + "case", base + "CASE", base + "#", "#" + base, base + " ", base,
+      base + "'; DROP TABLE x; --",
+      base + "\\",
+      base + "%",
+      base + "_",
+      base + "\"",
+      base + std::string("\0a", 2),
+      base + std::string("\0b", 2),
+      base + "\xc3\xa9t\xc3\xa9",
+      base + "\xff\xfe",
+      base + "Case",
+      base + "case",
+      base + "CASE",
+      base + "#",
+      "#" + base,
+      base + " ",
+      base,
   };
   names.push_back(base + std::string(1024 - base.size() - 1, 'x'));  // 1024 bytes: the core's maximum
   names.push_back(base + std::string(64 - base.size() - 1, 'y'));

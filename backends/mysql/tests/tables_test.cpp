@@ -230,7 +230,6 @@ TEST(MysqlTables, KilledConnectionOfATableStrategyKeepsTheLockUntilExpiry) {
   EXPECT_TRUE(other->make_lock(name)->try_acquire_for(10s)) << "free after expiry";
 }
 
-
 TEST(MysqlIndexFair, SchemaCreationWithTheWaitersTableRacesFromSeveralProcesses) {
   dlock::sql::testing::expect_schema_race(
       test::uri_for("mysql+index", "table=" + fresh_table() + "&fair=true&ttl=10s&poll=1ms..20ms"),
@@ -259,7 +258,7 @@ TEST(MysqlIndexSweep, DeletesExactlyTheExpiredRowsOtherToolsWrote) {
   const std::string insert = "INSERT INTO `" + table + "` (name, owner, hold_count, fence, expires_at) VALUES ";
   // Three expired rows of other owners (one a re-entered count), one live row of another owner.
   exec(*raw, insert + "(?, 'tool-a', 1, 1, NOW(6) - INTERVAL 1 SECOND), (?, 'tool-b', 3, 2, NOW(6) - INTERVAL 1 HOUR),"
-             " (?, 'tool-a', 1, 3, '2000-01-01 00:00:00'), (?, 'tool-c', 1, 4, NOW(6) + INTERVAL 1 HOUR)",
+                      " (?, 'tool-a', 1, 3, '2000-01-01 00:00:00'), (?, 'tool-c', 1, 4, NOW(6) + INTERVAL 1 HOUR)",
        {p + "-old1", p + "-old2", p + "-old3", p + "-live-other"});
   auto ours = b->make_lock(p + "-ours")->try_acquire();  // our live row
   ASSERT_TRUE(ours);
@@ -282,7 +281,7 @@ TEST(MysqlIndexSweep, FairModeAlsoDeletesDeadWaitersOnly) {
   auto raw = test::raw_connect(test::server_uri());
   const auto p = test::unique_name("swf");
   exec(*raw, "INSERT INTO `" + table + "_waiters` (name, owner, expires_at) VALUES (?, 'dead-1', NOW(6) - INTERVAL 1 SECOND),"
-             " (?, 'dead-2', NOW(6) - INTERVAL 1 SECOND), (?, 'alive', NOW(6) + INTERVAL 1 HOUR)",
+                                       " (?, 'dead-2', NOW(6) - INTERVAL 1 SECOND), (?, 'alive', NOW(6) + INTERVAL 1 HOUR)",
        {p, p, p});
   exec(*raw, "INSERT INTO `" + table + "` (name, owner, hold_count, fence, expires_at) VALUES (?, 'x', 1, 1, NOW(6) - INTERVAL 1 SECOND)",
        {p + "-old"});
@@ -299,7 +298,7 @@ TEST(MysqlVersionSweep, FreesExpiredGrantsButKeepsTheRowAndItsVersion) {
   auto raw = test::raw_connect(test::server_uri());
   const auto p = test::unique_name("swv");
   exec(*raw, "INSERT INTO `" + table + "` (name, version, owner, expires_at) VALUES (?, 7, 'tool', NOW(6) - INTERVAL 1 SECOND),"
-             " (?, 3, 'tool', NOW(6) + INTERVAL 1 HOUR), (?, 5, NULL, NULL)",
+                                       " (?, 3, 'tool', NOW(6) + INTERVAL 1 HOUR), (?, 5, NULL, NULL)",
        {p + "-expired", p + "-live", p + "-free"});
   EXPECT_EQ(b->sweep_expired(), 1u);
   EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner IS NULL AND version = 7", p + "-expired"), 1);

@@ -55,9 +55,12 @@ struct raw_conn {
     std::vector<int> lengths(ps.size()), formats(ps.size());
     std::vector<Oid> types(ps.size());
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      if (auto* n = std::get_if<std::int64_t>(&ps[i])) text[i] = std::to_string(*n), types[i] = 20;
-      else if (auto* t = std::get_if<std::string>(&ps[i])) text[i] = *t, types[i] = 25;
-      else text[i] = std::get<dlock::sql::bytes>(ps[i]).data, types[i] = 17, formats[i] = 1;
+      if (auto* n = std::get_if<std::int64_t>(&ps[i]))
+        text[i] = std::to_string(*n), types[i] = 20;
+      else if (auto* t = std::get_if<std::string>(&ps[i]))
+        text[i] = *t, types[i] = 25;
+      else
+        text[i] = std::get<dlock::sql::bytes>(ps[i]).data, types[i] = 17, formats[i] = 1;
       values[i] = text[i].data();
       lengths[i] = static_cast<int>(text[i].size());
     }
@@ -163,7 +166,6 @@ void BM_raw_advisory(benchmark::State& state) {
     c.exec("SELECT pg_advisory_unlock($1)", {key});
   }
 }
-
 
 }  // namespace
 

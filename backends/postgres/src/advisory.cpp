@@ -76,8 +76,7 @@ class advisory_lease final : public sql::session_lease {
 class advisory_lock final : public distributed_lock {
  public:
   advisory_lock(std::shared_ptr<state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), postgres_advisory_caps, std::move(o)), st_(std::move(st)),
-        key_(spi::sha256_int64(this->name())) {}
+      : distributed_lock(std::move(name), postgres_advisory_caps, std::move(o)), st_(std::move(st)), key_(spi::sha256_int64(this->name())) {}
 
  private:
   std::unique_ptr<spi::lease_state> lease_on(sql::pool::handle h, clock::time_point start, std::uint64_t token,
@@ -233,7 +232,8 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
   // larger value. (A separate statement after the grant would not be ordered: the holder could
   // pause between the two.) The materialized CTE runs first; nextval only for a grant.
   st->try_lock_sql = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got)"
-                     " SELECT CASE WHEN got THEN nextval('" + seq + "') END FROM l";
+                     " SELECT CASE WHEN got THEN nextval('" +
+                     seq + "') END FROM l";
   st->lock_sql = "WITH l AS MATERIALIZED (SELECT pg_advisory_lock($1)) SELECT nextval('" + seq + "') FROM l";
   st->token_sql = "SELECT nextval('" + seq + "')";
   // Connect once now so wrong credentials / an unknown database fail at open; create the sequence

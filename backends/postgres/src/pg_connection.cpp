@@ -31,7 +31,8 @@ pg_settings pg_settings::from_uri(const uri& u) {
     for (auto* m2 : modes) ok = ok || *m == m2;
     if (!ok)
       throw error(errc::invalid_uri, "sslmode=" + *m + ": expected disable, allow, prefer, require, verify-ca or "
-                                                       "verify-full in " + u.redacted());
+                                                       "verify-full in " +
+                                         u.redacted());
     s.sslmode = *m;
   }
   if (auto a = u.get("application_name")) {
@@ -79,7 +80,7 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
     const std::string port = std::to_string(s.port), timeout = std::to_string(secs);
     const char* keys[] = {"host", "port", "user", "password", "dbname", "connect_timeout", "sslmode",
                           "application_name", nullptr};
-    const char* vals[] = {s.host.c_str(), port.c_str(),    s.user.c_str(), s.password.c_str(), s.database.c_str(),
+    const char* vals[] = {s.host.c_str(), port.c_str(), s.user.c_str(), s.password.c_str(), s.database.c_str(),
                           timeout.c_str(), s.sslmode.c_str(), s.application_name.c_str(), nullptr};
     pgconn_ptr c(PQconnectdbParams(keys, vals, /*expand_dbname=*/0));
     if (!c) {
@@ -88,7 +89,8 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
     }
     // Server NOTICEs (e.g. "relation already exists, skipping" from CREATE ... IF NOT EXISTS) are
     // not errors; libpq would print them on stderr.
-    PQsetNoticeProcessor(c.get(), [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        c.get(), [](void*, const char*) {}, nullptr);
     if (PQstatus(c.get()) != CONNECTION_OK) {
       std::string m = trimmed(PQerrorMessage(c.get()));
       // libpq gives no SQLSTATE for a failed connection; its messages are stable across versions.
@@ -149,8 +151,10 @@ bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) 
         sql::row row;
         row.reserve(cols);
         for (int j = 0; j < cols; ++j) {
-          if (PQgetisnull(r.get(), i, j)) row.emplace_back(std::nullopt);
-          else row.emplace_back(std::string(PQgetvalue(r.get(), i, j), PQgetlength(r.get(), i, j)));
+          if (PQgetisnull(r.get(), i, j))
+            row.emplace_back(std::nullopt);
+          else
+            row.emplace_back(std::string(PQgetvalue(r.get(), i, j), PQgetlength(r.get(), i, j)));
         }
         out->rows.push_back(std::move(row));
       }

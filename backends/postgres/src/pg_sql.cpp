@@ -31,12 +31,13 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
   // Join once (a new row takes the next seq) or refresh our expiry keeping our seq; other
   // owners' expired rows for this name are cleared on the way.
   s.enqueue = {{"WITH gone AS (DELETE FROM " + waiters +
-                "   WHERE name = $1 AND owner <> $2 AND expires_at <= clock_timestamp())"
-                " INSERT INTO " + waiters + " (name, owner, expires_at) VALUES ($1, $2, " + expiry + ")"
-                " ON CONFLICT (name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at",
+                    "   WHERE name = $1 AND owner <> $2 AND expires_at <= clock_timestamp())"
+                    " INSERT INTO " +
+                    waiters + " (name, owner, expires_at) VALUES ($1, $2, " + expiry + ")"
+                                                                                       " ON CONFLICT (name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at",
                 {arg::name, arg::owner, arg::ttl_ms}}};
   s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = $1 AND owner = $2"
-                " RETURNING pg_notify($3, encode(name, 'hex'))",
+                                           " RETURNING pg_notify($3, encode(name, 'hex'))",
                 {arg::name, arg::owner, arg::channel}}};
   // The sweeper's part for fair=true: waiters that died without leaving the queue.
   s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= clock_timestamp()", {}}};
@@ -44,29 +45,34 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
   // we already hold the lock (re-entry) or no live waiter of another owner is older than ours
   // (no row of ours: no live waiter at all). On grant our waiter row goes; on a miss it is
   // refreshed. One statement, one round trip.
-  s.acquire_fair = {{
-      "WITH mine AS (SELECT seq FROM " + waiters + " WHERE name = $1 AND owner = $2),"
-      " granted AS (INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
-      "   SELECT $1, $2, 1, " + expiry + ", nextval('" + seq + "')"
-      "   WHERE EXISTS (SELECT 1 FROM " + tab + " h"
-      "                 WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp())"
-      "      OR NOT EXISTS (SELECT 1 FROM " + waiters + " w"
-      "                     WHERE w.name = $1 AND w.owner <> $2 AND w.expires_at > clock_timestamp()"
-      "                       AND w.seq < COALESCE((SELECT seq FROM mine), 9223372036854775807))"
-      "   ON CONFLICT (name) DO UPDATE SET"
-      "   hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-      "     THEN l.hold_count + 1 ELSE 1 END,"
-      "   fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-      "     THEN l.fence ELSE EXCLUDED.fence END,"
-      "   owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
-      "   WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
-      "   RETURNING l.fence, l.hold_count),"
-      " left_queue AS (DELETE FROM " + waiters + " WHERE name = $1 AND owner = $2"
-      "   AND EXISTS (SELECT 1 FROM granted)),"
-      " refreshed AS (UPDATE " + waiters + " SET expires_at = " + expiry +
-      "   WHERE name = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM granted))"
-      " SELECT fence, hold_count FROM granted",
-      {arg::name, arg::owner, arg::ttl_ms}}};
+  s.acquire_fair = {{"WITH mine AS (SELECT seq FROM " + waiters + " WHERE name = $1 AND owner = $2),"
+                                                                  " granted AS (INSERT INTO " +
+                         tab + " AS l (name, owner, hold_count, expires_at, fence)"
+                               "   SELECT $1, $2, 1, " +
+                         expiry + ", nextval('" + seq + "')"
+                                                        "   WHERE EXISTS (SELECT 1 FROM " +
+                         tab + " h"
+                               "                 WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp())"
+                               "      OR NOT EXISTS (SELECT 1 FROM " +
+                         waiters + " w"
+                                   "                     WHERE w.name = $1 AND w.owner <> $2 AND w.expires_at > clock_timestamp()"
+                                   "                       AND w.seq < COALESCE((SELECT seq FROM mine), 9223372036854775807))"
+                                   "   ON CONFLICT (name) DO UPDATE SET"
+                                   "   hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                                   "     THEN l.hold_count + 1 ELSE 1 END,"
+                                   "   fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                                   "     THEN l.fence ELSE EXCLUDED.fence END,"
+                                   "   owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+                                   "   WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
+                                   "   RETURNING l.fence, l.hold_count),"
+                                   " left_queue AS (DELETE FROM " +
+                         waiters + " WHERE name = $1 AND owner = $2"
+                                   "   AND EXISTS (SELECT 1 FROM granted)),"
+                                   " refreshed AS (UPDATE " +
+                         waiters + " SET expires_at = " + expiry +
+                         "   WHERE name = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM granted))"
+                         " SELECT fence, hold_count FROM granted",
+                     {arg::name, arg::owner, arg::ttl_ms}}};
 }
 
 }  // namespace
@@ -82,26 +88,28 @@ sql::index_sql index_statements(const sql::table_ref& t) {
   // Insert, or take over an expired row, or re-enter our own live row: one statement, and a
   // conflicting live row of another owner returns no row (the WHERE of DO UPDATE is false).
   s.acquire = {{"INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
-                " VALUES ($1, $2, 1, " + expiry + ", nextval('" + seq + "'))"
-                " ON CONFLICT (name) DO UPDATE SET"
-                " hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                "   THEN l.hold_count + 1 ELSE 1 END,"
-                " fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                "   THEN l.fence ELSE EXCLUDED.fence END,"
-                " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
-                " WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
-                " RETURNING l.fence, l.hold_count",
+                                       " VALUES ($1, $2, 1, " +
+                    expiry + ", nextval('" + seq + "'))"
+                                                   " ON CONFLICT (name) DO UPDATE SET"
+                                                   " hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                                                   "   THEN l.hold_count + 1 ELSE 1 END,"
+                                                   " fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                                                   "   THEN l.fence ELSE EXCLUDED.fence END,"
+                                                   " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+                                                   " WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
+                                                   " RETURNING l.fence, l.hold_count",
                 {arg::name, arg::owner, arg::ttl_ms}}};
   // One hold less, the row deleted at the last one and the release notified in the same statement.
   s.release = {{"WITH dec AS (UPDATE " + tab + " SET hold_count = hold_count - 1"
-                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
-                " del AS (DELETE FROM " + tab +
-                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
-                "   RETURNING pg_notify($3, encode(name, 'hex')))"
-                " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
+                                               "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
+                                               " del AS (DELETE FROM " +
+                    tab +
+                    "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
+                    "   RETURNING pg_notify($3, encode(name, 'hex')))"
+                    " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
                 {arg::name, arg::owner, arg::channel}}};
   s.renew = {{"UPDATE " + tab + " SET expires_at = " + expiry +
-              " WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()",
+                  " WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()",
               {arg::name, arg::owner, arg::ttl_ms}}};
   s.sweep = {{"DELETE FROM " + tab + " WHERE expires_at <= clock_timestamp()", {}}};
   s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
@@ -123,10 +131,12 @@ sql::forupdate_sql forupdate_statements(const sql::table_ref& t) {
   // outer SELECT, once the row lock is ours, so tokens are ordered like the grants. One round
   // trip; the row itself is not written.
   s.lock_wait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE)"
-                  " SELECT nextval('" + seq + "') FROM l",
+                                                                      " SELECT nextval('" +
+                      seq + "') FROM l",
                   {arg::name}}};
   s.lock_nowait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT)"
-                    " SELECT nextval('" + seq + "') FROM l",
+                                                                        " SELECT nextval('" +
+                        seq + "') FROM l",
                     {arg::name}}};
   s.probe = {{"SELECT 1 FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT", {arg::name}}};
   return s;
@@ -140,25 +150,26 @@ sql::version_sql version_statements(const sql::table_ref& t) {
                      " (name bytea PRIMARY KEY, owner text, version bigint NOT NULL DEFAULT 0, expires_at timestamptz)");
   s.ensure_row = {{"INSERT INTO " + tab + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {arg::name}}};
   s.read = {{"SELECT version, CASE WHEN owner IS NULL OR expires_at <= clock_timestamp() THEN 1 ELSE 0 END"
-             " FROM " + tab + " WHERE name = $1",
+             " FROM " +
+                 tab + " WHERE name = $1",
              {arg::name}}};
   s.acquire = {{"UPDATE " + tab + " SET owner = $1, version = version + 1,"
-                " expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'"
-                " WHERE name = $3 AND version = $4 AND (owner IS NULL OR expires_at <= clock_timestamp())",
+                                  " expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'"
+                                  " WHERE name = $3 AND version = $4 AND (owner IS NULL OR expires_at <= clock_timestamp())",
                 {arg::owner, arg::ttl_ms, arg::name, arg::version}}};
   s.release = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
-                " WHERE name = $1 AND owner = $2 AND version = $3 AND expires_at > clock_timestamp()"
-                " RETURNING pg_notify($4, encode(name, 'hex'))",
+                                  " WHERE name = $1 AND owner = $2 AND version = $3 AND expires_at > clock_timestamp()"
+                                  " RETURNING pg_notify($4, encode(name, 'hex'))",
                 {arg::name, arg::owner, arg::version, arg::channel}}};
   s.renew = {{"UPDATE " + tab + " SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
-              " WHERE name = $2 AND owner = $3 AND version = $4 AND expires_at > clock_timestamp()",
+                                " WHERE name = $2 AND owner = $3 AND version = $4 AND expires_at > clock_timestamp()",
               {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
   s.probe = {{"SELECT owner FROM " + tab +
-              " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
+                  " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
               {arg::name}}};
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
   s.sweep = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
-              " WHERE owner IS NOT NULL AND expires_at <= clock_timestamp()",
+                                " WHERE owner IS NOT NULL AND expires_at <= clock_timestamp()",
               {}}};
   return s;
 }

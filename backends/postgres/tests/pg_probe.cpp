@@ -22,8 +22,10 @@ sql::result exec(PGconn* c, const std::string& sql, std::vector<sql::param> para
   std::vector<const char*> values(params.size());
   std::vector<int> lengths(params.size()), formats(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) {
-    if (auto* n = std::get_if<std::int64_t>(&params[i])) text[i] = std::to_string(*n);
-    else if (auto* t = std::get_if<std::string>(&params[i])) text[i] = *t;
+    if (auto* n = std::get_if<std::int64_t>(&params[i]))
+      text[i] = std::to_string(*n);
+    else if (auto* t = std::get_if<std::string>(&params[i]))
+      text[i] = *t;
     else if (auto* b = std::get_if<sql::bytes>(&params[i])) {
       text[i] = b->data;
       formats[i] = 1;
@@ -44,7 +46,7 @@ sql::result exec(PGconn* c, const std::string& sql, std::vector<sql::param> para
     sql::row row;
     for (int j = 0; j < PQnfields(r.get()); ++j)
       row.emplace_back(PQgetisnull(r.get(), i, j) ? std::nullopt
-                                                   : std::optional<std::string>(PQgetvalue(r.get(), i, j)));
+                                                  : std::optional<std::string>(PQgetvalue(r.get(), i, j)));
     out.rows.push_back(std::move(row));
   }
   const char* n = PQcmdTuples(r.get());
@@ -74,12 +76,11 @@ bool held_on_server(const std::string& uri_text, std::string_view name) {
   if (u.scheme() == "postgres+advisory")
     return !exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows.empty();
   if (u.scheme() == "postgres+index")
-    return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_index") +
-                              " WHERE name = $1 AND expires_at > clock_timestamp()", {sql::bytes{n}}).rows.empty();
+    return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_index") + " WHERE name = $1 AND expires_at > clock_timestamp()", {sql::bytes{n}}).rows.empty();
   if (u.scheme() == "postgres+version")
-    return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_version") +
-                              " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
-                 {sql::bytes{n}}).rows.empty();
+    return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_version") + " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
+                 {sql::bytes{n}})
+                .rows.empty();
   // forupdate: held iff the row is locked by an open transaction (NOWAIT probe).
   exec(c.get(), "BEGIN");
   try {
@@ -103,8 +104,7 @@ int break_lock(const std::string& uri_text, std::string_view name) {
     rows = exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows;
   } else if (u.scheme() == "postgres+forupdate") {
     // The holder's transaction updated the row (fence + 1): its xid is the row's xmax.
-    rows = exec(c.get(), "SELECT a.pid FROM pg_stat_activity a, " + table_of(uri_text, "dlock_forupdate") +
-                             " t WHERE t.name = $1 AND a.backend_xid = t.xmax", {sql::bytes{n}}).rows;
+    rows = exec(c.get(), "SELECT a.pid FROM pg_stat_activity a, " + table_of(uri_text, "dlock_forupdate") + " t WHERE t.name = $1 AND a.backend_xid = t.xmax", {sql::bytes{n}}).rows;
   } else {
     // Table schemes: the grant is the row, not a session. An operator deletes the row.
     auto table = table_of(uri_text, u.scheme() == "postgres+index" ? "dlock_index" : "dlock_version");

@@ -4,9 +4,9 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <iostream>
 #include <cstdlib>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -16,8 +16,8 @@
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "hostile_names.hpp"
-#include "schema_race.hpp"
 #include "pg_probe.hpp"
+#include "schema_race.hpp"
 
 using namespace std::chrono_literals;
 namespace probe = dlock::pg::testing;
@@ -197,7 +197,7 @@ bool terminate_sessions_of(const std::string& uri, const std::string& app) {
   auto admin = probe::connect(uri);
   const std::string ours =
       " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
-      " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+                                                                  " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
   probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
   return eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s);
 }
@@ -510,10 +510,10 @@ TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
   using dlock::sql::bytes;
   probe::exec(admin.get(),
               "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence) VALUES"
-              " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
-              " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
-              " ($3, 'tool-a', 1, '2000-01-01', 3),"
-              " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
+                                       " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
+                                       " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
+                                       " ($3, 'tool-a', 1, '2000-01-01', 3),"
+                                       " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
               {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}, bytes{p + "-live-other"}});
   auto ours = be->make_lock(p + "-ours")->try_acquire();
   ASSERT_TRUE(ours);
@@ -536,13 +536,13 @@ TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
   using dlock::sql::bytes;
   probe::exec(admin.get(),
               "INSERT INTO " + table + "_waiters (name, owner, expires_at) VALUES"
-              " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
-              " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
-              " ($1, 'alive', clock_timestamp() + interval '1 hour')",
+                                       " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
+                                       " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
+                                       " ($1, 'alive', clock_timestamp() + interval '1 hour')",
               {bytes{p}});
   probe::exec(admin.get(),
               "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence)"
-              " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
+                                       " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
               {bytes{p + "-old"}});
   EXPECT_EQ(be->sweep_expired(), 3u) << "1 expired lock row + 2 dead waiters";
   EXPECT_EQ(count_where(admin.get(), table + "_waiters", "name = $1", {bytes{p}}), 1);
@@ -559,8 +559,8 @@ TEST(sweep, version_frees_expired_grants_but_keeps_rows_and_versions) {
   using dlock::sql::bytes;
   probe::exec(admin.get(),
               "INSERT INTO " + table + " (name, owner, version, expires_at) VALUES"
-              " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
-              " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
+                                       " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
+                                       " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
               {bytes{p + "-expired"}, bytes{p + "-live"}, bytes{p + "-free"}});
   EXPECT_EQ(be->sweep_expired(), 1u);
   EXPECT_EQ(count_where(admin.get(), table, "name = $1 AND owner IS NULL AND version = 7", {bytes{p + "-expired"}}), 1);

@@ -6,9 +6,9 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <map>
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>

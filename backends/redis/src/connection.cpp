@@ -134,8 +134,7 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
       return nullptr;
     }
     if (pong->type != REDIS_REPLY_STATUS || std::string_view(pong->str, pong->len) != "PONG") {
-      set_error(ec, errc::backend_error, "redis " + where.label() + ": unexpected answer to PING: " +
-                                             std::string(error_text(pong.get())) + " (expected PONG from a Redis server)");
+      set_error(ec, errc::backend_error, "redis " + where.label() + ": unexpected answer to PING: " + std::string(error_text(pong.get())) + " (expected PONG from a Redis server)");
       return nullptr;
     }
     // Named "dlock-<pid>" so CLIENT LIST shows whose connection it is (and a test can kill only

@@ -23,7 +23,8 @@ std::string now_ms() {
 
 // How a script is sent: EVALSHA (cached; NOSCRIPT falls back to EVAL), or always as source when
 // the request must run although its reply may never be read.
-enum class sending { cached, source };
+enum class sending { cached,
+                     source };
 
 reply_ptr run(connection& c, sending how, const script& s, const std::vector<std::string_view>& keys,
               const std::vector<std::string_view>& args, std::error_code& ec) {
@@ -45,9 +46,9 @@ reply_ptr release_grant(connection& c, const settings& cfg, const std::string& n
     return run(c, how, scripts::reentrant_release, {key, channel}, {"0", ms_text(ttl), owner, "publish"}, ec);
   }
   return run(c, how, scripts::fair_release,
-                {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
-                 redisson_prefix_name("redisson_lock__channel", key)},
-                {"0", ms_text(ttl), owner, now_ms(), "publish"}, ec);
+             {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
+              redisson_prefix_name("redisson_lock__channel", key)},
+             {"0", ms_text(ttl), owner, now_ms(), "publish"}, ec);
 }
 
 // The acquire scripts answer {1, token} | {0, pttl} (simple) or {-1, token} | {pttl, -1}
@@ -96,9 +97,8 @@ class redis_lease final : public spi::lease_state {
     if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {
       set_error(ec, errc::backend_error, "redis: releasing lock '" + name() + "': " + std::string(error_text(r.get())));
     } else if (!ours) {
-      set_error(ec, errc::not_owner, "redis: lock '" + name() +
-                                         "' was no longer ours at release (it expired or was deleted, and may "
-                                         "belong to someone else now); the work done under it was not protected");
+      set_error(ec, errc::not_owner, "redis: lock '" + name() + "' was no longer ours at release (it expired or was deleted, and may "
+                                                                "belong to someone else now); the work done under it was not protected");
     }
   }
 
@@ -117,20 +117,17 @@ class redis_lease final : public spi::lease_state {
     if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {
       set_error(ec, errc::backend_error, "redis: renewing lock '" + name() + "': " + std::string(error_text(r.get())));
     } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
-      set_error(ec, errc::lock_lost, "redis: lock '" + name() +
-                                         "' is gone from the server at renewal (expired, deleted, or the server "
-                                         "restarted without persistence)");
+      set_error(ec, errc::lock_lost, "redis: lock '" + name() + "' is gone from the server at renewal (expired, deleted, or the server "
+                                                                "restarted without persistence)");
     }
   }
 
  private:
-
   std::shared_ptr<shared> shared_;
   std::string key_, secret_;
   std::uint64_t fencing_;
   std::uint64_t held_id_;
 };
-
 
 class redis_lock final : public distributed_lock {
  public:
@@ -299,7 +296,7 @@ class redis_lock final : public distributed_lock {
                                  {owner, ms_text(cfg.fair_wait), "publish"}, ec);
           return;
         }
-        pending->reset();  // gives the dead connection back (dropped) before opening another
+        pending->reset();                           // gives the dead connection back (dropped) before opening another
         if (cfg.lock_mode != mode::simple) return;  // a Redisson owner field's count cannot tell: it expires
         for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
              pause = std::min(pause * 2, milliseconds(1000))) {
@@ -406,7 +403,8 @@ void shared::note_young_server(const std::string& run_id, milliseconds left, mil
         make_error_code(errc::backend_unavailable),
         "redis " + config.where.label() + ": the server started less than a ttl (" + std::to_string(ttl.count()) +
             "ms) ago, or may have (its uptime_in_seconds counts whole wall-clock seconds: a second is "
-            "added); no lock is granted for another " + std::to_string(left.count()) +
+            "added); no lock is granted for another " +
+            std::to_string(left.count()) +
             "ms, so that holders from before a restart without persistence time out first "
             "(wait_after_restart=false turns this off for a server that persists every write)");
   } catch (...) {

@@ -15,7 +15,9 @@
 
 namespace dlock::redis {
 
-enum class mode { simple, reentrant, fair };
+enum class mode { simple,
+                  reentrant,
+                  fair };
 
 struct settings {
   endpoint where;
@@ -76,7 +78,7 @@ struct shared {
   std::uint64_t next_held_id_ = 0;
   std::atomic<bool> check_pending_{false};
   std::string young_run_id_reported_;  // under held_mutex_
-  worker background_;  // its thread is joined before the members above go
+  worker background_;                  // its thread is joined before the members above go
   std::mutex mutex_;
   std::shared_ptr<subscriber> subscriber_;  // last: joined first (its listener posts to background_)
 };

@@ -233,7 +233,10 @@ redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
     std::error_code ec;
     { auto probe = s->masters.back()->checkout(ec); }
     if (ec && ec == errc::authentication_failed) throw error(ec, last_error_message());
-    if (!ec) ++up; else failures += " " + last_error_message() + ";";
+    if (!ec)
+      ++up;
+    else
+      failures += " " + last_error_message() + ";";
   }
   if (up < s->quorum())
     throw error(errc::backend_unavailable, "redlock: " + u.redacted() + ": only " + std::to_string(up) +

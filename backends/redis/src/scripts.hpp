@@ -13,10 +13,10 @@ namespace dlock::redis::scripts {
 // before, as long as the server clock did not step back and grants stayed under one per
 // microsecond. Microseconds since 1970 (~1.8e15) are exact in Lua's doubles (below 2^53); '%.0f'
 // writes them without an exponent. Redisson's RFencedLock INCRs the same key and keeps counting.
-#define DLOCK_NEXT_FENCING_TOKEN                                                                \
-  "local function next_fencing_token(counter) local now = redis.call('time'); "               \
-  "now = tonumber(now[1]) * 1000000 + tonumber(now[2]); "                                      \
-  "local token = redis.call('incr', counter); "                                                \
+#define DLOCK_NEXT_FENCING_TOKEN                                                                   \
+  "local function next_fencing_token(counter) local now = redis.call('time'); "                    \
+  "now = tonumber(now[1]) * 1000000 + tonumber(now[2]); "                                          \
+  "local token = redis.call('incr', counter); "                                                    \
   "if token < now then token = now; redis.call('set', counter, string.format('%.0f', now)); end; " \
   "return token; end; "
 
@@ -61,12 +61,12 @@ inline const script reentrant_renew{
 
 // Redisson RFairLock (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonFairLock.java). Every fair script first drops stale
 // waiters whose timeout score has passed, exactly as Redisson's do.
-#define DLOCK_REDISSON_FAIR_SWEEP                                                              \
-  DLOCK_NEXT_FENCING_TOKEN                                                                     \
-  "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); "                    \
-  "if firstThreadId2 == false then break; end; "                                               \
-  "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "                            \
-  "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "                       \
+#define DLOCK_REDISSON_FAIR_SWEEP                                           \
+  DLOCK_NEXT_FENCING_TOKEN                                                  \
+  "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); " \
+  "if firstThreadId2 == false then break; end; "                            \
+  "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "         \
+  "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "    \
   "redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break; end; end; "
 
 // Take it now or not at all (Redisson's tryLock() branch, plus the RFencedLock token INCR).

@@ -79,8 +79,7 @@ class unsafe_lease final : public spi::lease_state {
       // The GETSET recipe's release: delete only if our own clock says the grant has not expired,
       // else leave the key alone. The check and the DEL are two steps, and the clock is ours.
       if (own_expiry_ms_ && wall_ms() >= *own_expiry_ms_) {
-        set_error(ec, errc::not_owner, settings_->scheme + ": lock '" + name() +
-                                           "' had expired by this client's clock at release; the key was left alone");
+        set_error(ec, errc::not_owner, settings_->scheme + ": lock '" + name() + "' had expired by this client's clock at release; the key was left alone");
         return;
       }
       auto c = settings_->connections->checkout(ec);

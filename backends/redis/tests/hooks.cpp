@@ -24,9 +24,14 @@ ctx_ptr connect(const dlock::uri& u, const dlock::host_port& h) {
     const char* argv[3];
     size_t lens[3];
     int n = 0;
-    argv[n] = "AUTH"; lens[n++] = 4;
-    if (!u.user().empty()) { argv[n] = u.user().data(); lens[n++] = u.user().size(); }
-    argv[n] = u.password()->data(); lens[n++] = u.password()->size();
+    argv[n] = "AUTH";
+    lens[n++] = 4;
+    if (!u.user().empty()) {
+      argv[n] = u.user().data();
+      lens[n++] = u.user().size();
+    }
+    argv[n] = u.password()->data();
+    lens[n++] = u.password()->size();
     freeReplyObject(redisCommandArgv(c.get(), n, argv, lens));
   }
   if (!u.path().empty() && u.path() != "/") {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
-#include <atomic>
 #include <arpa/inet.h>
+#include <atomic>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,13 +13,13 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
-#include "dlock_test/support.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/support.hpp"
 
 namespace {
 

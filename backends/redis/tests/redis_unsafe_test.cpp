@@ -6,8 +6,8 @@
 #include <hiredis/hiredis.h>
 
 #include <barrier>
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>

@@ -36,8 +36,8 @@ pool_options parse_pool_options(const uri& u) {
 }
 
 const std::vector<std::string>& common_parameter_names() {
-  static const std::vector<std::string> names{"table",         "schema",        "create_table",
-                                              "fair",          "pool_size",     "max_connections",
+  static const std::vector<std::string> names{"table", "schema", "create_table",
+                                              "fair", "pool_size", "max_connections",
                                               "max_dedicated", "connect_timeout", "checkout_timeout"};
   return names;
 }

@@ -20,8 +20,10 @@ session_monitor::~session_monitor() {
   wake_.notify_all();
   if (!thread_.joinable()) return;
   // The last lease may die on this very thread (a lost callback that drops it): never join oneself.
-  if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
-  else thread_.join();
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else
+    thread_.join();
 }
 
 void session_monitor::add(session_lease* l) {

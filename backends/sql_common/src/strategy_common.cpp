@@ -86,7 +86,8 @@ std::optional<std::int64_t> to_int(const std::optional<std::string>& s) {
 std::string quoted_name(const std::string& name) {
   std::string out = "'";
   for (unsigned char ch : name) {
-    if (ch >= 0x20 && ch < 0x7f) out += static_cast<char>(ch);
+    if (ch >= 0x20 && ch < 0x7f)
+      out += static_cast<char>(ch);
     else {
       static const char* hex = "0123456789abcdef";
       out += "\\x";

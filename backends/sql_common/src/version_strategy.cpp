@@ -30,8 +30,7 @@ class version_lease final : public spi::lease_state {
     v.channel = st_->channel;
     if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()))) return;
     if (out.rows_affected == 0)
-      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) +
-                                         ": the version moved on (expired and taken over)");
+      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) + ": the version moved on (expired and taken over)");
   }
   // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
@@ -138,7 +137,7 @@ class version_backend final : public backend {
 std::shared_ptr<backend> make_version_backend(backend_setup setup, version_sql sql) {
   if (setup.params.fair)
     throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the optimistic-version"
-                                   " strategy has no waiters table)");
+                                                        " strategy has no waiters table)");
   auto st = std::make_shared<version_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);

@@ -15,23 +15,23 @@ inline std::vector<std::string> hostile_names(std::size_t max_length) {
       "plain",
       "Plain",  // differs only in case from "plain": must not collide
       "PLAIN",
-      "it's",                     // quote
-      "\"double\"",               // identifier quote
-      "`back`",                   // MySQL identifier quote
-      "back\\slash\\",            // backslash, trailing too
-      "100%",                     // LIKE wildcard
-      "under_score",              // LIKE wildcard
+      "it's",           // quote
+      "\"double\"",     // identifier quote
+      "`back`",         // MySQL identifier quote
+      "back\\slash\\",  // backslash, trailing too
+      "100%",           // LIKE wildcard
+      "under_score",    // LIKE wildcard
       "%",
       "_",
-      "semi; DROP TABLE x; --",   // classic injection
-      "nul\0byte"s,               // NUL inside
-      "\0"s,                      // NUL only
-      "trailing space ",          // PAD SPACE collations compare "a" = "a "
+      "semi; DROP TABLE x; --",  // classic injection
+      "nul\0byte"s,              // NUL inside
+      "\0"s,                     // NUL only
+      "trailing space ",         // PAD SPACE collations compare "a" = "a "
       "trailing space",
-      "caf\xc3\xa9",              // UTF-8 e-acute
-      "cafe\xcc\x81",             // the same, decomposed: a different byte string
-      "\xff\xfe invalid utf-8",   // not UTF-8 at all
-      "\xe6\x97\xa5\xe6\x9c\xac", // CJK
+      "caf\xc3\xa9",               // UTF-8 e-acute
+      "cafe\xcc\x81",              // the same, decomposed: a different byte string
+      "\xff\xfe invalid utf-8",    // not UTF-8 at all
+      "\xe6\x97\xa5\xe6\x9c\xac",  // CJK
       "new\nline\ttab",
       std::string(max_length, 'x'),
   };

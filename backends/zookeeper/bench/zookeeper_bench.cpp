@@ -97,7 +97,8 @@ static void raw_loop(benchmark::State& state, bool watch_own_node) {
     zoo_get_children(zh, parent.c_str(), 0, &v);
     deallocate_String_vector(&v);
     if (watch_own_node)  // as dlock: the watch is sent, its reply not waited for (the delete follows it)
-      zoo_awexists(zh, created, &noop_watcher, nullptr, [](int, const Stat*, const void*) {}, nullptr);
+      zoo_awexists(
+          zh, created, &noop_watcher, nullptr, [](int, const Stat*, const void*) {}, nullptr);
     else  // a null watcher function sends watch=false: no watch, no notification after the delete
       zoo_exists(zh, created, 0, &st);
     zoo_delete(zh, created, -1);

@@ -13,7 +13,10 @@ namespace {
 // overlong or surrogate sequence.
 std::optional<char32_t> next_code_point(std::string_view text, std::size_t& at) {
   const auto lead = static_cast<unsigned char>(text[at]);
-  const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+  const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2
+                                   : (lead >> 4) == 0xE   ? 3
+                                   : (lead >> 3) == 0x1E  ? 4
+                                                          : 0;
   if (length == 0 || at + static_cast<std::size_t>(length) > text.size()) return std::nullopt;
   char32_t c = length == 1 ? lead : lead & (0x7F >> length);
   for (int i = 1; i < length; ++i) {

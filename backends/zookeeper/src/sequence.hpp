@@ -23,7 +23,7 @@
 
 namespace dlock::zookeeper {
 
-inline constexpr std::string_view lock_marker = "-lock-";   // the text before the sequence number
+inline constexpr std::string_view lock_marker = "-lock-";    // the text before the sequence number
 inline constexpr std::string_view protected_prefix = "_c_";  // Curator's protected-mode prefix
 
 // "_c_<uuid>-lock-" : what we pass to create; ZooKeeper appends the 10-digit sequence.

@@ -21,7 +21,8 @@
 
 namespace dlock::zookeeper {
 
-enum class suspended_policy { keep, lose };
+enum class suspended_policy { keep,
+                              lose };
 
 struct session_options {
   std::string hosts;  // "h1:2181,h2:2181"

@@ -22,8 +22,10 @@ session_options session_options_of(const uri& u) {
   if (u.password()) o.digest = u.user() + ":" + *u.password();
   if (auto d = u.get("digest")) o.digest = *d;
   const auto suspended = u.get("on_suspended").value_or("keep");
-  if (suspended == "lose") o.on_suspended = suspended_policy::lose;
-  else if (suspended != "keep") throw error(errc::invalid_uri, u.redacted() + ": on_suspended must be keep or lose");
+  if (suspended == "lose")
+    o.on_suspended = suspended_policy::lose;
+  else if (suspended != "keep")
+    throw error(errc::invalid_uri, u.redacted() + ": on_suspended must be keep or lose");
   return o;
 }
 

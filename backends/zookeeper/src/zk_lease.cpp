@@ -70,9 +70,8 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
   if (rc == ZNONODE || rc == ZSESSIONEXPIRED)
     set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': our node " + node_->path + " is gone");
   else if (transient_failure(rc))
-    set_zk_error(ec, rc, "release of '" + name() + "' not confirmed (delete " + node_->path +
-                             "): no server answered for two session timeouts; the node is deleted in the background "
-                             "once the client reconnects, or goes with the session");
+    set_zk_error(ec, rc, "release of '" + name() + "' not confirmed (delete " + node_->path + "): no server answered for two session timeouts; the node is deleted in the background "
+                                                                                              "once the client reconnects, or goes with the session");
   else
     set_zk_error(ec, rc, "release of '" + name() + "' (delete " + node_->path + ")");
 }

@@ -14,8 +14,8 @@
 namespace dlock::zookeeper {
 
 struct node_settings {
-  std::string root;             // "/dlock" (no trailing '/'); "" for the namespace root
-  bool creator_acl = false;     // ZOO_CREATOR_ALL_ACL (with digest auth) instead of open
+  std::string root;          // "/dlock" (no trailing '/'); "" for the namespace root
+  bool creator_acl = false;  // ZOO_CREATOR_ALL_ACL (with digest auth) instead of open
 };
 
 class zk_lock final : public distributed_lock {

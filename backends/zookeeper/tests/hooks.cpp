@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "dlock/uri.hpp"
-#include "dlock_test/hooks.hpp"
 #include "../src/name_mapping.hpp"
 #include "../src/sequence.hpp"
 #include "../src/zk_lease.hpp"
+#include "dlock/uri.hpp"
+#include "dlock_test/hooks.hpp"
 
 namespace {
 

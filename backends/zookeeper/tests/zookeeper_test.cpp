@@ -4,25 +4,25 @@
 #include <zookeeper/zookeeper.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <sstream>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,7 +87,6 @@ void expire(const std::string& text, const dlock::lease& l) {
   raw_connect(text, &*id);  // same session, closed: the server ends it
 }
 
-
 // DLOCK_ZOOKEEPER_ENSEMBLE_PORTS, "p1,p2,p3": the client ports in node order.
 std::vector<std::string> ensemble_ports() {
   std::vector<std::string> out;
@@ -117,7 +116,6 @@ std::string server_mode(int port) {
   if (at == std::string::npos) return {};
   return answer.substr(at + 6, answer.find('\n', at) - at - 6);
 }
-
 
 // The ensemble tests stop and freeze nodes. Whatever happens in the test (an ASSERT returns
 // early), the destructor puts every node back and waits until each one serves a session again: a
@@ -303,7 +301,8 @@ TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
   const auto prefix = zk::node_prefix("0b4c2d1e-1111-2222-3333-444455556666");
   char created[512];
   ASSERT_EQ(zoo_create(s->handle(), (parent + "/" + prefix).c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
-                       ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created), ZOK);
+                       ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created),
+            ZOK);
   auto b = dlock::open(uri);
   EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "the orphan node should block the name until deleted";
   s->delete_in_background(parent, prefix);
@@ -458,8 +457,8 @@ TEST(zookeeper_validity, PartitionedHolderIsToldBeforeAnotherClientIsGranted) {
 // contender excludes us, in sequence order, with real kazoo as the peer.
 
 TEST(zookeeper_sequence, EveryKnownRecipesNodesAreContendersInSequenceOrder) {
-  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__lock__0000000007"), 7);   // kazoo Lock, WriteLock
-  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__rlock__0000000008"), 8);  // kazoo ReadLock
+  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__lock__0000000007"), 7);          // kazoo Lock, WriteLock
+  EXPECT_EQ(zk::sequence_of("0123456789abcdef0123456789abcdef__rlock__0000000008"), 8);         // kazoo ReadLock
   EXPECT_EQ(zk::sequence_of("_c_0b4a7c48-1f1d-4b1e-9d1e-0123456789ab-__WRIT__0000000009"), 9);  // Curator RW lock
   EXPECT_EQ(zk::sequence_of("_c_0b4a7c48-1f1d-4b1e-9d1e-0123456789ab-__READ__0000000010"), 10);
   EXPECT_FALSE(zk::sequence_of("42")) << "a nested folder (name orders/42 under orders) is no contender";
@@ -607,8 +606,8 @@ TEST(zookeeper_names, ValidPathsAreUsedAsCuratorUsesThemOnlyTheRestIsHashed) {
   // What ZooKeeper (PathUtils.validatePath) cannot store: empty components, "." and "..",
   // control characters, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF and beyond U+FFFF, bad UTF-8.
   for (const std::string& bad : std::vector<std::string>{"/lead", "trail/", "a//b", ".", "..", "a/./b", "a/../b", "./a", std::string("nul\0x", 5),
-                                "tab\tx", "del\x7f", "c1\xc2\x85", "private\xee\x80\x80", "fff0\xef\xbf\xb0",
-                                "emoji\xf0\x9f\x98\x80", "bad\xff", "cut\xc3", "overlong\xc0\xaf"})
+                                                         "tab\tx", "del\x7f", "c1\xc2\x85", "private\xee\x80\x80", "fff0\xef\xbf\xb0",
+                                                         "emoji\xf0\x9f\x98\x80", "bad\xff", "cut\xc3", "overlong\xc0\xaf"})
     EXPECT_TRUE(hashed("/dlock", bad)) << "'" << bad << "' -> " << zk::parent_path("/dlock", bad);
   EXPECT_TRUE(hashed("", "zookeeper")) << "the server's own /zookeeper tree: " << zk::parent_path("", "zookeeper");
   EXPECT_TRUE(hashed("", "zookeeper/quota"));

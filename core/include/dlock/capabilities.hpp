@@ -19,8 +19,8 @@ enum class capability : std::uint32_t {
 };
 
 inline constexpr capability all_capabilities[] = {
-    capability::reentrant, capability::fair,      capability::blocking,         capability::expiring,
-    capability::renewable, capability::fencing,   capability::lost_notification};
+    capability::reentrant, capability::fair, capability::blocking, capability::expiring,
+    capability::renewable, capability::fencing, capability::lost_notification};
 
 std::string_view to_string(capability c) noexcept;
 
@@ -51,7 +51,9 @@ class capabilities {
 
 // Where exclusion holds. Not a capability (every backend excludes within its scope), but the
 // suite needs it: a process-scoped lock must NOT exclude another process, and a test shows that.
-enum class lock_scope { process, host, network };
+enum class lock_scope { process,
+                        host,
+                        network };
 std::string_view to_string(lock_scope s) noexcept;
 
 }  // namespace dlock

@@ -21,8 +21,8 @@
 namespace dlock {
 
 struct backend_info {
-  std::string scheme;       // "redis", "mysql+forupdate", "memory", "file"
-  capabilities caps;        // declared up front; the suite asserts the opened backend matches
+  std::string scheme;  // "redis", "mysql+forupdate", "memory", "file"
+  capabilities caps;   // declared up front; the suite asserts the opened backend matches
   lock_scope scope = lock_scope::network;
   std::string example_uri;  // shown in unknown_scheme errors and by `dlock backends`
   std::string summary;      // one line: the strategy, e.g. "SET NX PX, compare-and-delete unlock"
@@ -66,7 +66,7 @@ class registry {
   // loaded. Folders come from add_plugin_dir and from DLOCK_PLUGIN_PATH (':'-separated), read by
   // default_registry().
   void add_plugin_dir(std::filesystem::path dir);
-  void add_plugin_dirs_from_environment();  // DLOCK_PLUGIN_PATH, ':'-separated
+  void add_plugin_dirs_from_environment();                // DLOCK_PLUGIN_PATH, ':'-separated
   void load_plugin(const std::filesystem::path& module);  // throws errc::unknown_scheme if unloadable
   // Loads every libdlock_*.so in the plugin folders (for `dlock backends`).
   void load_all_plugins();

@@ -56,10 +56,10 @@ struct builtin_backend {
 // In a backend built as a shared module: exports the entry point registry::load_plugin calls.
 //   DLOCK_PLUGIN(register_redis)
 #define DLOCK_PLUGIN_ABI_VERSION 1
-#define DLOCK_PLUGIN(register_function)                                                          \
-  extern "C" __attribute__((visibility("default"))) int dlock_plugin_abi_version() {           \
-    return DLOCK_PLUGIN_ABI_VERSION;                                                             \
-  }                                                                                              \
+#define DLOCK_PLUGIN(register_function)                                                              \
+  extern "C" __attribute__((visibility("default"))) int dlock_plugin_abi_version() {                 \
+    return DLOCK_PLUGIN_ABI_VERSION;                                                                 \
+  }                                                                                                  \
   extern "C" __attribute__((visibility("default"))) void dlock_plugin_register(dlock::registry& r) { \
-    register_function(r);                                                                        \
+    register_function(r);                                                                            \
   }

@@ -20,7 +20,7 @@ struct host_port {
   std::optional<std::uint16_t> port;  // nullopt when the URI gives none
 
   std::uint16_t port_or(std::uint16_t fallback) const noexcept { return port.value_or(fallback); }
-  std::string to_string() const;      // "host:port", "[::1]:port"
+  std::string to_string() const;  // "host:port", "[::1]:port"
 };
 
 class uri {

@@ -4,9 +4,9 @@
 
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 

@@ -22,11 +22,11 @@ namespace dlock::compare {
 
 namespace {
 
-constexpr const char* name_prefix = "dlkc-";   // dlkc-PID-hub, dlkc-PID-cI
+constexpr const char* name_prefix = "dlkc-";  // dlkc-PID-hub, dlkc-PID-cI
 constexpr const char* hub_address = "10.213.255.1";
 
 struct command_result {
-  int status = -1;  // exit status, -1 when it did not run or was killed
+  int status = -1;     // exit status, -1 when it did not run or was killed
   std::string output;  // stdout and stderr
 };
 

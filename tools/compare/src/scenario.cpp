@@ -78,7 +78,9 @@ std::optional<std::uint32_t> client_stopped_by_itself(const worker_fleet& fleet,
   return client;
 }
 
-struct restart { instant stopped_at, started_at; };
+struct restart {
+  instant stopped_at, started_at;
+};
 
 // Stops the server half a second into the run and starts it again (the launcher's start waits
 // until it answers). Returns when, or nullopt with why the fault could not be injected.
@@ -139,14 +141,17 @@ milliseconds pause_length(const scenario_settings& s) { return s.ttl * 5 / 2; }
 milliseconds run_length(fault f, const scenario_settings& s) {
   switch (f) {
     case fault::healthy: return s.duration;
-    case fault::holder_kill: return std::max(s.duration, 3 * s.ttl + 500ms);  // the wait for the dead holder's ttl, then handoffs
+    case fault::holder_kill: return std::max(s.duration, 3 * s.ttl + 500ms);                 // the wait for the dead holder's ttl, then handoffs
     case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
-    case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
-    case fault::connection_kill: return std::max(s.duration, 4 * s.ttl + 2s);  // the 2-ttl write, a ttl's wait, handoffs
+    case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);                  // a SQL server takes seconds to start
+    case fault::connection_kill: return std::max(s.duration, 4 * s.ttl + 2s);                 // the 2-ttl write, a ttl's wait, handoffs
     case fault::server_pause: return std::max(s.duration, pause_length(s) + 3 * s.ttl + 1s);  // the pause, the write's rest, handoffs
-    case fault::masters_minority_lost: case fault::master_restarted_empty: case fault::masters_majority_lost:
-    case fault::ensemble_leader_lost: case fault::ensemble_majority_lost: return quorum_run_length(f, s);
+    case fault::masters_minority_lost:
+    case fault::master_restarted_empty:
+    case fault::masters_majority_lost:
+    case fault::ensemble_leader_lost:
+    case fault::ensemble_majority_lost: return quorum_run_length(f, s);
     case fault::partition: return partition_run_length(s);
     case fault::clock_step:
     case fault::clock_slow: return clock_fault_run_length(f, s);

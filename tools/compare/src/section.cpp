@@ -40,9 +40,18 @@ void apply(section& s, const event& e) {
       s.held_at_end = e.held != 0;
       break;
     case event_kind::lost: set_first(s.lost, at); break;
-    case event_kind::released: s.release = release_outcome::released; set_first(s.release_done, at); break;
-    case event_kind::release_not_owner: s.release = release_outcome::not_owner; set_first(s.release_done, at); break;
-    case event_kind::release_failed: s.release = release_outcome::failed; set_first(s.release_done, at); break;
+    case event_kind::released:
+      s.release = release_outcome::released;
+      set_first(s.release_done, at);
+      break;
+    case event_kind::release_not_owner:
+      s.release = release_outcome::not_owner;
+      set_first(s.release_done, at);
+      break;
+    case event_kind::release_failed:
+      s.release = release_outcome::failed;
+      set_first(s.release_done, at);
+      break;
   }
 }
 

@@ -83,8 +83,10 @@ tool_run run_tool(const std::vector<std::string>& argv, const std::vector<std::s
   char buf[4096];
   for (;;) {
     const auto n = ::read(out[0], buf, sizeof buf);
-    if (n > 0) r.output.append(buf, static_cast<std::size_t>(n));
-    else if (n == 0 || errno != EINTR) break;
+    if (n > 0)
+      r.output.append(buf, static_cast<std::size_t>(n));
+    else if (n == 0 || errno != EINTR)
+      break;
   }
   ::close(out[0]);
   int status = 0;
@@ -245,8 +247,11 @@ std::string connection_kill_not_applicable(std::string_view scheme) {
 std::uint16_t server_port_of(const std::string& uri) {
   const auto u = dlock::uri::parse(uri);
   const auto family = family_of(u.scheme());
-  const std::uint16_t fallback = family == "redis" ? 6379 : family == "postgres" ? 5432 : family == "mysql" ? 3306
-                                 : family == "memcached" ? 11211 : family == "zookeeper" ? 2181 : 0;
+  const std::uint16_t fallback = family == "redis" ? 6379 : family == "postgres" ? 5432
+                                                        : family == "mysql"      ? 3306
+                                                        : family == "memcached"  ? 11211
+                                                        : family == "zookeeper"  ? 2181
+                                                                                 : 0;
   return u.hosts().empty() ? fallback : u.hosts().front().port_or(fallback);
 }
 

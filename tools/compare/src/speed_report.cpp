@@ -14,7 +14,8 @@ std::string number(double v, const char* format) {
   return buf;
 }
 
-std::string three_digits(double v) { return number(v, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f"); }
+std::string three_digits(double v) { return number(v, v >= 100 ? "%.0f" : v >= 10 ? "%.1f"
+                                                                                  : "%.2f"); }
 
 }  // namespace
 
@@ -51,13 +52,16 @@ namespace {
 std::string speed_legend(const speed_table& t) {
   const auto n = std::to_string(speed_clients);
   return "Speed, measured in this run, " + std::to_string(t.duration_per_point.count()) + "ms per point:\n"
-         "  cycles/s      acquire+release cycles per second, by 1 client and by " + n + " clients, each client a\n"
-         "                thread of this process with its own backend object (connection) and a name of its own\n"
-         "  handoff       " + n + " clients on one name: from a release to the grant of a client already waiting\n"
-         "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
-         "  cycle p50     one uncontended acquire+release\n"
-         "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n"
-         "CPU placement: " + t.cpu_placement + ".\n";
+                                                                                          "  cycles/s      acquire+release cycles per second, by 1 client and by " +
+         n + " clients, each client a\n"
+             "                thread of this process with its own backend object (connection) and a name of its own\n"
+             "  handoff       " +
+         n + " clients on one name: from a release to the grant of a client already waiting\n"
+             "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
+             "  cycle p50     one uncontended acquire+release\n"
+             "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n"
+             "CPU placement: " +
+         t.cpu_placement + ".\n";
 }
 
 std::string measurement_json(const std::optional<speed_measurement>& m) {

@@ -91,7 +91,7 @@ class client_loop {
   void release(lease& held, std::uint32_t n) {
     std::error_code ec;
     held.release(ec);
-    const auto kind = !ec                      ? event_kind::released
+    const auto kind = !ec                     ? event_kind::released
                       : ec == errc::not_owner ? event_kind::release_not_owner
                                               : event_kind::release_failed;
     history_.append_now(o_.client, n, kind, held.fencing_token());

@@ -31,9 +31,7 @@ constexpr const char* usage =
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
   static const std::map<std::string, bool> known = {
-      {"uri", false},  {"name", true},        {"history", true}, {"client", true},          {"duration", true},
-      {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false},
-      {"stop-once-marker", false}};
+      {"uri", false}, {"name", true}, {"history", true}, {"client", true}, {"duration", true}, {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false}, {"stop-once-marker", false}};
   std::map<std::string, std::string> flags;
   for (std::size_t i = 0; i < args.size(); i += 2) {  // "--flag value" pairs; a value may be empty
     const std::string& flag = args[i];
@@ -79,7 +77,8 @@ int worker_main(const std::vector<std::string>& args) {
   try {
     options = options_from(parse_flags(args));
   } catch (const std::exception& e) {
-    std::cerr << "dlock_compare_worker: " << e.what() << '\n' << usage;
+    std::cerr << "dlock_compare_worker: " << e.what() << '\n'
+              << usage;
     return 2;
   }
   try {

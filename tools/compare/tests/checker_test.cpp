@@ -156,9 +156,9 @@ TEST(Checker, AWriteCutShortByItsProcessDeathEndsAtItsLastEvent) {
 TEST(Checker, TheHolderAtTheEndIsTheClientGrantedAndNotYetReleased) {
   synthetic_history h;
   h.add(section_of(1).token(1).granted(0).write(1, 10).released(11));
-  h.add(section_of(2).token(2).granted(12).write(13));  // still writing
+  h.add(section_of(2).token(2).granted(12).write(13));           // still writing
   h.add(section_of(3).token(3).granted(5).write(6, 7).lost(8));  // told it lost the grant
-  h.add(event_kind::acquire_started, 1, 1, 20);  // waiting
+  h.add(event_kind::acquire_started, 1, 1, 20);                  // waiting
   EXPECT_EQ(holders_at_end(h.events()), std::vector<std::uint32_t>{2});
 }
 

@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <optional>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>

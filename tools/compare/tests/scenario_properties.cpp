@@ -128,8 +128,7 @@ void paused_writer_refused_after_a_successor(const scenario_run& r) {
   ASSERT_NE(paused, nullptr) << "the paused client never wrote";
   ASSERT_TRUE(paused->token);
   const bool successor_wrote_first = std::ranges::any_of(r.sections, [&](const section& s) {
-    return s.client != paused->client && s.wrote() && s.token && *s.write_begin < *paused->write_begin &&
-           *s.token > *paused->token;
+    return s.client != paused->client && s.wrote() && s.token && *s.write_begin<*paused->write_begin&& * s.token> * paused->token;
   });
   std::cout << "a successor wrote during the pause: " << (successor_wrote_first ? "yes" : "no (the lock stayed with its paused holder)")
             << "; the resumed write was " << to_string(paused->verdict) << "\n";
@@ -303,7 +302,8 @@ const std::vector<scenario_property>& scenario_properties() {
       {fault::server_restart, "a restart guard: no overlap whose older holder was not told before the newer grant",
        guards_restarts, no_unnotified_overlap},
       {fault::server_restart, "lost_notification: a holder the restart cost its lock is told at most 1 s after its "
-       "successor's grant", notifies_with_one_server, told_soon_after_its_successors_grant},
+                              "successor's grant",
+       notifies_with_one_server, told_soon_after_its_successors_grant},
       {fault::kill_mid_acquire, "UNSAFE two-command acquire: a client killed between the commands leaves the lock forever",
        two_command_acquire, never_granted_again},
       {fault::kill_mid_acquire, "the safe counterpart: a client killed at its grant leaves a lock that frees itself",

@@ -24,9 +24,9 @@ struct scenario_run {
 
 struct scenario_property {
   fault scenario;
-  std::string_view claim;                    // what is asserted, in words (printed with each failure)
-  bool (*claimed_by)(const backend_info&);   // from the backend's declaration
-  void (*check)(const scenario_run&);        // gtest EXPECTs
+  std::string_view claim;                   // what is asserted, in words (printed with each failure)
+  bool (*claimed_by)(const backend_info&);  // from the backend's declaration
+  void (*check)(const scenario_run&);       // gtest EXPECTs
 };
 
 const std::vector<scenario_property>& scenario_properties();

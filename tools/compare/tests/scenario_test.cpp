@@ -49,7 +49,8 @@ std::vector<scenario_case> claimed_cases() {
 
 std::string case_name(const ::testing::TestParamInfo<scenario_case>& info) {
   std::string name = std::string(to_string(info.param.scenario)) + "_on_" + info.param.scheme;
-  std::ranges::replace_if(name, [](char c) { return c == '-' || c == '+'; }, '_');
+  std::ranges::replace_if(
+      name, [](char c) { return c == '-' || c == '+'; }, '_');
   return name;
 }
 

@@ -13,19 +13,41 @@ namespace dlock::compare::testing {
 class section_of {
  public:
   explicit section_of(std::uint32_t client, std::uint32_t attempt = 0) : client_(client), attempt_(attempt) {}
-  section_of& token(std::uint64_t t) { token_ = t; return *this; }
-  section_of& started(int ms) { started_ms_ = ms; return *this; }
-  section_of& granted(int ms) { granted_ms_ = ms; return *this; }
+  section_of& token(std::uint64_t t) {
+    token_ = t;
+    return *this;
+  }
+  section_of& started(int ms) {
+    started_ms_ = ms;
+    return *this;
+  }
+  section_of& granted(int ms) {
+    granted_ms_ = ms;
+    return *this;
+  }
   // A write that never ends: its process died while writing.
-  section_of& write(int begin_ms) { begin_ms_ = begin_ms; return *this; }
-  section_of& write(int begin_ms, int end_ms) { begin_ms_ = begin_ms; end_ms_ = end_ms; return *this; }
-  section_of& lost(int ms) { lost_ms_ = ms; return *this; }
+  section_of& write(int begin_ms) {
+    begin_ms_ = begin_ms;
+    return *this;
+  }
+  section_of& write(int begin_ms, int end_ms) {
+    begin_ms_ = begin_ms;
+    end_ms_ = end_ms;
+    return *this;
+  }
+  section_of& lost(int ms) {
+    lost_ms_ = ms;
+    return *this;
+  }
   section_of& released(int ms, event_kind outcome = event_kind::released) {
     release_ms_ = ms;
     release_ = outcome;
     return *this;
   }
-  section_of& verdict(fence_verdict v) { verdict_ = v; return *this; }
+  section_of& verdict(fence_verdict v) {
+    verdict_ = v;
+    return *this;
+  }
   // lease.held() as the worker saw it when the write began and ended (held by default).
   section_of& held(bool at_begin, bool at_end) {
     held_at_begin_ = at_begin;

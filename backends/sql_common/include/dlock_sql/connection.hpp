@@ -35,16 +35,16 @@ struct result {
 // (duplicate_key while inserting = "held"; lock_not_available on NOWAIT = "held").
 enum class failure {
   none = 0,
-  duplicate_key,          // PG 23505, MySQL 1062
-  lock_not_available,     // PG 55P03 (NOWAIT, lock_timeout), MySQL 1205 / 3572
-  deadlock,               // PG 40P01, MySQL 1213: retried by the strategies (index: 4 times), then "held"
-  serialization,          // PG 40001: the same
-  connection_lost,        // dropped, killed (PG 57P01, pg_terminate_backend; MySQL 2006/2013/1927)
-  unreachable,            // connect failed / timed out
-  auth_failed,            // PG 28P01/28000, MySQL 1045
-  unknown_database,       // PG 3D000, MySQL 1049
-  undefined_table,        // PG 42P01, MySQL 1146: the table is absent (create_table=false)
-  other,                  // anything else the server said
+  duplicate_key,       // PG 23505, MySQL 1062
+  lock_not_available,  // PG 55P03 (NOWAIT, lock_timeout), MySQL 1205 / 3572
+  deadlock,            // PG 40P01, MySQL 1213: retried by the strategies (index: 4 times), then "held"
+  serialization,       // PG 40001: the same
+  connection_lost,     // dropped, killed (PG 57P01, pg_terminate_backend; MySQL 2006/2013/1927)
+  unreachable,         // connect failed / timed out
+  auth_failed,         // PG 28P01/28000, MySQL 1045
+  unknown_database,    // PG 3D000, MySQL 1049
+  undefined_table,     // PG 42P01, MySQL 1146: the table is absent (create_table=false)
+  other,               // anything else the server said
 };
 
 struct sql_error {

@@ -22,9 +22,9 @@
 namespace dlock::sql {
 
 struct pool_options {
-  std::size_t max_idle = 8;               // URI pool_size: idle connections kept
-  std::size_t max_connections = 64;       // URI max_connections: idle + in use + dedicated
-  std::size_t max_dedicated = 32;         // URI max_dedicated: connections held by leases
+  std::size_t max_idle = 8;                                            // URI pool_size: idle connections kept
+  std::size_t max_connections = 64;                                    // URI max_connections: idle + in use + dedicated
+  std::size_t max_dedicated = 32;                                      // URI max_dedicated: connections held by leases
   std::chrono::milliseconds connect_timeout{std::chrono::seconds{5}};  // URI connect_timeout
   // How long a checkout waits when the pool is full (either bound) before backend_unavailable.
   std::chrono::milliseconds checkout_timeout{std::chrono::seconds{10}};

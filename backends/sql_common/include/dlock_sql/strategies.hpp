@@ -35,7 +35,7 @@ struct backend_setup {
   capabilities caps;
   lock_options defaults;
   std::string redacted_uri;
-  std::size_t max_name_length = 512;        // the name column's width in bytes
+  std::size_t max_name_length = 512;           // the name column's width in bytes
   std::shared_ptr<release_notifier> notifier;  // may be null
 };
 

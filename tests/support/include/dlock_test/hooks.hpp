@@ -37,6 +37,6 @@ const backend_hooks* find_hooks(std::string_view scheme);
 // Test code only (backends themselves register explicitly, never through static initializers).
 #define DLOCK_TEST_HOOKS_CONCAT2(a, b) a##b
 #define DLOCK_TEST_HOOKS_CONCAT(a, b) DLOCK_TEST_HOOKS_CONCAT2(a, b)
-#define DLOCK_TEST_HOOKS(scheme_string, ...)                                               \
+#define DLOCK_TEST_HOOKS(scheme_string, ...)                                          \
   static const bool DLOCK_TEST_HOOKS_CONCAT(dlock_test_hooks_registered_, __LINE__) = \
       ::dlock::testing::register_hooks(scheme_string, ::dlock::testing::backend_hooks __VA_ARGS__)

@@ -29,18 +29,18 @@ struct overlap {
 
 struct counts {
   std::uint64_t clients = 0;
-  std::uint64_t acquires = 0;          // acquire attempts started
+  std::uint64_t acquires = 0;  // acquire attempts started
   std::uint64_t grants = 0;
   std::uint64_t acquire_timeouts = 0;
   std::uint64_t acquire_errors = 0;
-  std::uint64_t writes = 0;            // writes begun (each accepted by the naive resource)
-  std::uint64_t writes_unfinished = 0; // begun, never ended: the process died or was stopped
+  std::uint64_t writes = 0;             // writes begun (each accepted by the naive resource)
+  std::uint64_t writes_unfinished = 0;  // begun, never ended: the process died or was stopped
   std::uint64_t writes_without_token = 0;
   std::uint64_t writes_begun_not_held = 0;  // lease.held() was already false when the write began
   std::uint64_t writes_ended_not_held = 0;  // ... or when it ended: the holder can know it was unprotected
   std::uint64_t lost_notifications = 0;
-  std::uint64_t releases = 0;          // released cleanly
-  std::uint64_t release_not_owner = 0; // release found the lock no longer ours
+  std::uint64_t releases = 0;           // released cleanly
+  std::uint64_t release_not_owner = 0;  // release found the lock no longer ours
   std::uint64_t release_errors = 0;
 };
 

@@ -22,7 +22,7 @@ enum class event_kind : std::uint8_t {
   acquire_failed,     // the acquire reported an error (server unreachable past the deadline, ...)
   write_begin,        // the critical section's write began (carries the fenced resource's verdict)
   write_end,
-  lost,               // the lease's lost_token fired
+  lost,  // the lease's lost_token fired
   released,
   release_not_owner,  // release found the lock no longer ours: the section was not protected
   release_failed,     // release reported another error
@@ -47,9 +47,9 @@ struct event {
   event_kind kind{};
   fence_verdict verdict = fence_verdict::none;
   std::uint8_t has_token = 0;
-  std::uint8_t held = 0;      // write_begin / write_end: lease.held() at that instant
-  std::uint64_t token = 0;    // the fencing token, when has_token
-  std::int64_t at_ns = 0;     // shared_clock nanoseconds
+  std::uint8_t held = 0;    // write_begin / write_end: lease.held() at that instant
+  std::uint64_t token = 0;  // the fencing token, when has_token
+  std::int64_t at_ns = 0;   // shared_clock nanoseconds
 
   instant at() const noexcept { return instant(shared_clock::duration(at_ns)); }
   std::optional<std::uint64_t> fencing_token() const noexcept {

@@ -21,7 +21,10 @@ struct run_context {
 //         errors, or a fault that could not be injected
 //   good  none of these
 //   none  not run
-enum class cell_verdict { good, warn, bad, none };
+enum class cell_verdict { good,
+                          warn,
+                          bad,
+                          none };
 cell_verdict verdict_of(const matrix_cell& cell, std::chrono::milliseconds ttl);
 
 std::string to_html(const matrix& m, const run_context& context);

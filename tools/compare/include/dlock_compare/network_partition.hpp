@@ -40,7 +40,7 @@ class network_partition {
 
   std::vector<std::string> launch_prefix(std::uint32_t client) const;  // ip netns exec NS
   std::string reachable_uri(const std::string& uri) const;             // 127.0.0.1 -> the hub
-  void cut(std::uint32_t client);   // throws std::runtime_error when `ip` fails
+  void cut(std::uint32_t client);                                      // throws std::runtime_error when `ip` fails
   void heal(std::uint32_t client);
   std::vector<std::string> namespaces() const;  // hub first
 

@@ -25,7 +25,7 @@ struct quorum_outcome {
   std::optional<shared_clock::duration> new_leader_after;
   // The holder caught inside its write when the fault struck, and what became of it.
   std::optional<std::uint32_t> holder;
-  bool holder_kept_lock = false;                             // released cleanly, never told lost
+  bool holder_kept_lock = false;                            // released cleanly, never told lost
   std::optional<shared_clock::duration> holder_told_after;  // from the fault to its lost notification
   // The first grant to another client after the fault, from the fault; nullopt: none in the run.
   std::optional<shared_clock::duration> other_granted_after;

@@ -14,9 +14,9 @@ namespace dlock::compare {
 struct matrix_cell {
   std::string backend;  // the scheme, as --backends names it
   fault scenario = fault::healthy;
-  std::string uri;      // redacted; empty when not run
+  std::string uri;  // redacted; empty when not run
   std::optional<scenario_result> result;
-  std::string text;     // the observation, or "not run: why"
+  std::string text;  // the observation, or "not run: why"
 };
 
 struct matrix {

@@ -37,10 +37,23 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy, holder_kill, holder_pause, pause_before_write, server_restart, connection_kill, server_pause,
-                   masters_minority_lost, master_restarted_empty, masters_majority_lost, ensemble_leader_lost, ensemble_majority_lost,
-                   partition, clock_step, clock_slow, kill_mid_acquire };
-std::string_view to_string(fault f) noexcept;        // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
+enum class fault { healthy,
+                   holder_kill,
+                   holder_pause,
+                   pause_before_write,
+                   server_restart,
+                   connection_kill,
+                   server_pause,
+                   masters_minority_lost,
+                   master_restarted_empty,
+                   masters_majority_lost,
+                   ensemble_leader_lost,
+                   ensemble_majority_lost,
+                   partition,
+                   clock_step,
+                   clock_slow,
+                   kill_mid_acquire };
+std::string_view to_string(fault f) noexcept;  // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
 
@@ -69,7 +82,7 @@ std::chrono::milliseconds pause_length(const scenario_settings& s);  // holder-p
 struct scenario_result {
   check_result check;
   std::vector<std::optional<int>> worker_exit_codes;  // per client; 128+9 for the killed holder
-  std::optional<std::uint32_t> victim;               // the client killed or paused
+  std::optional<std::uint32_t> victim;                // the client killed or paused
   // From the fault to the next grant to anyone; server-restart: from the server's start (the
   // launcher saw it answer) to the next grant.
   std::optional<shared_clock::duration> recovered_after;

@@ -32,8 +32,8 @@ std::vector<std::uint16_t> tcp_ports_to(pid_t pid, std::uint16_t server_port);
 std::string connection_kill_not_applicable(std::string_view scheme);
 
 struct killed_connections {
-  std::size_t count = 0;       // connections the server ended
-  std::string not_injected;    // not empty: why none was (the tool failed, no connection found)
+  std::size_t count = 0;     // connections the server ended
+  std::string not_injected;  // not empty: why none was (the tool failed, no connection found)
   // When the tool that ends them was started (after any listing): the server acts within that
   // tool's start-up and connect, tens of milliseconds later.
   std::optional<instant> issued_at;

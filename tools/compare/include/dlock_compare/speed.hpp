@@ -40,11 +40,11 @@ struct speed_run {
 struct speed_measurement {
   std::uint32_t clients = 0;
   std::uint32_t names = 0;
-  double seconds = 0;           // from the common start to the last client's stop
-  latency_histogram cycles;     // one acquire+release each
-  latency_histogram handoffs;   // release -> next waiting holder's grant (names < clients)
-  std::uint64_t errors = 0;     // clients stopped by an error (opening, acquire, release)
-  std::string first_error;      // its message, as the backend gave it (redact before printing)
+  double seconds = 0;          // from the common start to the last client's stop
+  latency_histogram cycles;    // one acquire+release each
+  latency_histogram handoffs;  // release -> next waiting holder's grant (names < clients)
+  std::uint64_t errors = 0;    // clients stopped by an error (opening, acquire, release)
+  std::string first_error;     // its message, as the backend gave it (redact before printing)
 
   double cycles_per_second() const noexcept {
     return seconds > 0 ? static_cast<double>(cycles.count()) / seconds : 0.0;

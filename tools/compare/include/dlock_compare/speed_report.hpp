@@ -13,16 +13,16 @@
 namespace dlock::compare {
 
 struct speed_row {
-  std::string backend;           // the scheme
-  bool unsafe = false;           // an unsafe variant: measured as the baseline such recipes claim, flagged
-  std::string uri;               // redacted; empty when not run
+  std::string backend;  // the scheme
+  bool unsafe = false;  // an unsafe variant: measured as the baseline such recipes claim, flagged
+  std::string uri;      // redacted; empty when not run
   std::optional<backend_speed> measured;
-  std::string not_run_because;   // when not measured
-  std::string errors;            // "" or the redacted first error of each point that had one
+  std::string not_run_because;  // when not measured
+  std::string errors;           // "" or the redacted first error of each point that had one
 };
 
 struct speed_table {
-  std::vector<speed_row> rows;   // empty: not measured (--no-speed)
+  std::vector<speed_row> rows;  // empty: not measured (--no-speed)
   std::chrono::milliseconds duration_per_point{};
   std::string cpu_placement;
 };

@@ -8,7 +8,7 @@ namespace dlock::compare {
 
 using text_rows = std::vector<std::vector<std::string>>;
 
-std::string json_string(const std::string& s);     // "..." with quotes, backslashes, controls escaped
+std::string json_string(const std::string& s);       // "..." with quotes, backslashes, controls escaped
 std::string aligned_columns(const text_rows& rows);  // columns two spaces apart, no trailing blanks
 std::string markdown_table(const text_rows& rows);   // '|' inside a cell escaped
 

@@ -14,12 +14,12 @@ namespace dlock::compare {
 
 struct worker_options {
   std::string uri;
-  std::string name;                 // the lock every client of the run contends for
-  std::filesystem::path history;    // the history file (the naive resource's log)
-  std::filesystem::path fence;      // the fenced resource's state file
+  std::string name;               // the lock every client of the run contends for
+  std::filesystem::path history;  // the history file (the naive resource's log)
+  std::filesystem::path fence;    // the fenced resource's state file
   std::uint32_t client = 0;
-  instant start_at{};               // every client starts at the same shared instant
-  instant stop_at{};                // no new acquire after this
+  instant start_at{};  // every client starts at the same shared instant
+  instant stop_at{};   // no new acquire after this
   std::chrono::milliseconds acquire_timeout{std::chrono::seconds(5)};
   std::chrono::milliseconds work{std::chrono::milliseconds(10)};
   // The GC pause where fencing matters: at its first write, between checking held() and
