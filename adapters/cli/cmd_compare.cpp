@@ -227,6 +227,112 @@ compare::run_context run_context_now(const arguments& argv) {
   return c;
 }
 
+// What the command line asked for, checked.
+struct compare_request {
+  std::vector<std::string> schemes;
+  std::vector<fault> faults;
+  milliseconds duration{};
+  std::uint32_t clients = 0;
+  std::optional<std::ofstream> json, markdown, html;
+  milliseconds speed_duration{};
+  bool measure_speed = true;
+};
+
+compare_request parse_request(const args& a) {
+  if (!a.positional().empty()) throw usage_error("takes no operands; got '" + redact_for_message(a.positional().front()) + "'");
+  compare_request r;
+  r.schemes = backends_asked(a);
+  r.faults = faults_asked(a);
+  r.duration = a.duration("duration").value_or(2s);
+  if (r.duration <= milliseconds::zero()) throw usage_error("--duration must be positive");
+  r.clients = static_cast<std::uint32_t>(a.integer("clients", 3, 2, 64));
+  r.json = output_file(a, "json");
+  r.markdown = output_file(a, "markdown");
+  r.html = output_file(a, "html");
+  r.speed_duration = a.duration("speed-duration").value_or(1s);
+  if (r.speed_duration <= milliseconds::zero()) throw usage_error("--speed-duration must be positive");
+  r.measure_speed = !a.flag("no-speed");
+  return r;
+}
+
+// Every cell planned and every server probed before anything runs, so that an unreachable server
+// stops the run at once.
+struct run_plan {
+  std::vector<planned_cell> cells;
+  std::vector<speed_target> speed_targets;
+};
+
+run_plan plan_run(const compare_request& r, const std::vector<backend_info>& infos, const fs::path& work_dir) {
+  run_plan plan;
+  for (const auto& scheme : r.schemes) {
+    const auto& info = *std::ranges::find(infos, scheme, &backend_info::scheme);
+    std::string refused;
+    for (const auto f : r.faults) {
+      auto uri = uri_for(info, f, work_dir);
+      if (uri.uri && refused.empty()) refused = probe(*uri.uri, scheme);
+      if (!refused.empty()) uri = {std::nullopt, refused};
+      plan.cells.push_back({&info, f, std::move(uri)});
+    }
+    if (r.measure_speed) plan.speed_targets.push_back(speed_target_for(info, work_dir, refused));
+  }
+  return plan;
+}
+
+// The progress lines on stderr: step k of n and an estimate of the time left.
+class progress {
+ public:
+  progress(const run_plan& plan, const compare::scenario_settings& settings, milliseconds speed_duration)
+      : steps_(plan.cells.size() + plan.speed_targets.size()) {
+    for (const auto& p : plan.cells)
+      if (p.uri.uri) left_ += compare::run_length(p.scenario, settings) + 1s;
+    for (const auto& t : plan.speed_targets)
+      if (t.uri) left_ += compare::backend_speed_length(speed_duration);
+  }
+  void starting(std::string_view what, std::string_view scheme) {
+    std::fprintf(stderr, "dlock compare: [%zu/%zu] %.*s on %.*s (about %llds left)\n", ++step_, steps_,
+                 static_cast<int>(what.size()), what.data(), static_cast<int>(scheme.size()), scheme.data(),
+                 static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left_).count()));
+  }
+  void skipped() { ++step_; }
+  void done(milliseconds length) { left_ -= std::min(left_, length); }
+
+ private:
+  std::size_t step_ = 0;
+  std::size_t steps_;
+  milliseconds left_{};
+};
+
+// Runs the planned cells one after the other, each in its own folder under `work_dir`.
+std::vector<compare::matrix_cell> run_cells(const run_plan& plan, compare::scenario_settings& settings,
+                                            const fs::path& work_dir, progress& shown) {
+  std::vector<compare::matrix_cell> cells;
+  std::size_t index = 0;
+  for (const auto& p : plan.cells) {
+    ++index;
+    compare::matrix_cell cell;
+    cell.backend = p.info->scheme;
+    cell.scenario = p.scenario;
+    if (!p.uri.uri) {
+      shown.skipped();
+      cell.text = "not run: " + p.uri.not_run_because;
+      cells.push_back(std::move(cell));
+      continue;
+    }
+    shown.starting(compare::to_string(p.scenario), p.info->scheme);
+    settings.uri = *p.uri.uri;
+    compare::prepare_settings(settings, *p.info, p.scenario);
+    settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
+    settings.work_dir = work_dir / ("cell-" + std::to_string(index));
+    fs::create_directories(settings.work_dir);
+    cell.uri = redacted(settings.uri);
+    cell.result = compare::run_scenario(p.scenario, settings);
+    cell.text = compare::observation(p.scenario, *cell.result);
+    shown.done(compare::run_length(p.scenario, settings) + 1s);
+    cells.push_back(std::move(cell));
+  }
+  return cells;
+}
+
 }  // namespace
 
 int cmd_compare(const arguments& argv) {
@@ -236,101 +342,43 @@ int cmd_compare(const arguments& argv) {
     std::puts(usage);
     return 0;
   }
-  if (!a.positional().empty()) throw usage_error("takes no operands; got '" + redact_for_message(a.positional().front()) + "'");
-  const auto schemes = backends_asked(a);
-  const auto faults = faults_asked(a);
-  const auto duration = a.duration("duration").value_or(2s);
-  if (duration <= milliseconds::zero()) throw usage_error("--duration must be positive");
-  const auto clients = static_cast<std::uint32_t>(a.integer("clients", 3, 2, 64));
-  auto json = output_file(a, "json");
-  auto markdown = output_file(a, "markdown");
-  auto html = output_file(a, "html");
-  const auto speed_duration = a.duration("speed-duration").value_or(1s);
-  if (speed_duration <= milliseconds::zero()) throw usage_error("--speed-duration must be positive");
-  const bool measure_speed = !a.flag("no-speed");
+  auto request = parse_request(a);
   const auto context = run_context_now(argv);
 
   temporary_folder work;
   compare::scenario_settings settings;
   settings.worker_executable = self_executable();
   settings.worker_subcommand = {"compare-worker"};
-  settings.clients = clients;
-  settings.duration = duration;
+  settings.clients = request.clients;
+  settings.duration = request.duration;
   settings.ttl = run_ttl;
 
-  // Every cell planned and every server probed before anything runs.
-  std::vector<planned_cell> plan;
-  std::vector<speed_target> speed_targets;
   const auto infos = default_registry().list();
-  for (const auto& scheme : schemes) {
-    const auto& info = *std::ranges::find(infos, scheme, &backend_info::scheme);
-    std::string refused;
-    for (const auto f : faults) {
-      auto uri = uri_for(info, f, work.path());
-      if (uri.uri && refused.empty()) refused = probe(*uri.uri, scheme);
-      if (!refused.empty()) uri = {std::nullopt, refused};
-      plan.push_back({&info, f, std::move(uri)});
-    }
-    if (measure_speed) speed_targets.push_back(speed_target_for(info, work.path(), refused));
-  }
-
-  milliseconds left{};
-  for (const auto& p : plan)
-    if (p.uri.uri) left += compare::run_length(p.scenario, settings) + 1s;
-  const std::size_t steps = plan.size() + speed_targets.size();
-  for (const auto& t : speed_targets)
-    if (t.uri) left += compare::backend_speed_length(speed_duration);
+  const auto plan = plan_run(request, infos, work.path());
+  progress shown(plan, settings, request.speed_duration);
 
   compare::matrix m;
-  m.backends = schemes;
-  m.faults = faults;
+  m.backends = request.schemes;
+  m.faults = request.faults;
   m.ttl = run_ttl;
-  m.duration = duration;
-  m.clients = clients;
+  m.duration = request.duration;
+  m.clients = request.clients;
   for (const auto& info : infos)
-    if (!info.unsafe_because.empty() && std::ranges::find(schemes, info.scheme) != schemes.end())
+    if (!info.unsafe_because.empty() && std::ranges::find(request.schemes, info.scheme) != request.schemes.end())
       m.unsafe_backends.push_back(info.scheme);
-  std::size_t index = 0;
-  for (const auto& p : plan) {
-    ++index;
-    compare::matrix_cell cell;
-    cell.backend = p.info->scheme;
-    cell.scenario = p.scenario;
-    if (!p.uri.uri) {
-      cell.text = "not run: " + p.uri.not_run_because;
-      m.cells.push_back(std::move(cell));
-      continue;
-    }
-    std::fprintf(stderr, "dlock compare: [%zu/%zu] %s on %s (about %llds left)\n", index, steps,
-                 std::string(compare::to_string(p.scenario)).c_str(), p.info->scheme.c_str(),
-                 static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
-    settings.uri = *p.uri.uri;
-    compare::prepare_settings(settings, *p.info, p.scenario);
-    settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
-    settings.work_dir = work.path() / ("cell-" + std::to_string(index));
-    fs::create_directories(settings.work_dir);
-    cell.uri = redacted(settings.uri);
-    cell.result = compare::run_scenario(p.scenario, settings);
-    cell.text = compare::observation(p.scenario, *cell.result);
-    left -= std::min(left, compare::run_length(p.scenario, settings) + 1s);
-    m.cells.push_back(std::move(cell));
-  }
-
-  m.speed = measure_speeds(speed_targets, speed_duration, "dlock-compare/" + std::to_string(::getpid()) + "/speed/",
-                           [&](const speed_target& t) {
-                             std::fprintf(stderr, "dlock compare: [%zu/%zu] speed on %s (about %llds left)\n", ++index,
-                                          steps, t.backend.c_str(),
-                                          static_cast<long long>(std::chrono::ceil<std::chrono::seconds>(left).count()));
-                             left -= std::min(left, compare::backend_speed_length(speed_duration));
+  m.cells = run_cells(plan, settings, work.path(), shown);
+  m.speed = measure_speeds(plan.speed_targets, request.speed_duration,
+                           "dlock-compare/" + std::to_string(::getpid()) + "/speed/", [&](const speed_target& t) {
+                             shown.starting("speed", t.backend);
+                             shown.done(compare::backend_speed_length(request.speed_duration));
                            });
 
   std::fputs(compare::to_text(m).c_str(), stdout);
-  if (json) *json << compare::to_json(m);
-  if (markdown) *markdown << compare::to_markdown(m);
-  if (html) *html << compare::to_html(m, context);
+  if (request.json) *request.json << compare::to_json(m);
+  if (request.markdown) *request.markdown << compare::to_markdown(m);
+  if (request.html) *request.html << compare::to_html(m, context);
   return 0;
 }
-
 int cmd_compare_worker(const arguments& argv) { return compare::worker_main(argv); }
 
 }  // namespace dlock::cli
