@@ -26,12 +26,6 @@ void register_mysql(registry& r) {
          .parameters = mysql::table_parameters(),
          .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
            auto setup = mysql::setup_for(u, d, mysql::mysql_index_caps, "dlock_index");
-           if (setup.params.fair && setup.params.table.table.size() > 55)
-             throw error(errc::invalid_uri, u.redacted() + ": with fair=true, table names are limited to 55 "
-                                                           "characters on mysql+index (the waiters table is <table>_waiters)");
-           if (setup.params.table.table.size() > 58)
-             throw error(errc::invalid_uri, u.redacted() + ": table names are limited to 58 characters on "
-                                                           "mysql+index (the fence sequence is <table>_fence)");
            auto sql = mysql::index_dialect(setup.params.table);
            return dlock::sql::make_index_backend(std::move(setup), std::move(sql));
          }});
@@ -44,9 +38,6 @@ void register_mysql(registry& r) {
          .parameters = mysql::table_parameters(),
          .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
            auto setup = mysql::setup_for(u, d, mysql::mysql_forupdate_caps, "dlock_forupdate");
-           if (setup.params.table.table.size() > 58)
-             throw error(errc::invalid_uri, u.redacted() + ": table names are limited to 58 characters on "
-                                                           "mysql+forupdate (the fence sequence is <table>_fence)");
            auto sql = mysql::forupdate_dialect(setup.params.table);
            return dlock::sql::make_forupdate_backend(std::move(setup), std::move(sql));
          }});
