@@ -22,6 +22,12 @@ bool appears_elsewhere(const dlock::uri& u, const std::string& secret) {
   std::string shown = u.scheme() + "\n" + u.user() + "\n" + u.path();
   for (const auto& h : u.hosts()) shown += "\n" + h.to_string();
   for (const auto& [k, v] : u.query()) shown += "\n" + k + "\n" + v;
+  // The shown parts also run together as redacted() joins them ("user@host", "key=value&key"): a
+  // password typed again across a query key and its value is shown there, not leaked.
+  shown += "\n" + u.user() + "@";
+  for (const auto& h : u.hosts()) shown += h.to_string() + ",";
+  shown += u.path() + "?";
+  for (const auto& [k, v] : u.query()) shown += k + "=" + v + "&";
   return shown.find(secret) != std::string::npos;
 }
 
