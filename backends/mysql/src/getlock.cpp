@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <optional>
 #include <span>
+#include <stop_token>
 
 #include "capabilities.hpp"
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/session_lease.hpp"
+#include "dlock_sql/session_share.hpp"
 #include "getlock_key.hpp"
 #include "sql_connection.hpp"
 
@@ -46,33 +48,56 @@ bool query_scalar(sql::connection& c, const std::string& text, std::span<const s
 }
 
 // The lock belongs to the lease's connection, which the session monitor (sql_common) watches:
-// a connection the server closed (KILL, restart) is lost at once, and once lost the socket is
-// shut down so a check or release stuck on a partitioned link returns at once. The lock has no
-// ttl on the server; the lease's validity is local: start + ttl - drift, moved forward by each
+// a connection the server closed (KILL, restart) is lost at once, for every lease on it, and
+// once lost the socket is shut down so a check or release stuck on a partitioned link returns at
+// once. The connection may be shared with other leases (session_share.hpp); the lease holds its
+// key's local reservation until released or lost, so no other lease of this process can take the
+// same name through the same connection (GET_LOCK would grant it again). The lock has no ttl on
+// the server; the lease's validity is local: start + ttl - drift, moved forward by each
 // successful liveness check (the core's renew), so the watchdog fires lost on its own when the
 // checks cannot get through.
 class getlock_lease final : public sql::session_lease {
  public:
-  // `start`: taken before GET_LOCK was sent.
+  // `start`: taken before GET_LOCK was sent. Under s->mutex(), s->holders counting this lease.
   getlock_lease(std::shared_ptr<sql::session_monitor> monitor, std::string name, std::string key,
-                std::chrono::milliseconds ttl, clock::time_point start, std::uint64_t token, sql::pool::handle h)
-      : session_lease(std::move(monitor), std::move(name), ttl, start, false, std::move(h)),
+                std::chrono::milliseconds ttl, clock::time_point start, std::uint64_t token,
+                std::shared_ptr<sql::session> s, sql::key_reservation reserved)
+      : session_lease(std::move(monitor), std::move(name), ttl, start, false, s),
         key_(std::move(key)),
-        token_(token) {}
-  // Not released (the lease handle always releases; this is the safety net): the base closes the
-  // connection, which frees the lock on the server.
-  ~getlock_lease() override { stop_watching(); }
+        token_(token),
+        reserved_(std::move(reserved)),
+        free_when_lost_(std::in_place, lost_token(),
+                        sql::free_key_when_lost{s->conn() ? s->conn()->native_socket() : -1, &reserved_}) {}
+  // Not released (the lease handle always releases; this is the safety net): RELEASE_LOCK as a
+  // release would; a connection that cannot run it ends (which frees the lock on the server).
+  ~getlock_lease() override {
+    stop_watching();
+    {
+      std::lock_guard lk(connection_mutex());
+      std::error_code ignored;
+      if (connection()) release_session(ignored);
+      end_session(false);
+    }
+    free_when_lost_.reset();
+    reserved_.reset();
+  }
 
   std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
 
  private:
+  void leave(bool keep) noexcept {
+    end_session(keep);
+    free_when_lost_.reset();
+    reserved_.reset();  // only now: the connection no longer holds the name
+  }
   void release_session(std::error_code& ec) noexcept override {
     const sql::param key{key_};
     std::optional<long long> released;
+    const auto start = clock::now();
     if (!query_scalar(*connection(), release_lock_sql, std::span(&key, 1), released, ec,
                       release_label() + " (RELEASE_LOCK)")) {
       // The connection is gone, and with it the lock: it is no longer ours to release.
-      end_session(false);
+      leave(false);
       if (ec == errc::backend_unavailable)
         set_error(ec, errc::not_owner,
                   release_label() + ": the lease's connection was lost, and the server frees a "
@@ -80,15 +105,21 @@ class getlock_lease final : public sql::session_lease {
                       last_error_message());
       return;
     }
+    shared_session().answered(start);
     if (released != 1) {
-      // 0: another connection holds it; NULL: nobody does. Either way not ours any more.
-      end_session(false);
+      // 0: another connection holds it; NULL: nobody does. Either way not ours any more. The
+      // connection itself answered: it stays with its other leases.
+      leave(connection()->usable());
       set_error(ec, errc::not_owner,
                 release_label() + ": RELEASE_LOCK returned " +
                     (released ? std::to_string(*released) : std::string("NULL")) + ": this connection no longer held it");
       return;
     }
-    end_session(connection()->usable());
+    leave(connection()->usable());
+  }
+  void left_session() noexcept override {
+    free_when_lost_.reset();
+    reserved_.reset();  // only now: the session no longer holds the key, or is shut down
   }
   std::string release_label() const override { return "releasing lock '" + name() + "'"; }
   std::string_view freed_with_session() const noexcept override {
@@ -96,8 +127,8 @@ class getlock_lease final : public sql::session_lease {
   }
 
   // The lock has no ttl; "renewing" is the liveness check the watchdog runs at ttl/3: the
-  // dedicated connection still answers and the server still names it as the holder. A KILLed or
-  // dropped connection makes this fail, and the core fires lost.
+  // connection still answers and the server still names it as the holder. A KILLed or dropped
+  // connection makes this fail, and the core fires lost.
   void do_renew(std::chrono::milliseconds, std::error_code& ec) noexcept override {
     std::lock_guard lk(connection_mutex());
     if (!connection()) {
@@ -106,6 +137,7 @@ class getlock_lease final : public sql::session_lease {
     }
     const sql::param key{key_};
     std::optional<long long> ours;
+    const auto start = clock::now();
     if (!query_scalar(*connection(), still_ours_sql, std::span(&key, 1), ours, ec,
                       "checking lock '" + name() + "' (IS_USED_LOCK)")) {
       if (ec == errc::backend_unavailable)
@@ -114,12 +146,15 @@ class getlock_lease final : public sql::session_lease {
                       last_error_message());
       return;
     }
+    shared_session().answered(start);
     if (ours != 1)
       set_error(ec, errc::not_owner, "lock '" + name() + "': the server no longer names this connection as holder");
   }
 
   std::string key_;
   std::uint64_t token_;
+  sql::key_reservation reserved_;
+  std::optional<std::stop_callback<sql::free_key_when_lost>> free_when_lost_;
 };
 
 class getlock_lock final : public distributed_lock {
@@ -129,28 +164,50 @@ class getlock_lock final : public distributed_lock {
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
-    return attempt(std::chrono::milliseconds::zero(), ec);
+    // Held by another lease of this process: no round trip (and never a second grant through a
+    // connection that already holds the name).
+    if (!shared_->share->reserve(key_, clock::now())) return nullptr;
+    sql::key_reservation reserved(shared_->share.get(), key_);
+    return try_shared(reserved, clock::now() + shared_->connections->options().checkout_timeout, ec);
   }
 
-  // GET_LOCK(name, seconds) waits on the server, which queues the waiters; fractional seconds are
-  // honoured by MariaDB. A wait longer than the socket read timeout is cut into pieces.
+  // Try first: GET_LOCK(name, 0) on a shared connection (one round trip). Only when that fails,
+  // wait on a connection of our own: GET_LOCK(name, seconds) waits on the server, which queues
+  // the waiters, and a connection blocked in it could not run another lease's RELEASE_LOCK. At
+  // most one caller per name and process waits on the server; the others wait for its local
+  // reservation. Fractional seconds are honoured by MariaDB. A wait longer than the socket read
+  // timeout is cut into pieces.
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    if (!shared_->share->reserve(key_, deadline)) return nullptr;
+    sql::key_reservation reserved(shared_->share.get(), key_);
+    if (auto l = try_shared(reserved, deadline, ec); l || ec) return l;
+    if (clock::now() >= deadline) return nullptr;
+    auto h = shared_->connections->checkout_dedicated(deadline, ec);
+    if (!h) return nullptr;
+    auto own = std::make_shared<sql::session>(std::move(h));
     const auto piece = std::max<std::chrono::milliseconds>(std::chrono::milliseconds{500}, shared_->command_timeout / 2);
+    std::unique_lock lk(own->mutex());
     for (;;) {
       const auto now = clock::now();
       const auto left = deadline <= now ? std::chrono::milliseconds::zero()
                                         : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-      auto state = attempt(std::min(left, piece), ec);
+      auto state = attempt(own, std::min(left, piece), reserved, ec);
       if (state || ec || left <= piece) return state;
     }
   }
 
  private:
-  // One statement: GET_LOCK and, only when it granted, the fencing token (0: not granted,
-  // NULL: GET_LOCK failed).
-  std::unique_ptr<spi::lease_state> attempt(std::chrono::milliseconds wait, std::error_code& ec) noexcept {
-    auto h = shared_->connections->checkout_dedicated(ec);
-    if (!h) return nullptr;
+  std::unique_ptr<spi::lease_state> try_shared(sql::key_reservation& reserved, clock::time_point deadline,
+                                               std::error_code& ec) noexcept {
+    auto picked = shared_->share->pick(deadline, ec);
+    if (!picked.s) return nullptr;
+    return attempt(picked.s, std::chrono::milliseconds::zero(), reserved, ec);
+  }
+
+  // Under s->mutex(). One statement: GET_LOCK and, only when it granted, the fencing token (0: not
+  // granted, NULL: GET_LOCK failed).
+  std::unique_ptr<spi::lease_state> attempt(const std::shared_ptr<sql::session>& s, std::chrono::milliseconds wait,
+                                            sql::key_reservation& reserved, std::error_code& ec) noexcept {
     const auto start = clock::now();
     const std::string what = "acquiring lock '" + std::string(name()) + "'";
     std::optional<long long> got;
@@ -158,20 +215,36 @@ class getlock_lock final : public distributed_lock {
       char seconds[32];  // the wait in seconds, as decimal text (the connection binds no doubles)
       std::snprintf(seconds, sizeof seconds, "%.3f", std::chrono::duration<double>(wait).count());
       const sql::param params[] = {key_, std::string(seconds)};
-      if (!query_scalar(*h, shared_->get_lock_sql, params, got, ec, what + " (GET_LOCK)")) {
-        h.discard();  // the lock may be held by it: never back to the pool
+      if (!query_scalar(*s->conn(), shared_->get_lock_sql, params, got, ec, what + " (GET_LOCK)")) {
+        // The lock may be held by the connection (NEXTVAL failed after GET_LOCK granted). This
+        // process reserved the name, so the connection holds it at most once: one RELEASE_LOCK
+        // cleans it; when even that fails the connection ends, with every lease on it.
+        const sql::param key{key_};
+        std::optional<long long> ignored;
+        std::error_code ignored_ec;
+        if (!s->conn()->usable() ||
+            !query_scalar(*s->conn(), release_lock_sql, std::span(&key, 1), ignored, ignored_ec, what))
+          s->end();
         return nullptr;
       }
-      if (got && *got > 0)
-        return std::make_unique<getlock_lease>(shared_->monitor, std::string(name()), key_, options().ttl, start,
-                                               static_cast<std::uint64_t>(*got), std::move(h));
+      s->answered(start);
+      if (got && *got > 0) {
+        ++s->holders;
+        try {
+          return std::make_unique<getlock_lease>(shared_->monitor, std::string(name()), key_, options().ttl, start,
+                                                 static_cast<std::uint64_t>(*got), s, std::move(reserved));
+        } catch (...) {
+          --s->holders;
+          throw;
+        }
+      }
     } catch (...) {
-      h.discard();
+      s->end();  // it may hold the lock: the connection ends (the server frees it)
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
-    if (got == 0) return nullptr;  // held by another connection (timed out waiting); the handle goes back
-    h.discard();
+    if (got == 0) return nullptr;  // held by another connection (timed out waiting)
+    s->end();
     set_error(ec, errc::backend_error, what + ": GET_LOCK returned NULL");
     return nullptr;
   }
@@ -229,6 +302,10 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
   auto st = std::make_shared<shared>();
   st->connections = make_pool(settings, dlock::sql::parse_pool_options(u));
   st->monitor = std::make_shared<dlock::sql::session_monitor>();
+  // Half the connections leases may hold are shared by holders; the other half stay for callers
+  // that wait on a connection of their own.
+  st->share = std::make_shared<dlock::sql::session_share>(
+      st->connections, std::max<std::size_t>(1, st->connections->options().max_dedicated / 2));
   st->command_timeout = settings.command_timeout;
   const std::string name = sequence_of(u);
   // The token is read in the very statement that takes the lock (CASE evaluates GET_LOCK once,

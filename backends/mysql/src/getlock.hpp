@@ -1,7 +1,9 @@
 #pragma once
-// mysql+getlock://: MariaDB/MySQL named locks (GET_LOCK / RELEASE_LOCK), held by a connection
-// dedicated to the lease. The server frees the lock when that connection ends, queues waiters of
-// GET_LOCK(name, timeout) itself, and knows nothing of ttl.
+// mysql+getlock://: MariaDB/MySQL named locks (GET_LOCK / RELEASE_LOCK). Leases share a few
+// pooled connections (a connection holds any number of named locks since MariaDB 10.0.2 / MySQL
+// 5.7; a local guard keeps one process from taking the same name twice through one connection);
+// a caller that must wait does so on a connection of its own. The server frees the locks when
+// their connection ends, queues waiters of GET_LOCK(name, timeout) itself, and knows nothing of ttl.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -13,6 +15,7 @@
 
 namespace dlock::sql {
 class session_monitor;
+class session_share;
 }  // namespace dlock::sql
 
 namespace dlock::mysql {
@@ -23,6 +26,7 @@ class getlock_backend final : public backend {
   struct shared {
     std::shared_ptr<dlock::sql::pool> connections;  // sql_common's pool; a lease holds a dedicated connection
     std::shared_ptr<dlock::sql::session_monitor> monitor;
+    std::shared_ptr<dlock::sql::session_share> share;  // the connections leases share
     std::chrono::milliseconds command_timeout;
     std::string get_lock_sql;  // GET_LOCK and the fencing token, one statement
   };

@@ -1,7 +1,9 @@
 // mysql+getlock:// against a real MariaDB (DLOCK_MYSQL_URI). Fails, never skips, without a server.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <iostream>
 #include <cppconn/connection.h>
 #include <future>
 #include <mutex>
@@ -165,39 +167,169 @@ TEST(GetLock, UnreachableServerIsBackendUnavailable) {
   }
 }
 
-// Every SQL scheme shares sql_common's pool; when it is full a checkout waits up to
-// checkout_timeout for a connection to come back, then fails with backend_unavailable naming the
-// bound it hit. max_connections=2 leaves max_dedicated=1: one lease holds the only connection a
-// lease may hold.
-TEST(SqlPool, AFullPoolWaitsCheckoutTimeoutThenNamesTheBound) {
+// Every SQL scheme shares sql_common's pool. GET_LOCK holders share connections (max_dedicated/2
+// of them): with max_connections=2 (max_dedicated=1) a second holder of another name shares the
+// first one's connection. A caller that must wait on a connection of its own (the name is held
+// by another process) waits for one within its own deadline, then fails with backend_unavailable
+// naming the bound.
+TEST(SqlPool, HoldersShareAndAWaiterBeyondTheBoundWaitsItsDeadlineThenNamesIt) {
   auto b = open_getlock("ttl=5s&max_connections=2&checkout_timeout=600ms");
+  auto other_process = open_getlock("ttl=5s");
   auto held = b->make_lock(test::unique_name("full-a"))->try_acquire();
   ASSERT_TRUE(held);
-  auto other = b->make_lock(test::unique_name("full-b"));
+  auto shared = b->make_lock(test::unique_name("full-b"))->try_acquire();
+  EXPECT_TRUE(shared) << "a second holder did not share the only connection";
+  const auto contended = test::unique_name("full-c");
+  auto elsewhere = other_process->make_lock(contended)->try_acquire();
+  ASSERT_TRUE(elsewhere);
   const auto start = std::chrono::steady_clock::now();
   try {
-    auto none = other->try_acquire();
-    FAIL() << "acquired a second lease beyond max_dedicated=1";
+    auto none = b->make_lock(contended)->try_acquire_for(800ms);
+    FAIL() << "a waiter got a connection of its own beyond max_dedicated=1";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
     EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
   }
   const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, 550ms) << "gave up before checkout_timeout";
-  EXPECT_LT(waited, 5s) << "waited far past checkout_timeout";
+  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
+  EXPECT_LT(waited, 5s) << "waited far past the caller's deadline";
   EXPECT_TRUE(held.held());
 }
 
-TEST(SqlPool, AWaitingCheckoutGetsTheConnectionALeaseGivesBack) {
+TEST(SqlPool, AWaitingCallerGetsTheConnectionTheLeasesGiveBack) {
   auto b = open_getlock("ttl=5s&max_connections=2&checkout_timeout=20s");
+  auto other_process = open_getlock("ttl=5s");
   auto held = b->make_lock(test::unique_name("back-a"))->try_acquire();
   ASSERT_TRUE(held);
-  auto other = b->make_lock(test::unique_name("back-b"));
-  auto waiter = std::async(std::launch::async, [&] { return other->try_acquire(); });
-  EXPECT_EQ(waiter.wait_for(500ms), std::future_status::timeout) << "did not wait for the full pool";
-  held.release();
+  const auto contended = test::unique_name("back-b");
+  auto elsewhere = other_process->make_lock(contended)->try_acquire();
+  ASSERT_TRUE(elsewhere);
+  auto waiter = std::async(std::launch::async, [&] { return b->make_lock(contended)->try_acquire_for(20s); });
+  EXPECT_EQ(waiter.wait_for(500ms), std::future_status::timeout) << "did not wait";
+  held.release();  // the shared connection goes back: the waiter gets a connection of its own
+  elsewhere.release();
   ASSERT_EQ(waiter.wait_for(10s), std::future_status::ready) << "the released lease's connection never came back";
   EXPECT_TRUE(waiter.get());
+}
+
+// Issue 12: 128 concurrent GET_LOCK holders on few connections. The connections the server names
+// as holders (IS_USED_LOCK) stay within the shared bound (default max_dedicated=32: 16).
+TEST(GetLock, ManyConcurrentHoldersShareAtMost16Connections) {
+  auto b = open_getlock("ttl=30s");
+  constexpr int holders = 128;
+  std::vector<std::string> names;
+  for (int i = 0; i < holders; ++i) names.push_back(test::unique_name("many-" + std::to_string(i)));
+  std::mutex m;
+  std::condition_variable cv;
+  int granted = 0, failed = 0;
+  bool done = false;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < holders; ++i) {
+    threads.emplace_back([&, i] {
+      dlock::lease held;
+      try {
+        held = b->make_lock(names[i])->try_acquire_for(30s);
+      } catch (const std::exception&) {
+      }
+      std::unique_lock lk(m);
+      (held ? granted : failed)++;
+      cv.notify_all();
+      cv.wait(lk, [&] { return done; });
+      lk.unlock();
+      if (held) held.release();
+    });
+  }
+  {
+    std::unique_lock lk(m);
+    cv.wait_for(lk, 60s, [&] { return granted + failed == holders; });
+  }
+  auto raw = test::raw_connect(test::server_uri());
+  std::set<std::int64_t> connections;
+  int unheld = 0;
+  for (const auto& n : names) {
+    const auto id = test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n));
+    if (id)
+      connections.insert(*id);
+    else
+      ++unheld;
+  }
+  {
+    std::lock_guard lk(m);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(granted, holders) << failed << " holders failed";
+  EXPECT_EQ(unheld, 0);
+  EXPECT_LE(connections.size(), 16u) << "the holders did not share connections";
+  std::cout << "[ figures ] " << holders << " concurrent GET_LOCK holders on " << connections.size() << " connections\n";
+}
+
+// Sharing a connection must never let two leases of one process both hold one name (GET_LOCK on
+// a name the connection holds succeeds again). Many threads on one name with a single shared
+// connection: a read-modify-write counter and an overlap detector.
+TEST(GetLock, OneNameStaysMutuallyExclusiveOnASharedConnection) {
+  auto b = open_getlock("ttl=10s&max_connections=3");  // max_dedicated 2: 1 shared
+  const auto name = test::unique_name("mutex");
+  constexpr int threads_n = 16, rounds = 60;
+  std::atomic<int> inside{0}, overlaps{0}, errors{0};
+  long counter = 0;  // plain: only the lock protects it
+  std::vector<std::thread> threads;
+  for (int t = 0; t < threads_n; ++t) {
+    threads.emplace_back([&, t] {
+      auto lock = b->make_lock(name);
+      auto side = b->make_lock(name + "-side-" + std::to_string(t))->try_acquire();
+      for (int r = 0; r < rounds;) {
+        try {
+          auto held = (t % 2) ? lock->try_acquire() : lock->try_acquire_for(30s);
+          if (!held) {
+            std::this_thread::sleep_for(1ms);
+            continue;
+          }
+          if (inside.fetch_add(1) != 0) overlaps++;
+          const long seen = counter;
+          std::this_thread::yield();
+          counter = seen + 1;
+          inside.fetch_sub(1);
+          held.release();
+          ++r;
+        } catch (const std::exception&) {
+          errors++;
+          ++r;
+        }
+      }
+      if (side) side.release();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "two leases held one name at once";
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(counter, long{threads_n} * rounds - errors.load());
+}
+
+// A shared connection KILLed on the server frees every lock on it: every lease on it is told.
+TEST(GetLock, AKilledSharedConnectionReportsEveryLeaseOnItLost) {
+  auto b = open_getlock("ttl=1s&max_connections=3");
+  std::vector<std::string> names;
+  std::vector<dlock::lease> leases;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back(test::unique_name("shared-kill-" + std::to_string(i)));
+    leases.push_back(b->make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(leases.back());
+  }
+  auto raw = test::raw_connect(test::server_uri());
+  std::set<std::int64_t> holders;
+  for (const auto& n : names) holders.insert(test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n)).value_or(-1));
+  ASSERT_EQ(holders.size(), 1u) << "the four leases were expected on one shared connection";
+  test::kill_connection(*raw, *holders.begin());
+  for (std::size_t i = 0; i < leases.size(); ++i)
+    EXPECT_TRUE(fires_within(leases[i].lost_token(), 30s)) << "lease " << i << " on the killed connection was not told";
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    std::error_code ec;
+    leases[i].release(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
+    EXPECT_TRUE(b->make_lock(names[i])->try_acquire()) << "the killed connection's lock " << i << " was not free";
+  }
 }
 
 // The other bound, on a table scheme: with max_connections=1 the lease holds the only connection,

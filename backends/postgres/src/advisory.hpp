@@ -1,8 +1,9 @@
 #pragma once
 // postgres+advisory: session-level advisory locks, key = dlock::spi::sha256_int64(name) (the
 // first 8 bytes of SHA-256 of the name, big-endian, signed): 2^64 keys, any bytes in a name.
-// A lease holds its own pooled connection (advisory locks stack per session, so two leases never
-// share one), and a dead session is a lost lock. Fencing tokens come from a sequence, read in
+// Leases share a few pooled sessions (a session holds any number of advisory locks; a local
+// guard keeps one process from stacking the same key twice), and a dead session is a lost lock
+// for every lease on it. Fencing tokens come from a sequence, read in
 // the statement that takes the lock.
 #include <memory>
 #include <string>

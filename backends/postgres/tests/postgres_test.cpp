@@ -411,29 +411,162 @@ TEST(advisory, not_reentrant_on_one_backend) {
   EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
 }
 
-// The pool is sql_common's, the same for every SQL scheme: full, a checkout waits up to
-// checkout_timeout, then fails with backend_unavailable naming the bound (max_connections=2
-// leaves max_dedicated=1); a lease released meanwhile lets the waiting one through.
-TEST(pool, a_full_pool_waits_checkout_timeout_then_names_the_bound) {
+// The pool is sql_common's, the same for every SQL scheme. Holders share sessions (max_dedicated/2
+// of them): with max_connections=2 (max_dedicated=1) a second holder of another name shares the
+// first one's session. A caller that must wait on a session of its own (the name is held by
+// another process) waits for one within its own deadline, then fails with backend_unavailable
+// naming the bound; a session given back meanwhile lets a waiting caller through.
+TEST(pool, holders_share_and_a_waiter_beyond_the_bound_waits_its_deadline_then_names_it) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=2&checkout_timeout=600ms"));
+  auto other_process = dlock::open(uri_for("postgres+advisory"));
   auto held = be->make_lock(unique_name("full-a"))->try_acquire();
   ASSERT_TRUE(held);
+  auto shared = be->make_lock(unique_name("full-b"))->try_acquire();
+  EXPECT_TRUE(shared) << "a second holder did not share the only session";
+  const auto contended = unique_name("full-c");
+  auto elsewhere = other_process->make_lock(contended)->try_acquire();
+  ASSERT_TRUE(elsewhere);
   const auto start = std::chrono::steady_clock::now();
   try {
-    auto none = be->make_lock(unique_name("full-b"))->try_acquire();
-    FAIL() << "acquired a second lease beyond max_dedicated=1";
+    auto none = be->make_lock(contended)->try_acquire_for(800ms);
+    FAIL() << "a waiter got a session of its own beyond max_dedicated=1";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
     EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
   }
   const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, 550ms);
+  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
   EXPECT_LT(waited, 5s);
 
-  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(unique_name("full-c"))->try_acquire(); });
-  std::this_thread::sleep_for(200ms);
+  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(contended)->try_acquire_for(20s); });
+  std::this_thread::sleep_for(300ms);
   held.release();
-  EXPECT_TRUE(waiter.get()) << "the released lease's connection did not reach the waiting checkout";
+  shared.release();  // the shared session goes back: the waiter gets a session of its own
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "granted while another process held the lock";
+  elsewhere.release();
+  EXPECT_TRUE(waiter.get()) << "the waiter never got the lock once its session came and the holder left";
+}
+
+// Issue 12: 128 concurrent holders on few server sessions. Each thread holds a distinct name at
+// the same time as all the others; the sessions of this backend (by its application_name) stay
+// within the shared bound (the default max_dedicated=32: 16 shared sessions).
+TEST(advisory, many_concurrent_holders_share_at_most_16_server_sessions) {
+  const auto app = unique_name("dlock-share");
+  auto be = dlock::open(uri_for("postgres+advisory", "ttl=30s&application_name=" + app));
+  constexpr int holders = 128;
+  std::vector<std::string> names;
+  for (int i = 0; i < holders; ++i) names.push_back(unique_name("many-" + std::to_string(i)));
+  std::mutex m;
+  std::condition_variable cv;
+  int granted = 0, failed = 0;
+  bool done = false;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < holders; ++i) {
+    threads.emplace_back([&, i] {
+      dlock::lease held;
+      try {
+        held = be->make_lock(names[i])->try_acquire_for(30s);
+      } catch (const std::exception&) {
+      }
+      std::unique_lock lk(m);
+      (held ? granted : failed)++;
+      cv.notify_all();
+      cv.wait(lk, [&] { return done; });
+      lk.unlock();
+      if (held) held.release();
+    });
+  }
+  {
+    std::unique_lock lk(m);
+    cv.wait_for(lk, 60s, [&] { return granted + failed == holders; });
+  }
+  auto admin = probe::connect(uri_for("postgres+advisory"));
+  const auto sessions = std::stoi(*probe::exec(admin.get(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
+                                                                app + "'").rows.at(0).at(0));
+  int held_on_server = 0;
+  for (const auto& n : names) held_on_server += probe::held_on_server(uri_for("postgres+advisory"), n) ? 1 : 0;
+  {
+    std::lock_guard lk(m);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(granted, holders) << failed << " holders failed";
+  EXPECT_EQ(held_on_server, holders);
+  EXPECT_LE(sessions, 16) << "the holders did not share sessions";
+  EXPECT_GE(sessions, 1);
+  std::cout << "[ figures ] " << holders << " concurrent advisory holders on " << sessions << " server sessions\n";
+}
+
+// Sharing a session must never let two leases of one process both hold one name (a session
+// that holds an advisory key is granted it again: the keys stack). Many threads on one name with
+// a single shared session: a read-modify-write counter and an overlap detector.
+TEST(advisory, one_name_stays_mutually_exclusive_on_a_shared_session) {
+  auto be = dlock::open(uri_for("postgres+advisory", "max_connections=3"));  // max_dedicated 2: 1 shared
+  const auto name = unique_name("mutex");
+  constexpr int threads_n = 16, rounds = 60;
+  std::atomic<int> inside{0}, overlaps{0}, errors{0};
+  long counter = 0;  // plain: only the lock protects it
+  std::vector<std::thread> threads;
+  for (int t = 0; t < threads_n; ++t) {
+    threads.emplace_back([&, t] {
+      auto lock = be->make_lock(name);
+      // Another name held the whole time by the same thread keeps the shared session busy.
+      auto side = be->make_lock(name + "-side-" + std::to_string(t))->try_acquire();
+      for (int r = 0; r < rounds;) {
+        try {
+          auto held = (t % 2) ? lock->try_acquire() : lock->try_acquire_for(30s);
+          if (!held) {
+            std::this_thread::sleep_for(1ms);
+            continue;
+          }
+          if (inside.fetch_add(1) != 0) overlaps++;
+          const long seen = counter;
+          std::this_thread::yield();
+          counter = seen + 1;
+          inside.fetch_sub(1);
+          held.release();
+          ++r;
+        } catch (const std::exception&) {
+          errors++;
+          ++r;
+        }
+      }
+      if (side) side.release();
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "two leases held one name at once";
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(counter, long{threads_n} * rounds - errors.load());
+  EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
+}
+
+// A shared session killed on the server frees every lock on it: every lease on it is told.
+TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
+  const auto app = unique_name("dlock-kill-shared");
+  auto be = dlock::open(uri_for("postgres+advisory", "max_connections=3&ttl=30s&application_name=" + app));
+  std::vector<std::string> names;
+  std::vector<dlock::lease> leases;
+  for (int i = 0; i < 4; ++i) {
+    names.push_back(unique_name("shared-kill-" + std::to_string(i)));
+    leases.push_back(be->make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(leases.back());
+  }
+  auto admin = probe::connect(uri_for("postgres+advisory"));
+  const auto sessions = probe::exec(admin.get(), "SELECT count(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND pid IN"
+                                                 " (SELECT pid FROM pg_stat_activity WHERE application_name = '" + app + "')");
+  ASSERT_EQ(sessions.rows.at(0).at(0), "1") << "the four leases were expected on one shared session";
+  ASSERT_TRUE(terminate_sessions_of(uri_for("postgres+advisory"), app));
+  for (std::size_t i = 0; i < leases.size(); ++i)
+    EXPECT_TRUE(fires_within(leases[i].lost_token(), 10s)) << "lease " << i << " on the killed session was not told";
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    std::error_code ec;
+    leases[i].release(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
+    EXPECT_TRUE(be->make_lock(names[i])->try_acquire()) << "the killed session's lock " << i << " was not free";
+  }
 }
 
 TEST(open, wrong_password_is_authentication_failed_and_never_shown) {

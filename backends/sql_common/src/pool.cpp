@@ -16,8 +16,19 @@ std::shared_ptr<pool> pool::make(connector connect, pool_options options) {
 pool::pool(connector connect, pool_options options) : connect_(std::move(connect)), options_(options) {}
 pool::~pool() = default;
 
-pool::handle pool::checkout(std::error_code& ec) noexcept { return checkout_impl(false, ec); }
-pool::handle pool::checkout_dedicated(std::error_code& ec) noexcept { return checkout_impl(true, ec); }
+namespace {
+std::chrono::steady_clock::time_point after(std::chrono::milliseconds wait) {
+  return std::chrono::steady_clock::now() + wait;
+}
+}  // namespace
+
+pool::handle pool::checkout(std::error_code& ec) noexcept { return checkout_impl(false, after(options_.checkout_timeout), ec); }
+pool::handle pool::checkout_dedicated(std::error_code& ec) noexcept {
+  return checkout_impl(true, after(options_.checkout_timeout), ec);
+}
+pool::handle pool::checkout_dedicated(std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept {
+  return checkout_impl(true, deadline, ec);
+}
 
 std::size_t pool::dedicated_in_use() const noexcept {
   std::lock_guard lk(mutex_);
@@ -28,8 +39,9 @@ std::size_t pool::open_connections() const noexcept {
   return open_;
 }
 
-pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + options_.checkout_timeout;
+pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time_point deadline,
+                                 std::error_code& ec) noexcept {
+  const bool waits_forever = deadline == std::chrono::steady_clock::time_point::max();
   std::unique_lock lk(mutex_);
   for (;;) {
     const bool dedicated_full = dedicated && dedicated_ >= options_.max_dedicated;
@@ -67,7 +79,8 @@ pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
     }
     // Full: wait for a connection (or, for a lease, a lease's connection) to come back.
     if (std::chrono::steady_clock::now() >= deadline) {
-      const std::string waited = " within checkout_timeout=" + std::to_string(options_.checkout_timeout.count()) + "ms";
+      const std::string waited = " within the caller's deadline (checkout_timeout=" +
+                                 std::to_string(options_.checkout_timeout.count()) + "ms for calls without one)";
       if (dedicated_full)
         set_error(ec, errc::backend_unavailable,
                   "every connection a lease may hold stayed in use" + waited + " (max_dedicated=" +
@@ -78,7 +91,10 @@ pool::handle pool::checkout_impl(bool dedicated, std::error_code& ec) noexcept {
                       std::to_string(options_.max_connections) + " are in use)");
       return {};
     }
-    returned_.wait_until(lk, deadline);
+    if (waits_forever)
+      returned_.wait(lk);
+    else
+      returned_.wait_until(lk, deadline);
   }
 }
 

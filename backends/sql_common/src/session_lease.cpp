@@ -69,6 +69,25 @@ void session_monitor::check_each(std::unique_lock<std::mutex>& lk) noexcept {
   }
 }
 
+// ---------------------------------------------------------------- session
+
+session::~session() {
+  if (ended_) conn_.discard();  // it may still hold locks: closed, never back to the pool
+}
+
+void session::end() noexcept {
+  if (ended_) return;
+  ended_ = true;
+  // Shut down, not closed: other leases' stop callbacks may still name this socket.
+  if (conn_ && conn_->native_socket() >= 0) ::shutdown(conn_->native_socket(), SHUT_RDWR);
+}
+
+void session::give_back() noexcept {
+  if (ended_) conn_.discard();
+  conn_ = {};
+  ended_ = true;
+}
+
 // ---------------------------------------------------------------- lease
 
 namespace {
@@ -81,22 +100,33 @@ std::chrono::milliseconds confirm_period(std::chrono::milliseconds ttl) {
 
 session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name,
                              std::chrono::milliseconds ttl, clock::time_point start, bool confirm, pool::handle h)
+    : session_lease(std::move(monitor), std::move(name), ttl, start, confirm,
+                    std::make_shared<session>(std::move(h))) {
+  session_->holders = 1;  // nobody else can see this session yet
+}
+
+session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name,
+                             std::chrono::milliseconds ttl, clock::time_point start, bool confirm,
+                             std::shared_ptr<session> s)
     : lease_state(std::move(name), ttl, validity_after(start, ttl)),
       monitor_(std::move(monitor)),
-      conn_(std::move(h)),
+      session_(std::move(s)),
+      confirmed_basis_(start),
       next_confirm_(confirm ? start + confirm_period(ttl) : clock::time_point::max()) {
-  if (conn_ && conn_->native_socket() >= 0)
-    cut_when_lost_.emplace(lost_token(), shut_down_socket{conn_->native_socket()});
+  // The socket number stays valid while this lease holds the session (closed only when its last
+  // user drops it), so the callback can never shut down a reused number.
+  if (auto* c = session_->conn(); c && c->native_socket() >= 0)
+    cut_when_lost_.emplace(lost_token(), shut_down_socket{c->native_socket()});
   monitor_->add(this);
   watched_ = true;
 }
 
 session_lease::~session_lease() {
   stop_watching();
-  std::lock_guard lk(m_);
+  std::lock_guard lk(connection_mutex());
   // A derived class that did not end the session leaves a connection in an unknown state
-  // (still holding its lock): close it rather than return it to the pool.
-  if (conn_) end_session(false);
+  // (still holding its lock): end it rather than return it to the pool.
+  if (attached_) end_session(false);
 }
 
 void session_lease::stop_watching() noexcept {
@@ -106,15 +136,20 @@ void session_lease::stop_watching() noexcept {
 }
 
 void session_lease::end_session(bool keep) noexcept {
-  cut_when_lost_.reset();  // before the socket can be closed and its number reused
-  if (!keep) conn_.discard();
-  conn_ = {};
+  if (!attached_) return;
+  cut_when_lost_.reset();
+  attached_ = false;
+  if (session_->holders > 0) --session_->holders;
+  if (!keep) session_->end();
+  left_session();
+  if (session_->holders == 0) session_->give_back();
 }
 
 void session_lease::do_release(std::error_code& ec) noexcept {
-  std::lock_guard lk(m_);
+  std::lock_guard lk(connection_mutex());
   try {
-    if (!conn_) {
+    if (!connection()) {
+      end_session(false);  // no-op unless the session ended under us
       set_error(ec, errc::not_owner, release_label() + ": " + std::string(freed_with_session()));
       return;
     }
@@ -125,7 +160,7 @@ void session_lease::do_release(std::error_code& ec) noexcept {
       return;
     }
   } catch (...) {  // out of memory formatting the message
-    if (conn_) end_session(false);
+    end_session(false);
     ec = make_error_code(errc::not_owner);
     return;
   }
@@ -135,10 +170,18 @@ void session_lease::do_release(std::error_code& ec) noexcept {
 void session_lease::shut_down_socket::operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
 
 bool session_lease::confirm_session() noexcept {
-  const auto start = clock::now();
-  result out;
-  sql_error err;
-  if (!conn_->execute("SELECT 1", {}, out, err)) return false;
+  auto& s = *session_;
+  // Another lease of this session confirmed it (or a statement of theirs proved it alive) after
+  // this lease's last confirmation and recently enough: one SELECT 1 per session, not per lease.
+  auto start = s.answered_at();
+  if (!(start > confirmed_basis_ && clock::now() < start + confirm_period(ttl()))) {
+    start = clock::now();
+    result out;
+    sql_error err;
+    if (!s.conn()->execute("SELECT 1", {}, out, err)) return false;
+    s.answered(start);
+  }
+  confirmed_basis_ = start;
   set_valid_until(validity_after(start, ttl()));
   next_confirm_ = start + confirm_period(ttl());
   return true;
@@ -147,10 +190,16 @@ bool session_lease::confirm_session() noexcept {
 void session_lease::check() noexcept {
   if (lost() || released()) return;
   {
-    // try_lock: a release in progress owns the connection; it will tell the holder itself.
-    std::unique_lock lk(m_, std::try_to_lock);
-    if (!lk.owns_lock() || !conn_) return;
-    const bool closed = !conn_->poll_alive();
+    // try_lock: a release in progress owns the connection; it will tell the holder itself. On a
+    // shared session the mutex is busy with other leases' short statements: when a confirmation
+    // is due, wait for them (they never wait on the server: waiters use sessions of their own).
+    std::unique_lock lk(connection_mutex(), std::try_to_lock);
+    if (!lk.owns_lock()) {
+      if (clock::now() < next_confirm_) return;
+      lk.lock();
+    }
+    if (!attached_) return;
+    const bool closed = !connection() || !connection()->poll_alive();
     if (!closed && (clock::now() < next_confirm_ || confirm_session())) return;
     end_session(false);
   }

@@ -46,6 +46,9 @@ class pool : public std::enable_shared_from_this<pool> {
   [[nodiscard]] handle checkout(std::error_code& ec) noexcept;
   // A connection held for a lease (FOR UPDATE transaction, advisory lock session).
   [[nodiscard]] handle checkout_dedicated(std::error_code& ec) noexcept;
+  // The same, waiting for a full pool until `deadline` (the caller's acquire deadline;
+  // time_point::max(): as long as it takes) instead of checkout_timeout.
+  [[nodiscard]] handle checkout_dedicated(std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept;
 
   const pool_options& options() const noexcept { return options_; }
   std::size_t dedicated_in_use() const noexcept;
@@ -53,7 +56,7 @@ class pool : public std::enable_shared_from_this<pool> {
 
  private:
   pool(connector connect, pool_options options);
-  handle checkout_impl(bool dedicated, std::error_code& ec) noexcept;
+  handle checkout_impl(bool dedicated, std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept;
   void give_back(std::unique_ptr<connection> c, bool dedicated) noexcept;
 
   connector connect_;

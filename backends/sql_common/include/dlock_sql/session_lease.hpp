@@ -14,9 +14,18 @@
 // no call that decides whether the lease is held can block longer than the validity it protects.
 // Shutting the socket down also sends the server our FIN when the link works: a lease lost
 // because its validity ran out ends its session, and the server frees the lock.
+//
+// Several leases may share one server session (advisory locks, GET_LOCK: session_share.hpp).
+// They share its mutex (one statement at a time on a connection), its liveness (a session found
+// closed, or ended by one lease that could not leave it clean, is lost for every lease on it,
+// each reported by its own check within one tick) and its confirmation (one SELECT 1 per
+// session per period: a lease whose check falls due reuses a confirmation another lease of the
+// same session made after this lease's last one).
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <algorithm>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -33,6 +42,41 @@
 namespace dlock::sql {
 
 class session_lease;
+
+// One server session that one lease (FOR UPDATE) or several (advisory locks, GET_LOCK) hold
+// locks on. The connection goes back to the pool when the last user drops the session, unless
+// the session ended (closed instead: it may still hold locks nobody releases).
+class session {
+ public:
+  explicit session(pool::handle h) noexcept : conn_(std::move(h)) {}
+  ~session();
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+
+  // Every statement on the session runs under this mutex.
+  std::mutex& mutex() noexcept { return m_; }
+  // Under mutex(): the connection, or nullptr once the session ended.
+  sql::connection* conn() noexcept { return ended_ || !conn_ ? nullptr : conn_.operator->(); }
+  // Under mutex(): the session is dead for every lease on it: the socket is shut down now (the
+  // server frees every lock on it), the connection closed when the last user lets go.
+  void end() noexcept;
+  // Under mutex(), once nobody holds a lock on it: the connection goes back to the pool now
+  // (closed if the session ended), not when the last reference goes; unusable after this.
+  void give_back() noexcept;
+  bool ended() const noexcept { return ended_.load(); }
+  // Under mutex(): the start of the last statement that proved the session alive.
+  std::chrono::steady_clock::time_point answered_at() const noexcept { return answered_at_; }
+  void answered(std::chrono::steady_clock::time_point start) noexcept { answered_at_ = std::max(answered_at_, start); }
+  // Leases holding a lock on this session (changed under mutex(); session_share reads it
+  // without, to pick the least used).
+  std::atomic<std::size_t> holders{0};
+
+ private:
+  std::mutex m_;
+  pool::handle conn_;
+  std::atomic<bool> ended_{false};
+  std::chrono::steady_clock::time_point answered_at_{};
+};
 
 // One thread per backend (started with its first lease) that checks the backend's session leases.
 class session_monitor {
@@ -73,18 +117,28 @@ class session_lease : public spi::lease_state {
   // the lock on the server).
   session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
                 clock::time_point start, bool confirm, pool::handle h);
+  // A lease on a session others may share; the caller counted it in s->holders, under its mutex.
+  session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
+                clock::time_point start, bool confirm, std::shared_ptr<session> s);
 
   // Derived destructors call this first: no check runs on a half-destroyed lease after it.
   void stop_watching() noexcept;
-  // Everything below is under connection_mutex().
-  std::mutex& connection_mutex() noexcept { return m_; }
-  pool::handle& connection() noexcept { return conn_; }
-  // The connection goes back to the pool (keep) or is closed; the lease has none after this.
+  // Everything below is under connection_mutex() (the session's, shared with its other leases).
+  std::mutex& connection_mutex() noexcept { return session_->mutex(); }
+  // The session's connection while this lease is on it and the session lives, else nullptr.
+  sql::connection* connection() noexcept { return attached_ ? session_->conn() : nullptr; }
+  // The lease leaves its session: clean (keep: the lock released, the session usable by others
+  // and the pool) or not (the session ends, for every lease on it). No connection after this.
   void end_session(bool keep) noexcept;
+  // The session this lease is on (for statements that prove it alive: session::answered).
+  session& shared_session() noexcept { return *session_; }
 
   // Release, for a lease whose session still holds the lock: under connection_mutex(), with a
   // connection, not lost. It ends the session (end_session) whatever happens.
   virtual void release_session(std::error_code& ec) noexcept = 0;
+  // Called by end_session, after the lease left its session (and the session, unless kept, was
+  // shut down): what the lease holds because of the session (a local key reservation) goes.
+  virtual void left_session() noexcept {}
   // "releasing lock 'name'": the start of every release message.
   virtual std::string release_label() const = 0;
   // Why a release without a session is not_owner: "its session ended, and ... released the lock then".
@@ -99,11 +153,12 @@ class session_lease : public spi::lease_state {
     int fd;
     void operator()() const noexcept;
   };
-  bool confirm_session() noexcept;  // under m_: one round trip; true when the session answered
+  bool confirm_session() noexcept;  // under the session's mutex: true when the session answered
 
   std::shared_ptr<session_monitor> monitor_;
-  std::mutex m_;
-  pool::handle conn_;
+  std::shared_ptr<session> session_;
+  bool attached_ = true;               // under the session's mutex
+  clock::time_point confirmed_basis_;  // the start of the check this lease's validity counts from
   clock::time_point next_confirm_;
   std::optional<std::stop_callback<shut_down_socket>> cut_when_lost_;
   bool watched_ = false;
