@@ -182,6 +182,7 @@ class getlock_lock final : public distributed_lock {
     sql::key_reservation reserved(shared_->share.get(), key_);
     if (auto l = try_shared(reserved, deadline, ec); l || ec) return l;
     if (clock::now() >= deadline) return nullptr;
+    shared_->share->give_back_idle();  // a pool full of idle shared sessions has room for us
     auto h = shared_->connections->checkout_dedicated(deadline, ec);
     if (!h) return nullptr;
     auto own = std::make_shared<sql::session>(std::move(h));

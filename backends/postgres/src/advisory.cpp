@@ -183,6 +183,7 @@ class advisory_lock final : public distributed_lock {
     sql::key_reservation reserved(st_->share.get(), key_text_);
     if (auto l = try_shared(reserved, deadline, ec); l || ec) return l;
     if (clock::now() >= deadline) return nullptr;
+    st_->share->give_back_idle();  // a pool full of idle shared sessions has room for us
     auto h = st_->connections->checkout_dedicated(deadline, ec);
     if (!h) return nullptr;
     const std::string what = "acquiring advisory lock " + describe(name());

@@ -91,10 +91,12 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
                       std::to_string(options_.max_connections) + " are in use)");
       return {};
     }
+    ++waiting_;
     if (waits_forever)
       returned_.wait(lk);
     else
       returned_.wait_until(lk, deadline);
+    --waiting_;
   }
 }
 
@@ -136,6 +138,8 @@ void pool::handle::give_back() noexcept {
   owner_.reset();
   conn_.reset();
 }
+
+bool pool::handle::pool_has_waiters() const noexcept { return owner_ && owner_->waiting_.load() > 0; }
 
 void pool::handle::discard() noexcept {
   conn_.reset();  // closes now; give_back counts it as closed

@@ -142,7 +142,7 @@ void session_lease::end_session(bool keep) noexcept {
   if (session_->holders > 0) --session_->holders;
   if (!keep) session_->end();
   left_session();
-  if (session_->holders == 0) session_->give_back();
+  if (session_->holders == 0) session_->give_back_unless_kept();
 }
 
 void session_lease::do_release(std::error_code& ec) noexcept {

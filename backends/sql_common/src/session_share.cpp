@@ -21,32 +21,50 @@ bool session_share::live(session& s) noexcept {
 
 session_share::picked session_share::pick(time_point deadline, std::error_code& ec) noexcept {
   for (;;) {
-    std::vector<std::shared_ptr<session>> open;
-    bool may_open = false;
-    try {
+    std::shared_ptr<session> chosen;
+    std::unique_lock<std::mutex> chosen_lk;
+    bool open_new = false;
+    std::shared_ptr<session> least;
+    {
       std::lock_guard lk(m_);
-      std::erase_if(sessions_, [](const auto& w) {
-        const auto s = w.lock();
-        return !s || s->ended();
-      });
-      for (auto& w : sessions_)
-        if (auto s = w.lock()) open.push_back(std::move(s));
-      may_open = open.size() + opening_ < max_sessions_;
-      if (may_open) ++opening_;
-      if (!open.empty()) std::rotate(open.begin(), open.begin() + static_cast<std::ptrdiff_t>(next_++ % open.size()), open.end());
-    } catch (...) {
-      set_error(ec, errc::backend_error, "out of memory");
-      return {};
+      std::erase_if(sessions_, [](const auto& s) { return s->ended(); });
+      // A session nobody is using and nobody holds a lock on; else, while there is room, a new
+      // one (no statement waits behind another lease's while there is room); else any session
+      // nobody is using; else the least held one (its statements are short).
+      for (int pass = 0; pass < 2 && !chosen; ++pass) {
+        if (pass == 1 && sessions_.size() + opening_ < max_sessions_) {
+          open_new = true;
+          ++opening_;
+          break;
+        }
+        const std::size_t n = sessions_.size();
+        for (std::size_t i = 0; i < n && !chosen; ++i) {
+          auto& s = sessions_[(next_ + i) % n];
+          if (pass == 0 && s->holders.load() > 0) continue;
+          std::unique_lock slk(s->mutex(), std::try_to_lock);
+          if (slk.owns_lock()) {
+            chosen = s;
+            chosen_lk = std::move(slk);
+          }
+        }
+      }
+      ++next_;
+      if (!chosen && !open_new)
+        for (auto& s : sessions_)
+          if (!least || s->holders.load() < least->holders.load()) least = s;
     }
-    // A session nobody is using right now.
-    for (auto& s : open) {
-      std::unique_lock lk(s->mutex(), std::try_to_lock);
-      if (lk.owns_lock() && live(*s)) return {std::move(s), std::move(lk)};
+    if (chosen) {
+      if (live(*chosen)) return {std::move(chosen), std::move(chosen_lk)};
+      continue;  // ended now: dropped at the next pass
     }
-    // A new one while there is room: without waiting for the pool when others can be shared.
-    if (may_open) {
+    if (open_new) {
       std::error_code pool_ec;
-      auto h = connections_->checkout_dedicated(open.empty() ? deadline : std::chrono::steady_clock::now(), pool_ec);
+      bool others = false;
+      {
+        std::lock_guard lk(m_);
+        others = !sessions_.empty();
+      }
+      auto h = connections_->checkout_dedicated(others ? std::chrono::steady_clock::now() : deadline, pool_ec);
       std::shared_ptr<session> s;
       try {
         if (h) s = std::make_shared<session>(std::move(h));
@@ -56,6 +74,7 @@ session_share::picked session_share::pick(time_point deadline, std::error_code& 
       std::unique_lock share_lk(m_);
       --opening_;
       if (s) {
+        s->keep_for_sharing();
         std::unique_lock lk(s->mutex());
         try {
           sessions_.push_back(s);
@@ -65,18 +84,16 @@ session_share::picked session_share::pick(time_point deadline, std::error_code& 
         return {std::move(s), std::move(lk)};
       }
       if (ec) return {};
-      if (open.empty()) {
+      if (!others) {
         ec = pool_ec;
         return {};
       }
+      continue;
     }
-    // Every session busy and no room: queue on the least held one (its statements are short).
-    std::shared_ptr<session> least;
-    for (auto& s : open)
-      if (!s->ended() && (!least || s->holders.load() < least->holders.load())) least = s;
     if (least) {
       std::unique_lock lk(least->mutex());
       if (live(*least)) return {std::move(least), std::move(lk)};
+      continue;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
       set_error(ec, errc::backend_unavailable, "no live shared session and none could be opened");
@@ -85,6 +102,14 @@ session_share::picked session_share::pick(time_point deadline, std::error_code& 
     // Nothing to share yet (the sessions are still being opened by other callers): wait for one.
     std::unique_lock share_lk(m_);
     opened_.wait_until(share_lk, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds{10}));
+  }
+}
+
+void session_share::give_back_idle() noexcept {
+  std::lock_guard lk(m_);
+  for (auto& s : sessions_) {
+    std::unique_lock slk(s->mutex(), std::try_to_lock);
+    if (slk.owns_lock() && s->holders.load() == 0) s->give_back();
   }
 }
 

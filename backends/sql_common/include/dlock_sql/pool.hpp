@@ -8,6 +8,7 @@
 // When full, a checkout waits: for a connection to come back (max_connections are out) or, for a
 // dedicated one, for a lease to end (max_dedicated are held). It gives up after checkout_timeout
 // with backend_unavailable naming the bound it hit. One behaviour for both bounds and every scheme.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -66,6 +67,7 @@ class pool : public std::enable_shared_from_this<pool> {
   std::vector<std::unique_ptr<connection>> idle_;
   std::size_t open_ = 0;       // connections alive (idle + out)
   std::size_t dedicated_ = 0;  // of which held by leases
+  std::atomic<std::size_t> waiting_{0};  // checkouts waiting for a connection to come back
 
   friend class handle;
 };
@@ -82,6 +84,9 @@ class pool::handle {
   connection& operator*() const noexcept { return *conn_; }
   // Closes the connection instead of returning it (after an error left it in an unknown state).
   void discard() noexcept;
+  // Whether a checkout of its pool is waiting for a connection to come back (a session kept
+  // for sharing gives its connection back then).
+  bool pool_has_waiters() const noexcept;
 
  private:
   friend class pool;

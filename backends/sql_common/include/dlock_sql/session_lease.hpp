@@ -61,8 +61,15 @@ class session {
   // server frees every lock on it), the connection closed when the last user lets go.
   void end() noexcept;
   // Under mutex(), once nobody holds a lock on it: the connection goes back to the pool now
-  // (closed if the session ended), not when the last reference goes; unusable after this.
+  // (closed if the session ended), not when the last reference goes; unusable after this. A
+  // session kept for sharing (session_share) stays open unless a checkout waits for its
+  // connection: give_back_unless_kept.
   void give_back() noexcept;
+  void give_back_unless_kept() noexcept {
+    if (!kept_ || ended_ || conn_.pool_has_waiters()) give_back();
+  }
+  // session_share keeps the session open between leases.
+  void keep_for_sharing() noexcept { kept_ = true; }
   bool ended() const noexcept { return ended_.load(); }
   // Under mutex(): the start of the last statement that proved the session alive.
   std::chrono::steady_clock::time_point answered_at() const noexcept { return answered_at_; }
@@ -75,6 +82,7 @@ class session {
   std::mutex m_;
   pool::handle conn_;
   std::atomic<bool> ended_{false};
+  bool kept_ = false;
   std::chrono::steady_clock::time_point answered_at_{};
 };
 

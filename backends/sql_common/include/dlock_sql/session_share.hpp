@@ -46,6 +46,10 @@ class session_share {
   };
   picked pick(time_point deadline, std::error_code& ec) noexcept;
 
+  // Gives the connections of the shared sessions nobody holds a lock on back to the pool, for a
+  // caller about to check out a session of its own (the pool may be full of idle shared ones).
+  void give_back_idle() noexcept;
+
   // The local key guard. reserve waits until no lease of this process holds or is acquiring
   // `key`, up to `deadline` (false: still reserved then; time_point::max(): no limit).
   bool reserve(const std::string& key, time_point deadline) noexcept;
@@ -60,7 +64,7 @@ class session_share {
   std::shared_ptr<pool> connections_;
   std::size_t max_sessions_;
   std::mutex m_;
-  std::vector<std::weak_ptr<session>> sessions_;  // under m_; a session dies with its last user
+  std::vector<std::shared_ptr<session>> sessions_;  // under m_; kept open between leases
   std::size_t next_ = 0;                          // under m_: round robin when every one is busy
   std::size_t opening_ = 0;                       // under m_: sessions being checked out now
   std::condition_variable opened_;                // a session was opened
