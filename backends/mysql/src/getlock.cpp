@@ -61,8 +61,9 @@ class getlock_lease final : public sql::session_lease {
   // `start`: taken before GET_LOCK was sent. Under s->mutex(), s->holders counting this lease.
   getlock_lease(std::shared_ptr<sql::session_monitor> monitor, std::string name, std::string key,
                 std::chrono::milliseconds ttl, clock::time_point start, std::uint64_t token,
-                std::shared_ptr<sql::session> s, sql::key_reservation reserved)
+                std::shared_ptr<sql::session> s, sql::key_reservation reserved, std::shared_ptr<sql::session_share> share)
       : session_lease(std::move(monitor), std::move(name), ttl, start, false, s),
+        share_(std::move(share)),
         key_(std::move(key)),
         token_(token),
         reserved_(std::move(reserved)),
@@ -151,6 +152,7 @@ class getlock_lease final : public sql::session_lease {
       set_error(ec, errc::not_owner, "lock '" + name() + "': the server no longer names this connection as holder");
   }
 
+  std::shared_ptr<sql::session_share> share_;  // the key guard reserved_ points into outlives the lease
   std::string key_;
   std::uint64_t token_;
   sql::key_reservation reserved_;
@@ -233,7 +235,7 @@ class getlock_lock final : public distributed_lock {
         ++s->holders;
         try {
           return std::make_unique<getlock_lease>(shared_->monitor, std::string(name()), key_, options().ttl, start,
-                                                 static_cast<std::uint64_t>(*got), s, std::move(reserved));
+                                                 static_cast<std::uint64_t>(*got), s, std::move(reserved), shared_->share);
         } catch (...) {
           --s->holders;
           throw;

@@ -307,6 +307,20 @@ TEST(GetLock, OneNameStaysMutuallyExclusiveOnASharedConnection) {
   EXPECT_EQ(counter, long{threads_n} * rounds - errors.load());
 }
 
+// A lease outlives its lock and backend: its release still runs on its connection and frees the
+// name in the key guard (which the lease keeps alive).
+TEST(GetLock, ALeaseOutlivesItsLockAndBackend) {
+  const auto name = test::unique_name("outlive");
+  dlock::lease held;
+  {
+    auto b = open_getlock("ttl=10s");
+    held = b->make_lock(name)->try_acquire();
+  }
+  ASSERT_TRUE(held);
+  held.release();
+  EXPECT_TRUE(open_getlock()->make_lock(name)->try_acquire());
+}
+
 // A shared connection KILLed on the server frees every lock on it: every lease on it is told.
 TEST(GetLock, AKilledSharedConnectionReportsEveryLeaseOnItLost) {
   auto b = open_getlock("ttl=1s&max_connections=3");

@@ -50,6 +50,7 @@ class advisory_lease final : public sql::session_lease {
                  bool confirm, std::int64_t key, std::uint64_t token, std::shared_ptr<sql::session> s,
                  sql::key_reservation reserved)
       : session_lease(st->monitor, std::move(name), ttl, start, confirm, s),
+        st_(std::move(st)),
         key_(key),
         token_(token),
         reserved_(std::move(reserved)),
@@ -98,6 +99,7 @@ class advisory_lease final : public sql::session_lease {
     return "its session ended, and PostgreSQL released the lock then";
   }
 
+  std::shared_ptr<state> st_;  // the key guard reserved_ points into outlives the lease
   std::int64_t key_;
   std::uint64_t token_;
   sql::key_reservation reserved_;

@@ -543,6 +543,21 @@ TEST(advisory, one_name_stays_mutually_exclusive_on_a_shared_session) {
   EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
 }
 
+// A lease outlives its lock and backend: its release still runs on its session and frees the key
+// in the key guard (which the lease keeps alive).
+TEST(advisory, a_lease_outlives_its_lock_and_backend) {
+  const auto name = unique_name("outlive");
+  dlock::lease held;
+  {
+    auto be = dlock::open(uri_for("postgres+advisory"));
+    held = be->make_lock(name)->try_acquire();
+  }
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(probe::held_on_server(uri_for("postgres+advisory"), name));
+  held.release();
+  EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
+}
+
 // A shared session killed on the server frees every lock on it: every lease on it is told.
 TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
   const auto app = unique_name("dlock-kill-shared");
