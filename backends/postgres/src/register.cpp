@@ -53,7 +53,7 @@ void register_postgres(registry& r) {
          .scope = lock_scope::network,
          .example_uri = "postgres+advisory://dlock:secret@127.0.0.1:5432/dlock",
          .summary = "session advisory lock pg_try_advisory_lock / pg_advisory_lock + lock_timeout, "
-                    "key = first 8 bytes of SHA-256(name); one connection per lease; fencing token from a sequence read in the granting statement",
+                    "key = first 8 bytes of SHA-256(name); leases share few sessions (try first, wait on a session of its own); fencing token from a sequence read in the granting statement",
          .parameters = pg::advisory_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto settings = pg::pg_settings::from_uri(u);
