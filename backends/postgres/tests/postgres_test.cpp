@@ -14,6 +14,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
+#include "one_name_hammer.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "hostile_names.hpp"
 #include "pg_probe.hpp"
@@ -505,41 +506,10 @@ TEST(advisory, many_concurrent_holders_share_at_most_16_server_sessions) {
 TEST(advisory, one_name_stays_mutually_exclusive_on_a_shared_session) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=3"));  // max_dedicated 2: 1 shared
   const auto name = unique_name("mutex");
-  constexpr int threads_n = 16, rounds = 60;
-  std::atomic<int> inside{0}, overlaps{0}, errors{0};
-  long counter = 0;  // plain: only the lock protects it
-  std::vector<std::thread> threads;
-  for (int t = 0; t < threads_n; ++t) {
-    threads.emplace_back([&, t] {
-      auto lock = be->make_lock(name);
-      // Another name held the whole time by the same thread keeps the shared session busy.
-      auto side = be->make_lock(name + "-side-" + std::to_string(t))->try_acquire();
-      for (int r = 0; r < rounds;) {
-        try {
-          auto held = (t % 2) ? lock->try_acquire() : lock->try_acquire_for(30s);
-          if (!held) {
-            std::this_thread::sleep_for(1ms);
-            continue;
-          }
-          if (inside.fetch_add(1) != 0) overlaps++;
-          const long seen = counter;
-          std::this_thread::yield();
-          counter = seen + 1;
-          inside.fetch_sub(1);
-          held.release();
-          ++r;
-        } catch (const std::exception&) {
-          errors++;
-          ++r;
-        }
-      }
-      if (side) side.release();
-    });
-  }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(overlaps.load(), 0) << "two leases held one name at once";
-  EXPECT_EQ(errors.load(), 0);
-  EXPECT_EQ(counter, long{threads_n} * rounds - errors.load());
+  const auto result = dlock::sql::testing::hammer_one_name(*be, name, 16, 60);
+  EXPECT_EQ(result.overlaps, 0) << "two leases held one name at once";
+  EXPECT_EQ(result.errors, 0);
+  EXPECT_EQ(result.counter, result.expected) << "updates were lost";
   EXPECT_FALSE(probe::held_on_server(uri_for("postgres+advisory"), name));
 }
 
