@@ -13,7 +13,7 @@
 #include "../src/getlock_key.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
-#include "one_name_hammer.hpp"
+#include "shared_sessions.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -220,47 +220,19 @@ TEST(GetLock, ManyConcurrentHoldersShareAtMost16Connections) {
   constexpr int holders = 128;
   std::vector<std::string> names;
   for (int i = 0; i < holders; ++i) names.push_back(test::unique_name("many-" + std::to_string(i)));
-  std::mutex m;
-  std::condition_variable cv;
-  int granted = 0, failed = 0;
-  bool done = false;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < holders; ++i) {
-    threads.emplace_back([&, i] {
-      dlock::lease held;
-      try {
-        held = b->make_lock(names[i])->try_acquire_for(30s);
-      } catch (const std::exception&) {
-      }
-      std::unique_lock lk(m);
-      (held ? granted : failed)++;
-      cv.notify_all();
-      cv.wait(lk, [&] { return done; });
-      lk.unlock();
-      if (held) held.release();
-    });
-  }
-  {
-    std::unique_lock lk(m);
-    cv.wait_for(lk, 60s, [&] { return granted + failed == holders; });
-  }
-  auto raw = test::raw_connect(test::server_uri());
   std::set<std::int64_t> connections;
   int unheld = 0;
-  for (const auto& n : names) {
-    const auto id = test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n));
-    if (id)
-      connections.insert(*id);
-    else
-      ++unheld;
-  }
-  {
-    std::lock_guard lk(m);
-    done = true;
-  }
-  cv.notify_all();
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(granted, holders) << failed << " holders failed";
+  const auto held = dlock::sql::testing::hold_all_at_once(*b, names, [&] {
+    auto raw = test::raw_connect(test::server_uri());
+    for (const auto& n : names) {
+      const auto id = test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n));
+      if (id)
+        connections.insert(*id);
+      else
+        ++unheld;
+    }
+  });
+  EXPECT_EQ(held.granted, holders) << held.failed << " holders failed";
   EXPECT_EQ(unheld, 0);
   EXPECT_LE(connections.size(), 16u) << "the holders did not share connections";
   std::cout << "[ figures ] " << holders << " concurrent GET_LOCK holders on " << connections.size() << " connections\n";

@@ -14,7 +14,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
-#include "one_name_hammer.hpp"
+#include "shared_sessions.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "hostile_names.hpp"
 #include "pg_probe.hpp"
@@ -458,42 +458,14 @@ TEST(advisory, many_concurrent_holders_share_at_most_16_server_sessions) {
   constexpr int holders = 128;
   std::vector<std::string> names;
   for (int i = 0; i < holders; ++i) names.push_back(unique_name("many-" + std::to_string(i)));
-  std::mutex m;
-  std::condition_variable cv;
-  int granted = 0, failed = 0;
-  bool done = false;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < holders; ++i) {
-    threads.emplace_back([&, i] {
-      dlock::lease held;
-      try {
-        held = be->make_lock(names[i])->try_acquire_for(30s);
-      } catch (const std::exception&) {
-      }
-      std::unique_lock lk(m);
-      (held ? granted : failed)++;
-      cv.notify_all();
-      cv.wait(lk, [&] { return done; });
-      lk.unlock();
-      if (held) held.release();
-    });
-  }
-  {
-    std::unique_lock lk(m);
-    cv.wait_for(lk, 60s, [&] { return granted + failed == holders; });
-  }
-  auto admin = probe::connect(uri_for("postgres+advisory"));
-  const auto sessions = std::stoi(*probe::exec(admin.get(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
-                                                                app + "'").rows.at(0).at(0));
-  int held_on_server = 0;
-  for (const auto& n : names) held_on_server += probe::held_on_server(uri_for("postgres+advisory"), n) ? 1 : 0;
-  {
-    std::lock_guard lk(m);
-    done = true;
-  }
-  cv.notify_all();
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(granted, holders) << failed << " holders failed";
+  int sessions = 0, held_on_server = 0;
+  const auto held = dlock::sql::testing::hold_all_at_once(*be, names, [&] {
+    auto admin = probe::connect(uri_for("postgres+advisory"));
+    sessions = std::stoi(*probe::exec(admin.get(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
+                                                       app + "'").rows.at(0).at(0));
+    for (const auto& n : names) held_on_server += probe::held_on_server(uri_for("postgres+advisory"), n) ? 1 : 0;
+  });
+  EXPECT_EQ(held.granted, holders) << held.failed << " holders failed";
   EXPECT_EQ(held_on_server, holders);
   EXPECT_LE(sessions, 16) << "the holders did not share sessions";
   EXPECT_GE(sessions, 1);

@@ -1,12 +1,12 @@
 #pragma once
-// Many threads of one process on one lock name, through one backend whose leases share server
-// sessions (postgres+advisory, mysql+getlock). A session that holds a name is granted it again, so
-// only the backend's local key guard keeps two leases of one process apart: a read-modify-write
-// counter that loses updates, and an overlap detector, show whether it does. Shared by the
-// PostgreSQL and MySQL backend tests.
+// Workloads for backends whose leases share server sessions (postgres+advisory, mysql+getlock),
+// shared by the PostgreSQL and MySQL backend tests.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +15,9 @@
 
 namespace dlock::sql::testing {
 
+// Many threads of one process on one lock name. A session that holds a name is granted it again,
+// so only the backend's local key guard keeps two leases of one process apart: a read-modify-write
+// counter that loses updates, and an overlap detector, show whether it does.
 struct hammer_result {
   int overlaps = 0;       // a thread entered while another was inside
   int errors = 0;         // an acquire or release threw
@@ -58,6 +61,57 @@ inline hammer_result hammer_one_name(dlock::backend& b, const std::string& name,
   }
   for (auto& t : threads) t.join();
   return {overlaps.load(), errors.load(), counter, long{threads_n} * rounds - errors.load()};
+}
+
+struct hold_result {
+  int granted = 0;
+  int failed = 0;
+};
+
+// One thread per name, each acquiring its name (try_acquire_for 30 s) and holding it until every
+// thread has its answer; `while_all_held` runs then (to count the server sessions behind them),
+// before any is released.
+inline hold_result hold_all_at_once(dlock::backend& b, const std::vector<std::string>& names,
+                                    const std::function<void()>& while_all_held) {
+  using namespace std::chrono_literals;
+  std::mutex m;
+  std::condition_variable cv;
+  hold_result result;
+  bool done = false;
+  std::vector<std::thread> threads;
+  for (const auto& name : names) {
+    threads.emplace_back([&] {
+      dlock::lease held;
+      try {
+        held = b.make_lock(name)->try_acquire_for(30s);
+      } catch (const std::exception&) {
+      }
+      std::unique_lock lk(m);
+      (held ? result.granted : result.failed)++;
+      cv.notify_all();
+      cv.wait(lk, [&] { return done; });
+      lk.unlock();
+      if (held) held.release();
+    });
+  }
+  {
+    std::unique_lock lk(m);
+    cv.wait_for(lk, 60s, [&] { return result.granted + result.failed == static_cast<int>(names.size()); });
+  }
+  std::exception_ptr failure;
+  try {
+    while_all_held();
+  } catch (...) {
+    failure = std::current_exception();  // rethrown once the holders let go (never a hang)
+  }
+  {
+    std::lock_guard lk(m);
+    done = true;
+  }
+  cv.notify_all();
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return result;
 }
 
 }  // namespace dlock::sql::testing
