@@ -262,35 +262,6 @@ TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
 
 namespace {
 
-// The launcher's stop/start (compose/native/dlock-servers), found through DLOCK_SERVERS.
-int servers(const std::string& verb, const std::string& names) { return dlock::testing::run_launcher(verb + " " + names); }
-
-std::size_t master_count(const std::string& uri) { return dlock::uri::parse(uri).hosts().size(); }
-
-TEST(Redlock, OneMasterStoppedStillAcquiresMajorityStoppedRefusesClearly) {
-  const auto uri = server_uri("DLOCK_REDLOCK_URI");
-  const auto n = master_count(uri);
-  auto b = open_uri(uri + "?ttl=5s");
-  ASSERT_EQ(servers("stop", "redlock.1"), 0);
-  {
-    auto l = b->make_lock(unique_name("one-down"))->try_acquire();
-    EXPECT_TRUE(l) << "a majority of " << n << " is still up";
-  }
-  std::string majority = "redlock.1";
-  for (std::size_t i = 2; i <= n / 2 + 1; ++i) majority += " redlock." + std::to_string(i);
-  ASSERT_EQ(servers("stop", majority), 0);
-  std::error_code ec;
-  auto refused = b->make_lock(unique_name("majority-down"))->try_acquire(ec);
-  EXPECT_FALSE(refused);
-  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << "not contention: " << dlock::last_error_message();
-  EXPECT_NE(dlock::last_error_message().find("majority"), std::string::npos) << dlock::last_error_message();
-  ASSERT_EQ(servers("start", majority), 0);
-}
-
-}  // namespace
-
-namespace {
-
 TEST(Redis, FairLayoutIsRedissonsAndGrantsInArrivalOrder) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(with_scheme(uri, "redis+fair") + "?ttl=10s&fair_wait=20s");
