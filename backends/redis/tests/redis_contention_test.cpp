@@ -132,7 +132,7 @@ TEST(RedisContention, CallersBeyondThePoolWaitForAConnection) {
   std::mutex failure_mutex;
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
+    workers.emplace_back([&] {
       auto own = b->make_lock(unique_name("pool-own"));
       for (int i = 0; i < rounds; ++i) {
         std::error_code ec;
