@@ -5,6 +5,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -310,46 +311,96 @@ pool::handle::~handle() {
 }
 
 pool::handle pool::checkout(std::error_code& ec) noexcept {
+  return checkout(std::chrono::steady_clock::now() + where_.connect_timeout, ec);
+}
+
+pool::handle pool::checkout(std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept {
   try {
     std::unique_lock lock(mutex_);
-    const auto deadline = std::chrono::steady_clock::now() + where_.connect_timeout;
-    while (idle_.empty() && open_count_ >= max_size_) {
-      if (returned_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
-          open_count_ >= max_size_) {
+    bool closed_found = false;
+    if (waiting_.empty()) {
+      while (!idle_.empty()) {
+        auto c = std::move(idle_.back());
+        idle_.pop_back();
+        if (!c->closed_by_server()) {
+          lock.unlock();
+          if (closed_found) server_changed();
+          return handle(shared_from_this(), std::move(c));
+        }
+        --open_count_;  // dropped; the server restarted or closed it
+        closed_found = true;
+      }
+      if (open_count_ < max_size_) {
+        ++open_count_;
+        lock.unlock();
+        return open_new(closed_found, ec);
+      }
+    }
+    // Full, or others were first: wait in line, FIFO, until served or the caller's deadline.
+    waiter me;
+    waiting_.push_back(&me);
+    const bool forever = deadline == std::chrono::steady_clock::time_point::max();
+    while (!me.served) {
+      if (forever) {
+        me.served_cv.wait(lock);
+      } else if (me.served_cv.wait_until(lock, deadline) == std::cv_status::timeout && !me.served) {
+        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+        lock.unlock();
+        if (closed_found) server_changed();
         set_error(ec, errc::backend_unavailable,
                   "redis " + where_.label() + ": all " + std::to_string(max_size_) +
-                      " pooled connections stayed busy; raise pool_size");
+                      " pooled connections (pool_size) stayed busy until the caller's deadline (connect_timeout " +
+                      std::to_string(where_.connect_timeout.count()) +
+                      "ms for a call without one); raise pool_size");
         return {};
       }
     }
-    bool closed_found = false;
-    while (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      if (!c->closed_by_server()) {
-        lock.unlock();
-        if (closed_found) server_changed();
-        return handle(shared_from_this(), std::move(c));
-      }
-      --open_count_;  // dropped; the server restarted or closed it
-      closed_found = true;
-    }
-    ++open_count_;
+    auto c = std::move(me.given);
     lock.unlock();
-    if (closed_found) server_changed();
-    auto c = connection::open(where_, ec);
-    if (!c) {
-      lock.lock();
-      --open_count_;
-      returned_.notify_one();
-      return {};
+    if (c && !c->closed_by_server()) {
+      if (closed_found) server_changed();
+      return handle(shared_from_this(), std::move(c));
     }
-    note_run_id(c->run_id());
-    return handle(shared_from_this(), std::move(c));
+    // Served with room to open one, or with a connection the server has closed: its slot is ours.
+    closed_found = closed_found || c != nullptr;
+    c.reset();
+    return open_new(closed_found, ec);
   } catch (...) {
     set_error(ec, errc::backend_unavailable, "redis " + where_.label() + ": out of memory");
     return {};
   }
+}
+
+pool::handle pool::open_new(bool closed_found, std::error_code& ec) noexcept {
+  if (closed_found) server_changed();
+  auto c = connection::open(where_, ec);
+  if (!c) {
+    std::lock_guard lock(mutex_);
+    --open_count_;
+    serve_next_locked(nullptr);
+    return {};
+  }
+  note_run_id(c->run_id());
+  return handle(shared_from_this(), std::move(c));
+}
+
+void pool::serve_next_locked(std::unique_ptr<connection> c) noexcept {
+  if (waiting_.empty() || (!c && open_count_ >= max_size_)) {
+    if (c) {
+      try {
+        idle_.push_back(std::move(c));
+      } catch (...) {
+        --open_count_;
+      }
+    }
+    return;
+  }
+  if (!c) ++open_count_;  // the room freed is the waiter's
+  auto* next = waiting_.front();
+  waiting_.pop_front();
+  next->given = std::move(c);
+  next->served = true;
+  next->served_cv.notify_one();  // under the mutex: `next` lives on its waiter's stack
 }
 
 void pool::give_back(std::unique_ptr<connection> c) noexcept {
@@ -359,14 +410,10 @@ void pool::give_back(std::unique_ptr<connection> c) noexcept {
     if (c->broken() || c->unanswered() > 0) {
       --open_count_;  // dropped (a late reply would answer the next command): the next checkout reconnects
       dropped = c->broken() && !c->timed_out();
+      serve_next_locked(nullptr);
     } else {
-      try {
-        idle_.push_back(std::move(c));
-      } catch (...) {
-        --open_count_;
-      }
+      serve_next_locked(std::move(c));
     }
-    returned_.notify_one();
   }
   c.reset();
   if (dropped) server_changed();

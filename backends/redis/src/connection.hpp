@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -122,7 +123,9 @@ bool is_error(const redisReply* r, std::string_view prefix) noexcept;
 // A bounded pool of connections to one server. Connections found broken are dropped, and the
 // next checkout opens a fresh one: that is the reconnect after a dropped connection or a restart.
 // An idle connection the server has closed meanwhile is dropped at checkout, so the first
-// command after a restart does not fail on a dead socket.
+// command after a restart does not fail on a dead socket. When all max_size connections are out,
+// callers wait in arrival order, each given the next connection that comes back (or the room to
+// open one), until their own deadline.
 class pool : public std::enable_shared_from_this<pool> {
  public:
   pool(endpoint where, std::size_t max_size);
@@ -143,15 +146,28 @@ class pool : public std::enable_shared_from_this<pool> {
     std::unique_ptr<connection> c_;
   };
 
-  // Waits (up to the connect timeout) when all max_size connections are checked out.
+  // Waits, when all max_size connections are checked out, until `deadline` (time_point::max():
+  // as long as it takes), then fails with backend_unavailable naming pool_size.
+  handle checkout(std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept;
+  // For calls without a deadline of their own (try_acquire, release, renew): waits up to the
+  // connect timeout.
   handle checkout(std::error_code& ec) noexcept;
   const endpoint& where() const noexcept { return where_; }
+  std::size_t max_size() const noexcept { return max_size_; }
   // Called (from the thread that noticed it, without pool locks held; it must not block) when
   // a connection was found closed or broken, or a new connection met a server with another
   // run_id than the previous one: the server may have restarted and lost its keys.
   void on_server_change(std::function<void()> listener);
 
  private:
+  // A caller in line for a connection; the pool hands it one, or the room to open one.
+  struct waiter {
+    std::condition_variable served_cv;
+    bool served = false;
+    std::unique_ptr<connection> given;  // empty when served with room to open a connection
+  };
+  void serve_next_locked(std::unique_ptr<connection> c) noexcept;  // c empty: room for one more
+  handle open_new(bool closed_found, std::error_code& ec) noexcept;  // a slot is counted already
   void give_back(std::unique_ptr<connection> c) noexcept;
   void server_changed() noexcept;
   void note_run_id(const std::string& run_id) noexcept;
@@ -159,9 +175,9 @@ class pool : public std::enable_shared_from_this<pool> {
   endpoint where_;
   std::size_t max_size_;
   std::mutex mutex_;
-  std::condition_variable returned_;
   std::vector<std::unique_ptr<connection>> idle_;
-  std::size_t open_count_ = 0;
+  std::deque<waiter*> waiting_;  // arrival order
+  std::size_t open_count_ = 0;   // connections out, idle or being opened (at most max_size_)
   std::string last_run_id_;
   std::function<void()> listener_;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include "capabilities.hpp"
 #include "scripts.hpp"
@@ -81,7 +82,7 @@ class redis_lease final : public spi::lease_state {
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
-    auto c = shared_->connections->checkout(ec);
+    auto c = shared_->connections->checkout(connection_deadline(), ec);
     if (ec) return;
     const auto& cfg = shared_->config;
     reply_ptr r;
@@ -103,7 +104,7 @@ class redis_lease final : public spi::lease_state {
   }
 
   void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
-    auto c = shared_->connections->checkout(ec);
+    auto c = shared_->connections->checkout(connection_deadline(), ec);
     if (ec) return;
     reply_ptr r;
     try {
@@ -123,6 +124,12 @@ class redis_lease final : public spi::lease_state {
   }
 
  private:
+  // A release or renewal waits for a pooled connection while the grant is valid: after that it
+  // is moot, and before it giving up would leave the lock taken until its ttl.
+  clock::time_point connection_deadline() const noexcept {
+    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
+  }
+
   std::shared_ptr<shared> shared_;
   std::string key_, secret_;
   std::uint64_t fencing_;
@@ -157,34 +164,52 @@ class redis_lock final : public distributed_lock {
   }
 
   // Notified waiting: subscribe, then try again (a release between the failed try and the
-  // subscription is not missed), wait for the release message or the holder's PTTL, retry.
+  // subscription is not missed), wait for the release message or the holder's PTTL, retry. One
+  // message wakes one waiter of this process (subscriber.hpp), the oldest; a newcomer finding
+  // waiters of this process already in line joins it instead of trying first. No pooled
+  // connection is held while waiting: each try checks one out for its script only.
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
-    milliseconds pttl{};
-    auto got = attempt(ec, pttl);
-    if (got || ec) return got;
+    const bool fair = shared_->config.lock_mode == mode::fair;
     auto sub = shared_->subscriber_for_waits();
-    std::shared_ptr<channel_state> channel;
-    if (sub) channel = sub->subscribe(channel_, ec);
-    if (ec) {
-      // No subscriber connection: fall back to the core's jittered polling rather than fail.
-      ec.clear();
-      return distributed_lock::do_acquire_until(deadline, ec);
-    }
+    // Already subscribed for another waiter here: releases from now on reach this process, so
+    // no try is needed between joining and waiting. (Fair mode waits on a channel of its own.)
+    auto channel = sub && !fair ? sub->join_subscribed(channel_) : nullptr;
     struct unsubscribe_at_exit {
-      subscriber* s;
+      subscriber* s = nullptr;
       const std::string& ch;
       ~unsubscribe_at_exit() {
         if (s) s->unsubscribe(ch);
       }
-    } guard{sub.get(), channel_};
-    const bool fair = shared_->config.lock_mode == mode::fair;
-    for (;;) {
-      const auto seen = channel->generation();
-      got = attempt(ec, pttl, fair);
-      if (got || ec) {
-        if (ec && fair) leave_queue();
-        return got;
+    } guard{channel ? sub.get() : nullptr, channel_};
+    std::optional<channel_waiter> place;
+    if (channel) place.emplace(channel);
+    milliseconds pttl{};
+    bool try_now = !place || !place->has_others_waiting() ||
+                   (shared_->config.lock_mode == mode::reentrant && shared_->holds(key_, field_));
+    if (!channel) {
+      auto got = attempt(ec, pttl, false, deadline);
+      if (got || ec) return got;
+      if (sub) channel = sub->subscribe(channel_, ec);
+      if (!channel) {
+        // No subscriber connection: fall back to the core's jittered polling rather than fail.
+        ec.clear();
+        return distributed_lock::do_acquire_until(deadline, ec);
       }
+      guard.s = sub.get();
+      place.emplace(channel);
+      try_now = true;  // the try above preceded the subscription
+    }
+    for (;;) {
+      if (try_now) {
+        auto got = attempt(ec, pttl, fair, deadline);
+        if (got) return got;
+        if (ec) {
+          place->pass_on();
+          if (fair) leave_queue();
+          return nullptr;
+        }
+      }
+      try_now = true;
       const auto now = clock::now();
       if (now >= deadline) {
         if (fair) leave_queue();
@@ -194,19 +219,22 @@ class redis_lock final : public distributed_lock {
       // the lock's own ttl, and never spin on a zero answer.
       if (fair) pttl = std::clamp(pttl, milliseconds(10), options().ttl);
       // PTTL -1 (a key without expiry, e.g. a redis-py Lock with timeout=None) never publishes:
-      // bound that wait by the poll ceiling. Otherwise the holder's TTL bounds it.
+      // bound that wait by the poll ceiling, as the wait of a newcomer that queued without a try.
+      // Otherwise the holder's TTL bounds it.
       const auto bound = pttl > milliseconds::zero() ? pttl + milliseconds(1) : options().poll.max;
       const auto until = deadline - now > bound ? now + bound : deadline;
-      channel->wait(seen, until);
+      place->wait(until);
     }
   }
 
  private:
   // One try. Fair mode: `enqueue` joins the queue on a miss (a waiter); otherwise a miss leaves
   // the queue untouched (try_acquire).
-  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, milliseconds& pttl, bool enqueue = false) noexcept {
+  // `deadline`: how long to wait for a pooled connection (the caller's own deadline).
+  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, milliseconds& pttl, bool enqueue = false,
+                                            std::optional<clock::time_point> deadline = std::nullopt) noexcept {
     try {
-      auto c = shared_->connections->checkout(ec);
+      auto c = deadline ? shared_->connections->checkout(*deadline, ec) : shared_->connections->checkout(ec);
       if (ec) return nullptr;
       const auto ttl = options().ttl;
       if (const auto young = time_until_server_is_ttl_old(*c); young > milliseconds::zero()) {
@@ -376,11 +404,21 @@ shared::~shared() {
   if (connections) connections->on_server_change({});  // a handle may outlive us (see the header)
 }
 
+namespace {
+std::string key_and_owner(std::string_view key, std::string_view owner) {
+  std::string out(key);
+  out += '\0';
+  out += owner;
+  return out;
+}
+}  // namespace
+
 std::uint64_t shared::add_held(spi::lease_state* lease, std::string key, std::string owner) noexcept {
   std::lock_guard lock(held_mutex_);
   const auto id = ++next_held_id_;
   try {
-    held_.emplace(id, held{lease, std::move(key), std::move(owner)});
+    auto& h = held_.emplace(id, held{lease, std::move(key), std::move(owner)}).first->second;
+    ++holds_[key_and_owner(h.key, h.owner)];
   } catch (...) {
     // out of memory: this lease is checked at its renewals only
   }
@@ -389,7 +427,23 @@ std::uint64_t shared::add_held(spi::lease_state* lease, std::string key, std::st
 
 void shared::remove_held(std::uint64_t id) noexcept {
   std::lock_guard lock(held_mutex_);
-  held_.erase(id);
+  auto it = held_.find(id);
+  if (it == held_.end()) return;
+  try {
+    if (auto h = holds_.find(key_and_owner(it->second.key, it->second.owner)); h != holds_.end() && --h->second == 0)
+      holds_.erase(h);
+  } catch (...) {
+  }
+  held_.erase(it);
+}
+
+bool shared::holds(const std::string& key, const std::string& owner) noexcept {
+  try {
+    std::lock_guard lock(held_mutex_);
+    return holds_.contains(key_and_owner(key, owner));
+  } catch (...) {
+    return true;  // out of memory: try first, as without waiters
+  }
 }
 
 void shared::note_young_server(const std::string& run_id, milliseconds left, milliseconds ttl) noexcept {

@@ -58,6 +58,9 @@ struct shared {
   // `owner` is the token (simple) or the owner field (Redisson layouts).
   std::uint64_t add_held(spi::lease_state* lease, std::string key, std::string owner) noexcept;
   void remove_held(std::uint64_t id) noexcept;
+  // A lease of `owner` on `key` is alive in this process (a reentrant acquire of it is granted at
+  // once, so it must not queue behind this process's waiters).
+  bool holds(const std::string& key, const std::string& owner) noexcept;
   // The server may have restarted (a connection dropped or the run_id changed): check every held
   // lease in the background, retrying until the server answers, and mark lost the ones whose key
   // is gone, instead of waiting for their next renewal.
@@ -75,6 +78,7 @@ struct shared {
   };
   std::mutex held_mutex_;
   std::map<std::uint64_t, held> held_;
+  std::map<std::string, std::size_t, std::less<>> holds_;  // key + '\0' + owner -> leases alive
   std::uint64_t next_held_id_ = 0;
   std::atomic<bool> check_pending_{false};
   std::string young_run_id_reported_;  // under held_mutex_

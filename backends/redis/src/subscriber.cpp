@@ -4,26 +4,84 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "dlock/error.hpp"
 
 namespace dlock::redis {
 
-std::uint64_t channel_state::generation() const {
+bool channel_state::has_waiters() const {
   std::lock_guard lock(mutex_);
-  return generation_;
+  return !parked_.empty() || retrying_ > 0;
 }
 
-bool channel_state::wait(std::uint64_t seen, std::chrono::steady_clock::time_point until) const {
-  std::unique_lock lock(mutex_);
-  return changed_.wait_until(lock, until, [&] { return generation_ != seen; });
-}
-
-void channel_state::bump() {
-  {
-    std::lock_guard lock(mutex_);
-    ++generation_;
+void channel_state::wake_one_locked() {
+  if (!parked_.empty()) {
+    auto oldest = parked_.begin();
+    oldest->second->woken = true;
+    ++retrying_;
+    // Notified under the mutex: the waiter's `parked` lives on its stack until it sees `woken`.
+    oldest->second->woken_cv.notify_one();
+    parked_.erase(oldest);
+  } else if (kept_ < users_) {
+    // Every waiter is between two tries: the next one to park retries at once instead. More kept
+    // wake-ups than waiters would only cost retries: each waiter's next try is after this release.
+    ++kept_;
   }
-  changed_.notify_all();
+}
+
+void channel_state::wake_all() {
+  std::lock_guard lock(mutex_);
+  for (auto& [ticket, waiter] : parked_) {
+    waiter->woken = true;
+    ++retrying_;
+    waiter->woken_cv.notify_one();
+  }
+  parked_.clear();
+  kept_ = users_;
+}
+
+channel_waiter::channel_waiter(std::shared_ptr<channel_state> state) : state_(std::move(state)) {
+  std::lock_guard lock(state_->mutex_);
+  ticket_ = state_->next_ticket_++;
+}
+
+channel_waiter::~channel_waiter() {
+  std::lock_guard lock(state_->mutex_);
+  drop_wake_locked();
+}
+
+void channel_waiter::drop_wake_locked() {
+  if (!holds_wake_) return;
+  holds_wake_ = false;
+  --state_->retrying_;
+}
+
+bool channel_waiter::wait(std::chrono::steady_clock::time_point until) {
+  std::unique_lock lock(state_->mutex_);
+  drop_wake_locked();  // its retry is done: it failed, or it would not be waiting again
+  if (state_->kept_ > 0) {
+    --state_->kept_;
+    holds_wake_ = true;
+    ++state_->retrying_;
+    return true;
+  }
+  channel_state::parked me;
+  state_->parked_.emplace(ticket_, &me);
+  me.woken_cv.wait_until(lock, until, [&] { return me.woken; });
+  if (!me.woken) {
+    state_->parked_.erase(ticket_);
+    return false;
+  }
+  holds_wake_ = true;  // the waker counted it in retrying_
+  return true;
+}
+
+void channel_waiter::pass_on() {
+  std::lock_guard lock(state_->mutex_);
+  if (!holds_wake_) return;
+  drop_wake_locked();
+  state_->wake_one_locked();
 }
 
 subscriber::subscriber(endpoint where, std::function<void()> on_drop)
@@ -57,11 +115,15 @@ std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel,
       if (!slot) slot = std::make_shared<channel_state>();
       state = slot;
       std::lock_guard state_lock(state->mutex_);
-      if (state->users_++ == 0) to_subscribe_.push_back(channel);
+      if (state->users_++ == 0) {
+        // An UNSUBSCRIBE may be on its way: only the confirmation of this SUBSCRIBE counts.
+        state->confirmed_ = false;
+        to_subscribe_.push_back(channel);
+      }
     }
     wake();
     std::unique_lock lock(state->mutex_);
-    if (!state->changed_.wait_for(lock, where_.connect_timeout + where_.command_timeout,
+    if (!state->confirmed_cv_.wait_for(lock, where_.connect_timeout + where_.command_timeout,
                                   [&] { return state->confirmed_; })) {
       lock.unlock();
       unsubscribe(channel);
@@ -76,13 +138,25 @@ std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel,
   }
 }
 
+std::shared_ptr<channel_state> subscriber::join_subscribed(const std::string& channel) noexcept {
+  std::lock_guard lock(mutex_);
+  auto it = channels_.find(channel);
+  if (it == channels_.end()) return nullptr;
+  std::lock_guard state_lock(it->second->mutex_);
+  if (it->second->users_ == 0 || !it->second->confirmed_) return nullptr;
+  ++it->second->users_;
+  return it->second;
+}
+
 void subscriber::unsubscribe(const std::string& channel) noexcept {
   try {
     std::lock_guard lock(mutex_);
     auto it = channels_.find(channel);
     if (it == channels_.end()) return;
-    std::lock_guard state_lock(it->second->mutex_);
-    if (--it->second->users_ == 0) to_unsubscribe_.push_back(channel);
+    auto& state = *it->second;
+    std::lock_guard state_lock(state.mutex_);
+    state.kept_ = std::min(state.kept_, --state.users_);
+    if (state.users_ == 0) to_unsubscribe_.push_back(channel);
   } catch (...) {
   }
   wake();
@@ -128,9 +202,10 @@ void subscriber::dispatch(redisReply* r) {
       std::lock_guard state_lock(state->mutex_);
       state->confirmed_ = true;
     }
-    state->changed_.notify_all();
+    state->confirmed_cv_.notify_all();
   } else if (kind == "message") {
-    state->bump();
+    std::lock_guard state_lock(state->mutex_);
+    state->wake_one_locked();
   }
 }
 
@@ -147,7 +222,7 @@ void subscriber::run() {
       // Waiters fall back to their PTTL-bounded waits; wake them so none sleeps on a dead channel.
       {
         std::lock_guard lock(mutex_);
-        for (auto& [name, state] : channels_) state->bump();
+        for (auto& [name, state] : channels_) state->wake_all();
       }
       had_connection_ = connect_and_resubscribe();
       if (!had_connection_) {

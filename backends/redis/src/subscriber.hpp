@@ -2,8 +2,13 @@
 // The one pub/sub connection of a backend, shared by every waiting lock (thousands of waiters,
 // one connection). A dedicated thread owns the hiredis context and poll()s its socket together
 // with a wake-up pipe, so other threads can add or drop subscriptions without touching hiredis.
-// After a dropped connection the thread reconnects, subscribes again and wakes every waiter
-// (waiters also bound each wait by the holder's PTTL, so a lost message costs at most that).
+//
+// One release message wakes ONE waiter of this process (the oldest), not all of them: the others
+// would only run the acquire script to find the lock taken again (the stampede that made a cycle
+// cost one script per waiter). A message that arrives while no waiter is parked is kept as a
+// wake-up for the next one to park, so none is lost; a waiter that leaves on an error passes its
+// wake-up on. After a dropped connection the thread reconnects, subscribes again and wakes every
+// waiter (waiters also bound each wait by the holder's PTTL, so a lost message costs at most that).
 // The connection is watched even with no subscription, so a dropped server is noticed at once.
 #include <chrono>
 #include <condition_variable>
@@ -21,20 +26,60 @@
 
 namespace dlock::redis {
 
+class channel_waiter;
+
+// The waiters of this process on one channel, in arrival order, and the wake-ups (release
+// messages) that found none of them parked.
 class channel_state {
  public:
-  std::uint64_t generation() const;
-  // Returns when a message arrived after `seen` (true) or at `until` (false).
-  bool wait(std::uint64_t seen, std::chrono::steady_clock::time_point until) const;
+  // Waiters of this process are parked on this channel or retrying after a wake-up: a newcomer
+  // queues behind them instead of trying first, so a thread that releases and at once acquires
+  // again does not take the lock from the waiter its release woke (in-process fairness).
+  bool has_waiters() const;
 
  private:
   friend class subscriber;
+  friend class channel_waiter;
+  struct parked {
+    std::condition_variable woken_cv;
+    bool woken = false;
+  };
+  void wake_one_locked();  // a release message: the oldest parked waiter, or a kept wake-up
+  void wake_all();         // the connection dropped: every waiter retries
+
   mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
-  std::uint64_t generation_ = 0;
+  std::condition_variable confirmed_cv_;
   bool confirmed_ = false;
-  std::size_t users_ = 0;
-  void bump();
+  std::size_t users_ = 0;     // subscriptions of this process's waiting calls
+  std::size_t retrying_ = 0;  // waiters holding a wake-up (retrying the acquire now)
+  std::size_t kept_ = 0;      // wake-ups no parked waiter took yet (at most users_)
+  std::uint64_t next_ticket_ = 0;
+  std::map<std::uint64_t, parked*> parked_;  // by ticket: the oldest waiter is woken first
+};
+
+// One waiting acquire's place in its process's line for a channel: a ticket taken when it
+// starts waiting and kept across retries, so a waiter that was woken and lost the lock to a
+// newcomer of another process is still the next one woken.
+class channel_waiter {
+ public:
+  explicit channel_waiter(std::shared_ptr<channel_state> state);
+  ~channel_waiter();  // leaves the line; a wake-up it holds was used by its last retry
+  channel_waiter(const channel_waiter&) = delete;
+  channel_waiter& operator=(const channel_waiter&) = delete;
+
+  // Parks until a release message is handed to this waiter (true) or until `until` (false).
+  // A kept wake-up is taken at once.
+  bool wait(std::chrono::steady_clock::time_point until);
+  // Leaving without having retried usefully (its retry failed with an error): hand the wake-up
+  // it holds to the next waiter, which would otherwise sleep until its PTTL bound.
+  void pass_on();
+  bool has_others_waiting() const { return state_->has_waiters(); }
+
+ private:
+  void drop_wake_locked();
+  std::shared_ptr<channel_state> state_;
+  std::uint64_t ticket_;
+  bool holds_wake_ = false;  // under state_->mutex_
 };
 
 class subscriber {
@@ -49,6 +94,10 @@ class subscriber {
   // Subscribes (shared with other waiters of the same channel) and returns once the server has
   // confirmed the subscription, so a release published afterwards is never missed.
   std::shared_ptr<channel_state> subscribe(const std::string& channel, std::error_code& ec) noexcept;
+  // The same, only when the channel is subscribed and confirmed already (for another waiter of
+  // this process): no server traffic, and nullptr otherwise. A release that runs after this call
+  // returns reaches the channel's waiters.
+  std::shared_ptr<channel_state> join_subscribed(const std::string& channel) noexcept;
   void unsubscribe(const std::string& channel) noexcept;
 
  private:

@@ -1,0 +1,155 @@
+// Many threads of one process on one redis:// backend: one release wakes one waiter, waiters of
+// the process take turns, and callers beyond the pool wait for a connection within their
+// deadline. Counts, never timings: the script count is read from the server (INFO commandstats).
+// Needs DLOCK_REDIS_URI; FAILS when it is unset.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+using dlock::testing::server_uri;
+using dlock::testing::unique_name;
+using dlock::testing::with_query;
+using dlock::testing::with_scheme;
+
+struct ctx_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+
+ctx_ptr raw(const std::string& uri_text) {
+  const auto u = dlock::uri::parse(uri_text);
+  ctx_ptr c(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
+  EXPECT_TRUE(c && !c->err) << "cannot reach " << u.redacted();
+  return c;
+}
+
+// Scripts the server has run since its start or CONFIG RESETSTAT: EVALSHA and EVAL calls.
+long long scripts_run(redisContext* c) {
+  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO commandstats"));
+  const std::string text =
+      r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+  if (r) freeReplyObject(r);
+  long long total = 0;
+  for (const std::string_view stat : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
+    const auto at = text.find(stat);
+    if (at != std::string::npos) total += std::stoll(text.substr(at + stat.size()));
+  }
+  return total;
+}
+
+// `threads` threads, each with its own lock object on `name`, doing blocking acquire + release
+// until `cycles` grants were made in all; returns each thread's count of grants.
+std::vector<int> contend(dlock::backend& b, const std::string& name, int threads, int cycles) {
+  std::atomic<int> granted{0}, errors{0};
+  std::vector<int> per_thread(threads, 0);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      auto lock = b.make_lock(name);
+      while (granted.load() < cycles) {
+        std::error_code ec;
+        auto l = lock->try_acquire_for(60s, ec);
+        if (!l || ec) {
+          ++errors;
+          return;
+        }
+        ++per_thread[t];
+        ++granted;
+        l.release(ec);
+        if (ec) ++errors;
+      }
+    });
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(errors.load(), 0) << dlock::last_error_message();
+  return per_thread;
+}
+
+// Before: every release woke every waiter of the process, and each ran the acquire script (15.6
+// scripts per cycle at 32 threads). Now one waiter retries per release: a cycle is the release
+// and the next holder's acquire, plus the first tries of each thread.
+TEST(RedisContention, OneReleaseWakesOneWaiterOfTheProcess) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  for (const auto scheme : {"redis", "redis+reentrant"}) {
+    SCOPED_TRACE(scheme);
+    // poll=30s: only release messages wake a waiter (no timed retry within the test).
+    auto b = dlock::open(with_query(with_scheme(uri, scheme), "wait_after_restart=false&ttl=30s&poll=30s..30s"));
+    auto c = raw(uri);
+    const auto name = unique_name("one-wake");
+    constexpr int threads = 32, cycles = 1000;
+    const auto before = scripts_run(c.get());
+    const auto per_thread = contend(*b, name, threads, cycles);
+    const auto scripts = scripts_run(c.get()) - before;
+    const auto done = std::accumulate(per_thread.begin(), per_thread.end(), 0);
+    ASSERT_GE(done, cycles);
+    const double per_cycle = static_cast<double>(scripts) / done;
+    std::printf("%s: %lld scripts for %d cycles of %d threads, %.2f per cycle\n", scheme, scripts, done, threads,
+                per_cycle);
+    EXPECT_LE(per_cycle, 3.0) << scripts << " scripts for " << done << " acquire+release cycles of " << threads
+                              << " threads (other clients of the server count too)";
+  }
+}
+
+// The waiters of one process take turns: a thread that releases and at once acquires again
+// queues behind the waiter its release woke, so no thread is starved.
+TEST(RedisContention, WaitersOfOneProcessTakeTurns) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  auto b = dlock::open(with_query(uri, "wait_after_restart=false&ttl=30s&poll=30s..30s"));
+  constexpr int threads = 8, cycles = 800;
+  const auto per_thread = contend(*b, unique_name("turns"), threads, cycles);
+  const auto done = std::accumulate(per_thread.begin(), per_thread.end(), 0);
+  const auto fair_share = done / threads;
+  for (int t = 0; t < threads; ++t)
+    EXPECT_GE(per_thread[t] * 2, fair_share) << "thread " << t << " got " << per_thread[t] << " of " << done
+                                             << " grants (fair share " << fair_share << ")";
+}
+
+// 40 threads on 4 pooled connections: a caller beyond the pool waits for a connection within
+// its own deadline (an acquire's; a release's is its lease's validity), instead of failing after
+// connect_timeout (5ms here, which a queue of 36 callers easily exceeds).
+TEST(RedisContention, CallersBeyondThePoolWaitForAConnection) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  auto b = dlock::open(with_query(uri, "wait_after_restart=false&ttl=30s&pool_size=4&connect_timeout=5ms"));
+  constexpr int threads = 40, rounds = 50;
+  std::atomic<int> granted{0}, failures{0};
+  std::string first_failure;
+  std::mutex failure_mutex;
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      auto own = b->make_lock(unique_name("pool-own"));
+      for (int i = 0; i < rounds; ++i) {
+        std::error_code ec;
+        auto l = own->acquire(ec);
+        if (l) {
+          ++granted;
+          l.release(ec);
+        }
+        if (ec) {
+          std::lock_guard lock(failure_mutex);
+          if (failures++ == 0) first_failure = dlock::last_error_message();
+        }
+      }
+    });
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  EXPECT_EQ(granted.load(), threads * rounds);
+}
+
+}  // namespace
