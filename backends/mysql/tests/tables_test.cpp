@@ -17,6 +17,8 @@
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
+#include "fair_queue.hpp"
+#include "fencing_faults.hpp"
 #include "schema_race.hpp"
 #include "test_support.hpp"
 
@@ -134,29 +136,7 @@ TEST(MysqlIndexFair, WaitersAreGrantedInArrivalOrderAndLeaveTheQueue) {
                            name)
         .value_or(-1);
   };
-  auto held = b->make_lock(name)->try_acquire();
-  ASSERT_TRUE(held);
-  constexpr int waiters = 4;
-  std::mutex m;
-  std::vector<int> order;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < waiters; ++i) {
-    threads.emplace_back([&, i] {
-      auto lock = b->make_lock(name);
-      auto got = lock->try_acquire_for(60s);
-      if (!got) return;
-      std::lock_guard g(m);
-      order.push_back(i);
-    });
-    // The next waiter starts only once this one is queued: arrival order is i (bounded wait).
-    for (int polls = 0; polls < 750 && queued() != i + 1; ++polls) std::this_thread::sleep_for(20ms);
-    EXPECT_EQ(queued(), i + 1) << "waiter " << i << " never queued";
-  }
-  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a newcomer barged past the queue";
-  held.release();
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
-  EXPECT_EQ(queued(), 0) << "granted waiters must leave the waiters table";
+  EXPECT_EQ(dlock::sql::testing::grant_order_of_queued_waiters(*b, name, 4, queued), (std::vector<int>{0, 1, 2, 3}));
   // A waiter that times out leaves the queue too.
   auto again = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(again);
@@ -380,23 +360,8 @@ TEST_P(Fencing, TokensStrictlyIncreaseAcrossAConnectionKillAndAServerRestart) {
   } else {
     ASSERT_TRUE(GetParam() == "mysql+index" || GetParam() == "mysql+version") << "no holder connection found";
   }
-  auto next_backend = open_backend();
-  auto second = next_backend->make_lock(name)->try_acquire_for(20s);
-  ASSERT_TRUE(second) << "the killed holder's lock was never freed";
-  ASSERT_TRUE(second.fencing_token());
-  EXPECT_GT(*second.fencing_token(), *first.fencing_token()) << "a token was handed out twice after a connection kill";
-
-  // 2. The server restarted while `second` holds the lock.
-  {
-    dlock::testing::stopped_server restart("mariadb");
-    ASSERT_TRUE(restart.stopped()) << "could not stop mariadb through $DLOCK_SERVERS";
-    ASSERT_TRUE(restart.start()) << "could not start mariadb again through $DLOCK_SERVERS";
-  }
-  auto after_restart = open_backend();
-  auto third = after_restart->make_lock(name)->try_acquire_for(20s);
-  ASSERT_TRUE(third) << "no grant after the restart";
-  ASSERT_TRUE(third.fencing_token());
-  EXPECT_GT(*third.fencing_token(), *second.fencing_token()) << "a token was handed out twice across a restart";
+  dlock::sql::testing::expect_tokens_rise_after_a_kill_and_a_restart(name, *first.fencing_token(), open_backend, "mariadb",
+                                                                    "connection kill");
 }
 INSTANTIATE_TEST_SUITE_P(Mysql, Fencing,
                          ::testing::Values("mysql+index", "mysql+forupdate", "mysql+version", "mysql+getlock"),

@@ -16,6 +16,8 @@
 #include "dlock_test/support.hpp"
 #include "shared_sessions.hpp"
 #include "dlock_test/tcp_proxy.hpp"
+#include "fair_queue.hpp"
+#include "fencing_faults.hpp"
 #include "hostile_names.hpp"
 #include "pg_probe.hpp"
 #include "schema_race.hpp"
@@ -249,23 +251,9 @@ TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_serv
 
   // 1. The holder's sessions killed on the server while it holds the lock.
   ASSERT_TRUE(terminate_sessions_of(uri_for(GetParam()), app)) << "our sessions outlived pg_terminate_backend";
-  auto next_backend = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
-  auto second = next_backend->make_lock(name)->try_acquire_for(20s);
-  ASSERT_TRUE(second) << "the killed holder's lock was never freed";
-  ASSERT_TRUE(second.fencing_token());
-  EXPECT_GT(*second.fencing_token(), *first.fencing_token()) << "a token was handed out twice after a session kill";
-
-  // 2. The server restarted while `second` holds the lock.
-  {
-    dlock::testing::stopped_server restart("postgres");
-    ASSERT_TRUE(restart.stopped()) << "could not stop postgres through $DLOCK_SERVERS";
-    ASSERT_TRUE(restart.start()) << "could not start postgres again through $DLOCK_SERVERS";
-  }
-  auto after_restart = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false"));
-  auto third = after_restart->make_lock(name)->try_acquire_for(20s);
-  ASSERT_TRUE(third) << "no grant after the restart";
-  ASSERT_TRUE(third.fencing_token());
-  EXPECT_GT(*third.fencing_token(), *second.fencing_token()) << "a token was handed out twice across a restart";
+  dlock::sql::testing::expect_tokens_rise_after_a_kill_and_a_restart(
+      name, *first.fencing_token(), [&] { return dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false")); }, "postgres",
+      "session kill");
 }
 INSTANTIATE_TEST_SUITE_P(pg, fencing_scheme, ::testing::ValuesIn(all_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
@@ -340,29 +328,8 @@ TEST(index_fair, declared_only_when_enabled_and_index_only) {
 TEST(index_fair, waiters_are_granted_in_arrival_order) {
   auto be = dlock::open(uri_for("postgres+index", "fair=true&ttl=5s"));
   const auto name = unique_name("fifo");
-  auto held = be->make_lock(name)->try_acquire();
-  ASSERT_TRUE(held);
-  constexpr int waiters = 5;
-  std::mutex m;
-  std::vector<int> order;
-  std::vector<std::thread> threads;
-  for (int i = 0; i < waiters; ++i) {
-    threads.emplace_back([&, i] {
-      auto lock = be->make_lock(name);
-      auto got = lock->try_acquire_for(60s);
-      if (!got) return;
-      std::lock_guard g(m);
-      order.push_back(i);
-    });
-    // The next waiter starts only once this one is in the queue: arrival order is i.
-    EXPECT_TRUE(eventually([&] { return queued(name) == i + 1; })) << "waiter " << i << " never queued";
-  }
-  // A newcomer's plain try may not barge past the queue, even the instant the lock is free.
-  EXPECT_FALSE(be->make_lock(name)->try_acquire());
-  held.release();
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
-  EXPECT_EQ(queued(name), 0) << "granted waiters must leave the waiters table";
+  EXPECT_EQ(dlock::sql::testing::grant_order_of_queued_waiters(*be, name, 5, [&] { return queued(name); }),
+            (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
 TEST(index_fair, try_acquire_refused_while_queued_and_a_dead_waiter_leaves_after_its_ttl) {
