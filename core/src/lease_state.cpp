@@ -1,5 +1,7 @@
 #include "dlock/lease_state.hpp"
 
+#include <vector>
+
 #include "dlock/error.hpp"
 
 namespace dlock::spi {
@@ -49,6 +51,51 @@ void lease_state::renew(std::chrono::milliseconds ttl, std::error_code& ec) noex
     if (valid_until() != clock::time_point::max()) set_valid_until(validity_after(start, ttl));
   } else if (ec == errc::not_owner || ec == errc::lock_lost) {
     mark_lost(ec);
+  }
+}
+
+std::size_t lease_state::renew_together(renewal_batch& batch, std::span<lease_state* const> leases,
+                                        std::span<std::error_code> outcomes) noexcept {
+  try {
+    // Every lease's mutex for the whole call, as renew holds its one: no release runs between
+    // the renewal and its bookkeeping. Only the watchdog holds more than one at a time, so no
+    // order among them can deadlock.
+    std::vector<std::unique_lock<std::mutex>> guards;
+    std::vector<lease_state*> sent;
+    std::vector<std::size_t> index;
+    guards.reserve(leases.size());
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      auto& lease = *leases[i];
+      outcomes[i].clear();
+      guards.emplace_back(lease.op_mutex_);
+      if (lease.released_) {
+        set_error(outcomes[i], errc::not_owner, "cannot renew lock '" + lease.name_ + "': the lease was already released");
+      } else if (lease.lost()) {
+        set_error(outcomes[i], errc::lock_lost, "cannot renew lock '" + lease.name_ + "': the lease was already lost");
+      } else {
+        sent.push_back(&lease);
+        index.push_back(i);
+      }
+    }
+    if (sent.empty()) return 0;
+    std::vector<std::error_code> sent_outcomes(sent.size());
+    const auto start = clock::now();
+    batch.renew_all(sent, sent_outcomes);
+    for (std::size_t k = 0; k < sent.size(); ++k) {
+      auto& lease = *sent[k];
+      const auto& ec = sent_outcomes[k];
+      if (!ec) {
+        if (lease.valid_until() != clock::time_point::max()) lease.set_valid_until(validity_after(start, lease.ttl_));
+      } else if (ec == errc::not_owner || ec == errc::lock_lost) {
+        lease.mark_lost(ec);
+      }
+      outcomes[index[k]] = ec;
+    }
+    return sent.size();
+  } catch (...) {
+    // Out of memory: nothing was sent; each lease is renewed alone at its next turn.
+    for (auto& ec : outcomes) ec = make_error_code(errc::backend_unavailable);
+    return 0;
   }
 }
 

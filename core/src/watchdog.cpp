@@ -1,6 +1,8 @@
 #include "watchdog.hpp"
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -58,7 +60,7 @@ class watchdog {
 
   watchdog_load load() {
     std::lock_guard guard(mutex_);
-    return {by_lease_.size(), timers_.size()};
+    return {by_lease_.size(), timers_.size(), renewed_, renewal_calls_};
   }
 
   ~watchdog() {
@@ -123,6 +125,7 @@ class watchdog {
       }
       if (kind == event::renew) {
         renewals_.push_back(std::move(w));
+        take_renewals_due_soon_locked();
         worker_cv_.notify_one();
       } else if (clock::now() >= s->valid_until()) {
         lock.unlock();
@@ -131,6 +134,25 @@ class watchdog {
       } else {
         schedule_locked(s->valid_until(), event::check_validity, std::move(w));  // renewed since
       }
+    }
+  }
+
+  // Renewals due within a short window go with the one due now: a little early (at most a tenth
+  // of their period), so that leases taken about together are renewed together, in one batch,
+  // instead of each on its own as it falls due.
+  void take_renewals_due_soon_locked() {
+    constexpr milliseconds window{50};
+    const auto now = clock::now();
+    for (auto it = timers_.begin(); it != timers_.end() && it->first <= now + window;) {
+      auto& [kind, w] = it->second;
+      if (kind != event::renew || !w->renew_every || it->first > now + *w->renew_every / 10) {
+        ++it;
+        continue;
+      }
+      auto taken = std::move(w);
+      std::erase(taken->pending, it);
+      it = timers_.erase(it);
+      renewals_.push_back(std::move(taken));
     }
   }
 
@@ -150,30 +172,72 @@ class watchdog {
         worker_cv_.wait(lock);
         continue;
       }
-      auto w = std::move(renewals_.front());
-      renewals_.pop_front();
+      // Every renewal due by now, in one go: the leases of one batch are sent together.
+      std::vector<std::shared_ptr<watched>> due(std::make_move_iterator(renewals_.begin()),
+                                                std::make_move_iterator(renewals_.end()));
+      renewals_.clear();
       lock.unlock();
-      const auto next = renew(*w);
+      const auto next = renew_due(due);
       lock.lock();
-      if (next) schedule_locked(*next, event::renew, std::move(w));
+      for (std::size_t i = 0; i < due.size(); ++i)
+        if (next[i]) schedule_locked(*next[i], event::renew, std::move(due[i]));
     }
   }
 
-  // Returns when to renew next, or nullopt when the lease needs no more renewals.
-  static std::optional<clock::time_point> renew(const watched& w) {
-    auto s = w.state.lock();
-    if (!s || s->released() || s->lost()) return std::nullopt;
-    std::error_code ec;
-    s->renew(s->ttl(), ec);
+  // Renews `due`; returns, for each, when to renew next (nullopt: no more renewals).
+  std::vector<std::optional<clock::time_point>> renew_due(const std::vector<std::shared_ptr<watched>>& due) {
+    std::vector<std::optional<clock::time_point>> next(due.size());
+    std::vector<std::shared_ptr<spi::lease_state>> states(due.size());
+    std::map<spi::renewal_batch*, std::vector<std::size_t>> batches;
+    for (std::size_t i = 0; i < due.size(); ++i) {
+      states[i] = due[i]->state.lock();
+      const auto& s = states[i];
+      if (!s || s->released() || s->lost()) continue;
+      if (auto* batch = s->batch()) {
+        batches[batch].push_back(i);
+        continue;
+      }
+      std::error_code ec;
+      s->renew(s->ttl(), ec);
+      count_renewals(1);
+      next[i] = after_renewal(*s, *due[i], ec, last_error_message());
+    }
+    for (auto& [batch, members] : batches) {
+      // A bounded batch, so one pipeline's replies do not delay the next batch's leases by much.
+      constexpr std::size_t most_at_once = 512;
+      for (std::size_t from = 0; from < members.size(); from += most_at_once) {
+        const auto count = std::min(most_at_once, members.size() - from);
+        std::vector<spi::lease_state*> leases(count);
+        std::vector<std::error_code> outcomes(count);
+        for (std::size_t k = 0; k < count; ++k) leases[k] = states[members[from + k]].get();
+        if (spi::lease_state::renew_together(*batch, leases, outcomes) > 0) count_renewals(count);
+        for (std::size_t k = 0; k < count; ++k) {
+          const auto i = members[from + k];
+          // The thread's last error message is the last lease's: each says its own code.
+          next[i] = after_renewal(*states[i], *due[i], outcomes[k], outcomes[k].message());
+        }
+      }
+    }
+    return next;
+  }
+
+  void count_renewals(std::size_t leases) {
+    std::lock_guard guard(mutex_);
+    renewed_ += leases;
+    ++renewal_calls_;
+  }
+
+  // When to renew next after a renewal that gave `ec`, or nullopt when the lease needs no more.
+  static std::optional<clock::time_point> after_renewal(spi::lease_state& s, const watched& w, std::error_code ec,
+                                                        const std::string& why) {
     if (!ec) return clock::now() + *w.renew_every;
-    if (s->lost() || s->released()) {
-      if (!s->released())
-        report_background_error(ec, "lease on lock '" + s->name() + "' lost: renewal failed: " + last_error_message());
+    if (s.lost() || s.released()) {
+      if (!s.released()) report_background_error(ec, "lease on lock '" + s.name() + "' lost: renewal failed: " + why);
       return std::nullopt;
     }
     // A transient failure (server unreachable): try again soon; the validity check fires the
     // lost signal if no renewal succeeds before the deadline.
-    report_background_error(ec, "renewing lock '" + s->name() + "' failed, retrying: " + last_error_message());
+    report_background_error(ec, "renewing lock '" + s.name() + "' failed, retrying: " + why);
     return clock::now() + std::max(milliseconds(20), *w.renew_every / 4);
   }
 
@@ -191,6 +255,7 @@ class watchdog {
   // timer finds it gone. A renewal in flight keeps its own reference.
   std::unordered_map<const spi::lease_state*, std::shared_ptr<watched>> by_lease_;
   std::deque<std::shared_ptr<watched>> renewals_;
+  std::uint64_t renewed_ = 0, renewal_calls_ = 0;  // leases renewed; calls to renew or renew_all
   bool stopping_ = false;
   std::thread timer_, worker_;
 };

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "capabilities.hpp"
 #include "scripts.hpp"
@@ -79,8 +81,11 @@ class redis_lease final : public spi::lease_state {
   ~redis_lease() override { shared_->remove_held(held_id_); }
 
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
+  spi::renewal_batch* batch() const noexcept override { return shared_->renewals.get(); }
 
  protected:
+  friend class pipelined_renewals;
+
   void do_release(std::error_code& ec) noexcept override {
     auto c = shared_->connections->checkout(connection_deadline(), ec);
     if (ec) return;
@@ -108,19 +113,33 @@ class redis_lease final : public spi::lease_state {
     if (ec) return;
     reply_ptr r;
     try {
-      r = shared_->config.lock_mode == mode::simple ? c->eval(scripts::simple_renew, {key_}, {secret_, ms_text(ttl)}, ec)
-                                                    : c->eval(scripts::reentrant_renew, {key_}, {ms_text(ttl), secret_}, ec);
+      const auto ttl_text = ms_text(ttl);
+      r = c->eval(renew_script(), {key_}, renew_args(ttl_text), ec);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
       return;
     }
     if (ec) return;
-    if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {
-      set_error(ec, errc::backend_error, "redis: renewing lock '" + name() + "': " + std::string(error_text(r.get())));
-    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+    judge_renewal(*r, ec);
+  }
+
+  // The renewal script's answer: 1 when the grant was ours and was extended.
+  void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
+    if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
+      set_error(ec, errc::backend_error, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)));
+    } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
       set_error(ec, errc::lock_lost, "redis: lock '" + name() + "' is gone from the server at renewal (expired, deleted, or the server "
                                                                 "restarted without persistence)");
     }
+  }
+
+  // The renewal script and its arguments for this grant.
+  const script& renew_script() const noexcept {
+    return shared_->config.lock_mode == mode::simple ? scripts::simple_renew : scripts::reentrant_renew;
+  }
+  std::vector<std::string_view> renew_args(const std::string& ttl_text) const {
+    if (shared_->config.lock_mode == mode::simple) return {secret_, ttl_text};
+    return {ttl_text, secret_};
   }
 
  private:
@@ -134,6 +153,72 @@ class redis_lease final : public spi::lease_state {
   std::string key_, secret_;
   std::uint64_t fencing_;
   std::uint64_t held_id_;
+};
+
+// The watchdog's renewals of many leases of one backend: one pipeline on one connection (EVALSHA
+// each, then every reply), instead of a connection checkout and a round trip per lease.
+class pipelined_renewals final : public spi::renewal_batch {
+ public:
+  explicit pipelined_renewals(shared& owner) : shared_(owner) {}
+
+  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
+    std::error_code ec;
+    auto c = shared_.connections->checkout(ec);
+    if (ec) {
+      std::fill(outcomes.begin(), outcomes.end(), ec);
+      return;
+    }
+    std::size_t sent = 0;
+    try {
+      for (; sent < leases.size(); ++sent) {
+        const auto& lease = static_cast<const redis_lease&>(*leases[sent]);
+        const auto ttl_text = ms_text(lease.ttl());
+        if (!c->append_eval(lease.renew_script(), {lease.key_}, lease.renew_args(ttl_text))) break;
+      }
+    } catch (...) {
+      // out of memory: the leases appended so far are sent; the others retry alone
+    }
+    if (sent < leases.size())
+      set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
+    if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
+    std::vector<std::size_t> without_script;
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      const auto& lease = static_cast<const redis_lease&>(*leases[i]);
+      if (i >= sent || (ec && c->broken())) {
+        outcomes[i] = ec;
+        continue;
+      }
+      auto r = c->read(outcomes[i]);
+      if (!r) {
+        ec = outcomes[i];
+        continue;
+      }
+      if (is_error(r.get(), "NOSCRIPT")) {
+        try {
+          without_script.push_back(i);
+        } catch (...) {
+          set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+        }
+        continue;
+      }
+      lease.judge_renewal(*r, outcomes[i]);
+    }
+    // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source, on
+    // this connection (another checkout could wait for this very one with a pool of one).
+    for (const auto i : without_script) {
+      const auto& lease = static_cast<const redis_lease&>(*leases[i]);
+      try {
+        const auto ttl_text = ms_text(lease.ttl());
+        auto r = c->eval_source(lease.renew_script(), {lease.key_}, lease.renew_args(ttl_text), outcomes[i]);
+        if (r) lease.judge_renewal(*r, outcomes[i]);
+      } catch (...) {
+        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+      }
+    }
+  }
+
+ private:
+  shared& shared_;
 };
 
 class redis_lock final : public distributed_lock {
@@ -566,6 +651,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);
+  s->renewals = std::make_unique<pipelined_renewals>(*s);
   s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
   // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.
   std::error_code ec;

@@ -4,6 +4,7 @@
 // std::unique_lock. They are reported here, never dropped. The default handler writes one line to
 // stderr; a service installs its own to route them to its logger.
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string_view>
 #include <system_error>
@@ -21,6 +22,10 @@ void report_background_error(std::error_code ec, std::string_view message) noexc
 struct watchdog_load {
   std::size_t leases = 0;
   std::size_t timers = 0;
+  // Since the process started: leases renewed, and the calls that renewed them (a backend that
+  // renews in batches renews many leases per call; one that cannot, one).
+  std::uint64_t renewals = 0;
+  std::uint64_t renewal_calls = 0;
 };
 watchdog_load current_watchdog_load() noexcept;
 
