@@ -33,6 +33,7 @@
 #include "dlock_compare/html_report.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
+#include "dlock_compare/server_family.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -85,9 +86,8 @@ constexpr const char* usage =
     "clients ran on are printed with it.\n"
     "  --speed-duration D  how long each of the 3 speed points of a backend runs (default 1s)\n"
     "  --no-speed       skip the speed phase\n"
-    "Servers: from the variables compose/native/dlock-servers prints (DLOCK_REDIS_URI,\n"
-    "DLOCK_REDLOCK_URI, DLOCK_MEMCACHED_URI, DLOCK_POSTGRES_URI, DLOCK_MYSQL_URI, DLOCK_ZOOKEEPER_URI;\n"
-    "the scheme replaced by the backend's); memory:// and file:// (a temporary folder) need none.\n"
+    "Servers: from the variables compose/native/dlock-servers prints, listed below, the scheme\n"
+    "replaced by the backend's; memory:// and file:// (a temporary folder) need none.\n"
     "A backend whose variable is unset is reported 'not run: VARIABLE unset'.\n"
     "Exit: 0 the run completed (unsafe rows showing overlaps are its observations), 64 usage,\n"
     "69 a backend's server is unreachable (checked before anything runs).";
@@ -340,6 +340,11 @@ int cmd_compare(const arguments& argv) {
                {"help", "no-speed"});
   if (a.flag("help")) {
     std::puts(usage);
+    // Each backend with a server declares its own (backends/<name>/compare/server_families.cpp).
+    std::puts("Server variables of the built backends:");
+    for (const auto* family : compare::server_families())
+      std::printf("  %-30s schemes %s and %s+*\n", family->variable, std::string(family->prefix).c_str(),
+                  std::string(family->prefix).c_str());
     return 0;
   }
   auto request = parse_request(a);

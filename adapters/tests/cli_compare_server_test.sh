@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cli/compare_server_<family>: `dlock compare --faults connection-kill,server-pause` on the launcher's
+# cli/compare_server_<backend>: `dlock compare --faults connection-kill,server-pause` on the launcher's
 # real servers (the family's variable unset FAILS the test), asserting the declared capabilities:
 #   - the fault was injected: the holder caught inside its write, >= 1 connection ended on the
 #     server (connection-kill), the server frozen for >= 2.5 ttls (server-pause);
@@ -13,25 +13,22 @@
 #     plus a generous 5 s after the kill, within a ttl plus 5 s after the server's resume.
 # Every cell runs with ttl 1s. The server a fault froze is resumed by dlock compare's own guard;
 # this script checks it answers afterwards.
-# Usage: cli_compare_server_test.sh DLOCK redis|postgres|mysql|memcached|zookeeper
+# Usage: cli_compare_server_test.sh DLOCK VARIABLE PROCESS RUN...
+#   VARIABLE holds the server's URI, PROCESS is its launcher name; each RUN is "SCHEMES FAULTS", one
+#   dlock compare run (a representative scheme under both faults; the session-bound SQL schemes
+#   under connection-kill, where they behave differently). Each backend's CMakeLists.txt gives them
+#   (dlock_compare_server).
 set -u
-dlock=$1
-family=$2
+if [[ $# -lt 4 ]]; then
+  echo "usage: cli_compare_server_test.sh DLOCK VARIABLE PROCESS \"SCHEMES FAULTS\"..."
+  exit 2
+fi
+dlock=$1 variable=$2 process=$3
+shift 3
+runs=("$@")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# runs: "BACKENDS FAULTS" per dlock compare run: one representative scheme per family under both
-# faults, plus the session-bound SQL schemes under connection-kill (where they behave differently).
-case $family in
-  redis) variable=DLOCK_REDIS_URI process=redis runs=("redis connection-kill,server-pause") ;;
-  postgres) variable=DLOCK_POSTGRES_URI process=postgres
-            runs=("postgres+index connection-kill,server-pause" "postgres+advisory,postgres+forupdate connection-kill") ;;
-  mysql) variable=DLOCK_MYSQL_URI process=mariadb
-         runs=("mysql+index connection-kill,server-pause" "mysql+getlock,mysql+forupdate connection-kill") ;;
-  memcached) variable=DLOCK_MEMCACHED_URI process=memcached runs=("memcached server-pause") ;;
-  zookeeper) variable=DLOCK_ZOOKEEPER_URI process=zookeeper runs=("zookeeper connection-kill,server-pause") ;;
-  *) echo "usage: cli_compare_server_test.sh DLOCK redis|postgres|mysql|memcached|zookeeper"; exit 2 ;;
-esac
 for v in "$variable" DLOCK_SERVERS; do
   [[ -n ${!v:-} ]] || { echo "FAIL: $v is not set: eval \"\$(compose/native/dlock-servers up $process)\" first"; exit 1; }
 done

@@ -12,7 +12,9 @@ by backends (sql_common), not a backend. What is checked, each failure naming th
     - src/register.cpp defining register_<name>(registry&), the one registration file
     - src/capabilities.hpp, README.md, tests/
     - network scope: tests/hooks.cpp, server/recipe.sh, server/compose.yml (the launcher recipe
-      and the Docker compose fragment); process or host scope (memory, file): no server/
+      and the Docker compose fragment), compare/server_families.cpp defining
+      server_families_<name>() and announced by dlock_compare_server(<name> ...) in CMakeLists.txt
+      (what dlock compare's server faults need); process or host scope (memory, file): no server/
   every registered scheme:
     - named in exactly one backends/*/src/register.cpp (not registered from another file)
     - its capabilities declared the one way: `inline constexpr capabilities <ident>_caps` in the
@@ -127,6 +129,12 @@ def main() -> int:
                  f"{rel}/server/recipe.sh is missing (the launcher's recipe for this network backend's server)")
             need((folder / "server" / "compose.yml").is_file(),
                  f"{rel}/server/compose.yml is missing (the Docker compose fragment for its server)")
+            families = read(folder / "compare" / "server_families.cpp")
+            need(re.search(rf"\bserver_families_{name}\s*\(", families) is not None,
+                 f"{rel}/compare/server_families.cpp does not define server_families_{name}() (what dlock "
+                 "compare's server faults need of its server)")
+            need(re.search(rf"dlock_compare_server\(\s*{name}\b", cmake) is not None,
+                 f"{rel}/CMakeLists.txt does not call dlock_compare_server({name} SOURCE compare/server_families.cpp ...)")
         elif scopes:
             need(not (folder / "server").exists(), f"{rel}/server/ exists, but an embedded backend "
                                                    f"({', '.join(sorted(scopes))} scope) has no server")

@@ -361,7 +361,7 @@ TEST_P(Fencing, TokensStrictlyIncreaseAcrossAConnectionKillAndAServerRestart) {
     ASSERT_TRUE(GetParam() == "mysql+index" || GetParam() == "mysql+version") << "no holder connection found";
   }
   dlock::sql::testing::expect_tokens_rise_after_a_kill_and_a_restart(name, *first.fencing_token(), open_backend, "mariadb",
-                                                                    "connection kill");
+                                                                     "connection kill");
 }
 INSTANTIATE_TEST_SUITE_P(Mysql, Fencing,
                          ::testing::Values("mysql+index", "mysql+forupdate", "mysql+version", "mysql+getlock"),

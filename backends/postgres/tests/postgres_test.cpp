@@ -14,13 +14,13 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
-#include "shared_sessions.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
 #include "pg_probe.hpp"
 #include "schema_race.hpp"
+#include "shared_sessions.hpp"
 
 using namespace std::chrono_literals;
 namespace probe = dlock::pg::testing;
@@ -429,7 +429,9 @@ TEST(advisory, many_concurrent_holders_share_at_most_16_server_sessions) {
   const auto held = dlock::sql::testing::hold_all_at_once(*be, names, [&] {
     auto admin = probe::connect(uri_for("postgres+advisory"));
     sessions = std::stoi(*probe::exec(admin.get(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
-                                                       app + "'").rows.at(0).at(0));
+                                                       app + "'")
+                              .rows.at(0)
+                              .at(0));
     for (const auto& n : names) held_on_server += probe::held_on_server(uri_for("postgres+advisory"), n) ? 1 : 0;
   });
   EXPECT_EQ(held.granted, holders) << held.failed << " holders failed";
@@ -480,7 +482,8 @@ TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
   }
   auto admin = probe::connect(uri_for("postgres+advisory"));
   const auto sessions = probe::exec(admin.get(), "SELECT count(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND pid IN"
-                                                 " (SELECT pid FROM pg_stat_activity WHERE application_name = '" + app + "')");
+                                                 " (SELECT pid FROM pg_stat_activity WHERE application_name = '" +
+                                                     app + "')");
   ASSERT_EQ(sessions.rows.at(0).at(0), "1") << "the four leases were expected on one shared session";
   ASSERT_TRUE(terminate_sessions_of(uri_for("postgres+advisory"), app));
   for (std::size_t i = 0; i < leases.size(); ++i)

@@ -7,6 +7,7 @@
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/launcher_processes.hpp"
 #include "dlock_compare/section.hpp"
+#include "dlock_compare/server_family.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 #include "dlock_compare/zookeeper_mode.hpp"
 #include "fault_steps.hpp"
@@ -258,27 +259,32 @@ bool is_ensemble_fault(fault f) noexcept {
   return f == fault::ensemble_leader_lost || f == fault::ensemble_majority_lost;
 }
 
+namespace {
+
+quorum_kind quorum_kind_of(fault f) noexcept {
+  if (!is_quorum_fault(f)) return quorum_kind::none;
+  return is_ensemble_fault(f) ? quorum_kind::ensemble : quorum_kind::independent_masters;
+}
+
+}  // namespace
+
 const char* quorum_server(fault f) noexcept {
-  if (!is_quorum_fault(f)) return nullptr;
-  return is_ensemble_fault(f) ? "zookeeper-ensemble" : "redlock";
+  const auto* family = family_of_quorum(quorum_kind_of(f));
+  return family != nullptr && is_quorum_fault(f) ? family->quorum_server : nullptr;
 }
 
 const char* quorum_server_variable(fault f) noexcept {
-  if (!is_quorum_fault(f)) return nullptr;
-  return is_ensemble_fault(f) ? "DLOCK_ZOOKEEPER_ENSEMBLE_URI" : "DLOCK_REDLOCK_URI";
+  const auto* family = family_of_quorum(quorum_kind_of(f));
+  return family != nullptr && is_quorum_fault(f) ? family->quorum_variable : nullptr;
 }
 
 std::optional<std::string> quorum_not_applicable(std::string_view scheme, fault f) {
   if (!is_quorum_fault(f)) return std::nullopt;
-  const auto family = scheme.substr(0, scheme.find('+'));
-  if (is_ensemble_fault(f)) {
-    if (family == "zookeeper") return std::nullopt;
-    if (family == "redlock") return "independent masters, no ensemble (see the masters-* faults)";
-  } else {
-    if (family == "redlock") return std::nullopt;
-    if (family == "zookeeper") return "an ensemble, not independent masters (see the ensemble-* faults)";
-  }
-  if (family == "memory" || family == "file") return "no server";
+  const auto* family = family_of_scheme(scheme);
+  if (family == nullptr) return "no server";
+  if (family->quorum == quorum_kind_of(f)) return std::nullopt;
+  if (family->quorum == quorum_kind::independent_masters) return "independent masters, no ensemble (see the masters-* faults)";
+  if (family->quorum == quorum_kind::ensemble) return "an ensemble, not independent masters (see the ensemble-* faults)";
   return "single server";
 }
 

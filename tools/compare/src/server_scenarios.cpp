@@ -39,7 +39,8 @@ std::string seconds(shared_clock::duration d) {
 
 std::unique_ptr<session_blackhole> session_blackhole_for(const std::string& uri) {
   const auto u = dlock::uri::parse(uri);
-  if (!u.scheme().starts_with("zookeeper") || u.hosts().size() != 1) return nullptr;
+  const auto* family = family_of_scheme(u.scheme());
+  if (family == nullptr || family->kill != connection_kill::session_proxy || u.hosts().size() != 1) return nullptr;
   return std::make_unique<session_blackhole>(u.hosts().front().host, server_port_of(uri));
 }
 

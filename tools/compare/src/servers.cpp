@@ -2,33 +2,31 @@
 
 #include <cstdlib>
 
+#include "dlock_compare/server_family.hpp"
+
 namespace dlock::compare {
 
-namespace {
-
-std::string_view family_of(std::string_view scheme) { return scheme.substr(0, scheme.find('+')); }
-
-}  // namespace
-
 const char* server_variable(std::string_view scheme) {
-  const auto family = family_of(scheme);
-  if (family == "redis") return "DLOCK_REDIS_URI";
-  if (family == "redlock") return "DLOCK_REDLOCK_URI";
-  if (family == "memcached") return "DLOCK_MEMCACHED_URI";
-  if (family == "postgres") return "DLOCK_POSTGRES_URI";
-  if (family == "mysql") return "DLOCK_MYSQL_URI";
-  if (family == "zookeeper") return "DLOCK_ZOOKEEPER_URI";
-  return nullptr;
+  const auto* family = family_of_scheme(scheme);
+  return family != nullptr ? family->variable : nullptr;
 }
 
 const char* launcher_process(std::string_view scheme) {
-  const auto family = family_of(scheme);
-  if (family == "redis") return "redis";
-  if (family == "memcached") return "memcached";
-  if (family == "postgres") return "postgres";
-  if (family == "mysql") return "mariadb";
-  if (family == "zookeeper") return "zookeeper";
-  return nullptr;  // memory, file: no server; redlock: several (losing some of them is another fault)
+  const auto* family = family_of_scheme(scheme);
+  return family != nullptr ? family->launcher_process : nullptr;
+}
+
+const server_family* family_of_scheme(std::string_view scheme) noexcept {
+  const auto prefix = scheme.substr(0, scheme.find('+'));
+  for (const auto* family : server_families())
+    if (family->prefix == prefix) return family;
+  return nullptr;
+}
+
+const server_family* family_of_quorum(quorum_kind kind) noexcept {
+  for (const auto* family : server_families())
+    if (family->quorum == kind) return family;
+  return nullptr;
 }
 
 server_uri server_uri_for(std::string_view scheme, const char* variable) {

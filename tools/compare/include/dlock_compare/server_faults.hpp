@@ -2,12 +2,13 @@
 // The server-side faults of the comparison suite, injected from outside the client processes:
 //   connection-kill  the holder's connection(s) ended by the server, as an operator or a server
 //                    timeout does it: Redis CLIENT KILL, PostgreSQL pg_terminate_backend, MariaDB
-//                    KILL. The holder's connections are found from outside: its pid's TCP sockets
-//                    to the server's port (/proc/PID/fd inodes in /proc/net/tcp{,6}) give their
-//                    local ports, matched against the server's own client list. The servers' CLI
-//                    tools (redis-cli, psql, mariadb) do it with the URI's own credentials (the
-//                    password in the environment, never on a command line), so the compare library
-//                    depends on no backend's client library and builds whichever backends are built.
+//                    KILL, each declared by its backend (server_family.hpp). The holder's
+//                    connections are found from outside: its pid's TCP sockets to the server's
+//                    port (/proc/PID/fd inodes in /proc/net/tcp{,6}) give their local ports,
+//                    matched against the server's own client list. The servers' CLI tools
+//                    (redis-cli, psql, mariadb) do it with the URI's own credentials (the password
+//                    in the environment, never on a command line), so the compare library depends
+//                    on no backend's client library.
 //   server-pause     every process of the URI's server SIGSTOPped (the launcher's `pid NAME` and
 //                    their descendants: a PostgreSQL backend is a child of the postmaster), resumed
 //                    by a guard whatever happens.
@@ -20,30 +21,22 @@
 #include <string_view>
 #include <vector>
 
-#include "dlock_compare/shared_clock.hpp"
+#include "dlock_compare/server_family.hpp"
 
 namespace dlock::compare {
 
 // The local ports of `pid`'s TCP connections to `server_port` (any address, IPv4 or IPv6).
 std::vector<std::uint16_t> tcp_ports_to(pid_t pid, std::uint16_t server_port);
 
-// Why connection-kill cannot be injected into a backend of `scheme`, or empty when it can (ZooKeeper:
-// through session_blackhole.hpp, not kill_connections_on_server).
+// Why connection-kill cannot be injected into a backend of `scheme`, or empty when it can (a
+// session_proxy family, ZooKeeper: through session_blackhole.hpp, not kill_connections_on_server).
 std::string connection_kill_not_applicable(std::string_view scheme);
-
-struct killed_connections {
-  std::size_t count = 0;     // connections the server ended
-  std::string not_injected;  // not empty: why none was (the tool failed, no connection found)
-  // When the tool that ends them was started (after any listing): the server acts within that
-  // tool's start-up and connect, tens of milliseconds later.
-  std::optional<instant> issued_at;
-};
 
 // Ends, on the server of `uri` (the lock URI the workers opened), every client connection whose
 // port is in `client_ports`. The tool's error is reported redacted.
 killed_connections kill_connections_on_server(const std::string& uri, const std::vector<std::uint16_t>& client_ports);
 
-// The URI's server port (the scheme family's default when the URI gives none).
+// The URI's server port (its family's default when the URI gives none).
 std::uint16_t server_port_of(const std::string& uri);
 
 // Every process of the launcher's server NAME SIGSTOPped while this lives; SIGCONTinued (all of

@@ -1,6 +1,7 @@
 #pragma once
 // Where a scheme's server comes from: the variables compose/native/dlock-servers prints, and its
-// process names for stop/start. One copy, for `dlock compare` and the scenario tests.
+// process names for stop/start, as its backend declared them (server_family.hpp). One copy, for
+// `dlock compare` and the scenario tests.
 #include <optional>
 #include <string>
 #include <string_view>
