@@ -57,17 +57,17 @@ void lease_state::renew(std::chrono::milliseconds ttl, std::error_code& ec) noex
 std::size_t lease_state::renew_together(renewal_batch& batch, std::span<lease_state* const> leases,
                                         std::span<std::error_code> outcomes) noexcept {
   try {
-    // Every lease's mutex for the whole call, as renew holds its one: no release runs between
-    // the renewal and its bookkeeping. Only the watchdog holds more than one at a time, so no
-    // order among them can deadlock.
-    std::vector<std::unique_lock<std::mutex>> guards;
+    // One lease's mutex at a time, never all of them across the round trip: a batch holds
+    // hundreds of leases, and a release must not wait for the renewal of every other one. A
+    // lease released while its renewal is in flight is told apart afterwards (released_ is set
+    // under the mutex before the release's command is sent), so its outcome is ignored: a
+    // renewal that found the key already deleted by that release is no loss.
     std::vector<lease_state*> sent;
     std::vector<std::size_t> index;
-    guards.reserve(leases.size());
     for (std::size_t i = 0; i < leases.size(); ++i) {
       auto& lease = *leases[i];
       outcomes[i].clear();
-      guards.emplace_back(lease.op_mutex_);
+      std::lock_guard guard(lease.op_mutex_);
       if (lease.released_) {
         set_error(outcomes[i], errc::not_owner, "cannot renew lock '" + lease.name_ + "': the lease was already released");
       } else if (lease.lost()) {
@@ -84,6 +84,11 @@ std::size_t lease_state::renew_together(renewal_batch& batch, std::span<lease_st
     for (std::size_t k = 0; k < sent.size(); ++k) {
       auto& lease = *sent[k];
       const auto& ec = sent_outcomes[k];
+      std::lock_guard guard(lease.op_mutex_);
+      if (lease.released_) {
+        set_error(outcomes[index[k]], errc::not_owner, "lock '" + lease.name_ + "' was released while it was renewed");
+        continue;
+      }
       if (!ec) {
         if (lease.valid_until() != clock::time_point::max()) lease.set_valid_until(validity_after(start, lease.ttl_));
       } else if (ec == errc::not_owner || ec == errc::lock_lost) {

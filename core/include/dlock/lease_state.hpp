@@ -27,8 +27,10 @@ class renewal_batch {
  public:
   virtual ~renewal_batch() = default;
   // Extends each of `leases` (all of which named this batch) to its own ttl from now, and sets
-  // `outcomes[i]` as leases[i]'s do_renew would. Called by lease_state::renew_together, with
-  // every lease's mutex held (no release runs meanwhile), never for a released or lost lease.
+  // `outcomes[i]` as leases[i]'s do_renew would. Called by lease_state::renew_together, never
+  // for a lease released or lost before the call, and without the leases' mutexes: a lease may be
+  // released while its renewal is in flight (renew_together then ignores its outcome), so
+  // renew_all reads only what a lease never changes after its grant (its key, token, ttl).
   virtual void renew_all(std::span<lease_state* const> leases, std::span<std::error_code> outcomes) noexcept = 0;
 };
 
@@ -61,8 +63,9 @@ class lease_state {
   // long as the lease.
   virtual renewal_batch* batch() const noexcept { return nullptr; }
   // renew(ttl()) for each lease, all naming `batch`, with one renew_all call: the same checks,
-  // validity and lost signal as renew, outcomes[i] for leases[i]. Returns the leases sent (the
-  // others were released or lost already).
+  // validity and lost signal as renew, outcomes[i] for leases[i] (not_owner for a lease released
+  // meanwhile, which is never marked lost). Returns the leases sent (the others were released or
+  // lost already).
   static std::size_t renew_together(renewal_batch& batch, std::span<lease_state* const> leases,
                                     std::span<std::error_code> outcomes) noexcept;
 
