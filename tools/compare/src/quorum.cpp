@@ -151,6 +151,82 @@ std::optional<outage> take_down(launcher_processes& guard, const std::vector<std
   return outage{stopped_at, first_back_at, shared_clock::now()};
 }
 
+// When the masters are back, and the fault's effects on the holder and the others, once every
+// worker has ended.
+void finish(worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder, instant fault_at,
+            std::optional<instant> first_back_at, std::optional<instant> back_at, instant down_from, scenario_result& r) {
+  auto& q = *r.quorum;
+  if (back_at) q.down_for = *back_at - down_from;
+  r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
+  measure(assemble_sections(read_history(plan.history)), holder, fault_at, first_back_at, back_at, q);
+}
+
+// master-restarted-empty: the third master unreachable while the lock changes hands (the next
+// holder has its keys on the first two only), then back empty, then the first master crashes and
+// restarts without persistence.
+void restart_a_master_empty(launcher_processes& guard, const std::vector<member>& members, worker_fleet& fleet,
+                            const fleet_plan& plan, instant search_until, scenario_result& r) {
+  auto& q = *r.quorum;
+  const auto third_down_at = shared_clock::now();
+  if (!guard.stop(members[2].process)) {
+    r.fault_not_injected = "the launcher could not stop " + members[2].process;
+    return;
+  }
+  q.stopped.push_back(members[2].process);
+  // Caught at once (polled every 10 ms), so that the restart lands before its first renewal,
+  // as in Kleppmann's account: the holder has no reason to look until then.
+  const auto holder = fresh_writer(plan, third_down_at, 100ms, search_until);
+  if (!holder) {
+    r.fault_not_injected = "no holder was granted while " + members[2].process + " was down";
+    return;
+  }
+  // In this order no acquire ever finds fewer than two masters reachable, so the waiters see
+  // contention, not an outage (after which a worker pauses a whole write length), and try again
+  // every poll. The fault's instant is the crash: the holder told, the next grants, counted from there.
+  if (!guard.start(members[2].process)) {
+    r.fault_not_injected = "the launcher could not start " + members[2].process + " again";
+    return;
+  }
+  const auto fault_at = shared_clock::now();
+  if (!guard.stop(members[0].process, /*crash=*/true)) {
+    r.fault_not_injected = "the launcher could not stop " + members[0].process;
+    return;
+  }
+  q.stopped.push_back(members[0].process);
+  std::optional<instant> back_at;
+  if (guard.start_all()) back_at = shared_clock::now();
+  r.victim = holder->client;
+  finish(fleet, plan, holder, fault_at, back_at, back_at, third_down_at, r);
+}
+
+// ensemble-leader-lost: the node that answers srvr as leader stopped, its successor timed from
+// outside while the outage runs.
+void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& guard, const std::vector<member>& members,
+                     worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder, scenario_result& r) {
+  auto& q = *r.quorum;
+  const auto leader = leader_of(members, shared_clock::now() + 5s);
+  if (!leader) {
+    r.fault_not_injected = "no node answered srvr as leader";
+    return;
+  }
+  q.leader = leader->process;
+  r.victim = holder->client;
+  const auto stopped_at = shared_clock::now();
+  if (!guard.stop(leader->process)) {
+    r.fault_not_injected = "the launcher could not stop " + leader->process;
+    return;
+  }
+  q.stopped = {leader->process};
+  std::vector<member> rest;
+  for (const auto& m : members)
+    if (m.process != leader->process) rest.push_back(m);
+  if (leader_of(rest, stopped_at + outage_length(f, s))) q.new_leader_after = shared_clock::now() - stopped_at;
+  sleep_until(stopped_at + outage_length(f, s));
+  std::optional<instant> first_back_at, back_at;
+  if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
+  finish(fleet, plan, holder, stopped_at, first_back_at, back_at, stopped_at, r);
+}
+
 void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const fleet_plan& plan, scenario_result& r) {
   auto& q = *r.quorum;
   const auto members = members_of(s.uri, s.server_process);
@@ -162,90 +238,22 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
   launcher_processes guard(s.launcher);  // every process stopped is started again when this scope ends
   sleep_until(fleet.start_at());
   const auto search_until = fleet.stop_at() - quorum_work_length(f, s) / 2;
-  auto holder = fresh_writer(plan, fleet.start_at(), 300ms, search_until);
+  const auto holder = fresh_writer(plan, fleet.start_at(), 300ms, search_until);
   if (!holder) {
     r.fault_not_injected = "no holder was seen starting its write";
     return;
   }
-  std::vector<std::string> victims;
-  instant fault_at{};
-  std::optional<instant> first_back_at, back_at;
-  if (f == fault::master_restarted_empty) {
-    // redlock.3 unreachable while the lock changes hands: the next holder has its keys on 1 and 2 only.
-    const auto third_down_at = shared_clock::now();
-    if (!guard.stop(members[2].process)) {
-      r.fault_not_injected = "the launcher could not stop " + members[2].process;
-      return;
-    }
-    q.stopped.push_back(members[2].process);
-    // Caught at once (polled every 10 ms), so that the restart lands before its first renewal,
-    // as in Kleppmann's account: the holder has no reason to look until then.
-    holder = fresh_writer(plan, third_down_at, 100ms, search_until);
-    if (!holder) {
-      r.fault_not_injected = "no holder was granted while " + members[2].process + " was down";
-      return;
-    }
-    // redlock.3 comes back (empty: it never had the holder's keys), then redlock.1 crashes
-    // (SIGKILL) and restarts without persistence. In this order no acquire ever finds fewer than
-    // two masters reachable, so the waiters see contention, not an outage (after which a worker
-    // pauses a whole write length), and try again every poll. The fault's instant is the crash:
-    // the holder told, the next grants, counted from there.
-    if (!guard.start(members[2].process)) {
-      r.fault_not_injected = "the launcher could not start " + members[2].process + " again";
-      return;
-    }
-    fault_at = shared_clock::now();
-    if (!guard.stop(members[0].process, /*crash=*/true)) {
-      r.fault_not_injected = "the launcher could not stop " + members[0].process;
-      return;
-    }
-    q.stopped.push_back(members[0].process);
-    if (guard.start_all()) back_at = first_back_at = shared_clock::now();
-    if (back_at) q.down_for = *back_at - third_down_at;
-    r.victim = holder->client;
-    r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
-    measure(assemble_sections(read_history(plan.history)), holder, fault_at, first_back_at, back_at, q);
-    return;
-  }
-  if (f == fault::masters_minority_lost) victims = {members[2].process};
-  if (f == fault::masters_majority_lost) victims = {members[0].process, members[1].process};
-  if (f == fault::ensemble_majority_lost) victims = {members[0].process, members[1].process};
-  if (f == fault::ensemble_leader_lost) {
-    const auto leader = leader_of(members, shared_clock::now() + 5s);
-    if (!leader) {
-      r.fault_not_injected = "no node answered srvr as leader";
-      return;
-    }
-    q.leader = leader->process;
-    victims = {leader->process};
-  }
+  if (f == fault::master_restarted_empty) return restart_a_master_empty(guard, members, fleet, plan, search_until, r);
+  if (f == fault::ensemble_leader_lost) return stop_the_leader(f, s, guard, members, fleet, plan, holder, r);
+  // The other faults stop their victims for the outage's length, then start them again.
+  const std::vector<std::string> victims = f == fault::masters_minority_lost
+                                               ? std::vector<std::string>{members[2].process}
+                                               : std::vector<std::string>{members[0].process, members[1].process};
   r.victim = holder->client;
-  const auto stopped_at = shared_clock::now();
-  if (f == fault::ensemble_leader_lost) {
-    // Stopped here, its successor timed from outside while the outage runs.
-    if (!guard.stop(victims[0])) {
-      r.fault_not_injected = "the launcher could not stop " + victims[0];
-      return;
-    }
-    q.stopped = victims;
-    std::vector<member> rest;
-    for (const auto& m : members)
-      if (m.process != victims[0]) rest.push_back(m);
-    if (leader_of(rest, stopped_at + outage_length(f, s))) q.new_leader_after = shared_clock::now() - stopped_at;
-    sleep_until(stopped_at + outage_length(f, s));
-    if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
-    fault_at = stopped_at;
-  } else {
-    const auto o = take_down(guard, victims, outage_length(f, s), r.fault_not_injected);
-    if (!o) return;
-    q.stopped = victims;
-    fault_at = o->stopped_at;
-    first_back_at = o->first_back_at;
-    back_at = o->back_at;
-  }
-  if (back_at) q.down_for = *back_at - fault_at;
-  r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
-  measure(assemble_sections(read_history(plan.history)), holder, fault_at, first_back_at, back_at, q);
+  const auto o = take_down(guard, victims, outage_length(f, s), r.fault_not_injected);
+  if (!o) return;
+  q.stopped = victims;
+  finish(fleet, plan, holder, o->stopped_at, o->first_back_at, o->back_at, o->stopped_at, r);
 }
 
 }  // namespace
@@ -328,7 +336,8 @@ std::string quorum_observation(fault f, const scenario_result& r) {
       what = "leader " + q.leader + " stopped: " +
              (q.new_leader_after ? "new leader after " + fault_steps::seconds(*q.new_leader_after) : "no new leader seen");
     } else if (f == fault::master_restarted_empty) {
-      what = "redlock.3 back empty, then redlock.1 restarted empty";
+      what = q.stopped.size() == 2 ? q.stopped[0] + " back empty, then " + q.stopped[1] + " restarted empty"
+                                   : "not both masters stopped";
     } else {
       what = std::to_string(q.stopped.size()) + " of " + std::to_string(q.members) + " down " +
              (q.down_for ? fault_steps::seconds(*q.down_for) : "(not started again in the run)") + ", granted " +
