@@ -37,16 +37,26 @@ void lease_state::renew(std::chrono::milliseconds ttl, std::error_code& ec) noex
     return;
   }
   std::lock_guard guard(op_mutex_);
+  if (!renewable_locked(ec)) return;
+  const auto start = clock::now();
+  do_renew(ttl, ec);
+  record_renewal_locked(start, ttl, ec);
+}
+
+bool lease_state::renewable_locked(std::error_code& ec) const {
   if (released_) {
     set_error(ec, errc::not_owner, "cannot renew lock '" + name_ + "': the lease was already released");
-    return;
+    return false;
   }
   if (lost()) {
     set_error(ec, errc::lock_lost, "cannot renew lock '" + name_ + "': the lease was already lost");
-    return;
+    return false;
   }
-  const auto start = clock::now();
-  do_renew(ttl, ec);
+  return true;
+}
+
+void lease_state::record_renewal_locked(clock::time_point start, std::chrono::milliseconds ttl,
+                                        const std::error_code& ec) noexcept {
   if (!ec) {
     if (valid_until() != clock::time_point::max()) set_valid_until(validity_after(start, ttl));
   } else if (ec == errc::not_owner || ec == errc::lock_lost) {
@@ -68,11 +78,7 @@ std::size_t lease_state::renew_together(renewal_batch& batch, std::span<lease_st
       auto& lease = *leases[i];
       outcomes[i].clear();
       std::lock_guard guard(lease.op_mutex_);
-      if (lease.released_) {
-        set_error(outcomes[i], errc::not_owner, "cannot renew lock '" + lease.name_ + "': the lease was already released");
-      } else if (lease.lost()) {
-        set_error(outcomes[i], errc::lock_lost, "cannot renew lock '" + lease.name_ + "': the lease was already lost");
-      } else {
+      if (lease.renewable_locked(outcomes[i])) {
         sent.push_back(&lease);
         index.push_back(i);
       }
@@ -89,11 +95,7 @@ std::size_t lease_state::renew_together(renewal_batch& batch, std::span<lease_st
         set_error(outcomes[index[k]], errc::not_owner, "lock '" + lease.name_ + "' was released while it was renewed");
         continue;
       }
-      if (!ec) {
-        if (lease.valid_until() != clock::time_point::max()) lease.set_valid_until(validity_after(start, lease.ttl_));
-      } else if (ec == errc::not_owner || ec == errc::lock_lost) {
-        lease.mark_lost(ec);
-      }
+      lease.record_renewal_locked(start, lease.ttl_, ec);
       outcomes[index[k]] = ec;
     }
     return sent.size();

@@ -210,7 +210,7 @@ class watchdog {
         std::vector<spi::lease_state*> leases(count);
         std::vector<std::error_code> outcomes(count);
         for (std::size_t k = 0; k < count; ++k) leases[k] = states[members[from + k]].get();
-        if (spi::lease_state::renew_together(*batch, leases, outcomes) > 0) count_renewals(count);
+        if (const auto sent = spi::lease_state::renew_together(*batch, leases, outcomes); sent > 0) count_renewals(sent);
         for (std::size_t k = 0; k < count; ++k) {
           const auto i = members[from + k];
           // The thread's last error message is the last lease's: each says its own code.

@@ -10,12 +10,14 @@ namespace dlock::compare {
 
 namespace {
 
+constexpr std::uint16_t default_port = 3306;
+
 // MariaDB: KILL (the connection, not only its query) of the threads whose
 // information_schema.PROCESSLIST.HOST ends with the holder's port, as the URI's own user.
 killed_connections kill_on_mariadb(const dlock::uri& u, const std::vector<std::uint16_t>& ports) {
   const auto& server = u.hosts().front();
   std::vector<std::string> base = {"mariadb", "--protocol=tcp", "-h", server.host, "-P",
-                                   std::to_string(server.port_or(3306)), "-u", u.user(), "-N", "-B",
+                                   std::to_string(server.port_or(default_port)), "-u", u.user(), "-N", "-B",
                                    "--connect-timeout=10"};
   std::vector<std::string> env;
   if (u.password()) env.push_back("MYSQL_PWD=" + *u.password());
@@ -41,7 +43,7 @@ constexpr server_family families[] = {
      .launcher_process = "mariadb",
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_mariadb,
-     .default_port = 3306},
+     .default_port = default_port},
 };
 
 }  // namespace

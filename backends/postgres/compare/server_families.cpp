@@ -10,6 +10,8 @@ namespace dlock::compare {
 
 namespace {
 
+constexpr std::uint16_t default_port = 5432;
+
 // PostgreSQL: pg_terminate_backend of the backends whose pg_stat_activity.client_port is the
 // holder's, as the URI's own role (a role may terminate its own sessions).
 killed_connections kill_on_postgres(const dlock::uri& u, const std::vector<std::uint16_t>& ports) {
@@ -20,7 +22,7 @@ killed_connections kill_on_postgres(const dlock::uri& u, const std::vector<std::
   const auto sql = "select count(*) filter (where pg_terminate_backend(pid)) from pg_stat_activity where client_port in (" +
                    port_list(ports) + ") and pid <> pg_backend_pid()";
   const auto issued_at = shared_clock::now();
-  const auto r = run_tool({"psql", "-X", "-A", "-t", "-q", "-h", server.host, "-p", std::to_string(server.port_or(5432)),
+  const auto r = run_tool({"psql", "-X", "-A", "-t", "-q", "-h", server.host, "-p", std::to_string(server.port_or(default_port)),
                            "-U", u.user(), "-d", database, "-c", sql},
                           env);
   if (r.exit_code != 0) return no_kill("psql pg_terminate_backend failed: " + first_line(r.output));
@@ -37,7 +39,7 @@ constexpr server_family families[] = {
      .launcher_process = "postgres",
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_postgres,
-     .default_port = 5432},
+     .default_port = default_port},
 };
 
 }  // namespace

@@ -10,12 +10,14 @@ namespace dlock::compare {
 
 namespace {
 
+constexpr std::uint16_t default_port = 6379;
+
 // Redis: CLIENT LIST's `addr=IP:PORT` lines whose port is the holder's give their `id=`; each is
 // ended with CLIENT KILL ID (a killed client's connection is closed by the server at once).
 killed_connections kill_on_redis(const dlock::uri& u, const std::vector<std::uint16_t>& ports) {
   const auto& server = u.hosts().front();
   std::vector<std::string> base = {"redis-cli", "--no-auth-warning", "-h", server.host, "-p",
-                                   std::to_string(server.port_or(6379))};
+                                   std::to_string(server.port_or(default_port))};
   if (!u.user().empty()) base.insert(base.end(), {"--user", u.user()});
   std::vector<std::string> env;
   if (u.password()) env.push_back("REDISCLI_AUTH=" + *u.password());
@@ -50,7 +52,7 @@ constexpr server_family families[] = {
      .launcher_process = "redis",
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_redis,
-     .default_port = 6379},
+     .default_port = default_port},
     // Several masters: losing some of them is the quorum faults' business, not one server's.
     {.prefix = "redlock",
      .variable = "DLOCK_REDLOCK_URI",
@@ -58,7 +60,7 @@ constexpr server_family families[] = {
      .quorum = quorum_kind::independent_masters,
      .quorum_variable = "DLOCK_REDLOCK_URI",
      .quorum_server = "redlock",
-     .default_port = 6379},
+     .default_port = default_port},
 };
 
 }  // namespace

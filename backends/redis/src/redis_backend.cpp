@@ -162,8 +162,12 @@ class pipelined_renewals final : public spi::renewal_batch {
   explicit pipelined_renewals(shared& owner) : shared_(owner) {}
 
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
+    // A busy pool is waited for as a single renewal would wait for it: as long as the earliest
+    // of these grants is valid.
+    auto deadline = clock::time_point::max();
+    for (const auto* l : leases) deadline = std::min(deadline, static_cast<const redis_lease&>(*l).connection_deadline());
     std::error_code ec;
-    auto c = shared_.connections->checkout(ec);
+    auto c = shared_.connections->checkout(deadline, ec);
     if (ec) {
       std::fill(outcomes.begin(), outcomes.end(), ec);
       return;

@@ -92,6 +92,13 @@ class lease_state {
   void set_valid_until(clock::time_point t) noexcept;
 
  private:
+  // Both under op_mutex_, shared by renew and renew_together. Whether a renewal may be sent (not
+  // for a released or lost lease: `ec` says which).
+  bool renewable_locked(std::error_code& ec) const;
+  // What a renewal sent at `start` gave: validity extended to `ttl` from `start`, or the lease
+  // marked lost when the server said it is no longer ours.
+  void record_renewal_locked(clock::time_point start, std::chrono::milliseconds ttl, const std::error_code& ec) noexcept;
+
   std::string name_;
   std::chrono::milliseconds ttl_;
   std::atomic<clock::rep> valid_until_;
