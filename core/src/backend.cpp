@@ -2,11 +2,17 @@
 
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
+#include "local_wait_queue.hpp"
 
 namespace dlock {
 
 backend::backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri)
-    : caps_(caps), scope_(scope), limits_(limits), defaults_(std::move(defaults)), redacted_uri_(std::move(redacted_uri)) {}
+    : caps_(caps),
+      scope_(scope),
+      limits_(limits),
+      defaults_(std::move(defaults)),
+      redacted_uri_(std::move(redacted_uri)),
+      wait_lines_(std::make_shared<detail::local_wait_queues>()) {}
 
 backend::~backend() = default;
 
@@ -41,7 +47,12 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
   try {
     if (options.owner.empty()) options.owner = spi::default_owner_id();
     auto lock = do_make_lock(std::string(name), std::move(options));
-    if (!lock) set_error(ec, errc::backend_error, "backend " + redacted_uri_ + " made no lock");
+    if (!lock) {
+      set_error(ec, errc::backend_error, "backend " + redacted_uri_ + " made no lock");
+      return lock;
+    }
+    // Keyed by the lock's own name: a backend that wraps another one's lock names it the same.
+    if (!lock->line_) lock->line_ = wait_lines_->for_name(std::string(lock->name()));
     return lock;
   } catch (const error& e) {
     set_error(ec, e.code(), e.detail());

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "dlock/error.hpp"
+#include "local_wait_queue.hpp"
 
 namespace dlock::spi {
 
@@ -28,6 +29,8 @@ void lease_state::release(std::error_code& ec) noexcept {
   if (released_.exchange(true)) return;
   do_release(ec);
   if (ec == errc::not_owner) mark_lost(ec);
+  // After the server let go (or said it was not ours): the head waiter of this process may try now.
+  if (local_hold_) local_hold_->end();
 }
 
 void lease_state::renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept {

@@ -13,6 +13,10 @@
 
 namespace dlock {
 
+namespace detail {
+class local_wait_queues;
+}
+
 // What names a backend can take. The core rejects empty names and names over max_length bytes
 // with errc::invalid_name stating the limit; within the limit, a backend escapes or hashes what
 // its server cannot store (spi::safe_key), never letting two distinct names collide.
@@ -71,6 +75,9 @@ class backend : public std::enable_shared_from_this<backend> {
   name_limits limits_;
   lock_options defaults_;
   std::string redacted_uri_;
+  // The lines of this process's waiters by name, for the polling wait's fair hand-off (the
+  // default distributed_lock::do_acquire_until): one per backend object, as its locks share it.
+  std::shared_ptr<detail::local_wait_queues> wait_lines_;
 };
 
 }  // namespace dlock

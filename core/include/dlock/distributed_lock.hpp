@@ -20,7 +20,12 @@ namespace dlock {
 
 namespace spi {
 class lease_state;
+class release_watch;
+}  // namespace spi
+namespace detail {
+class local_wait_queue;
 }
+class backend;
 
 class distributed_lock {
  public:
@@ -81,21 +86,40 @@ class distributed_lock {
   virtual std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept = 0;
 
   // Override only where the server queues waiters (capability::blocking). deadline may be
-  // time_point::max(). Return nullptr with !ec when the deadline passed. Default: poll
-  // do_try_acquire with jittered exponential backoff (options().poll), and always make one last
-  // attempt at the deadline (DistributedLock's rule).
+  // time_point::max(). Return nullptr with !ec when the deadline passed. Default: the fair
+  // hand-off of this process (the waiters for this name through this lock's backend object stand
+  // in a FIFO line; only the head asks the server, a release here wakes it at once, a newcomer
+  // joins the tail), the head polling do_try_acquire with jittered exponential backoff
+  // (options().poll) or sleeping on do_watch_release's watch; the head always makes one last
+  // attempt at its deadline (DistributedLock's rule), a waiter behind it leaves the line then.
   virtual std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                              std::error_code& ec) noexcept;
+
+  // For the default do_acquire_until: a watch on which the head of the line sleeps until the lock
+  // may have been freed, instead of polling (file://). Called after an attempt of the head found
+  // the lock held; the head then tries once more through the watch before sleeping, so a release
+  // in between is not missed. Default nullptr: poll with backoff.
+  virtual std::unique_ptr<spi::release_watch> do_watch_release() noexcept;
 
  private:
   // The loop every acquire form shares (deadline == now: one attempt): refuses expired grants and
   // waits out errc::backend_unavailable until the deadline.
   std::unique_ptr<spi::lease_state> acquire_within(clock::time_point deadline, std::error_code& ec) noexcept;
   lease adopt(std::unique_ptr<spi::lease_state> state) noexcept;
+  // The default do_acquire_until without a line (a lock object not made by a backend).
+  std::unique_ptr<spi::lease_state> poll_until(clock::time_point deadline, std::error_code& ec) noexcept;
+  // A try must not overtake this process's waiters (except a reentrant owner's re-entry).
+  bool must_wait_in_line() const;
+  // The grant reports its release to the line.
+  void hold_in_line(spi::lease_state& state) noexcept;
+
+  friend class backend;  // gives the lock its name's line (backend::make_lock)
 
   std::string name_;
   capabilities caps_;
   lock_options options_;
+  // The line of this name in the backend object that made the lock; nullptr otherwise.
+  std::shared_ptr<detail::local_wait_queue> line_;
 };
 
 }  // namespace dlock

@@ -8,12 +8,20 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
 #include <system_error>
+
+namespace dlock {
+class distributed_lock;
+namespace detail {
+class local_hold;
+}
+}  // namespace dlock
 
 namespace dlock::spi {
 
@@ -92,6 +100,8 @@ class lease_state {
   void set_valid_until(clock::time_point t) noexcept;
 
  private:
+  friend class dlock::distributed_lock;  // attaches local_hold_
+
   // Both under op_mutex_, shared by renew and renew_together. Whether a renewal may be sent (not
   // for a released or lost lease: `ec` says which).
   bool renewable_locked(std::error_code& ec) const;
@@ -107,6 +117,9 @@ class lease_state {
   std::stop_source lost_source_;
   mutable std::mutex reason_mutex_;
   std::error_code lost_reason_;
+  // Set by the core for a grant taken through a lock object of a backend: tells the waiters of this
+  // process that the name was released (local_wait_queue.hpp). Ended by release or destruction.
+  std::unique_ptr<detail::local_hold> local_hold_;
 };
 
 }  // namespace dlock::spi

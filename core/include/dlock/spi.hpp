@@ -1,7 +1,7 @@
 #pragma once
 // Everything a backend author needs, and nothing a lock user needs. A backend provides:
 //   - a distributed_lock subclass implementing do_try_acquire (and do_acquire_until where the
-//     server queues waiters),
+//     server queues waiters, or do_watch_release where it can only say that a lock was freed),
 //   - an spi::lease_state subclass implementing do_release (compare-and-delete) and do_renew,
 //   - a backend subclass implementing do_make_lock,
 //   - `void register_<name>(dlock::registry&)` in its src/register.cpp,
@@ -17,6 +17,7 @@
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
 #include "dlock/registry.hpp"
+#include "dlock/release_watch.hpp"
 #include "dlock/uri.hpp"
 
 namespace dlock::spi {
