@@ -40,6 +40,28 @@ struct held_file {
   std::uint64_t token = 0;
 };
 
+// How often an attempt starts over with a lock file replaced under it before it gives up.
+inline constexpr int max_replacement_retries = 16;
+
+// The message for an attempt that gave up after max_replacement_retries replacements.
+std::string replaced_too_often(const std::string& where);
+
+// Opens (creating it if need be) the lock file `file_name` in the directory `dir_fd`, read-write,
+// never through a symlink. An empty fd with ec set on failure.
+unique_fd open_lock_file(int dir_fd, const std::string& file_name, const std::string& where, std::error_code& ec);
+
+// What one flock attempt on an opened lock file gave: the held file (the fd moved into it), or
+// nothing with `replaced` (the name no longer refers to the locked inode: open the file again),
+// or nothing with !ec (another open file description holds it), or ec.
+struct lock_outcome {
+  std::optional<held_file> held;
+  bool replaced = false;
+};
+// flock(LOCK_EX|LOCK_NB) on `fd`, then the checks and the counter of a new grant. On anything
+// but a grant, `fd` is left open and unlocked.
+lock_outcome lock_opened_file(unique_fd& fd, int dir_fd, const std::string& file_name, const std::string& where,
+                              std::error_code& ec);
+
 // One attempt at the lock file `file_name` in the directory `dir_fd`. nullopt with !ec: another
 // open file description holds it. Re-checks after flock that the name still refers to the inode it
 // locked (a lock file deleted or replaced in between is retried), then bumps the counter.

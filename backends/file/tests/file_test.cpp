@@ -9,10 +9,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <latch>
 #include <set>
+#include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "lock_file.hpp"
@@ -289,3 +295,140 @@ TEST(FileUri, UnwritableDirectoryIsAClearError) {
 }
 
 }  // namespace
+
+namespace {
+
+// How many fds of process `pid` refer to `file` (read from /proc/<pid>/fd).
+int open_count(pid_t pid, const fs::path& file) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code link_ec;
+    if (fs::read_symlink(e.path(), link_ec) == file) ++n;
+  }
+  return n;
+}
+
+// Until `pid` has had at least `n` fds on `file` for two looks 50 ms apart (a waiter's watch
+// keeps one open while it sleeps; a passing attempt closes its own at once). Hang guard only.
+void await_open(pid_t pid, const fs::path& file, int n) {
+  const auto give_up = std::chrono::steady_clock::now() + 60s;
+  int seen = 0;
+  while (seen < 2 && std::chrono::steady_clock::now() < give_up) {
+    seen = open_count(pid, file) >= n ? seen + 1 : 0;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(seen, 2) << "no waiter ever kept " << file << " open";
+}
+
+dlock::lock_options never_polling() {
+  dlock::lock_options o;
+  o.poll = {1h, 1h};
+  return o;
+}
+
+}  // namespace
+
+// A waiter in another process sleeps in the kernel (inotify on the lock file) and wakes at the
+// release: with a backoff of an hour, getting the lock before its deadline can only come from
+// the release waking it.
+TEST_F(File, ACrossProcessWaiterWakesOnTheRelease) {
+  int go[2];
+  ASSERT_EQ(::pipe(go), 0);
+  const std::string uri = uri_;
+  // Forked before the parent locks: a child forked after would inherit the held fd, and with it
+  // the lock (the kernel frees it when both have closed it).
+  const pid_t child = spawn([&] {
+    ::close(go[1]);
+    char c = 0;
+    if (::read(go[0], &c, 1) != 1) return 2;
+    dlock::registry r;
+    dlock::register_file(r);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    auto got = r.open(uri)->make_lock("wake", never_polling())->try_acquire_until(deadline);
+    return got && std::chrono::steady_clock::now() < deadline ? 0 : 1;
+  });
+  ::close(go[0]);
+  auto held = backend_->make_lock("wake")->try_acquire();
+  ASSERT_TRUE(held);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  ::close(go[1]);
+  await_open(child, dir_ / "wake.lock", 1);
+  held.release();
+  EXPECT_EQ(wait_exit_code(child), 0) << "the waiter slept through the release until its deadline";
+}
+
+// A holder killed with SIGKILL wakes the waiter too: the kernel closes the dead process's fd.
+TEST_F(File, AWaiterWakesWhenTheHolderIsKilled) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const std::string uri = uri_;
+  const pid_t holder = spawn([&] {
+    ::close(ready[0]);
+    dlock::registry r;
+    dlock::register_file(r);
+    auto held = r.open(uri)->make_lock("killed")->try_acquire();
+    const char c = held ? 'y' : 'n';
+    if (::write(ready[1], &c, 1) != 1) return 2;
+    ::pause();
+    return 0;
+  });
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(c, 'y');
+  const pid_t waiter = spawn([&] {
+    dlock::registry r;
+    dlock::register_file(r);
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    auto got = r.open(uri)->make_lock("killed", never_polling())->try_acquire_until(deadline);
+    return got && std::chrono::steady_clock::now() < deadline ? 0 : 1;
+  });
+  await_open(waiter, dir_ / "killed.lock", 1);
+  ::kill(holder, SIGKILL);
+  EXPECT_EQ(wait_exit_code(holder), 128 + SIGKILL);
+  EXPECT_EQ(wait_exit_code(waiter), 0) << "the waiter slept through its holder's death";
+}
+
+// A lock file replaced while a waiter sleeps on it: the waiter wakes (the old inode lost its
+// name), finds the new file free and takes it.
+TEST_F(File, AWaiterFollowsAReplacedLockFile) {
+  auto held = backend_->make_lock("moved")->try_acquire();
+  ASSERT_TRUE(held);
+  auto waiter = backend_->make_lock("moved", never_polling());
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto got = std::async(std::launch::async, [&] { return waiter->try_acquire_until(deadline); });
+  await_open(::getpid(), dir_ / "moved.lock", 2);  // the holder's fd and the waiter's
+  const auto temp = dir_ / ".replacement";
+  fs::copy_file(dir_ / "moved.lock", temp);
+  fs::rename(temp, dir_ / "moved.lock");
+  auto lease = got.get();
+  ASSERT_TRUE(lease);
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the waiter slept through the replacement";
+  EXPECT_GT(*lease.fencing_token(), *held.fencing_token());
+}
+
+// The threads of one process share a file:// lock evenly: they stand in the core's line, and the
+// head's kernel wait wakes at each release. Before, the releasing thread took it again at once.
+TEST_F(File, ThreadsOfOneProcessShareTheLockEvenly) {
+  constexpr int threads = 8, per_thread = 20, total = threads * per_thread;
+  std::atomic<int> done{0};
+  std::latch start(threads);
+  std::vector<int> cycles(threads, 0);
+  std::vector<std::thread> pool;
+  for (int i = 0; i < threads; ++i) {
+    pool.emplace_back([&, i] {
+      auto lock = backend_->make_lock("shared", never_polling());
+      start.arrive_and_wait();
+      while (done.load() < total) {
+        auto held = lock->try_acquire_for(20s);
+        if (held && done.fetch_add(1) < total) ++cycles[static_cast<std::size_t>(i)];
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  const auto [least, most] = std::minmax_element(cycles.begin(), cycles.end());
+  EXPECT_GE(*least, per_thread / 2) << "a waiter starved";
+  EXPECT_LE(*most, per_thread * 2) << "a thread kept taking the lock again";
+}

@@ -1,0 +1,94 @@
+#include "lock_file_watch.hpp"
+
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <thread>
+
+#include "dlock/error.hpp"
+
+namespace dlock::file {
+namespace {
+
+// Closes of the holder's fd (the release, or its death), and anything that may have put another
+// inode under the name (unlink, rename over it): the next attempt sees which.
+constexpr std::uint32_t watched_events = IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
+
+}  // namespace
+
+lock_file_watch::lock_file_watch(const lock_directory& dir, std::string file_name)
+    : dir_(dir), file_name_(std::move(file_name)), where_(dir.where(file_name_)) {
+  inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!inotify_) throw std::system_error(errno, std::generic_category(), "inotify_init1");
+  std::error_code ec;
+  rearm(ec);
+  if (ec) throw std::system_error(ec, "watching " + where_);
+}
+
+void lock_file_watch::rearm(std::error_code& ec) {
+  if (watch_ >= 0) ::inotify_rm_watch(inotify_.get(), watch_);
+  watch_ = -1;
+  file_.reset();
+  file_ = open_lock_file(dir_.fd(), file_name_, where_, ec);
+  if (!file_) return;
+  struct stat opened {};
+  if (::fstat(file_.get(), &opened) != 0) {
+    ec = std::error_code(errno, std::generic_category());
+    return;
+  }
+  device_ = opened.st_dev;
+  inode_ = opened.st_ino;
+  // The watch goes on the inode our fd refers to (/proc's link to it), not on whatever the name
+  // points to by then; without /proc, on the name, which an attempt re-checks (still_names).
+  const std::string by_fd = "/proc/self/fd/" + std::to_string(file_.get());
+  watch_ = ::inotify_add_watch(inotify_.get(), by_fd.c_str(), watched_events);
+  if (watch_ < 0) watch_ = ::inotify_add_watch(inotify_.get(), where_.c_str(), watched_events);
+  if (watch_ < 0) ec = std::error_code(errno, std::generic_category());
+}
+
+std::optional<held_file> lock_file_watch::try_lock(std::error_code& ec) {
+  for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
+    if (!file_) {
+      rearm(ec);
+      if (ec) return std::nullopt;
+    }
+    auto out = lock_opened_file(file_, dir_.fd(), file_name_, where_, ec);
+    if (out.held || ec) return std::move(out.held);  // a grant takes our fd; the wait is over
+    // Held by someone: on the file the name refers to, or on one it no longer does (replaced
+    // while we watched it; then the new file may well be free).
+    if (!out.replaced && still_names(dir_.fd(), file_name_, device_, inode_)) return std::nullopt;
+    rearm(ec);
+    if (ec) return std::nullopt;
+  }
+  set_error(ec, errc::backend_error, replaced_too_often(where_));
+  return std::nullopt;
+}
+
+void lock_file_watch::wait_until(clock::time_point until) noexcept {
+  for (;;) {
+    const auto now = clock::now();
+    if (now >= until) return;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+    pollfd p{inotify_.get(), POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
+    if (n > 0) {
+      // Drain: one wake-up for every event queued so far. What they were does not matter, the
+      // next attempt finds out.
+      alignas(inotify_event) std::array<char, 4096> buffer;
+      while (::read(inotify_.get(), buffer.data(), buffer.size()) > 0) {
+      }
+      return;
+    }
+    if (n < 0 && errno != EINTR) {
+      std::this_thread::sleep_until(until);  // cannot wait in the kernel: the caller polls
+      return;
+    }
+  }
+}
+
+}  // namespace dlock::file
