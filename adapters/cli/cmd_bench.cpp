@@ -24,8 +24,10 @@ int cmd_bench(const arguments& argv) {
     std::puts("usage: dlock bench [URI] [--uri-file PATH] [--threads N] [--names K] [--duration D] [--json]\n"
               "(the URI from the command line, --uri-file PATH, or DLOCK_URI)\n"
               "N threads (default 1), thread i on name i % K (default K = N), blocking acquire+release\n"
-              "cycles for D (default 2s). Prints cycles/s, p50/p99/p999 of one cycle, and the handoff\n"
-              "time (release -> next holder) when K < N.");
+              "cycles for D (default 2s). Prints cycles/s, p50/p99/p999 of one cycle, the handoff\n"
+              "time (release -> next holder) when K < N, and the fewest and most cycles one thread made\n"
+              "as a fraction of the fair share (a starved waiter shows far below 1).\n"
+              "tools/bench/scaling runs it at 1/8/32/128 threads on every backend, beside the raw clients.");
     return 0;
   }
   const auto uri = take_uri(a, 0, "expected one URI").uri;
@@ -54,11 +56,12 @@ int cmd_bench(const arguments& argv) {
   if (a.flag("json")) {
     std::printf("{\"uri\":\"%s\",\"threads\":%d,\"names\":%d,\"seconds\":%.3f,\"cycles\":%llu,\"cycles_per_s\":%.1f,"
                 "\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"handoffs\":%llu,\"handoff_p50_us\":%.2f,"
-                "\"handoff_p99_us\":%.2f,\"errors\":%d}\n",
+                "\"handoff_p99_us\":%.2f,\"lowest_share\":%.3f,\"highest_share\":%.3f,\"errors\":%d}\n",
                 backend->redacted_uri().c_str(), threads, names, seconds,
                 static_cast<unsigned long long>(all.count()), rate, all.percentile_us(0.5), all.percentile_us(0.99),
                 all.percentile_us(0.999), static_cast<unsigned long long>(hand.count()), hand.percentile_us(0.5),
-                hand.percentile_us(0.99), static_cast<int>(measured.errors));
+                hand.percentile_us(0.99), measured.lowest_share(), measured.highest_share(),
+                static_cast<int>(measured.errors));
   } else {
     std::printf("%s: %d thread(s) over %d name(s) for %.2fs\n", backend->redacted_uri().c_str(), threads, names, seconds);
     std::printf("  %llu acquire+release cycles, %.0f cycles/s\n", static_cast<unsigned long long>(all.count()), rate);
@@ -67,6 +70,9 @@ int cmd_bench(const arguments& argv) {
     if (names < threads)
       std::printf("  handoff (release -> next holder): %llu measured, p50 %.1fus  p99 %.1fus\n",
                   static_cast<unsigned long long>(hand.count()), hand.percentile_us(0.5), hand.percentile_us(0.99));
+    if (threads > 1)
+      std::printf("  cycles per thread: fewest %.2fx, most %.2fx the fair share (%.0f each)\n", measured.lowest_share(),
+                  measured.highest_share(), static_cast<double>(all.count()) / threads);
   }
   return measured.errors ? exit_unavailable : 0;
 }

@@ -108,6 +108,77 @@ void BM_dlock_handoff_8way(benchmark::State& state) {
   }
 }
 
+// The raw floor of a notified handoff, for dlock bench's contended handoff to be read against:
+// one holder and one waiter on raw hiredis connections. The waiter blocks on its SUBSCRIBE
+// connection; the holder stamps the time and runs the release script (DEL + PUBLISH); the waiter,
+// woken by the message, runs the acquire script; handoff = the stamp to the waiter's grant. That is
+// the least any client can do: one release round trip, the message, one acquire round trip.
+void BM_raw_pubsub_handoff(benchmark::State& state) {
+  using clock = std::chrono::steady_clock;
+  const auto u = dlock::uri::parse(server_uri());
+  const auto connect = [&] { return redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)); };
+  const auto& acq = dlock::redis::scripts::simple_acquire;
+  const auto& rel = dlock::redis::scripts::simple_release;
+  for (auto _ : state) {
+    redisContext* holder = connect();
+    redisContext* waiter = connect();
+    redisContext* subscriber = connect();
+    freeReplyObject(redisCommand(holder, "SCRIPT LOAD %b", acq.source.data(), acq.source.size()));
+    freeReplyObject(redisCommand(holder, "SCRIPT LOAD %b", rel.source.data(), rel.source.size()));
+    const auto name = "bench:raw-handoff:" + dlock::spi::random_token();
+    const auto fence = "dlock_fencing:{" + name + "}";
+    const auto channel = "dlock__channel:{" + name + "}";
+    const std::string nobody = channel + ":nobody";  // the waiter's own release wakes no one
+    freeReplyObject(redisCommand(subscriber, "SUBSCRIBE %b", channel.data(), channel.size()));
+    const auto eval = [&](redisContext* c, const dlock::redis::script& script, const std::string& key2,
+                          const std::string& token, bool with_ttl) {
+      auto* r = static_cast<redisReply*>(
+          with_ttl ? redisCommand(c, "EVALSHA %s 2 %b %b %b 30000", script.sha1.c_str(), name.data(), name.size(),
+                                  key2.data(), key2.size(), token.data(), token.size())
+                   : redisCommand(c, "EVALSHA %s 2 %b %b %b", script.sha1.c_str(), name.data(), name.size(),
+                                  key2.data(), key2.size(), token.data(), token.size()));
+      const bool ok = r && ((r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1) ||
+                            (r->type == REDIS_REPLY_INTEGER && r->integer == 1));
+      freeReplyObject(r);
+      return ok;
+    };
+    constexpr int rounds = 400;
+    std::vector<double> samples;
+    std::atomic<clock::rep> released_at{0};
+    std::atomic<int> waiter_done{-1};
+    std::thread waiting([&] {
+      for (int k = 0; k < rounds; ++k) {
+        void* message = nullptr;
+        if (redisGetReply(subscriber, &message) != REDIS_OK) return;
+        freeReplyObject(message);
+        const auto token = dlock::spi::random_token();
+        if (eval(waiter, acq, fence, token, true)) {
+          samples.push_back(std::chrono::duration<double, std::micro>(
+                                clock::now().time_since_epoch() - clock::duration(released_at.load()))
+                                .count());
+          eval(waiter, rel, nobody, token, false);
+        }
+        waiter_done = k;
+      }
+    });
+    for (int k = 0; k < rounds; ++k) {
+      const auto token = dlock::spi::random_token();
+      while (!eval(holder, acq, fence, token, true)) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(300));  // the waiter is back in its read
+      released_at = clock::now().time_since_epoch().count();
+      eval(holder, rel, channel, token, false);
+      while (waiter_done.load() < k) std::this_thread::yield();
+    }
+    waiting.join();
+    std::sort(samples.begin(), samples.end());
+    state.counters["median_handoff_us"] = samples.empty() ? 0 : samples[samples.size() / 2];
+    state.counters["p99_handoff_us"] = samples.empty() ? 0 : samples[samples.size() * 99 / 100];
+    redisFree(subscriber);
+    redisFree(waiter);
+    redisFree(holder);
+  }
+}
+
 // What holding many leases costs the process: 10,000 leases held (watchdog on) for 10 s, the
 // process's CPU time over that time as a percentage of one core (the watchdog's timer and
 // renewals, the pool, the subscriber). Argument: the ttl in ms (renewal every ttl/3).
@@ -151,4 +222,8 @@ BENCHMARK(BM_raw_hiredis)->Threads(1)->Threads(8)->UseRealTime();
 BENCHMARK(BM_dlock)->Threads(1)->Threads(8)->UseRealTime();
 BENCHMARK(BM_dlock_no_watchdog)->Threads(1)->Threads(8)->UseRealTime();
 BENCHMARK(BM_dlock_handoff_8way)->Iterations(1)->UseRealTime();
+BENCHMARK(BM_raw_pubsub_handoff)->Iterations(1)->UseRealTime();
+// tools/bench/scaling's rows: uncontended acquire+release, raw against dlock, 1 to 128 threads.
+BENCHMARK(BM_raw_hiredis)->Name("scaling/redis/raw")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
+BENCHMARK(BM_dlock)->Name("scaling/redis/dlock")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
 BENCHMARK_MAIN();

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <latch>
@@ -108,11 +109,26 @@ speed_measurement measure_speed(const speed_run& run) {
   for (const auto& r : results) {
     m.cycles.merge(r.cycles);
     m.handoffs.merge(r.handoffs);
+    m.cycles_per_client.push_back(r.cycles.count());
   }
   m.errors = errors.count();
   m.first_error = errors.message();
   return m;
 }
+
+namespace {
+
+double share_of(const speed_measurement& m, bool lowest) {
+  if (m.cycles_per_client.empty() || m.cycles.count() == 0) return 0.0;
+  const auto [fewest, most] = std::minmax_element(m.cycles_per_client.begin(), m.cycles_per_client.end());
+  const double fair = static_cast<double>(m.cycles.count()) / static_cast<double>(m.cycles_per_client.size());
+  return static_cast<double>(lowest ? *fewest : *most) / fair;
+}
+
+}  // namespace
+
+double speed_measurement::lowest_share() const { return share_of(*this, true); }
+double speed_measurement::highest_share() const { return share_of(*this, false); }
 
 backend_speed measure_backend_speed(const std::string& uri, const std::string& name_prefix,
                                     std::chrono::milliseconds duration_per_point) {

@@ -58,6 +58,13 @@ TEST(MeasureSpeed, UncontendedClientsCycleWithoutHandoffs) {
   EXPECT_GT(m.cycles.count(), 0u);
   EXPECT_GT(m.cycles_per_second(), 0.0);
   EXPECT_EQ(m.handoffs.count(), 0u) << "each client on a name of its own never waits for another";
+  ASSERT_EQ(m.cycles_per_client.size(), 4u);
+  std::uint64_t sum = 0;
+  for (const auto n : m.cycles_per_client) sum += n;
+  EXPECT_EQ(sum, m.cycles.count()) << "the per-client counts are the same cycles, split by client";
+  EXPECT_LE(m.lowest_share(), 1.0);
+  EXPECT_GE(m.highest_share(), 1.0);
+  EXPECT_GT(m.lowest_share(), 0.0) << "every client on its own name cycled";
 }
 
 TEST(MeasureSpeed, ClientsOnOneNameHandTheLockOver) {

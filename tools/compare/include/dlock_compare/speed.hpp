@@ -43,12 +43,20 @@ struct speed_measurement {
   double seconds = 0;          // from the common start to the last client's stop
   latency_histogram cycles;    // one acquire+release each
   latency_histogram handoffs;  // release -> next waiting holder's grant (names < clients)
+  // Each client's completed cycles, in client order: how evenly the grants went round. On one
+  // contended name a starved waiter shows as a client far below the fair share.
+  std::vector<std::uint64_t> cycles_per_client;
   std::uint64_t errors = 0;    // clients stopped by an error (opening, acquire, release)
   std::string first_error;     // its message, as the backend gave it (redact before printing)
 
   double cycles_per_second() const noexcept {
     return seconds > 0 ? static_cast<double>(cycles.count()) / seconds : 0.0;
   }
+  // The fewest and the most cycles one client made, as a fraction of the fair share (all cycles
+  // over the clients): 1.0 each when every client got its turn equally; the issue's bar for "no
+  // starvation" is that nobody falls below 0.5 (2x the fair share's wait). 0 when nothing ran.
+  double lowest_share() const;
+  double highest_share() const;
 };
 
 // Opens the clients' backends (outside the measured time), starts them together, stops them after
