@@ -113,12 +113,18 @@ TEST(FairHandoff, ANewcomerDoesNotOvertakeAWaiter) {
   ASSERT_TRUE(held);
   std::atomic<int> order{0};
   int second_at = -1, again_at = -1;
+  std::promise<void> tried;
+  auto tried_future = tried.get_future();
   auto waiter = std::async(std::launch::async, [&] {
-    if (auto l = second->try_acquire_for(20s)) second_at = order++;
+    if (auto l = second->try_acquire_for(20s)) {
+      second_at = order++;
+      tried_future.wait();  // holding until the try below was made
+    }
   });
   await_attempts(*b.t, 2);
   held.release();
   EXPECT_FALSE(first->try_acquire()) << "a try overtook the waiter already in line";
+  tried.set_value();
   if (auto l = first->try_acquire_for(20s)) again_at = order++;
   waiter.get();
   EXPECT_EQ(second_at, 0) << "the waiter did not get the lock first";
@@ -151,6 +157,29 @@ TEST(FairHandoff, QueuedWaitersKeepTheirDeadlines) {
   held.release();
   ASSERT_EQ(last_wait.wait_for(60s), std::future_status::ready) << "the new head was not woken";
   EXPECT_TRUE(last_wait.get());
+}
+
+// A reentrant owner re-entering while others wait for it does not queue behind them: they wait
+// for its very grant, so queueing would leave both waiting until their deadlines.
+TEST(FairHandoff, AReentrantOwnersReentryIsNotQueued) {
+  core_test::test_backend b({capability::expiring, capability::reentrant});
+  auto mine = b.make_lock("reentry", never_polling());
+  auto theirs = b.make_lock("reentry", never_polling());
+  auto outer = mine->try_acquire();
+  ASSERT_TRUE(outer);
+  auto waiting = std::async(std::launch::async, [&] { return static_cast<bool>(theirs->try_acquire_for(20s)); });
+  await_attempts(*b.t, 2);
+  auto inner = mine->try_acquire();
+  EXPECT_TRUE(inner) << "a try of the holding owner was refused for the waiters behind it";
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto waited = mine->try_acquire_until(deadline);
+  EXPECT_TRUE(waited);
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the holding owner queued behind its own waiters";
+  waited.release();
+  inner.release();
+  EXPECT_EQ(waiting.wait_for(0s), std::future_status::timeout) << "the waiter got a lock still held once";
+  outer.release();
+  EXPECT_TRUE(waiting.get());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ namespace dlock::core_test {
 struct table {
   std::mutex m;
   std::map<std::string, std::string> owner_of;
+  std::map<std::string, int> holds;  // re-entries beyond the first, for a reentrant test backend
   std::atomic<int> renewals{0};
   std::atomic<bool> fail_renew{false};
   // Server faults the core must handle: the next N attempts find the server unreachable; the
@@ -38,6 +39,10 @@ class test_lease final : public spi::lease_state {
     std::lock_guard g(t_->m);
     auto it = t_->owner_of.find(name());
     if (it == t_->owner_of.end() || it->second != owner_) return set_error(ec, errc::not_owner, "not ours");
+    if (auto extra = t_->holds.find(name()); extra != t_->holds.end() && extra->second > 0) {
+      --extra->second;
+      return;
+    }
     t_->owner_of.erase(it);
   }
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
@@ -65,7 +70,8 @@ class test_lock final : public distributed_lock {
     }
     std::lock_guard g(t_->m);
     auto [it, inserted] = t_->owner_of.try_emplace(std::string(name()), owner());
-    if (!inserted) return nullptr;
+    if (!inserted && !(caps().has(capability::reentrant) && it->second == owner())) return nullptr;
+    if (!inserted) ++t_->holds[std::string(name())];
     const bool stalled = t_->stalled_grants > 0;
     if (stalled) --t_->stalled_grants;
     return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl, caps().has(capability::expiring),
