@@ -7,8 +7,10 @@ namespace dlock::file {
 
 // expiring: the kernel drops a flock when its holder dies (no ttl while it lives). fencing: the
 // counter in the lock file. Not reentrant (flock is per open file description), not fair and not
-// blocking (polling), not renewable (nothing to renew), no lost notification (a held flock cannot
-// be taken away, and nothing tells the holder if its lock file is deleted or replaced).
+// blocking (a waiter sleeps in the kernel until a release, lock_file_watch.hpp, but the kernel
+// queues nobody: across processes whoever tries first wins; the core's line is per process), not
+// renewable (nothing to renew), no lost notification (a held flock cannot be taken away, and
+// nothing tells the holder if its lock file is deleted or replaced).
 inline constexpr capabilities file_caps{capability::expiring, capability::fencing};
 
 }  // namespace dlock::file
