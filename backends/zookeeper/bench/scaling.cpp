@@ -40,6 +40,32 @@ void scaling_raw(benchmark::State& state) {
   zookeeper_close(zh);
 }
 
+// Not part of the convention: the raw loop with ONE session shared by all threads, as dlock's
+// backend shares its session. Separates what one session costs from what dlock adds.
+void raw_one_session(benchmark::State& state) {
+  static zhandle_t* const shared = zk_bench::raw_connect();
+  if (!shared) {
+    state.SkipWithError("no session");
+    return;
+  }
+  const std::string parent = zk_bench::raw_root() + "/scaling-raw1-" + dlock::spi::random_token();
+  zoo_create(shared, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
+  const std::string prefix = parent + "/_c_" + dlock::spi::random_token() + "-lock-";
+  for (auto _ : state) {
+    char created[512];
+    if (zoo_create(shared, prefix.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created,
+                   sizeof created) != ZOK) {
+      state.SkipWithError("create failed");
+      break;
+    }
+    String_vector children{0, nullptr};
+    zoo_get_children(shared, parent.c_str(), 0, &children);
+    deallocate_String_vector(&children);
+    zoo_delete(shared, created, -1);
+  }
+  zoo_delete(shared, parent.c_str(), -1);
+}
+
 void scaling_dlock(benchmark::State& state) {
   static const std::shared_ptr<dlock::backend> shared = dlock::open(zk_bench::server_uri());
   auto lock = shared->make_lock("scaling-" + dlock::spi::random_token());
@@ -57,3 +83,4 @@ void scaling_dlock(benchmark::State& state) {
 
 BENCHMARK(scaling_raw)->Name("scaling/zookeeper/raw")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
 BENCHMARK(scaling_dlock)->Name("scaling/zookeeper/dlock")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
+BENCHMARK(raw_one_session)->Name("raw_one_session/zookeeper")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
