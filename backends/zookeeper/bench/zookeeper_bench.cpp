@@ -2,7 +2,9 @@
 // sequential, get_children, pipelined exists-watch, delete), uncontended, in the same run, with the
 // server's packet counts per iteration; and dlock's 8-way handoff.
 //   taskset -c 1 zookeeper_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
-// kazoo's handoff on the same server: bench/kazoo_handoff.py (same 8 ways).
+// kazoo's handoff on the same server: bench/kazoo_handoff.py (same 8 ways). The same program also
+// runs scaling.cpp (scaling/zookeeper/raw and /dlock) and handoff.cpp (the raw handoff floor, and
+// contended/zookeeper/dlock: handoff and fairness at 8/32/128 threads on one name).
 #include <benchmark/benchmark.h>
 #include <zookeeper/zookeeper.h>
 

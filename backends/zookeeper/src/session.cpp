@@ -181,23 +181,59 @@ bool session::expired() const noexcept {
   return presumed_expired_ || state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE;
 }
 
-session::stamp session::stamp_of(const std::string& path) const {
+std::uint64_t session::state_stamp() const {
   std::lock_guard lock(mutex_);
-  const auto it = path_events_.find(path);
-  return {state_changes_, it == path_events_.end() ? 0 : it->second};
+  return state_changes_;
 }
 
-bool session::wait_for_change(const std::string& path, stamp seen, std::chrono::steady_clock::time_point deadline) const {
+bool session::wait_for_state_change(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock lock(mutex_);
-  return changed_.wait_until(lock, deadline, [&] {
-    const auto it = path_events_.find(path);
-    return state_changes_ != seen.state_changes || (it == path_events_.end() ? 0 : it->second) != seen.path_events;
-  });
+  return changed_.wait_until(lock, deadline, [&] { return state_changes_ != seen; });
 }
 
-void session::forget_path(const std::string& path) {
+void session::state_changed_locked() {
+  ++state_changes_;
+  changed_.notify_all();
+  for (auto& [path, events] : path_events_) events.cv.notify_all();
+}
+
+session::path_watch::path_watch(session& s, std::string path) : s_(s), path_(std::move(path)) {
+  std::lock_guard lock(s_.mutex_);
+  auto& events = s_.path_events_[path_];
+  ++events.waiters;
+  seen_state_ = s_.state_changes_;
+  seen_events_ = events.count;
+}
+
+session::path_watch::~path_watch() {
+  std::lock_guard lock(s_.mutex_);
+  const auto it = s_.path_events_.find(path_);
+  if (--it->second.waiters == 0) s_.path_events_.erase(it);
+}
+
+session::path_watch::outcome session::path_watch::wait(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(s_.mutex_);
+  auto& events = s_.path_events_.find(path_)->second;
+  const bool changed = events.cv.wait_until(
+      lock, deadline, [&] { return s_.state_changes_ != seen_state_ || events.count != seen_events_; });
+  if (events.deleted) return outcome::deleted;  // whatever else happened, that node is gone for good
+  if (!changed) return outcome::deadline;
+  return events.count != seen_events_ ? outcome::other_event : outcome::state_changed;
+}
+
+void session::own_node_created(const std::string& path) {
   std::lock_guard lock(mutex_);
-  path_events_.erase(path);
+  own_nodes_.insert(path);
+}
+
+void session::own_node_deleted(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  own_nodes_.erase(path);
+}
+
+bool session::own_node_exists(const std::string& path) const {
+  std::lock_guard lock(mutex_);
+  return own_nodes_.contains(path);
 }
 
 std::chrono::milliseconds session::granted_timeout() const noexcept {
@@ -268,7 +304,7 @@ int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::strin
 bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patience) {
   using std::chrono::steady_clock;
   if (s.expired() || steady_clock::now() >= patience) return false;
-  s.wait_for_change("", s.stamp_of(""), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
+  s.wait_for_state_change(s.state_stamp(), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
   return !s.expired();
 }
 
@@ -374,7 +410,7 @@ void session::monitor(std::stop_token stop) {
       const auto deadline = disconnected_since_ + options_.session_timeout;
       if (now >= deadline) {
         presumed_expired_ = true;
-        ++state_changes_;
+        state_changed_locked();
         lose_all_nodes(lock);
         continue;
       }
@@ -428,6 +464,7 @@ void session::on_own_node_event(int type, const char* path) {
   std::function<void(std::error_code)> tell;
   {
     std::lock_guard lock(mutex_);
+    own_nodes_.erase(path);  // known gone before the deleting thread hears its reply
     const auto it = nodes_.find(path);
     if (it == nodes_.end()) return;  // released by us: not a loss
     tell = std::move(it->second.on_lost);
@@ -444,22 +481,28 @@ void session::on_event(int type, int state, const char* path) {
     if (type == ZOO_SESSION_EVENT) {
       if (state == ZOO_CONNECTING_STATE && state_ != ZOO_CONNECTING_STATE) disconnected_since_ = std::chrono::steady_clock::now();
       state_ = state;
-      ++state_changes_;
+      state_changed_locked();
       const bool gone = state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
       const bool suspended = state == ZOO_CONNECTING_STATE && options_.on_suspended == suspended_policy::lose;
       if (gone || suspended) {
         to_tell = take_all_nodes_locked();
       }
     } else if (path && *path) {
-      ++path_events_[path];
+      // Only a registered waiter cares (its path_watch exists from before its watch was set).
+      if (auto it = path_events_.find(path); it != path_events_.end()) {
+        ++it->second.count;
+        if (type == ZOO_DELETED_EVENT) it->second.deleted = true;
+        it->second.cv.notify_all();
+      }
       if (type == ZOO_DELETED_EVENT) {
+        own_nodes_.erase(path);
         if (auto it = nodes_.find(path); it != nodes_.end()) {
           to_tell.push_back(std::move(it->second.on_lost));
           nodes_.erase(it);
+          changed_.notify_all();  // the monitor may have nothing left to watch
         }
       }
     }
-    changed_.notify_all();
   }
   for (auto& tell : to_tell) tell(make_error_code(errc::lock_lost));
 }

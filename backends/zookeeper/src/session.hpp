@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -55,16 +56,39 @@ class session : public std::enable_shared_from_this<session> {
   // A request sent at `sent` was answered by a server: the session was alive on the server then.
   void heard_from_server(std::chrono::steady_clock::time_point sent);
 
-  // A waiter's view of the events it cares about: session state changes plus events on one path
-  // (its predecessor). Only that waiter wakes up for its predecessor's deletion: no local herd.
-  struct stamp {
-    std::uint64_t state_changes = 0;
-    std::uint64_t path_events = 0;
+  // Session state changes (connected, disconnected, expired): a counter to wait on.
+  std::uint64_t state_stamp() const;
+  // Waits until the state changed since `seen` or the deadline passed. True if it changed.
+  bool wait_for_state_change(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) const;
+
+  // A waiter's interest in the events on one path (its predecessor), registered before the watch
+  // is set so that no event is missed. Each path has its own condition variable: an event wakes
+  // only the thread waiting for that path, not every waiter of the session (with 128 waiters on
+  // one session, a wake-up of all of them per event cost more than the server's commit).
+  class path_watch {
+   public:
+    enum class outcome { deleted,        // the node was deleted
+                         other_event,    // another event on the path (data changed, watch removed)
+                         state_changed,  // the session's state changed
+                         deadline };
+    path_watch(session& s, std::string path);
+    ~path_watch();
+    path_watch(const path_watch&) = delete;
+    path_watch& operator=(const path_watch&) = delete;
+    outcome wait(std::chrono::steady_clock::time_point deadline);
+
+   private:
+    session& s_;
+    std::string path_;
+    std::uint64_t seen_state_, seen_events_;
   };
-  stamp stamp_of(const std::string& path) const;
-  // Waits until something in `seen` changed or the deadline passed. True if it changed.
-  bool wait_for_change(const std::string& path, stamp seen, std::chrono::steady_clock::time_point deadline) const;
-  void forget_path(const std::string& path);
+
+  // The nodes this session created and has not yet seen deleted (the create was answered, no
+  // delete answered yet). A waiter that read a node of ours ahead of it in the queue learns of that
+  // node's deletion here, without asking the server: only a node gone from this set is known gone.
+  void own_node_created(const std::string& path);
+  void own_node_deleted(const std::string& path);
+  bool own_node_exists(const std::string& path) const;
 
   // `on_lost` is called (on the completion thread or the monitor thread, outside the session
   // mutex) when the session is lost, its validity ran out (valid_until() passed: the server may
@@ -93,13 +117,15 @@ class session : public std::enable_shared_from_this<session> {
 
   static void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
   // The exists-watch on a node we hold: only its deletion matters (lost); it is not counted in
-  // path_events_, whose keys would otherwise pile up, one per grant, for the life of the session.
+  // path_events_ (no waiter registers it).
   static void own_node_watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
 
  private:
   session() = default;
   void on_event(int type, int state, const char* path);
   void on_own_node_event(int type, const char* path);
+  // A session state change: counted, and every waiter (monitor, retries, path watches) woken.
+  void state_changed_locked();
   // Curator's rule: disconnected for a whole session timeout means the session is gone, even
   // though the client only hears "expired" from a server once it reconnects (which, without a
   // quorum, it cannot). Also runs the background deletes. Its own thread, never the completion thread.
@@ -126,7 +152,14 @@ class session : public std::enable_shared_from_this<session> {
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::uint64_t state_changes_ = 0;
-  std::map<std::string, std::uint64_t> path_events_;
+  struct path_events {
+    std::uint64_t count = 0;
+    bool deleted = false;
+    unsigned waiters = 0;  // path_watch objects on this path; the entry goes with the last
+    std::condition_variable cv;
+  };
+  std::map<std::string, path_events> path_events_;
+  std::set<std::string> own_nodes_;
   int state_ = 0;
   std::chrono::steady_clock::time_point disconnected_since_{};
   bool presumed_expired_ = false;

@@ -24,13 +24,14 @@ int delete_own_node(session& s, const std::string& path) {
   const auto patience = steady_clock::now() + 2 * s.session_timeout();
   for (bool retried = false;; retried = true) {
     const int rc = zoo_delete(s.handle(), path.c_str(), -1);
+    if (rc == ZOK || rc == ZNONODE) s.own_node_deleted(path);  // gone either way
     if (rc == ZNONODE && retried) return ZOK;
     if (!transient_failure(rc) || s.expired()) return rc;
     if (steady_clock::now() >= patience) {
       delete_in_background(s, path);
       return rc;
     }
-    s.wait_for_change("", s.stamp_of(""), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
+    s.wait_for_state_change(s.state_stamp(), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
   }
 }
 

@@ -49,6 +49,7 @@ std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, b
       set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
       return nullptr;
     }
+    s->own_node_created(parent_ + "/" + ours.name);
     return wait_in_queue(s, ours, deadline, patience, wait, ec);
   } catch (const dlock::error& e) {
     set_error(ec, e.code(), e.detail());
@@ -82,47 +83,73 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
   const std::string our_path = parent_ + "/" + ours.name;
   auto give_up = [&] { (void)delete_own_node(*s, our_path); };
   std::vector<std::string> children;
+  queue_ahead ahead;
   bool final_look = false;
   for (;;) {
-    const auto asked = clock::now();
-    int rc = children_of(zh, parent_, children);
-    if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
-    if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
-    if (rc != ZOK) {
-      give_up();
-      set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
-      return nullptr;
+    {  // Read the queue: where our node stands, and the nodes ahead of it.
+      const auto asked = clock::now();
+      int rc = children_of(zh, parent_, children);
+      if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
+      if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
+      if (rc != ZOK) {
+        give_up();
+        set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
+        return nullptr;
+      }
+      const auto ordered = lock_nodes_in_order(children);
+      const auto it = std::find(ordered.begin(), ordered.end(), ours.name);
+      if (it == ordered.end()) {
+        set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
+        return nullptr;
+      }
+      ahead.clear();
+      for (auto before = ordered.begin(); before != it; ++before) {
+        std::string path = parent_ + "/" + *before;
+        const bool own = s->own_node_exists(path);
+        ahead.push_back({std::move(path), own});
+      }
     }
-    const auto ordered = lock_nodes_in_order(children);
-    const auto it = std::find(ordered.begin(), ordered.end(), ours.name);
-    if (it == ordered.end()) {
-      set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
-      return nullptr;
-    }
-    if (it == ordered.begin()) return grant(s, our_path, ours.czxid);
+    if (ahead.empty()) return grant(s, our_path, ours.czxid);
     if (!wait || final_look) {
       give_up();
       return nullptr;
     }
     // Watch only the predecessor: one waiter wakes per release (no herd).
-    const std::string predecessor = parent_ + "/" + *(it - 1);
-    const auto seen = s->stamp_of(predecessor);
+    const std::string predecessor = ahead.back().path;
+    session::path_watch watch(*s, predecessor);
     Stat st{};
-    rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
-    if (rc == ZNONODE) continue;
+    const int rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
+    auto outcome = session::path_watch::outcome::deleted;  // ZNONODE: gone before the watch was set
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
-    if (rc != ZOK) {
+    if (rc != ZOK && rc != ZNONODE) {
       give_up();
       set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (watch " + predecessor + ")");
       return nullptr;
     }
-    if (!s->wait_for_change(predecessor, seen, deadline)) final_look = true;  // one last look at the deadline
-    s->forget_path(predecessor);
+    if (rc == ZOK) outcome = watch.wait(deadline);
     if (s->expired()) {
       set_error(ec, errc::backend_unavailable, "zookeeper: the session expired while waiting for '" + std::string(name()) + "'");
       return nullptr;
     }
+    if (outcome == session::path_watch::outcome::deadline) {
+      final_look = true;  // one last look at the deadline
+      continue;
+    }
+    if (outcome != session::path_watch::outcome::deleted) continue;  // read the queue again
+    // The predecessor is gone. If every other node that was ahead of ours is a node of this
+    // session whose delete the server has since answered, nothing is ahead of us any more (a node
+    // created after our read has a higher sequence number than ours): the grant needs no
+    // get_children. Any other node ahead (another client's, or ours not known deleted) may still
+    // be there, as when a waiter between it and us gave up: read the queue again, as Curator and
+    // kazoo always do.
+    if (all_known_gone(*s, ahead, predecessor)) return grant(s, our_path, ours.czxid);
   }
+}
+
+bool zk_lock::all_known_gone(const session& s, const queue_ahead& ahead, const std::string& deleted) {
+  return std::all_of(ahead.begin(), ahead.end(), [&](const node_ahead& n) {
+    return n.path == deleted || (n.own && !s.own_node_exists(n.path));
+  });
 }
 
 std::unique_ptr<spi::lease_state> zk_lock::grant(const std::shared_ptr<session>& s, const std::string& path, std::int64_t czxid) {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "connection.hpp"
 #include "dlock/spi.hpp"
@@ -37,6 +38,16 @@ class zk_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
                                                   clock::time_point deadline, clock::time_point patience, bool wait,
                                                   std::error_code& ec);
+  // A node that was ahead of ours in the queue when we read it; `own`: this session's, and its
+  // delete not yet answered then (so its deletion will be known without asking the server).
+  struct node_ahead {
+    std::string path;
+    bool own = false;
+  };
+  using queue_ahead = std::vector<node_ahead>;
+  // True if every node of `ahead` is known deleted: `deleted` itself (the watched predecessor), or
+  // a node of this session whose delete the server has answered since.
+  static bool all_known_gone(const session& s, const queue_ahead& ahead, const std::string& deleted);
   std::unique_ptr<spi::lease_state> grant(const std::shared_ptr<session>& s, const std::string& path, std::int64_t czxid);
 
   std::shared_ptr<connection> conn_;

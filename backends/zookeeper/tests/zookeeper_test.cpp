@@ -81,10 +81,41 @@ void wait_for_contenders(zhandle_t* zh, const std::string& parent, std::size_t n
   ASSERT_EQ(zk::lock_nodes_in_order(children(zh, parent)).size(), n);
 }
 
+// The server's answer to a four-letter word, on the first host of `text`.
+std::string four_letter(const std::string& text, const char* word) {
+  const auto u = dlock::uri::parse(text);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(u.hosts()[0].port_or(2181));
+  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &a.sin_addr);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(fd, word, 4) == 4) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
 void expire(const std::string& text, const dlock::lease& l) {
   const auto id = zk::session_of(*l.state());
   ASSERT_TRUE(id);
-  raw_connect(text, &*id);  // same session, closed: the server ends it
+  char listed[32];  // how the server's dump names a session that still has ephemeral nodes
+  std::snprintf(listed, sizeof listed, "0x%llx:", static_cast<unsigned long long>(id->client_id));
+  // Same session, closed: the server ends it. The session's own client, cut off by the takeover,
+  // reconnects at once and may win the race against our close (on a loaded machine, in about one
+  // try of ten): then the session lives on, and we close it again.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    raw_connect(text, &*id);
+    for (int i = 0; i < 40; ++i) {
+      const auto dump = four_letter(text, "dump");
+      const auto ephemerals = dump.find("Sessions with Ephemerals");
+      if (ephemerals != std::string::npos && dump.find(listed, ephemerals) == std::string::npos) return;
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  ADD_FAILURE() << "the session " << listed << " survived five closes from outside";
 }
 
 // DLOCK_ZOOKEEPER_ENSEMBLE_PORTS, "p1,p2,p3": the client ports in node order.
@@ -230,6 +261,87 @@ TEST(zookeeper, WaitersAreGrantedInArrivalOrder) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
 }
+
+// The server's count of requests received from one session (four-letter word cons:
+// " /127.0.0.1:port[1](queued=0,recved=N,sent=N,sid=0x...,...)"); -1 if not listed.
+long long requests_received_from(const std::string& text, std::int64_t session_id) {
+  const std::string answer = four_letter(text, "cons");
+  char sid[32];
+  std::snprintf(sid, sizeof sid, "sid=0x%llx,", static_cast<unsigned long long>(session_id));
+  std::istringstream lines(answer);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(sid) == std::string::npos) continue;
+    const auto at = line.find("recved=");
+    if (at != std::string::npos) return std::stoll(line.substr(at + 7));
+  }
+  return -1;
+}
+
+// A waiter whose queue read showed only nodes of its own session ahead of it knows when they are
+// all gone (the server answered their deletes, or their deletion events came): when its
+// predecessor's deletion comes it is first, and it is granted without reading the queue again.
+// A release handed to it costs the server: the holder's delete, the new holder's exists-watch on
+// its own node, and (here) its release's delete: 3 requests, not 4 (no get_children).
+TEST(zookeeper_queue, WaiterBehindOnlyItsOwnSessionsNodesIsGrantedWithoutReadingTheQueueAgain) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  auto b = dlock::open(uri + "?session_timeout=30s");  // no heartbeat or ping in the counted window
+  const auto name = unique_name("no-reread");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto zh = raw_connect(uri);
+  auto holder = b->make_lock(name)->acquire();
+  const auto id = zk::session_of(*holder.state());
+  ASSERT_TRUE(id);
+  auto waiter_lock = b->make_lock(name);
+  std::promise<void> granted;
+  std::promise<void> may_release;
+  std::thread waiter([&] {
+    auto l = waiter_lock->acquire();
+    granted.set_value();
+    may_release.get_future().wait();
+  });
+  wait_for_contenders(zh.get(), parent, 2);
+  std::this_thread::sleep_for(200ms);  // the waiter's exists-watch on the holder's node is in
+  const auto before = requests_received_from(uri, id->client_id);
+  ASSERT_GE(before, 0);
+  holder.release();
+  granted.get_future().wait();
+  may_release.set_value();
+  waiter.join();  // its release's delete was answered: every request before it was received
+  EXPECT_EQ(requests_received_from(uri, id->client_id) - before, 3);
+}
+
+// The care the shortcut above needs: a waiter whose predecessor gives up while a node before that
+// one still holds must not take the lock. Holder of another session (its node is not ours: we
+// cannot know it is gone), and holder of the same session (ours, but its delete not answered).
+void waiter_behind_a_quitter_waits_for_the_holder(bool holder_in_same_session) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  auto b = dlock::open(uri);
+  auto other = dlock::open(uri);
+  const auto name = unique_name("quitter");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto zh = raw_connect(uri);
+  auto holder = (holder_in_same_session ? b : other)->make_lock(name)->acquire();
+  auto quitter_lock = b->make_lock(name);
+  auto waiter_lock = b->make_lock(name);
+  auto quitter = std::async(std::launch::async, [&] { return static_cast<bool>(quitter_lock->try_acquire_for(1500ms)); });
+  wait_for_contenders(zh.get(), parent, 2);
+  std::atomic<bool> waiter_granted{false};
+  std::thread waiter([&] {
+    auto l = waiter_lock->try_acquire_for(60s);
+    waiter_granted = static_cast<bool>(l);
+  });
+  wait_for_contenders(zh.get(), parent, 3);
+  EXPECT_FALSE(quitter.get());  // gave up: its node, the waiter's predecessor, is deleted
+  wait_for_contenders(zh.get(), parent, 2);
+  std::this_thread::sleep_for(500ms);  // time for a wrong grant to happen
+  EXPECT_FALSE(waiter_granted.load()) << "granted while the holder still holds";
+  holder.release();
+  waiter.join();
+  EXPECT_TRUE(waiter_granted.load());
+}
+
+TEST(zookeeper_queue, WaiterBehindAQuitterWaitsForAHolderOfAnotherSession) { waiter_behind_a_quitter_waits_for_the_holder(false); }
+TEST(zookeeper_queue, WaiterBehindAQuitterWaitsForAHolderOfTheSameSession) { waiter_behind_a_quitter_waits_for_the_holder(true); }
 
 TEST(zookeeper, ReentrantPerLockObjectOnly) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
