@@ -429,6 +429,39 @@ TEST(index_notify, a_table_without_the_waiting_column_gets_it_at_open) {
   drop_table(table);
 }
 
+// The table schemes keep every connection the pool opened (up to max_connections) when the URI
+// gives no pool_size: 16 statements at once, twice, run on the same 16 server sessions (with 8
+// kept, the second round forked 8 new ones). The statements are made to overlap by a row lock
+// the test holds, so 16 connections are checked out at once without any timing.
+TEST(index_pool, sixteen_concurrent_statements_reuse_their_sixteen_sessions) {
+  const std::string app = "dlock_pool_" + dlock::spi::random_token().substr(0, 8);
+  auto be = dlock::open(uri_for("postgres+index", "ttl=10s&application_name=" + app));
+  const auto name = unique_name("pool");
+  auto held = be->make_lock(name)->try_acquire();  // the row the statements will wait on
+  ASSERT_TRUE(held);
+  auto admin = probe::connect(uri_for("postgres+index"));
+  auto sessions = [&](const char* extra) {
+    std::set<std::string> pids;
+    for (auto& r : probe::exec(admin.get(), std::string("SELECT pid::text FROM pg_stat_activity WHERE application_name = $1") + extra, {app}).rows)
+      pids.insert(*r[0]);
+    return pids;
+  };
+  auto round = [&] {
+    auto blocker = probe::connect(uri_for("postgres+index"));
+    probe::exec(blocker.get(), "BEGIN");
+    probe::exec(blocker.get(), "SELECT 1 FROM dlock_index WHERE name = $1 FOR UPDATE", {dlock::sql::bytes{name}});
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 16; ++i) threads.emplace_back([&] { EXPECT_FALSE(be->make_lock(name)->try_acquire()); });
+    EXPECT_TRUE(eventually([&] { return sessions(" AND wait_event_type = 'Lock'").size() == 16; }));
+    probe::exec(blocker.get(), "COMMIT");
+    for (auto& t : threads) t.join();
+    return sessions("");
+  };
+  const auto first = round();
+  EXPECT_GE(first.size(), 16u);
+  EXPECT_EQ(round(), first) << "sessions were closed and re-opened between the rounds";
+}
+
 // ---- fair=true (postgres+index): the waiters table grants in arrival order.
 std::int64_t queued(const std::string& name) {
   auto c = probe::connect(uri_for("postgres+index"));
