@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -44,7 +45,7 @@ struct raw_conn {
   raw_conn() {
     dlock::sql::sql_error err;
     c = dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(uri_for("postgres+index"))),
-                               std::chrono::seconds{5}, err);
+                               std::chrono::seconds{60}, err);  // 128 connecting at once on a loaded box take a while
     if (!c) throw std::runtime_error("connect: " + err.message);
   }
 
@@ -92,7 +93,13 @@ const dlock::sql::table_ref table_index{"", "bench_index"}, table_forupdate{"", 
     table_version{"", "bench_version"};
 
 // Opening a backend creates its table (create_table=true): the raw loops need it too.
-void ensure_table(const char* scheme) { (void)dlock::open(uri_for(scheme)); }
+// Once per scheme and process: 128 threads opening a backend each at once would time out.
+void ensure_table(const char* scheme) {
+  static std::mutex m;
+  static std::set<std::string> done;
+  std::lock_guard lk(m);
+  if (done.insert(scheme).second) (void)dlock::open(uri_for(scheme));
+}
 
 // One backend per scheme shared by every thread (as an application would use it: one pool, the
 // threads taking connections from it), opened by the first thread of a run.
@@ -109,6 +116,7 @@ void dlock_loop(benchmark::State& state, const char* scheme) {
   // DLOCK_BENCH_PER_THREAD=1: a backend (pool) per thread instead, like a raw connection each.
   auto be = std::getenv("DLOCK_BENCH_PER_THREAD") ? dlock::open(uri_for(scheme)) : shared_backend(scheme);
   auto lock = be->make_lock(name_for(state, scheme));
+  lock->try_acquire().release();  // untimed: the pool opens this thread's connection, statements prepared
   for (auto _ : state) {
     auto l = lock->try_acquire();
     if (!l) state.SkipWithError("contended");
@@ -167,6 +175,58 @@ void BM_raw_advisory(benchmark::State& state) {
   }
 }
 
+// --- Scaling (issue 12; the lead's `--scaling` table reads these names) ---------------------
+// One iteration = one uncontended acquire + release, each thread on its own name. raw: the
+// minimal commands of the strategy on one libpq connection per thread; dlock: ONE backend for all
+// threads (dlock::open once, as a service would) and a lock object per thread.
+
+// postgres+index, raw: insert or take over an expired row (ON CONFLICT ... WHERE expired) with
+// its fence, and delete our live row -- no NOTIFY, no hold count, no waiter mark: the least a
+// lease-with-expiry-and-fence on a unique index can send.
+void BM_scaling_raw_index(benchmark::State& state) {
+  ensure_table("postgres+index");
+  raw_conn c;
+  const std::string acquire =
+      "INSERT INTO bench_index AS l (name, owner, hold_count, expires_at, fence)"
+      " VALUES ($1, $2, 1, clock_timestamp() + $3::bigint * interval '1 millisecond', nextval('bench_index_fence'))"
+      " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, hold_count = 1,"
+      " expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence"
+      " WHERE l.expires_at <= clock_timestamp() RETURNING l.fence";
+  const std::string release = "DELETE FROM bench_index WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()";
+  const std::string name = name_for(state, "scaling-raw-index"), owner = dlock::spi::default_owner_id();
+  c.exec(acquire, {dlock::sql::bytes{name}, owner, std::int64_t{30000}});  // untimed: prepares both
+  c.exec(release, {dlock::sql::bytes{name}, owner});
+  for (auto _ : state) {
+    if (c.exec(acquire, {dlock::sql::bytes{name}, owner, std::int64_t{30000}}).empty()) state.SkipWithError("contended");
+    c.exec(release, {dlock::sql::bytes{name}, owner});
+  }
+}
+
+// postgres+advisory, raw: pg_try_advisory_lock + pg_advisory_unlock on the thread's connection.
+void BM_scaling_raw_advisory(benchmark::State& state) {
+  raw_conn c;
+  const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "scaling-raw-advisory"));
+  c.exec("SELECT pg_try_advisory_lock($1)", {key});  // untimed: prepares both
+  c.exec("SELECT pg_advisory_unlock($1)", {key});
+  for (auto _ : state) {
+    if (c.exec("SELECT pg_try_advisory_lock($1)", {key}) != "t") state.SkipWithError("contended");
+    c.exec("SELECT pg_advisory_unlock($1)", {key});
+  }
+}
+
+// dlock: always the one shared backend (DLOCK_BENCH_PER_THREAD does not apply here).
+void scaling_dlock(benchmark::State& state, const char* scheme) {
+  auto lock = shared_backend(scheme)->make_lock(name_for(state, scheme));
+  lock->try_acquire().release();  // untimed: the pool opens this thread's connection, statements prepared
+  for (auto _ : state) {
+    auto l = lock->try_acquire();
+    if (!l) state.SkipWithError("contended");
+    l.release();
+  }
+}
+void BM_scaling_dlock_index(benchmark::State& s) { scaling_dlock(s, "postgres+index"); }
+void BM_scaling_dlock_advisory(benchmark::State& s) { scaling_dlock(s, "postgres+advisory"); }
+
 }  // namespace
 
 // DLOCK_BENCH_ITERATIONS=N: a fixed iteration count (to count system calls per cycle under strace).
@@ -183,5 +243,14 @@ DLOCK_PG_BENCH(BM_raw_version);
 DLOCK_PG_BENCH(BM_dlock_version);
 DLOCK_PG_BENCH(BM_raw_advisory);
 DLOCK_PG_BENCH(BM_dlock_advisory);
+
+void scaling(benchmark::internal::Benchmark* b) {
+  b->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
+  if (const char* n = std::getenv("DLOCK_BENCH_ITERATIONS")) b->Iterations(std::stoll(n));
+}
+BENCHMARK(BM_scaling_raw_index)->Name("scaling/postgres+index/raw")->Apply(scaling);
+BENCHMARK(BM_scaling_dlock_index)->Name("scaling/postgres+index/dlock")->Apply(scaling);
+BENCHMARK(BM_scaling_raw_advisory)->Name("scaling/postgres+advisory/raw")->Apply(scaling);
+BENCHMARK(BM_scaling_dlock_advisory)->Name("scaling/postgres+advisory/dlock")->Apply(scaling);
 
 BENCHMARK_MAIN();

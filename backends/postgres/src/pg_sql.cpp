@@ -77,35 +77,75 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
 
 }  // namespace
 
-sql::index_sql index_statements(const sql::table_ref& t) {
+sql::index_sql index_statements(const sql::table_ref& t, bool fair) {
   const auto tab = qualified(t), seq = qualified(t, "_fence");
   sql::index_sql s;
   if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
   s.create.push_back("CREATE SEQUENCE IF NOT EXISTS " + seq);
+  // `waiting`: true once an attempt of another owner missed on this row (see acquire). It lives
+  // as long as the row: a release deletes the row, and the next grant inserts a fresh one.
   s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
                      " (name bytea PRIMARY KEY, owner text NOT NULL, hold_count integer NOT NULL,"
-                     " expires_at timestamptz NOT NULL, fence bigint NOT NULL)");
-  // Insert, or take over an expired row, or re-enter our own live row: one statement, and a
-  // conflicting live row of another owner returns no row (the WHERE of DO UPDATE is false).
-  s.acquire = {{"INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
-                                       " VALUES ($1, $2, 1, " +
-                    expiry + ", nextval('" + seq + "'))"
-                                                   " ON CONFLICT (name) DO UPDATE SET"
-                                                   " hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                                                   "   THEN l.hold_count + 1 ELSE 1 END,"
-                                                   " fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                                                   "   THEN l.fence ELSE EXCLUDED.fence END,"
-                                                   " owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
-                                                   " WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
-                                                   " RETURNING l.fence, l.hold_count",
+                     " expires_at timestamptz NOT NULL, fence bigint NOT NULL,"
+                     " waiting boolean NOT NULL DEFAULT false)");
+  // A table created before the column existed gets it; looked up first, so the usual open takes
+  // no ACCESS EXCLUSIVE lock on a table in use (ADD COLUMN IF NOT EXISTS alone always would).
+  s.create.push_back("DO $dlock$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = '" + tab +
+                     "'::regclass AND attname = 'waiting' AND NOT attisdropped) THEN ALTER TABLE " + tab +
+                     " ADD COLUMN IF NOT EXISTS waiting boolean NOT NULL DEFAULT false; END IF; END $dlock$");
+  // Insert, or take over an expired row, or re-enter our own live row: one statement. A live row
+  // of another owner is not granted (no row comes back) but is marked `waiting` in the same
+  // statement -- the waiter's interest, read by the release that deletes the row (below), so a
+  // release NOTIFYs only when some attempt missed since the row was written.
+  //
+  // Why this cannot lose a wake-up: the mark is written by ON CONFLICT DO UPDATE on the newest
+  // version of the row, under its row lock, in the very statement whose miss makes the caller
+  // sleep (its listener is armed before, pg_notifier.hpp). A release's DELETE needs that row lock
+  // too: either it committed first -- then the attempt found no row (or waited for the deleting
+  // transaction and then inserted) and was granted, nothing to wake -- or it comes after the mark
+  // and re-reads the marked row (READ COMMITTED re-checks the newest version), so its RETURNING
+  // sees waiting = true and notifies after the mark committed. Once the row carries the mark, a
+  // further miss only locks it (WHERE ... OR NOT l.waiting is false): no write per retry. A take-
+  // over keeps the mark (waiters of the dead holder still sleep); a re-entry keeps it too.
+  //
+  // Why a flag in the row and not a waiters count or table: the row is the one thing a release
+  // and a miss both already lock, so the interest costs nothing when nobody waits (the uncontended
+  // acquire and release send exactly the statements they sent before, the release minus NOTIFY),
+  // a count would have to be decremented by waiters that give up or die (a flag over-reports at
+  // most one NOTIFY per row, never under-reports), and a separate table would be read under the
+  // release's snapshot, which can predate a waiter's insert (a missed wake-up).
+  //
+  // One clock reading (`now` = the inserted expiry - ttl, taken once in VALUES) decides every
+  // column, so the CASEs cannot disagree with each other the way separate clock_timestamp() calls
+  // a microsecond apart could.
+  const std::string now = "(EXCLUDED.expires_at - $3::bigint * interval '1 millisecond')";
+  const std::string live = "l.expires_at > " + now;
+  const std::string grant = "(l.expires_at <= " + now + " OR l.owner = EXCLUDED.owner)";
+  s.acquire = {{"WITH attempt AS (INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
+                " VALUES ($1, $2, 1, " + expiry + ", nextval('" + seq + "'))"
+                " ON CONFLICT (name) DO UPDATE SET"
+                " hold_count = CASE WHEN NOT (" + live + ") THEN 1 WHEN l.owner = EXCLUDED.owner"
+                "   THEN l.hold_count + 1 ELSE l.hold_count END,"
+                " fence = CASE WHEN " + live + " THEN l.fence ELSE EXCLUDED.fence END,"
+                " owner = CASE WHEN " + live + " THEN l.owner ELSE EXCLUDED.owner END,"
+                " expires_at = CASE WHEN " + grant + " THEN EXCLUDED.expires_at ELSE l.expires_at END,"
+                " waiting = l.waiting OR NOT " + grant +
+                " WHERE " + grant + " OR NOT l.waiting"
+                " RETURNING l.fence, l.hold_count, l.owner)"
+                " SELECT fence, hold_count FROM attempt WHERE owner = $2",
                 {arg::name, arg::owner, arg::ttl_ms}}};
-  // One hold less, the row deleted at the last one and the release notified in the same statement.
+  // One hold less, the row deleted at the last one; the release NOTIFYs only when the deleted row
+  // carries a waiter's mark (a transaction that never calls pg_notify skips PostgreSQL's commit-
+  // time notify lock, which serialises the commits of all notifying transactions). Fair mode
+  // notifies on every release: its waiters queue in the waiters table and, when not first in
+  // line, do not touch the lock row, so they leave no mark to read.
+  const std::string notify = "pg_notify($3, encode(name, 'hex'))";
   s.release = {{"WITH dec AS (UPDATE " + tab + " SET hold_count = hold_count - 1"
                                                "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
                                                " del AS (DELETE FROM " +
                     tab +
                     "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
-                    "   RETURNING pg_notify($3, encode(name, 'hex')))"
+                    "   RETURNING " + (fair ? notify : "CASE WHEN waiting THEN " + notify + " END") + ")"
                     " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
                 {arg::name, arg::owner, arg::channel}}};
   s.renew = {{"UPDATE " + tab + " SET expires_at = " + expiry +

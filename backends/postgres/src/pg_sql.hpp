@@ -12,7 +12,8 @@ std::string qualified(const sql::table_ref& t, const std::string& suffix = "");
 // The NOTIFY channel for a table: "dlock_" + table (an identifier; LISTEN quotes it).
 std::string channel_for(const sql::table_ref& t);
 
-sql::index_sql index_statements(const sql::table_ref& t);
+// fair: the release NOTIFYs every time (fair waiters leave no mark on the lock row).
+sql::index_sql index_statements(const sql::table_ref& t, bool fair = false);
 sql::forupdate_sql forupdate_statements(const sql::table_ref& t);
 sql::version_sql version_statements(const sql::table_ref& t);
 

@@ -19,7 +19,7 @@ void register_postgres(registry& r) {
          .parameters = pg::table_scheme_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto setup = pg::table_setup(u, defaults, "dlock_index", pg::postgres_index_caps);
-           auto statements = pg::index_statements(setup.params.table);
+           auto statements = pg::index_statements(setup.params.table, setup.params.fair);
            return sql::make_index_backend(std::move(setup), std::move(statements));
          }});
 

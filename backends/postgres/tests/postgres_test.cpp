@@ -2,12 +2,14 @@
 // postgres://dlock:dlock-secret@127.0.0.1:PORT/dlock); each test substitutes the scheme.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -305,6 +307,159 @@ TEST(index, reentrant_through_the_same_owner_counts_holds) {
   EXPECT_TRUE(probe::held_on_server(uri_for("postgres+index"), name));
   outer.release();
   EXPECT_FALSE(probe::held_on_server(uri_for("postgres+index"), name));
+}
+
+// ---- postgres+index NOTIFYs only when an attempt missed on the released row (pg_sql.cpp).
+std::string hex_of(const std::string& s) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) out += {digits[c >> 4], digits[c & 15]};
+  return out;
+}
+
+// A LISTEN session of the test's own on a table's channel; `until_marker` sends a marker NOTIFY
+// from another session and returns every payload received before it (notifications arrive in
+// commit order, so whatever a release committed before the marker is in the list).
+// Drops a test's own table and its fence sequence.
+void drop_table(const std::string& table) {
+  auto c = probe::connect(uri_for("postgres+index"));
+  probe::exec(c.get(), "DROP TABLE IF EXISTS \"" + table + "\"");
+  probe::exec(c.get(), "DROP SEQUENCE IF EXISTS \"" + table + "_fence\"");
+}
+
+struct channel_listener {
+  std::string uri, channel;
+  dlock::pg::pgconn_ptr listening = probe::connect(uri);
+  channel_listener(std::string u, std::string ch) : uri(std::move(u)), channel(std::move(ch)) {
+    probe::exec(listening.get(), "LISTEN \"" + channel + "\"");
+  }
+  std::vector<std::string> until_marker() {
+    const std::string marker = "marker-" + dlock::spi::random_token().substr(0, 8);
+    auto other = probe::connect(uri);
+    probe::exec(other.get(), "SELECT pg_notify($1, $2)", {channel, marker});
+    std::vector<std::string> seen;
+    const bool got = eventually([&] {
+      PQconsumeInput(listening.get());
+      while (PGnotify* n = PQnotifies(listening.get())) {
+        std::string payload = n->extra;
+        PQfreemem(n);
+        if (payload == marker) return true;
+        seen.push_back(std::move(payload));
+      }
+      return false;
+    });
+    EXPECT_TRUE(got) << "the marker notification never arrived";
+    return seen;
+  }
+};
+
+TEST(index_notify, a_release_nobody_waited_for_sends_no_notification_and_a_missed_attempt_gets_one) {
+  const std::string table = "notify_" + dlock::spi::random_token().substr(0, 8);
+  const auto uri = uri_for("postgres+index", "ttl=10s&table=" + table);
+  auto be = dlock::open(uri);
+  channel_listener listener(uri_for("postgres+index"), "dlock_" + table);
+  const auto name = unique_name("notify");
+  auto a = be->make_lock(name), b = be->make_lock(name);
+  for (int i = 0; i < 3; ++i) {  // uncontended, re-entered or not: nobody to wake
+    auto held = a->try_acquire();
+    ASSERT_TRUE(held);
+    auto inner = a->try_acquire();
+    ASSERT_TRUE(inner);
+    inner.release();
+    held.release();
+  }
+  for (const auto& payload : listener.until_marker()) EXPECT_NE(payload, hex_of(name)) << "notified with no waiter";
+
+  auto held = a->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(b->try_acquire());  // the miss marks the row: its release must notify
+  EXPECT_FALSE(b->try_acquire());  // a second miss changes nothing (one notification per release)
+  held.release();
+  const auto seen = listener.until_marker();
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), hex_of(name)), 1) << "the release after a miss did not notify once";
+
+  auto next = b->try_acquire();  // a new row: the mark went with the old one
+  ASSERT_TRUE(next);
+  next.release();
+  for (const auto& payload : listener.until_marker()) EXPECT_NE(payload, hex_of(name)) << "a stale mark notified";
+  drop_table(table);
+}
+
+// The race the mark closes: a waiter that misses just before the holder's release must be woken
+// by that release. poll.max is an hour, so the waiter never re-checks on its own: a lost wake-up
+// shows as an acquire that runs into its 20 s deadline, not as a slow one.
+TEST(index_notify, a_waiter_arriving_as_the_holder_releases_is_always_woken) {
+  const std::string table = "notify_" + dlock::spi::random_token().substr(0, 8);
+  auto be = dlock::open(uri_for("postgres+index", "ttl=30s&poll=1h&table=" + table));
+  const auto name = unique_name("race");
+  auto holder = be->make_lock(name), waiter = be->make_lock(name);
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> delay_us(0, 2000);
+  for (int i = 0; i < 300; ++i) {
+    auto held = holder->try_acquire();
+    ASSERT_TRUE(held) << "iteration " << i;
+    auto got = std::async(std::launch::async, [&] { return waiter->try_acquire_for(20s); });
+    std::this_thread::sleep_for(std::chrono::microseconds{delay_us(rng)});
+    held.release();
+    auto lease = got.get();
+    ASSERT_TRUE(lease) << "iteration " << i << ": the waiter was never woken";
+    lease.release();
+  }
+  drop_table(table);
+}
+
+// A table created before the `waiting` column gets it at open (create_table=true), and works.
+TEST(index_notify, a_table_without_the_waiting_column_gets_it_at_open) {
+  const std::string table = "oldlayout_" + dlock::spi::random_token().substr(0, 8);
+  auto c = probe::connect(uri_for("postgres+index"));
+  probe::exec(c.get(), "CREATE TABLE \"" + table +
+                           "\" (name bytea PRIMARY KEY, owner text NOT NULL, hold_count integer NOT NULL,"
+                           " expires_at timestamptz NOT NULL, fence bigint NOT NULL)");
+  auto be = dlock::open(uri_for("postgres+index", "ttl=10s&table=" + table));
+  auto cols = probe::exec(c.get(), "SELECT 1 FROM pg_attribute WHERE attrelid = $1::regclass AND attname = 'waiting'",
+                          {std::string("\"" + table + "\"")});
+  EXPECT_EQ(cols.rows.size(), 1u);
+  const auto name = unique_name("old");
+  auto held = be->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  EXPECT_FALSE(be->make_lock(name)->try_acquire());
+  held.release();
+  EXPECT_TRUE(be->make_lock(name)->try_acquire());
+  (void)dlock::open(uri_for("postgres+index", "ttl=10s&table=" + table));  // a second open: nothing to add
+  drop_table(table);
+}
+
+// The table schemes keep every connection the pool opened (up to max_connections) when the URI
+// gives no pool_size: 16 statements at once, twice, run on the same 16 server sessions (with 8
+// kept, the second round forked 8 new ones). The statements are made to overlap by a row lock
+// the test holds, so 16 connections are checked out at once without any timing.
+TEST(index_pool, sixteen_concurrent_statements_reuse_their_sixteen_sessions) {
+  const std::string app = "dlock_pool_" + dlock::spi::random_token().substr(0, 8);
+  auto be = dlock::open(uri_for("postgres+index", "ttl=10s&application_name=" + app));
+  const auto name = unique_name("pool");
+  auto held = be->make_lock(name)->try_acquire();  // the row the statements will wait on
+  ASSERT_TRUE(held);
+  auto admin = probe::connect(uri_for("postgres+index"));
+  auto sessions = [&](const char* extra) {
+    std::set<std::string> pids;
+    for (auto& r : probe::exec(admin.get(), std::string("SELECT pid::text FROM pg_stat_activity WHERE application_name = $1") + extra, {app}).rows)
+      pids.insert(*r[0]);
+    return pids;
+  };
+  auto round = [&] {
+    auto blocker = probe::connect(uri_for("postgres+index"));
+    probe::exec(blocker.get(), "BEGIN");
+    probe::exec(blocker.get(), "SELECT 1 FROM dlock_index WHERE name = $1 FOR UPDATE", {dlock::sql::bytes{name}});
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 16; ++i) threads.emplace_back([&] { EXPECT_FALSE(be->make_lock(name)->try_acquire()); });
+    EXPECT_TRUE(eventually([&] { return sessions(" AND wait_event_type = 'Lock'").size() == 16; }));
+    probe::exec(blocker.get(), "COMMIT");
+    for (auto& t : threads) t.join();
+    return sessions("");
+  };
+  const auto first = round();
+  EXPECT_GE(first.size(), 16u);
+  EXPECT_EQ(round(), first) << "sessions were closed and re-opened between the rounds";
 }
 
 // ---- fair=true (postgres+index): the waiters table grants in arrival order.
