@@ -1,6 +1,8 @@
 #pragma once
 // One grant of memcached:// (the lease) and the watchdog's renewal of many grants at once.
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -8,6 +10,7 @@
 #include <string>
 #include <system_error>
 
+#include "ascii_pipeline.hpp"
 #include "client_pool.hpp"
 #include "dlock/spi.hpp"
 
@@ -47,19 +50,26 @@ class memcached_lease final : public spi::lease_state {
 };
 
 // The watchdog's renewals of many leases of one backend (spi::renewal_batch): per server, a
-// `cas ... noreply` store of each lease's item with the CAS unique it last saw (written back to
-// back, no reply to wait for), then one `gets` of those keys that tells each lease whether its
+// `cas ... noreply` store of each lease's item with the CAS unique it last saw, then `gets` of
+// those keys, all in one write on a connection of its own (ascii_pipeline) that tells each lease whether its
 // store was applied (its token under a new CAS unique, which it keeps for the next one). One
 // round trip per server for the whole batch instead of two per lease (a lease that does not know
 // its CAS unique adds one `gets` before the stores); each lease's outcome is what its own
 // renewal would give.
 class memcached_renewals final : public spi::renewal_batch {
  public:
-  explicit memcached_renewals(std::shared_ptr<client_pool> pool) : pool_(std::move(pool)) {}
+  memcached_renewals(std::shared_ptr<client_pool> pool, std::chrono::milliseconds connect_timeout,
+                     std::chrono::milliseconds io_timeout)
+      : pool_(std::move(pool)), connect_timeout_(connect_timeout), io_timeout_(io_timeout) {}
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override;
 
  private:
+  ascii_pipeline& pipeline_to(const memcached_instance_st* server);
+
   std::shared_ptr<client_pool> pool_;
+  std::chrono::milliseconds connect_timeout_, io_timeout_;
+  std::mutex mutex_;
+  std::map<std::string, std::unique_ptr<ascii_pipeline>> pipelines_;  // by "host:port", one per server
 };
 
 }  // namespace dlock::memcached

@@ -222,14 +222,14 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
       restart_delay_(u.get_bool("restart_delay").value_or(true)) {
   const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
   const auto io_timeout = u.get_duration("command_timeout").value_or(std::chrono::seconds{2});
-  const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(16);
+  const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(128);
   check_ttl_fits(defaults.ttl, errc::invalid_uri, u.redacted() + ":");
   if (prefix_.size() > 64) throw error(errc::invalid_uri, u.redacted() + ": prefix must be at most 64 bytes");
   for (unsigned char c : prefix_)
     if (c <= 0x20 || c >= 0x7f) throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
   pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size));
   sweeper_ = std::make_shared<orphan_sweeper>(pool_);
-  renewals_ = std::make_shared<memcached_renewals>(pool_);
+  renewals_ = std::make_shared<memcached_renewals>(pool_, connect_timeout, io_timeout);
   // Reach every server once so a wrong address fails at open, not at the first acquire.
   auto h = pool_->borrow();
   memcached_return_t rc = MEMCACHED_SUCCESS;

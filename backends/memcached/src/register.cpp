@@ -1,4 +1,4 @@
-// memcached://host:port[,host:port...]?ttl=30s[&prefix=dlock:&pool_size=16&connect_timeout=2s&command_timeout=2s&restart_delay=on]
+// memcached://host:port[,host:port...]?ttl=30s[&prefix=dlock:&pool_size=128&connect_timeout=2s&command_timeout=2s&restart_delay=on]
 #include "capabilities.hpp"
 #include "memcached_lock.hpp"
 #include "unsafe_delete.hpp"

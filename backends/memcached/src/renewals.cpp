@@ -34,18 +34,6 @@ std::unordered_map<std::string_view, item> gets_many(memcached_st* m, std::strin
   return found;
 }
 
-// memcached's NOREPLY behaviour for the scope: stores are written without waiting for a reply.
-class without_replies {
- public:
-  explicit without_replies(memcached_st* m) : m_(m) { memcached_behavior_set(m_, MEMCACHED_BEHAVIOR_NOREPLY, 1); }
-  ~without_replies() { memcached_behavior_set(m_, MEMCACHED_BEHAVIOR_NOREPLY, 0); }
-  without_replies(const without_replies&) = delete;
-  without_replies& operator=(const without_replies&) = delete;
-
- private:
-  memcached_st* m_;
-};
-
 std::string not_ours(const memcached_lease& l) {
   return "memcached: renew of '" + l.name() +
          "': the lock is no longer ours (expired, evicted, deleted or replaced, and maybe taken by another owner)";
@@ -53,9 +41,18 @@ std::string not_ours(const memcached_lease& l) {
 
 }  // namespace
 
+ascii_pipeline& memcached_renewals::pipeline_to(const memcached_instance_st* server) {
+  const std::string host = memcached_server_name(server);
+  const auto port = memcached_server_port(server);
+  auto& p = pipelines_[host + ":" + std::to_string(port)];
+  if (!p) p = std::make_unique<ascii_pipeline>(host, port, connect_timeout_, io_timeout_);
+  return *p;
+}
+
 void memcached_renewals::renew_all(std::span<spi::lease_state* const> leases,
                                    std::span<std::error_code> outcomes) noexcept {
   try {
+    std::lock_guard guard(mutex_);  // the pipelines
     auto h = pool_->borrow();
     memcached_st* m = h.get();
     // The leases by the server their name hashes to: one `gets` per server (two when some leases
@@ -78,9 +75,6 @@ void memcached_renewals::renew_all(std::span<spi::lease_state* const> leases,
           const auto& l = static_cast<const memcached_lease&>(*leases[i]);
           set_memcached_error(outcomes[i], m, rc, "renew of '" + l.name() + "' (" + std::string(step) + ")");
         }
-        // A store sent without reply may still be answered with an error line (memcached sends
-        // SERVER_ERROR even to noreply): a fresh connection, so no later command reads it.
-        memcached_quit(m);
       };
       // Each item's CAS unique: the one the lease last saw (its grant's, or the last batch's), or
       // for a lease that does not know it (renewed or released alone since), a `gets`.
@@ -111,62 +105,54 @@ void memcached_renewals::renew_all(std::span<spi::lease_state* const> leases,
             cas[s] = it->second.cas;
         }
       }
-      // A `cas` store of each item still ours, with its lease's new expiry, none waiting for a reply.
+      // A `cas ... noreply` store of each item still ours with its lease's new expiry, then `gets`
+      // of those keys, written in one go on the server's pipeline connection.
       std::vector<std::size_t> stored;
       std::vector<std::uint64_t> stored_cas;
-      std::vector<const char*> stored_keys;
-      std::vector<size_t> stored_lengths;
-      memcached_return_t write_rc = MEMCACHED_SUCCESS;
-      {
-        without_replies quiet(m);
-        for (std::size_t s = 0; s < members.size(); ++s) {
-          const auto i = members[s];
-          if (outcomes[i]) continue;  // already known not to be ours
-          const auto& l = static_cast<const memcached_lease&>(*leases[i]);
-          // Applied only to the very item of that CAS unique: ours (a replaced item has another).
-          write_rc = memcached_cas_by_key(m, l.keys_.group.data(), l.keys_.group.size(), l.keys_.lock.data(),
-                                          l.keys_.lock.size(), l.token_.data(), l.token_.size(),
-                                          exptime_for(l.ttl()), 0, cas[s]);
-          stored.push_back(i);
-          stored_cas.push_back(cas[s]);
-          stored_keys.push_back(l.keys_.lock.data());
-          stored_lengths.push_back(l.keys_.lock.size());
-          if (memcached_failed(write_rc)) break;
-        }
-      }
-      if (memcached_failed(write_rc)) {
-        // The connection failed: every lease of this server not yet judged is unknown.
-        std::vector<std::size_t> undecided;
-        for (const auto i : members)
-          if (!outcomes[i]) undecided.push_back(i);
-        fail_all(undecided, write_rc, "cas");
-        continue;
+      std::string request;
+      for (std::size_t s = 0; s < members.size(); ++s) {
+        const auto i = members[s];
+        if (outcomes[i]) continue;  // already known not to be ours
+        const auto& l = static_cast<const memcached_lease&>(*leases[i]);
+        // Applied only to the very item of that CAS unique: ours (a replaced item has another).
+        request += "cas " + l.keys_.lock + " 0 " + std::to_string(exptime_for(l.ttl())) + " " +
+                   std::to_string(l.token_.size()) + " " + std::to_string(cas[s]) + " noreply\r\n" + l.token_ + "\r\n";
+        stored.push_back(i);
+        stored_cas.push_back(cas[s]);
       }
       if (stored.empty()) continue;
+      constexpr std::size_t keys_per_gets = 100;  // short command lines
+      int gets_lines = 0;
+      for (std::size_t from = 0; from < stored.size(); from += keys_per_gets, ++gets_lines) {
+        request += "gets";
+        for (std::size_t s = from; s < std::min(stored.size(), from + keys_per_gets); ++s)
+          request += " " + static_cast<const memcached_lease&>(*leases[stored[s]]).keys_.lock;
+        request += "\r\n";
+      }
+      std::string why;
+      const auto after = pipeline_to(server).exchange(request, gets_lines, why);
+      if (!after) {
+        for (const auto i : stored)
+          set_error(outcomes[i], errc::backend_unavailable,
+                    "memcached: renew of '" + leases[i]->name() + "' (pipelined cas and gets): " + why);
+        continue;
+      }
       // Which stores were applied: the item carries the token under a new CAS unique (only this
       // lease knows its token, so only its own store can have put it there since the CAS unique
       // it stored with). Gone or another token: no longer ours, as a single renewal would say.
-      const auto after = gets_many(m, group, stored_keys, stored_lengths, rc);
-      if (rc != MEMCACHED_SUCCESS) {
-        fail_all(stored, rc, "gets after the cas");
-        continue;
-      }
-      bool unexplained = false;
       for (std::size_t s = 0; s < stored.size(); ++s) {
         auto& l = static_cast<memcached_lease&>(*leases[stored[s]]);
         auto& ec = outcomes[stored[s]];
-        const auto it = after.find(l.keys_.lock);
-        if (it == after.end() || it->second.value != l.token_) {
+        const auto it = after->find(l.keys_.lock);
+        if (it == after->end() || it->second.value != l.token_) {
           set_error(ec, errc::not_owner, not_ours(l));
         } else if (it->second.cas == stored_cas[s]) {
           // Still the item of that CAS unique: the store was not applied, and nothing says why.
           set_error(ec, errc::backend_error, "memcached: renew of '" + l.name() + "': the cas store was not applied");
-          unexplained = true;
         } else {
           l.known_cas_.store(it->second.cas);
         }
       }
-      if (unexplained) memcached_quit(m);  // whatever the server answered instead is not read by a later command
     }
   } catch (const std::exception& e) {
     for (auto& ec : outcomes)
