@@ -660,10 +660,18 @@ TEST(memcached, ABatchRenewalGivesEachLeaseItsOwnOutcome) {
   EXPECT_EQ(raw.get(names[1])->value, "someone-else");
   EXPECT_EQ(raw.get(names[4])->value, "someone-else");
   EXPECT_FALSE(raw.get(names[2])) << "the batch re-created a deleted item";
+  // Renewed alone, a lease no longer knows its item's CAS unique: the next batch reads it first.
   std::error_code ec;
   leases[0].renew(5s, ec);
   EXPECT_FALSE(ec) << ec.message();
-  // A release after renewals (the CAS unique changed twice) still deletes exactly our item.
+  const auto cas_alone = raw.get(names[0])->cas;
+  std::vector<dlock::spi::lease_state*> ours{states[0], states[3]};
+  std::vector<std::error_code> again(ours.size());
+  EXPECT_EQ(dlock::spi::lease_state::renew_together(*batch, ours, again), ours.size());
+  EXPECT_FALSE(again[0]) << again[0].message();
+  EXPECT_FALSE(again[1]) << again[1].message();
+  EXPECT_NE(raw.get(names[0])->cas, cas_alone) << "the batch did not store the item renewed alone before";
+  // A release after renewals (the CAS unique changed each time) still deletes exactly our item.
   leases[0].release(ec);
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_FALSE(raw.get(names[0]));
