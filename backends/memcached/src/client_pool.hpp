@@ -62,7 +62,7 @@ class client_pool {
 struct key_layout {
   std::string group;  // the mapped name (safe_key): what consistent hashing sees
   std::string lock;   // prefix + "lock:" + group; value = the grant's token
-  std::string fence;  // prefix + "fence:" + group; an incr counter
+  std::string fence;  // prefix + "fence:" + group; the fencing base (read, written once)
 };
 // memcached keys: at most 250 bytes, no spaces or control bytes. Names that fit are used as they
 // are; any other name is "#<readable start>.<sha256 hex>" (dlock::spi::safe_key), which no name
