@@ -5,8 +5,9 @@
 
 namespace dlock::memcached {
 
-// memcached://: expiring (the item's ttl), renewable (CAS-guarded re-store), fencing (incr
-// counter, re-created from the server's clock when a restart or an eviction lost it),
+// memcached://: expiring (the item's ttl), renewable (CAS-guarded re-store), fencing (a fencing
+// base plus the grant's CAS unique; the base re-created from the server's clock when a restart or
+// an eviction lost it),
 // lost_notification (the core watchdog's CAS-guarded renewal finds the item gone or replaced
 // within ttl/3; there is no server push). Not blocking, not fair, not reentrant.
 inline constexpr capabilities memcached_caps{capability::expiring, capability::renewable, capability::fencing,

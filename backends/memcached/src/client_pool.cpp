@@ -1,6 +1,8 @@
 #include "client_pool.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <string>
 
 #include "dlock/error.hpp"
@@ -185,6 +187,38 @@ std::uint64_t fence_seed(std::chrono::seconds unix_time) noexcept {
   return static_cast<std::uint64_t>(unix_time.count()) << 20;
 }
 
+std::optional<std::uint64_t> fence_from(std::string_view base, std::uint64_t cas) noexcept {
+  std::int64_t b = 0;
+  const auto [end, err] = std::from_chars(base.data(), base.data() + base.size(), b);
+  if (err != std::errc{} || end != base.data() + base.size() || base.empty()) return std::nullopt;
+  if (cas > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+  std::int64_t token = 0;
+  if (__builtin_add_overflow(b, static_cast<std::int64_t>(cas), &token) || token <= 0) return std::nullopt;
+  return static_cast<std::uint64_t>(token);
+}
+
+std::string fence_base_for(std::chrono::seconds unix_time, std::uint64_t cas) {
+  return std::to_string(static_cast<std::int64_t>(fence_seed(unix_time)) - static_cast<std::int64_t>(cas));
+}
+
+grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc) {
+  const char* keys[2] = {k.lock.data(), k.fence.data()};
+  const size_t lens[2] = {k.lock.size(), k.fence.size()};
+  grant_items found;
+  rc = memcached_mget_by_key(m, k.group.data(), k.group.size(), keys, lens, 2);
+  if (memcached_failed(rc)) return found;
+  memcached_result_st* r = nullptr;
+  memcached_return_t frc = MEMCACHED_SUCCESS;
+  while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
+    const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
+    auto& slot = key == k.lock ? found.lock : found.fence;
+    slot = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
+    memcached_result_free(r);
+  }
+  rc = (frc == MEMCACHED_END || frc == MEMCACHED_SUCCESS || frc == MEMCACHED_NOTFOUND) ? MEMCACHED_SUCCESS : frc;
+  return found;
+}
+
 ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
                         memcached_return_t& rc) {
   const auto current = gets(m, k, k.lock, rc);
@@ -195,6 +229,16 @@ ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view t
   if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) return ownership::stored;
   if (rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_NOTSTORED) return ownership::not_ours;
   return ownership::failed;
+}
+
+known_cas_store store_with_cas(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
+                               std::uint64_t cas, memcached_return_t& rc) {
+  rc = memcached_cas_by_key(m, k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(),
+                            token.size(), exptime, 0, cas);
+  if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) return known_cas_store::stored;
+  if (rc == MEMCACHED_NOTFOUND) return known_cas_store::gone;
+  if (rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTSTORED) return known_cas_store::replaced;
+  return known_cas_store::failed;
 }
 
 bool is_network_failure(memcached_return_t rc) noexcept {

@@ -62,7 +62,7 @@ class client_pool {
 struct key_layout {
   std::string group;  // the mapped name (safe_key): what consistent hashing sees
   std::string lock;   // prefix + "lock:" + group; value = the grant's token
-  std::string fence;  // prefix + "fence:" + group; an incr counter
+  std::string fence;  // prefix + "fence:" + group; the fencing base (read, written once)
 };
 // memcached keys: at most 250 bytes, no spaces or control bytes. Names that fit are used as they
 // are; any other name is "#<readable start>.<sha256 hex>" (dlock::spi::safe_key), which no name
@@ -105,10 +105,19 @@ std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout&
 // and its clock ticks once a second: 3 s more in all.
 std::chrono::seconds min_uptime_to_grant(std::chrono::milliseconds ttl) noexcept;
 
-// The first fencing token of a name's counter created at `unix_time` (the server's clock):
-// unix_time * 2^20. Tokens stay above every earlier token of the name as long as the name gets
-// fewer than 2^20 grants a second and the server's clock does not step back (see README).
+// The fencing token the first grant after a name's fencing base was created at `unix_time` (the
+// server's clock) gets: unix_time * 2^20. Later grants add the growth of the server's CAS
+// uniques, so tokens stay above every earlier token of the name as long as the server does fewer
+// than 2^20 stores a second and its clock does not step back (see README: Fencing).
 std::uint64_t fence_seed(std::chrono::seconds unix_time) noexcept;
+
+// A grant's fencing token: the name's fencing base (a signed decimal, created once as
+// fence_seed(time) - the CAS unique of the grant that created it) plus the grant's own CAS
+// unique, which the server raises on every store. nullopt when the base is not a number or the
+// sum does not fit (never for a base this version wrote).
+std::optional<std::uint64_t> fence_from(std::string_view base, std::uint64_t cas) noexcept;
+// The base to create for a grant of CAS unique `cas` at server time `unix_time`, as stored.
+std::string fence_base_for(std::chrono::seconds unix_time, std::uint64_t cas);
 
 struct item {
   std::string value;
@@ -116,6 +125,14 @@ struct item {
 };
 // `gets`: the value and its CAS unique. nullopt with MEMCACHED_NOTFOUND when absent.
 std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string& key, memcached_return_t& rc);
+
+// The lock item and the fencing base of one name, read with one `gets` of both keys (one round trip).
+struct grant_items {
+  std::optional<item> lock;
+  std::optional<item> fence;
+};
+// rc: MEMCACHED_SUCCESS when the server answered (either item may be absent), else why not.
+grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc);
 
 // What a CAS-guarded store of our own grant found.
 enum class ownership { stored,
@@ -126,6 +143,15 @@ enum class ownership { stored,
 // which command failed when the result is `failed`).
 ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
                         memcached_return_t& rc);
+// The same `cas` store without the `gets`, for a caller that knows the item's CAS unique (from the
+// grant or its last renewal). not_ours only when the item is gone; `replaced` when its CAS unique
+// changed (another owner's item, or ours re-stored by a renewal): store_if_ours decides then.
+enum class known_cas_store { stored,
+                             gone,
+                             replaced,
+                             failed };
+known_cas_store store_with_cas(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
+                               std::uint64_t cas, memcached_return_t& rc);
 
 // Translates a failed status to errc::backend_unavailable (network) or backend_error (protocol).
 void set_memcached_error(std::error_code& ec, memcached_st* m, memcached_return_t rc, std::string_view what);

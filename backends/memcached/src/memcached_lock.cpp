@@ -5,83 +5,97 @@
 #include <string>
 
 #include "capabilities.hpp"
+#include "memcached_lease.hpp"
 
 namespace dlock::memcached {
 
 namespace {
 
-class memcached_lease final : public spi::lease_state {
- public:
-  memcached_lease(std::shared_ptr<client_pool> pool, key_layout keys, std::string token, std::string name,
-                  std::chrono::milliseconds ttl, clock::time_point valid_until, std::uint64_t fence)
-      : lease_state(std::move(name), ttl, valid_until),
-        pool_(std::move(pool)),
-        keys_(std::move(keys)),
-        token_(std::move(token)),
-        fence_(fence) {}
+std::string not_ours_message(std::string_view what, const std::string& name) {
+  return "memcached: " + std::string(what) + " of '" + name +
+         "': the lock is no longer ours (expired, evicted, deleted or replaced, and maybe taken by another owner)";
+}
 
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+}  // namespace
 
- protected:
-  void do_release(std::error_code& ec) noexcept override {
-    // True compare-and-delete: delete only through a CAS store whose expiry is already past, so
-    // an item that was replaced between our `gets` and this store is left alone.
-    store_if_ours(expired_exptime, "release", ec);
+memcached_lease::memcached_lease(std::shared_ptr<client_pool> pool, std::shared_ptr<memcached_renewals> renewals,
+                                 key_layout keys, std::string token, std::string name, std::chrono::milliseconds ttl,
+                                 clock::time_point valid_until, std::uint64_t fence, std::uint64_t cas)
+    : lease_state(std::move(name), ttl, valid_until),
+      pool_(std::move(pool)),
+      renewals_(std::move(renewals)),
+      keys_(std::move(keys)),
+      token_(std::move(token)),
+      fence_(fence),
+      known_cas_(cas) {}
+
+spi::renewal_batch* memcached_lease::batch() const noexcept { return renewals_.get(); }
+
+void memcached_lease::do_release(std::error_code& ec) noexcept { store_if_ours(expired_exptime, "release", ec); }
+
+void memcached_lease::do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept {
+  try {
+    check_ttl_fits(ttl, errc::invalid_argument, "renewal of '" + name() + "':");
+  } catch (const error& e) {
+    set_error(ec, e.code(), e.detail());
+    return;
   }
+  store_if_ours(exptime_for(ttl), "renew", ec);
+}
 
-  // valid_until moves in the core (lease_state::renew) once this succeeds.
-  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
-    try {
-      check_ttl_fits(ttl, errc::invalid_argument, "renewal of '" + name() + "':");
-    } catch (const error& e) {
-      set_error(ec, e.code(), e.detail());
-      return;
-    }
-    store_if_ours(exptime_for(ttl), "renew", ec);
-  }
-
- private:
-  bool store_if_ours(time_t exptime, std::string_view what, std::error_code& ec) noexcept {
-    try {
-      auto h = pool_->borrow();
-      memcached_return_t rc;
-      switch (memcached::store_if_ours(h.get(), keys_, token_, exptime, rc)) {
-        case ownership::stored:
+bool memcached_lease::store_if_ours(time_t exptime, std::string_view what, std::error_code& ec) noexcept {
+  try {
+    auto h = pool_->borrow();
+    memcached_return_t rc = MEMCACHED_SUCCESS;
+    // Whatever happens next, the item's CAS unique changes (our store) or stops mattering.
+    if (const auto cas = known_cas_.exchange(0); cas != 0) {
+      switch (store_with_cas(h.get(), keys_, token_, exptime, cas, rc)) {
+        case known_cas_store::stored:
           return true;
-        case ownership::not_ours:
-          set_error(ec, errc::not_owner,
-                    "memcached: " + std::string(what) + " of '" + name() +
-                        "': the lock is no longer ours (expired, evicted, deleted or replaced, and maybe taken by "
-                        "another owner)");
+        case known_cas_store::gone:
+          set_error(ec, errc::not_owner, not_ours_message(what, name()));
           return false;
-        case ownership::failed:
-          break;
+        case known_cas_store::replaced:
+          break;  // re-stored by a renewal of ours, or another owner's: compare the token
+        case known_cas_store::failed:
+          set_memcached_error(ec, h.get(), rc, std::string(what) + " of '" + name() + "'");
+          return false;
       }
-      set_memcached_error(ec, h.get(), rc, std::string(what) + " of '" + name() + "'");
-      return false;
-    } catch (const std::exception& e) {
-      set_error(ec, errc::backend_unavailable, std::string("memcached: ") + e.what());
-      return false;
     }
+    switch (memcached::store_if_ours(h.get(), keys_, token_, exptime, rc)) {
+      case ownership::stored:
+        return true;
+      case ownership::not_ours:
+        set_error(ec, errc::not_owner, not_ours_message(what, name()));
+        return false;
+      case ownership::failed:
+        break;
+    }
+    set_memcached_error(ec, h.get(), rc, std::string(what) + " of '" + name() + "'");
+    return false;
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_unavailable, std::string("memcached: ") + e.what());
+    return false;
   }
+}
 
-  std::shared_ptr<client_pool> pool_;
-  key_layout keys_;
-  std::string token_;
-  std::uint64_t fence_;
-};
+namespace {
 
 class memcached_lock final : public distributed_lock {
  public:
   memcached_lock(std::string name, lock_options options, std::shared_ptr<client_pool> pool,
-                 std::shared_ptr<orphan_sweeper> sweeper, key_layout keys, bool restart_delay)
+                 std::shared_ptr<orphan_sweeper> sweeper, std::shared_ptr<memcached_renewals> renewals,
+                 key_layout keys, bool restart_delay)
       : distributed_lock(std::move(name), memcached_caps, std::move(options)),
         pool_(std::move(pool)),
         sweeper_(std::move(sweeper)),
+        renewals_(std::move(renewals)),
         keys_(std::move(keys)),
         restart_delay_(restart_delay) {}
 
  protected:
+  // Two round trips: `add` the grant, then one `gets` of the lock item (its CAS unique: the
+  // release's compare-and-delete needs no `gets` of its own) and of the name's fencing base.
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
     try {
       auto h = pool_->borrow();
@@ -98,11 +112,25 @@ class memcached_lock final : public distributed_lock {
         if (is_network_failure(rc)) sweeper_->sweep(keys_, std::move(token), exptime);
         return nullptr;
       }
-      std::uint64_t fence = 0;
-      switch (next_fence(h.get(), ttl, fence, ec)) {
+      auto found = read_grant(h.get(), keys_, rc);
+      if (rc != MEMCACHED_SUCCESS) {
+        set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (gets)");
+        withdraw(h.get(), std::move(token), exptime);
+        return nullptr;
+      }
+      // Our item is already gone (deleted or evicted in between): nothing to hand out.
+      if (!found.lock || found.lock->value != token) return nullptr;
+      const auto cas = found.lock->cas;
+      std::string base;
+      switch (fence_base(h.get(), ttl, cas, std::move(found.fence), base, ec)) {
         case fence_status::issued:
-          return std::make_unique<memcached_lease>(pool_, keys_, std::move(token), std::string(name()), ttl,
-                                                   spi::lease_state::validity_after(start, ttl), fence);
+          if (const auto fence = fence_from(base, cas))
+            return std::make_unique<memcached_lease>(pool_, renewals_, keys_, std::move(token), std::string(name()),
+                                                     ttl, spi::lease_state::validity_after(start, ttl), *fence, cas);
+          set_error(ec, errc::backend_error,
+                    "memcached: fencing token of '" + std::string(name()) + "': the fencing base " + keys_.fence +
+                        " holds no number this version can add the grant's CAS unique to");
+          break;
         case fence_status::server_restarted_recently:
           withdraw(h.get(), std::move(token), exptime);
           return nullptr;  // contention: holders from before the restart may still be working
@@ -122,41 +150,52 @@ class memcached_lock final : public distributed_lock {
                             server_restarted_recently,
                             failed };
 
-  // incr on the name's counter. ASCII incr does not create a missing counter, and a missing one
-  // means a first use of the name, or a counter lost with a restart, an eviction or a delete: it is
-  // created at fence_seed(server time), above every token the lost counter gave (README: Fencing).
-  // A server younger than min_uptime_to_grant(ttl) (it restarted: holders from before may still be
-  // inside their validity) creates nothing and grants nothing, unless restart_delay=off.
-  fence_status next_fence(memcached_st* m, std::chrono::milliseconds ttl, std::uint64_t& token,
-                          std::error_code& ec) const noexcept {
+  // The name's fencing base into `base`: the one read with the grant, or, when it is missing (a
+  // first use of the name, or a base lost with a restart, an eviction or a delete), one created
+  // so that this grant's token is fence_seed(server time), above every token the lost base gave
+  // (README: Fencing). A server younger than min_uptime_to_grant(ttl) (it restarted: holders from
+  // before may still be inside their validity) creates nothing and grants nothing, unless
+  // restart_delay=off.
+  fence_status fence_base(memcached_st* m, std::chrono::milliseconds ttl, std::uint64_t cas,
+                          std::optional<item> read, std::string& base, std::error_code& ec) const {
+    if (read) {
+      base = std::move(read->value);
+      return fence_status::issued;
+    }
     for (int attempt = 0; attempt < 3; ++attempt) {
-      auto rc = memcached_increment_by_key(m, keys_.group.data(), keys_.group.size(), keys_.fence.data(),
-                                           keys_.fence.size(), 1, &token);
-      if (rc == MEMCACHED_SUCCESS) return fence_status::issued;
-      if (rc != MEMCACHED_NOTFOUND) {
-        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (incr)");
-        return fence_status::failed;
-      }
+      memcached_return_t rc;
       const auto server = read_server_clock(m, keys_, rc);
       if (!server) {
         set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (stats of its server)");
         return fence_status::failed;
       }
       if (restart_delay_ && server->uptime < min_uptime_to_grant(ttl)) return fence_status::server_restarted_recently;
-      const auto seed = std::to_string(fence_seed(server->unix_time));
-      // Never expires; of two seeders one `add` wins, and both then incr the same counter.
+      const auto created = fence_base_for(server->unix_time, cas);
+      // Never expires; of two creators one `add` wins, and both then use its base.
       rc = memcached_add_by_key(m, keys_.group.data(), keys_.group.size(), keys_.fence.data(), keys_.fence.size(),
-                                seed.data(), seed.size(), 0, 0);
-      if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_STORED && rc != MEMCACHED_NOTSTORED &&
-          rc != MEMCACHED_DATA_EXISTS) {
-        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (add of the counter)");
+                                created.data(), created.size(), 0, 0);
+      if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) {
+        base = created;
+        return fence_status::issued;
+      }
+      if (rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_DATA_EXISTS) {
+        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (add of the fencing base)");
+        return fence_status::failed;
+      }
+      auto theirs = gets(m, keys_, keys_.fence, rc);
+      if (theirs) {
+        base = std::move(theirs->value);
+        return fence_status::issued;
+      }
+      if (rc != MEMCACHED_NOTFOUND) {
+        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (gets of the fencing base)");
         return fence_status::failed;
       }
     }
     set_error(ec, errc::backend_error,
               "memcached: fencing token of '" + std::string(name()) +
-                  "': its counter vanished three times in a row right after being created (is the server out of "
-                  "memory?)");
+                  "': its fencing base vanished three times in a row right after being created (is the server out "
+                  "of memory?)");
     return fence_status::failed;
   }
 
@@ -170,6 +209,7 @@ class memcached_lock final : public distributed_lock {
 
   std::shared_ptr<client_pool> pool_;
   std::shared_ptr<orphan_sweeper> sweeper_;
+  std::shared_ptr<memcached_renewals> renewals_;
   key_layout keys_;
   bool restart_delay_;
 };
@@ -182,13 +222,14 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
       restart_delay_(u.get_bool("restart_delay").value_or(true)) {
   const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
   const auto io_timeout = u.get_duration("command_timeout").value_or(std::chrono::seconds{2});
-  const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(16);
+  const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(128);
   check_ttl_fits(defaults.ttl, errc::invalid_uri, u.redacted() + ":");
   if (prefix_.size() > 64) throw error(errc::invalid_uri, u.redacted() + ": prefix must be at most 64 bytes");
   for (unsigned char c : prefix_)
     if (c <= 0x20 || c >= 0x7f) throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
   pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size));
   sweeper_ = std::make_shared<orphan_sweeper>(pool_);
+  renewals_ = std::make_shared<memcached_renewals>(pool_, connect_timeout, io_timeout);
   // Reach every server once so a wrong address fails at open, not at the first acquire.
   auto h = pool_->borrow();
   memcached_return_t rc = MEMCACHED_SUCCESS;
@@ -205,8 +246,8 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
 std::unique_ptr<distributed_lock> memcached_backend::do_make_lock(std::string name, lock_options options) {
   check_ttl_fits(options.ttl, errc::invalid_argument, "lock '" + name + "':");
   auto keys = keys_for(prefix_, name);
-  return std::make_unique<memcached_lock>(std::move(name), std::move(options), pool_, sweeper_, std::move(keys),
-                                          restart_delay_);
+  return std::make_unique<memcached_lock>(std::move(name), std::move(options), pool_, sweeper_, renewals_,
+                                          std::move(keys), restart_delay_);
 }
 
 }  // namespace dlock::memcached

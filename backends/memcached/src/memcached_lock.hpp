@@ -1,12 +1,12 @@
 #pragma once
 // memcached:// backend: the backend (owns the pool), the lock (one `add` per attempt; the core
-// polls with jittered backoff, memcached cannot queue or notify) and the lease (CAS-guarded
-// release and renew).
+// polls with jittered backoff, memcached cannot queue or notify); the lease is memcached_lease.hpp.
 #include <memory>
 #include <string>
 
 #include "client_pool.hpp"
 #include "dlock/spi.hpp"
+#include "memcached_lease.hpp"
 #include "orphan_sweeper.hpp"
 
 namespace dlock::memcached {
@@ -21,6 +21,7 @@ class memcached_backend final : public backend {
  private:
   std::shared_ptr<client_pool> pool_;
   std::shared_ptr<orphan_sweeper> sweeper_;  // after pool_: destroyed (thread joined) before it
+  std::shared_ptr<memcached_renewals> renewals_;  // the watchdog's batch; each lease keeps it alive
   std::string prefix_;
   bool restart_delay_;  // antirez's delayed restart (min_uptime_to_grant); URI restart_delay=off
 };

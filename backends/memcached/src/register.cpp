@@ -1,4 +1,4 @@
-// memcached://host:port[,host:port...]?ttl=30s[&prefix=dlock:&pool_size=16&connect_timeout=2s&command_timeout=2s&restart_delay=on]
+// memcached://host:port[,host:port...]?ttl=30s[&prefix=dlock:&pool_size=128&connect_timeout=2s&command_timeout=2s&restart_delay=on]
 #include "capabilities.hpp"
 #include "memcached_lock.hpp"
 #include "unsafe_delete.hpp"
@@ -10,7 +10,7 @@ void register_memcached(registry& r) {
          .caps = memcached::memcached_caps,
          .scope = lock_scope::network,
          .example_uri = "memcached://127.0.0.1:11211[,host:port...]?ttl=30s",
-         .summary = "add with a ttl, gets + CAS-guarded delete/renew, incr fencing seeded from the server clock; a restarted server grants after ttl; no replication",
+         .summary = "add with a ttl, CAS-guarded delete/renew, fencing from the CAS unique over a base seeded from the server clock; a restarted server grants after ttl; no replication",
          .parameters = {"prefix", "pool_size", "connect_timeout", "command_timeout", "restart_delay"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<memcached::memcached_backend>(u, d); }});
   // The well-known add + plain delete lock, refused unless the URI says unsafe=true.

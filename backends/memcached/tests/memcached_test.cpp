@@ -2,17 +2,25 @@
 // Each test reads the server directly with raw libmemcached, so it does not trust the code under test.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "client_pool.hpp"
+#include "dlock/diagnostics.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
@@ -436,4 +444,238 @@ TEST(memcached_ring, AServerDownFailsItsNamesInsteadOfMovingThem) {
   ec.clear();
   auto still = b->make_lock(on_first)->try_acquire(ec);
   EXPECT_TRUE(still) << "a name on the live server failed: " << ec.message();
+}
+
+// --- round trips and batched renewal, counted by a private server's `stats` ---
+
+namespace {
+
+// A memcached of this test alone (its counters see no other client), on a free port; killed at
+// scope exit. Skips the test when no memcached binary is on PATH.
+class private_server {
+ public:
+  private_server() {
+    const int probe = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (probe < 0 || ::bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      if (probe >= 0) ::close(probe);
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    ::close(probe);
+    const auto port = std::to_string(port_);
+    std::vector<std::string> args{"memcached", "-l", "127.0.0.1", "-p", port, "-U", "0", "-m", "64", "-t", "2"};
+    if (::geteuid() == 0) args.insert(args.end(), {"-u", "root"});
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (::posix_spawnp(&pid_, "memcached", nullptr, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    for (int i = 0; i < 100 && pid_ > 0 && !answers(); ++i) std::this_thread::sleep_for(20ms);
+  }
+  ~private_server() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  private_server(const private_server&) = delete;
+  private_server& operator=(const private_server&) = delete;
+
+  bool running() const { return pid_ > 0 && answers(); }
+  std::string uri() const { return "memcached://127.0.0.1:" + std::to_string(port_); }
+
+  // The server's cumulative command counters (`stats`).
+  std::map<std::string, std::uint64_t> counters() const {
+    raw_client c(uri());
+    std::map<std::string, std::uint64_t> out;
+    const auto rc = memcached_stat_execute(
+        c.m.get(), nullptr,
+        [](const memcached_instance_st*, const char* key, size_t key_length, const char* value, size_t value_length,
+           void* context) {
+          auto& m = *static_cast<std::map<std::string, std::uint64_t>*>(context);
+          const std::string v(value, value_length);
+          if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos)
+            m[std::string(key, key_length)] = std::stoull(v);
+          return MEMCACHED_SUCCESS;
+        },
+        &out);
+    EXPECT_EQ(rc, MEMCACHED_SUCCESS);
+    return out;
+  }
+
+ private:
+  bool answers() const {
+    try {
+      raw_client c(uri());
+      return memcached_version(c.m.get()) == MEMCACHED_SUCCESS;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+using counters = std::map<std::string, std::uint64_t>;
+std::uint64_t delta(const counters& before, const counters& after, const std::string& key) {
+  const auto b = before.find(key), a = after.find(key);
+  return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
+}
+
+}  // namespace
+
+// An uncontended cycle is `add`, one `gets` of the lock item and the fencing base, and one `cas`
+// (release) : no `incr` of a fencing counter and no `gets` before the release, whose CAS unique
+// came with the grant. It used to be add, incr, gets, cas: four round trips.
+TEST(memcached, AnUncontendedCycleIsAddOneGetsAndACas) {
+  private_server server;
+  if (!server.running()) GTEST_SKIP() << "no memcached binary to start a private server";
+  auto b = dlock::open(server.uri() + "?ttl=5s&watchdog=false&restart_delay=off");
+  auto lock = b->make_lock(unique_name("cycle"));
+  ASSERT_TRUE(lock->try_acquire());  // the name's first grant creates its fencing base
+  constexpr std::uint64_t cycles = 20;
+  const auto before = server.counters();
+  std::uint64_t last = 0;
+  for (std::uint64_t i = 0; i < cycles; ++i) {
+    auto l = lock->try_acquire();
+    ASSERT_TRUE(l);
+    EXPECT_GT(*l.fencing_token(), last);
+    last = *l.fencing_token();
+    std::error_code ec;
+    l.release(ec);
+    ASSERT_FALSE(ec) << ec.message();
+  }
+  const auto after = server.counters();
+  EXPECT_EQ(delta(before, after, "cmd_set"), 2 * cycles) << "stores per cycle: add and the release's cas";
+  EXPECT_EQ(delta(before, after, "cas_hits"), cycles);
+  EXPECT_EQ(delta(before, after, "cmd_get"), 2 * cycles) << "keys read per cycle: the lock item and the base, in one gets";
+  EXPECT_EQ(delta(before, after, "incr_hits") + delta(before, after, "incr_misses"), 0u) << "an incr per cycle";
+  EXPECT_EQ(delta(before, after, "cmd_touch"), 0u);
+  EXPECT_EQ(delta(before, after, "delete_hits") + delta(before, after, "delete_misses"), 0u);
+  EXPECT_FALSE(raw_client(server.uri()).get(lock->name())) << "the release left the item";
+}
+
+// The watchdog renews the leases that fall due together with one memcached_renewals call: per
+// server, one `gets` of every key, a `cas ... noreply` per item still ours, one `gets` to see which
+// stores were applied. A deleted item is reported lost as its single renewal would; the others
+// stay valid and release cleanly, also while their batch is in flight.
+TEST(memcached, WatchdogRenewsLeasesDueTogetherInOneBatch) {
+  private_server server;
+  if (!server.running()) GTEST_SKIP() << "no memcached binary to start a private server";
+  auto b = dlock::open(server.uri() + "?ttl=1500ms&restart_delay=off");
+  constexpr int count = 300;
+  std::vector<dlock::lease> leases;
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) {
+    names.push_back(unique_name("batch"));
+    leases.push_back(b->make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(leases.back());
+  }
+  raw_client raw(server.uri());
+  const auto k = mc::keys_for("dlock:", names[count / 2]);
+  ASSERT_EQ(memcached_delete_by_key(raw.m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0),
+            MEMCACHED_SUCCESS);
+  const auto before = dlock::current_watchdog_load();
+  const auto stats_before = server.counters();
+  std::this_thread::sleep_for(2500ms);  // five renewal periods (ttl/3), and the ttl passed
+  const auto stats_after = server.counters();
+  const auto after = dlock::current_watchdog_load();
+  const auto renewed = after.renewals - before.renewals, calls = after.renewal_calls - before.renewal_calls;
+  EXPECT_GE(renewed, 3u * (count - 1)) << "leases renewed in 2.5 s";
+  EXPECT_LE(calls * 10, renewed) << renewed << " renewals in " << calls << " calls: not batched";
+  // Every renewal of a lease still ours is a cas that hit (with the CAS unique the lease kept);
+  // only the deleted item's one renewal missed, and no store met an item it did not expect.
+  EXPECT_GE(delta(stats_before, stats_after, "cas_hits"), 3u * (count - 1));
+  EXPECT_EQ(delta(stats_before, stats_after, "cas_badval"), 0u);
+  EXPECT_EQ(delta(stats_before, stats_after, "cas_misses"), 1u);
+  // One gets of the kept keys per batch, none before the stores.
+  EXPECT_LE(delta(stats_before, stats_after, "cmd_get"), delta(stats_before, stats_after, "cas_hits") + 1);
+  for (int i = 0; i < count; ++i) {
+    if (i == count / 2) {
+      EXPECT_TRUE(leases[i].lost_token().stop_requested()) << "the deleted lease was not reported lost";
+      EXPECT_FALSE(raw.get(names[i])) << "a renewal re-created the deleted item";
+      continue;
+    }
+    EXPECT_FALSE(leases[i].lost_token().stop_requested()) << names[i] << " lost";
+    EXPECT_GT(leases[i].valid_until(), std::chrono::steady_clock::now()) << names[i];
+  }
+  for (int i = 0; i < count; ++i) {
+    if (i == count / 2) continue;
+    std::error_code ec;
+    leases[i].release(ec);
+    EXPECT_FALSE(ec) << names[i] << ": " << ec.message();
+    EXPECT_FALSE(raw.get(names[i])) << names[i] << ": the release left the item";
+    std::this_thread::sleep_for(5ms);
+  }
+  for (int i = 0; i < count; ++i) {
+    if (i == count / 2) continue;
+    EXPECT_FALSE(leases[i].lost_token().stop_requested()) << names[i] << " reported lost after its release";
+  }
+}
+
+// One renew_all call gives each lease the outcome its own renewal gives: ours renewed (a new CAS
+// unique, the same token, validity moved), replaced by another owner or deleted: not_owner and
+// lost, the other owner's item untouched and the deleted one not re-created.
+TEST(memcached, ABatchRenewalGivesEachLeaseItsOwnOutcome) {
+  auto b = open_backend("ttl=5s&watchdog=false&restart_delay=off");
+  raw_client raw(server_uri());
+  std::vector<std::string> names;
+  std::vector<dlock::lease> leases;
+  for (int i = 0; i < 6; ++i) {
+    names.push_back(unique_name("outcome"));
+    leases.push_back(b->make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(leases.back());
+  }
+  raw.set(names[1], "someone-else");
+  raw.set(names[4], "someone-else");
+  const auto k = mc::keys_for("dlock:", names[2]);
+  ASSERT_EQ(memcached_delete_by_key(raw.m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0),
+            MEMCACHED_SUCCESS);
+  const auto cas_before = raw.get(names[0])->cas;
+  const auto valid_before = leases[0].valid_until();
+  std::this_thread::sleep_for(20ms);
+  std::vector<dlock::spi::lease_state*> states;
+  for (auto& l : leases) states.push_back(l.state().get());
+  auto* batch = states[0]->batch();
+  ASSERT_NE(batch, nullptr);
+  std::vector<std::error_code> outcomes(states.size());
+  EXPECT_EQ(dlock::spi::lease_state::renew_together(*batch, states, outcomes), states.size());
+  for (const int ours : {0, 3, 5}) {
+    EXPECT_FALSE(outcomes[ours]) << names[ours] << ": " << outcomes[ours].message();
+    EXPECT_FALSE(leases[ours].lost_token().stop_requested());
+    const auto now = raw.get(names[ours]);
+    ASSERT_TRUE(now);
+    EXPECT_NE(now->value, "someone-else");
+  }
+  EXPECT_NE(raw.get(names[0])->cas, cas_before) << "no store was applied to the lease's item";
+  EXPECT_GT(leases[0].valid_until(), valid_before);
+  for (const int gone : {1, 2, 4}) {
+    EXPECT_EQ(outcomes[gone], dlock::errc::not_owner) << names[gone] << ": " << outcomes[gone].message();
+    EXPECT_TRUE(leases[gone].lost_token().stop_requested()) << names[gone];
+  }
+  EXPECT_EQ(raw.get(names[1])->value, "someone-else");
+  EXPECT_EQ(raw.get(names[4])->value, "someone-else");
+  EXPECT_FALSE(raw.get(names[2])) << "the batch re-created a deleted item";
+  // Renewed alone, a lease no longer knows its item's CAS unique: the next batch reads it first.
+  std::error_code ec;
+  leases[0].renew(5s, ec);
+  EXPECT_FALSE(ec) << ec.message();
+  const auto cas_alone = raw.get(names[0])->cas;
+  std::vector<dlock::spi::lease_state*> ours{states[0], states[3]};
+  std::vector<std::error_code> again(ours.size());
+  EXPECT_EQ(dlock::spi::lease_state::renew_together(*batch, ours, again), ours.size());
+  EXPECT_FALSE(again[0]) << again[0].message();
+  EXPECT_FALSE(again[1]) << again[1].message();
+  EXPECT_NE(raw.get(names[0])->cas, cas_alone) << "the batch did not store the item renewed alone before";
+  // A release after renewals (the CAS unique changed each time) still deletes exactly our item.
+  leases[0].release(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_FALSE(raw.get(names[0]));
+  leases[3].release(ec);
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_FALSE(raw.get(names[3]));
 }
