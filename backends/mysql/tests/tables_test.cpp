@@ -131,7 +131,7 @@ TEST(MysqlTables, WatchdogRenewsLeasesDueTogetherInOneStatement) {
   for (const std::string scheme : {"mysql+index", "mysql+version"}) {
     SCOPED_TRACE(scheme);
     const auto table = fresh_table();
-    auto b = dlock::open(test::uri_for(scheme, "table=" + table + "&ttl=1500ms"));
+    auto b = dlock::open(test::uri_for(scheme, "table=" + table + "&ttl=3s"));
     auto c = test::raw_connect(test::server_uri());
     dlock::sql::testing::expect_batched_renewal(
         *b, scheme == "mysql+index", [&](const std::string& deleted, const std::string& stolen) {

@@ -315,7 +315,7 @@ TEST(index, watchdog_renews_leases_due_together_in_one_statement) {
   for (const std::string scheme : {"postgres+index", "postgres+version"}) {
     SCOPED_TRACE(scheme);
     const auto table = "batch_" + dlock::spi::random_token().substr(0, 10);
-    auto be = dlock::open(uri_for(scheme, "table=" + table + "&ttl=1500ms"));
+    auto be = dlock::open(uri_for(scheme, "table=" + table + "&ttl=3s"));
     auto admin = probe::connect(uri_for(scheme));
     using dlock::sql::bytes;
     dlock::sql::testing::expect_batched_renewal(
