@@ -32,24 +32,15 @@ std::vector<param> bind(const statement& st, const values& v) {
 
 bool transient(failure f) noexcept { return f == failure::deadlock || f == failure::serialization; }
 
-bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts,
-         bool one_transaction) noexcept {
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts) noexcept {
   for (int attempt = 0;; ++attempt) {
     err = {};
     out = {};
     bool ok = true;
-    std::size_t committed = 0;  // statements that committed on their own (autocommit)
     try {
       if (s.size() == 1) {
         auto ps = bind(s.front(), v);
         ok = c.execute(s.front().sql, ps, out, err);
-      } else if (!one_transaction) {
-        for (std::size_t i = 0; ok && i < s.size(); ++i) {
-          auto ps = bind(s[i], v);
-          out = {};
-          ok = c.execute(s[i].sql, ps, out, err);
-          if (ok) ++committed;
-        }
       } else {
         ok = c.begin(err);
         for (std::size_t i = 0; ok && i < s.size(); ++i) {
@@ -69,7 +60,6 @@ bool run(connection& c, const script& s, const values& v, result& out, sql_error
       ok = false;
     }
     if (ok) return true;
-    if (committed > 0) return false;  // running the script again would apply its first statements twice
     // The transaction was rolled back, so running it again is safe. Fair-mode attempts on MariaDB
     // (INSERT ... SELECT takes shared next-key locks) make deadlocks with releases common under
     // contention: the index strategy allows a few retries, each after a short growing pause.

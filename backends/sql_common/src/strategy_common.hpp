@@ -34,12 +34,9 @@ struct values {
 // Deadlocks and serialization failures: "try again", not "broken".
 bool transient(failure f) noexcept;
 
-// Runs a script: one statement as it is, several in one transaction (or, where the dialect says
-// its statements are safe one by one, as autocommitted statements: two round trips fewer).
-// Deadlocks and serialization failures are retried (once by default; `attempts` in all) -- but
-// never after a statement that already committed on its own.
-bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2,
-         bool one_transaction = true) noexcept;
+// Runs a script: one statement as it is, several in one transaction. Deadlocks and
+// serialization failures are retried (once by default; `attempts` in all).
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2) noexcept;
 
 // The integer in a result cell; nullopt for NULL or anything that is not a whole integer.
 std::optional<std::int64_t> to_int(const std::optional<std::string>& s);
