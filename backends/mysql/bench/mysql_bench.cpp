@@ -20,6 +20,7 @@
 #include "../src/dialect.hpp"
 #include "../src/getlock_key.hpp"
 #include "../tests/test_support.hpp"
+#include "held_leases_cpu.hpp"
 #include "dlock/dlock.hpp"
 
 namespace {
@@ -74,6 +75,19 @@ void bind_args(::sql::PreparedStatement& st, const dlock::sql::statement& s, con
   }
 }
 
+// One statement of the dialect's, as sql_connection runs it: rows read when it returns rows.
+void run_statement(raw_session& r, const dlock::sql::statement& s, const std::string& name, const std::string& owner) {
+  auto& st = r.p(s.sql);
+  bind_args(st, s, name, owner, 0);
+  if (s.sql.starts_with("SELECT") || s.sql.find(" RETURNING ") != std::string::npos) {
+    std::unique_ptr<::sql::ResultSet> rs(st.executeQuery());
+    while (rs->next()) {
+    }
+  } else {
+    st.executeUpdate();
+  }
+}
+
 void BM_raw_getlock(benchmark::State& state) {
   raw_session r;
   const auto key = getlock_key(test::unique_name("bench"));
@@ -95,17 +109,11 @@ void BM_raw_index(benchmark::State& state) {
   const auto sql = index_dialect(t);
   const auto name = test::unique_name("bench"), owner = test::unique_name("owner");
   for (auto _ : state) {
-    if (sql.acquire_in_one_transaction) r.exec("START TRANSACTION");  // as dlock: the dialect decides
-    auto& ins = r.p(sql.acquire[0].sql);
-    bind_args(ins, sql.acquire[0], name, owner, 0);
-    ins.executeUpdate();
-    auto& sel = r.p(sql.acquire[1].sql);
-    bind_args(sel, sql.acquire[1], name, owner, 0);
-    std::unique_ptr<::sql::ResultSet>(sel.executeQuery())->next();
-    if (sql.acquire_in_one_transaction) r.exec("COMMIT");
-    auto& rel = r.p(sql.release[0].sql);
-    bind_args(rel, sql.release[0], name, owner, 0);
-    rel.executeUpdate();
+    const bool transaction = sql.acquire.size() > 1;  // as dlock: several statements are one transaction
+    if (transaction) r.exec("START TRANSACTION");
+    for (const auto& statement : sql.acquire) run_statement(r, statement, name, owner);
+    if (transaction) r.exec("COMMIT");
+    run_statement(r, sql.release[0], name, owner);
   }
 }
 
@@ -157,6 +165,68 @@ void BM_dlock_index(benchmark::State& s) { dlock_loop(s, "mysql+index"); }
 void BM_dlock_forupdate(benchmark::State& s) { dlock_loop(s, "mysql+forupdate"); }
 void BM_dlock_version(benchmark::State& s) { dlock_loop(s, "mysql+version"); }
 
+// The scaling convention (one table of every backend, built from these names): one iteration is
+// one uncontended acquire + release, each thread on its own name. raw: the minimal statements of
+// the strategy on one Connector/C++ connection per thread; dlock: ONE backend opened from
+// DLOCK_MYSQL_URI with its defaults (one pool) shared by every thread, a lock object per thread.
+std::shared_ptr<dlock::backend> scaling_backend(const std::string& scheme) {
+  static std::mutex m;
+  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
+  std::lock_guard lock(m);
+  auto& b = opened[scheme];
+  if (!b) b = dlock::open(test::uri_for(scheme, scheme == "mysql+index" ? "table=bench_index" : ""));
+  return b;
+}
+
+void scaling_dlock(benchmark::State& state, const std::string& scheme) {
+  auto lock = scaling_backend(scheme)->make_lock(test::unique_name("scaling"));
+  for (auto _ : state) {
+    auto l = lock->try_acquire();
+    if (!l) state.SkipWithError("contended?");
+    l.release();
+  }
+}
+
+// GET_LOCK(name, 0) and RELEASE_LOCK(name): a session lock needs nothing else.
+void scaling_raw_getlock(benchmark::State& state) {
+  raw_session r;
+  const auto key = getlock_key(test::unique_name("scaling"));
+  auto& get = r.p("SELECT GET_LOCK(?, 0)");
+  auto& release = r.p("SELECT RELEASE_LOCK(?)");
+  for (auto _ : state) {
+    get.setString(1, key);
+    std::unique_ptr<::sql::ResultSet> got(get.executeQuery());
+    if (!got->next() || got->getInt(1) != 1) state.SkipWithError("GET_LOCK refused");
+    release.setString(1, key);
+    std::unique_ptr<::sql::ResultSet>(release.executeQuery())->next();
+  }
+}
+
+// The table strategy's floor: one statement that inserts or takes over the row (the dialect's
+// own), one DELETE of our row.
+void scaling_raw_index(benchmark::State& state) {
+  raw_session r;
+  scaling_backend("mysql+index");  // creates the table
+  const auto sql = index_dialect({"", "bench_index"});
+  const auto name = test::unique_name("scaling"), owner = test::unique_name("owner");
+  for (auto _ : state) {
+    run_statement(r, sql.acquire[0], name, owner);
+    run_statement(r, sql.release[0], name, owner);
+  }
+}
+
+void scaling_threads(benchmark::internal::Benchmark* b) {
+  b->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
+  if (const char* n = std::getenv("DLOCK_BENCH_ITERATIONS")) b->Iterations(std::stoll(n));
+}
+
+// 10,000 mysql+index leases held (watchdog on, renewal every ttl/3): the process's CPU as a
+// percentage of one core. Argument: the ttl in ms.
+void BM_held_leases_cpu(benchmark::State& state) {
+  auto b = dlock::open(test::uri_for("mysql+index", "table=bench_index&ttl=" + std::to_string(state.range(0)) + "ms"));
+  dlock::sql::testing::held_leases_cpu(state, *b, test::unique_name("held") + "-");
+}
+
 // DLOCK_BENCH_ITERATIONS=N: a fixed iteration count (to count system calls per cycle under strace).
 void configure(benchmark::internal::Benchmark* b) {
   b->Threads(1)->Threads(8)->UseRealTime();
@@ -173,4 +243,9 @@ BENCHMARK(BM_raw_forupdate)->Apply(configure);
 BENCHMARK(BM_dlock_forupdate)->Apply(configure);
 BENCHMARK(BM_raw_version)->Apply(configure);
 BENCHMARK(BM_dlock_version)->Apply(configure);
+BENCHMARK(scaling_raw_index)->Name("scaling/mysql+index/raw")->Apply(scaling_threads);
+BENCHMARK_CAPTURE(scaling_dlock, index, std::string("mysql+index"))->Name("scaling/mysql+index/dlock")->Apply(scaling_threads);
+BENCHMARK(scaling_raw_getlock)->Name("scaling/mysql+getlock/raw")->Apply(scaling_threads);
+BENCHMARK_CAPTURE(scaling_dlock, getlock, std::string("mysql+getlock"))->Name("scaling/mysql+getlock/dlock")->Apply(scaling_threads);
+BENCHMARK(BM_held_leases_cpu)->Name("held leases CPU/mysql+index")->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

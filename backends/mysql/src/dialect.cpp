@@ -67,6 +67,19 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
        {arg::name, arg::owner}},
   };
 }
+// The watchdog's batched renewal (index_sql::renew_many, version_sql::renew_many): one UPDATE of
+// the rows named by `count` (name, owner[, version]) tuples that are still ours and live. No
+// RETURNING on UPDATE in MariaDB: rows_affected (the rows matched: CLIENT_FOUND_ROWS) says
+// whether every one was. The row constructor IN is a range on the primary key.
+std::string renew_many_statement(const std::string& tbl, std::size_t count, bool with_version) {
+  const std::string tuple = with_version ? "(?, ?, ?)" : "(?, ?)";
+  std::string rows;
+  rows.reserve(count * (tuple.size() + 2));
+  for (std::size_t k = 0; k < count; ++k) rows += (k == 0 ? "" : ", ") + tuple;
+  return "UPDATE " + tbl + " SET expires_at = " + expiry_from_now + " WHERE " +
+         (with_version ? "(name, owner, version)" : "(name, owner)") + " IN (" + rows + ") AND expires_at > NOW(6)";
+}
+
 }  // namespace
 
 dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
@@ -86,10 +99,9 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   // count 1), or count a re-entry of our own live row; another owner's live row is left alone.
   // MariaDB evaluates the assignments left to right, each seeing the previous ones, so the
   // conditions come first and `owner`/`expires_at` are assigned last. NOW(6) is one instant
-  // per statement. Then our live row, if any, is returned.
-  // Two autocommitted statements, not a transaction: the INSERT decides atomically, the SELECT
-  // only reads our live row back (the fair mode's scripts stay transactions).
-  s.acquire_in_one_transaction = false;
+  // per statement. RETURNING reads the row as this statement left it, under its row lock: its
+  // fence when the row is ours now (inserted, taken over or re-entered), NULL when another
+  // owner's live row was left alone. One autocommitted statement, one round trip.
   s.acquire = {
       {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(" + seq + "), " +
            expiry_from_now +
@@ -97,10 +109,9 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
            " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
            " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
            " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
-           " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms}},
-      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
-       {arg::name, arg::owner}},
+           " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)"
+           " RETURNING IF(owner = ?, fence, NULL), hold_count",
+       {arg::name, arg::owner, arg::ttl_ms, arg::owner}},
   };
   // The common case, the last hold, is one statement: our live row with hold_count 1 is deleted
   // (the fence lives in the SEQUENCE, so nothing is lost). Only when that matched no row does the
@@ -116,6 +127,7 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
               {arg::ttl_ms, arg::name, arg::owner}}};
   s.sweep = {{"DELETE FROM " + tbl + " WHERE expires_at <= NOW(6)", {}}};
   s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND expires_at > NOW(6)", {arg::name}}};
+  s.renew_many = [tbl](std::size_t count) { return renew_many_statement(tbl, count, false); };
   add_fair_sql(s, t);
   return s;
 }
@@ -174,6 +186,7 @@ dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t) {
               {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
   s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)",
               {arg::name}}};
+  s.renew_many = [tbl](std::size_t count) { return renew_many_statement(tbl, count, true); };
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
   s.sweep = {{"UPDATE " + tbl + " SET owner = NULL, expires_at = NULL WHERE owner IS NOT NULL AND expires_at <= NOW(6)",
               {}}};

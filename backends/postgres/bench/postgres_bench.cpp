@@ -20,6 +20,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "held_leases_cpu.hpp"
 #include "pg_connection.hpp"
 #include "pg_sql.hpp"
 
@@ -227,6 +228,17 @@ void scaling_dlock(benchmark::State& state, const char* scheme) {
 void BM_scaling_dlock_index(benchmark::State& s) { scaling_dlock(s, "postgres+index"); }
 void BM_scaling_dlock_advisory(benchmark::State& s) { scaling_dlock(s, "postgres+advisory"); }
 
+// 10,000 postgres+index leases held (watchdog on, renewal every ttl/3): the process's CPU as a
+// percentage of one core. Argument: the ttl in ms.
+void BM_held_leases_cpu(benchmark::State& state) {
+  const char* v = std::getenv("DLOCK_POSTGRES_URI");
+  if (!v) throw std::runtime_error("DLOCK_POSTGRES_URI is not set");
+  const std::string server = v;
+  auto b = dlock::open("postgres+index" + server.substr(server.find("://")) +
+                       "?table=bench_index&ttl=" + std::to_string(state.range(0)) + "ms");
+  dlock::sql::testing::held_leases_cpu(state, *b, "bench-held-" + dlock::spi::random_token().substr(0, 6) + "-");
+}
+
 }  // namespace
 
 // DLOCK_BENCH_ITERATIONS=N: a fixed iteration count (to count system calls per cycle under strace).
@@ -243,6 +255,7 @@ DLOCK_PG_BENCH(BM_raw_version);
 DLOCK_PG_BENCH(BM_dlock_version);
 DLOCK_PG_BENCH(BM_raw_advisory);
 DLOCK_PG_BENCH(BM_dlock_advisory);
+BENCHMARK(BM_held_leases_cpu)->Name("held leases CPU/postgres+index")->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
 
 void scaling(benchmark::internal::Benchmark* b) {
   b->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();

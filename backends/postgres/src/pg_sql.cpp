@@ -75,6 +75,28 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
                      {arg::name, arg::owner, arg::ttl_ms}}};
 }
 
+// The watchdog's batched renewal (index_sql::renew_many, version_sql::renew_many): the rows named
+// by `count` (name, owner[, version]) tuples, each extended in one UPDATE; RETURNING gives the
+// position of each tuple whose row was still ours and live. $1 is the ttl; the tuples' values
+// follow in order.
+std::string renew_many_statement(const std::string& tab, std::size_t count, bool with_version) {
+  const std::size_t per_row = with_version ? 3 : 2;
+  std::string rows;
+  rows.reserve(count * 48);
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto first = 2 + per_row * k;
+    if (k > 0) rows += ", ";
+    rows += "($" + std::to_string(first) + "::bytea, $" + std::to_string(first + 1) + "::text, ";
+    if (with_version) rows += "$" + std::to_string(first + 2) + "::bigint, ";
+    rows += std::to_string(k) + ")";
+  }
+  return "UPDATE " + tab + " AS l SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
+                           " FROM (VALUES " +
+         rows + (with_version ? ") AS b(name, owner, version, k)" : ") AS b(name, owner, k)") +
+         " WHERE l.name = b.name AND l.owner = b.owner" + (with_version ? " AND l.version = b.version" : "") +
+         " AND l.expires_at > clock_timestamp() RETURNING b.k";
+}
+
 }  // namespace
 
 sql::index_sql index_statements(const sql::table_ref& t, bool fair) {
@@ -153,6 +175,8 @@ sql::index_sql index_statements(const sql::table_ref& t, bool fair) {
               {arg::name, arg::owner, arg::ttl_ms}}};
   s.sweep = {{"DELETE FROM " + tab + " WHERE expires_at <= clock_timestamp()", {}}};
   s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
+  s.renew_many = [tab](std::size_t count) { return renew_many_statement(tab, count, false); };
+  s.renew_many_returns_positions = true;
 
   add_fair_statements(s, t);
   return s;
@@ -207,6 +231,8 @@ sql::version_sql version_statements(const sql::table_ref& t) {
   s.probe = {{"SELECT owner FROM " + tab +
                   " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
               {arg::name}}};
+  s.renew_many = [tab](std::size_t count) { return renew_many_statement(tab, count, true); };
+  s.renew_many_returns_positions = true;
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
   s.sweep = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
                                 " WHERE owner IS NOT NULL AND expires_at <= clock_timestamp()",

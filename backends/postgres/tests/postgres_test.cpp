@@ -17,6 +17,7 @@
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
+#include "batched_renewal.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
@@ -460,6 +461,28 @@ TEST(index_pool, sixteen_concurrent_statements_reuse_their_sixteen_sessions) {
   const auto first = round();
   EXPECT_GE(first.size(), 16u);
   EXPECT_EQ(round(), first) << "sessions were closed and re-opened between the rounds";
+}
+
+// The watchdog renews the index and version leases due together with one UPDATE ... FROM
+// (VALUES ...) RETURNING per batch: a deleted row and a row another owner took are reported
+// lost, alone.
+TEST(index, watchdog_renews_leases_due_together_in_one_statement) {
+  for (const std::string scheme : {"postgres+index", "postgres+version"}) {
+    SCOPED_TRACE(scheme);
+    const auto table = "batch_" + dlock::spi::random_token().substr(0, 10);
+    auto be = dlock::open(uri_for(scheme, "table=" + table + "&ttl=3s"));
+    auto admin = probe::connect(uri_for(scheme));
+    using dlock::sql::bytes;
+    dlock::sql::testing::expect_batched_renewal(
+        *be, scheme == "postgres+index", [&](const std::string& deleted, const std::string& stolen) {
+          probe::exec(admin.get(), "DELETE FROM " + table + " WHERE name = $1", {bytes{deleted}});
+          probe::exec(admin.get(),
+                      "UPDATE " + table + " SET owner = 'another-owner', expires_at = clock_timestamp() + interval '1 minute'"
+                                          " WHERE name = $1",
+                      {bytes{stolen}});
+        });
+    probe::exec(admin.get(), "DROP TABLE " + table);
+  }
 }
 
 // ---- fair=true (postgres+index): the waiters table grants in arrival order.

@@ -2,6 +2,7 @@
 // when expired in one statement; reentrant through owner + hold count; with fair=true a waiters
 // table grants in arrival order.
 #include <algorithm>
+#include <span>
 #include <thread>
 
 #include "strategy_common.hpp"
@@ -12,8 +13,12 @@ namespace {
 
 // The index strategy's statements are whole transactions of their own: safe to re-run.
 constexpr int index_attempts = 5;
-struct index_state : shared_state {
+
+// The watchdog's batches (spi::renewal_batch) of one backend: the leases due together are renewed
+// with one statement per ttl and 512 leases, on one connection (strategy_common: renew_together).
+struct index_state : shared_state, spi::renewal_batch {
   index_sql sql;
+  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override;
 };
 
 class index_lease final : public spi::lease_state {
@@ -22,6 +27,8 @@ class index_lease final : public spi::lease_state {
               steady::time_point start, std::uint64_t fence)
       : lease_state(name, ttl, validity_after(start, ttl)), st_(std::move(st)), owner_(std::move(owner)), fence_(fence) {}
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+  spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
+  const std::string& owner() const noexcept { return owner_; }
 
  private:
   void do_release(std::error_code& ec) noexcept override {
@@ -78,8 +85,7 @@ class index_lock final : public distributed_lock {
     if (!h) return nullptr;
     sql_error err;
     const bool fair = st_->setup.params.fair;
-    if (!run(*h, fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts,
-             fair || st_->sql.acquire_in_one_transaction)) {
+    if (!run(*h, fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts)) {
       if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
       // A deadlock/serialization failure that persisted through run()'s retry: contention (other
       // attempts on the same rows), not a broken server; a miss, the caller waits and tries again.
@@ -88,8 +94,9 @@ class index_lock final : public distributed_lock {
       set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
       return nullptr;
     }
-    if (out.rows.empty()) return nullptr;
-    auto fence = out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
+    // No row, or a row with a NULL fence: another owner's live row holds the lock.
+    if (out.rows.empty() || out.rows.front().empty() || !out.rows.front()[0]) return nullptr;
+    auto fence = to_int(out.rows.front()[0]);
     if (!fence) {
       set_error(ec, errc::backend_error, "acquiring lock " + quoted_name(v.name) + ": the server returned no fence");
       return nullptr;
@@ -195,6 +202,23 @@ class index_backend final : public backend {
   }
   std::shared_ptr<index_state> st_;
 };
+
+// Every lease named this batch is an index_lease of this backend.
+void index_state::renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept {
+  try {
+    std::vector<renewal_key> keys;
+    keys.reserve(leases.size());
+    for (const auto* l : leases) {
+      const auto& lease = static_cast<const index_lease&>(*l);
+      keys.push_back({lease.name(), lease.owner(), 0, lease.ttl().count()});
+    }
+    renew_together(*this, {sql.renew_many, sql.renew_many_returns_positions, sql.renew, false}, keys, outcomes);
+  } catch (...) {
+    std::error_code ec;
+    set_error(ec, errc::backend_error, "out of memory renewing");
+    std::fill(outcomes.begin(), outcomes.end(), ec);
+  }
+}
 
 }  // namespace
 

@@ -1,8 +1,11 @@
 // What the three table strategies share (strategy_common.hpp), and run_ddl (strategies.hpp).
 #include "strategy_common.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 #include <thread>
+#include <tuple>
 
 #include "dlock/error.hpp"
 
@@ -29,24 +32,15 @@ std::vector<param> bind(const statement& st, const values& v) {
 
 bool transient(failure f) noexcept { return f == failure::deadlock || f == failure::serialization; }
 
-bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts,
-         bool one_transaction) noexcept {
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts) noexcept {
   for (int attempt = 0;; ++attempt) {
     err = {};
     out = {};
     bool ok = true;
-    std::size_t committed = 0;  // statements that committed on their own (autocommit)
     try {
       if (s.size() == 1) {
         auto ps = bind(s.front(), v);
         ok = c.execute(s.front().sql, ps, out, err);
-      } else if (!one_transaction) {
-        for (std::size_t i = 0; ok && i < s.size(); ++i) {
-          auto ps = bind(s[i], v);
-          out = {};
-          ok = c.execute(s[i].sql, ps, out, err);
-          if (ok) ++committed;
-        }
       } else {
         ok = c.begin(err);
         for (std::size_t i = 0; ok && i < s.size(); ++i) {
@@ -66,7 +60,6 @@ bool run(connection& c, const script& s, const values& v, result& out, sql_error
       ok = false;
     }
     if (ok) return true;
-    if (committed > 0) return false;  // running the script again would apply its first statements twice
     // The transaction was rolled back, so running it again is safe. Fair-mode attempts on MariaDB
     // (INSERT ... SELECT takes shared next-key locks) make deadlocks with releases common under
     // contention: the index strategy allows a few retries, each after a short growing pause.
@@ -123,6 +116,111 @@ bool run_pooled(shared_state& st, const script& s, const values& v, result& out,
   if (!h->usable()) h.discard();
   set_sql_error(ec, err, what);
   return false;
+}
+
+namespace {
+
+// One row to extend: the leases that hold it (a re-entered row has several), all with one ttl.
+struct row_to_renew {
+  const renewal_key* key;
+  std::vector<std::size_t> leases;  // positions in renew_together's keys
+};
+
+// The batch statement for `rows` (one ttl); renewed[k] for rows[k]. False (err set) when the
+// statement failed; deadlocks are retried as a single renewal's are.
+bool renew_rows(connection& c, const batch_renewal_sql& sql, std::int64_t ttl_ms, std::span<const row_to_renew> rows,
+                std::vector<bool>& renewed, sql_error& err) {
+  constexpr int attempts = 5;
+  std::size_t count = 1;  // a power of two: a few statement texts per connection
+  while (count < rows.size()) count *= 2;
+  std::vector<param> ps;
+  ps.reserve(1 + 3 * count);
+  ps.emplace_back(ttl_ms);
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto& key = *rows[std::min(k, rows.size() - 1)].key;  // past the end: the last row again
+    ps.emplace_back(bytes{std::string(key.name)});
+    ps.emplace_back(std::string(key.owner));
+    if (sql.binds_version) ps.emplace_back(key.version);
+  }
+  const auto text = sql.renew_many(count);
+  result out;
+  for (int attempt = 0;; ++attempt) {
+    if (c.execute(text, ps, out, err)) break;
+    if (!transient(err.kind) || attempt + 1 >= attempts) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{1 + attempt * 2});
+  }
+  renewed.assign(rows.size(), false);
+  if (sql.returns_positions) {
+    for (const auto& row : out.rows) {
+      const auto k = row.empty() ? std::nullopt : to_int(row[0]);
+      if (k && *k >= 0) renewed[std::min(static_cast<std::size_t>(*k), rows.size() - 1)] = true;
+    }
+    return true;
+  }
+  if (out.rows_affected == rows.size()) {  // every row was ours, and extended
+    renewed.assign(rows.size(), true);
+    return true;
+  }
+  // A row is no longer ours (rare: a lease lost, or released meanwhile). Which one, only single
+  // renewals tell: each extends its row once more, which is harmless.
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    values v;
+    v.name = std::string(rows[k].key->name);
+    v.owner = std::string(rows[k].key->owner);
+    v.version = rows[k].key->version;
+    v.ttl_ms = ttl_ms;
+    if (!run(c, sql.renew, v, out, err, attempts)) return false;
+    renewed[k] = out.rows_affected != 0;
+  }
+  return true;
+}
+
+}  // namespace
+
+void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<const renewal_key> keys,
+                    std::span<std::error_code> outcomes) noexcept {
+  constexpr std::size_t most_rows_at_once = 512;
+  try {
+    std::map<std::int64_t, std::vector<row_to_renew>> by_ttl;
+    std::map<std::tuple<std::int64_t, std::string_view, std::string_view, std::int64_t>, std::size_t> row_of;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const auto& key = keys[i];
+      auto& rows = by_ttl[key.ttl_ms];
+      const auto [it, added] = row_of.try_emplace({key.ttl_ms, key.name, key.owner, key.version}, rows.size());
+      if (added) rows.push_back(row_to_renew{&key, {}});
+      rows[it->second].leases.push_back(i);
+    }
+    std::error_code ec;
+    auto h = st.setup.connections->checkout(ec);
+    if (!h) {
+      std::fill(outcomes.begin(), outcomes.end(), ec);
+      return;
+    }
+    std::vector<bool> renewed;
+    std::error_code broken;  // the connection was lost: every later row fails with it (the watchdog retries)
+    for (const auto& [ttl, rows] : by_ttl) {
+      for (std::size_t from = 0; from < rows.size(); from += most_rows_at_once) {
+        const auto chunk = std::span(rows).subspan(from, std::min(most_rows_at_once, rows.size() - from));
+        sql_error err;
+        if (broken || !renew_rows(*h, sql, ttl, chunk, renewed, err)) {
+          if (!broken) {
+            set_sql_error(ec, err, "renewing " + std::to_string(chunk.size()) + " locks together");
+            if (!h->usable()) broken = ec;
+          }
+          for (const auto& r : chunk)
+            for (auto i : r.leases) outcomes[i] = broken ? broken : ec;
+          continue;
+        }
+        for (std::size_t k = 0; k < chunk.size(); ++k)
+          for (auto i : chunk[k].leases) outcomes[i] = renewed[k] ? std::error_code{} : make_error_code(errc::not_owner);
+      }
+    }
+    if (broken) h.discard();
+  } catch (...) {
+    std::error_code ec;
+    set_error(ec, errc::backend_error, "out of memory renewing");
+    std::fill(outcomes.begin(), outcomes.end(), ec);
+  }
 }
 
 std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> scripts, std::error_code& ec) noexcept {

@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -32,12 +34,9 @@ struct values {
 // Deadlocks and serialization failures: "try again", not "broken".
 bool transient(failure f) noexcept;
 
-// Runs a script: one statement as it is, several in one transaction (or, where the dialect says
-// its statements are safe one by one, as autocommitted statements: two round trips fewer).
-// Deadlocks and serialization failures are retried (once by default; `attempts` in all) -- but
-// never after a statement that already committed on its own.
-bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2,
-         bool one_transaction = true) noexcept;
+// Runs a script: one statement as it is, several in one transaction. Deadlocks and
+// serialization failures are retried (once by default; `attempts` in all).
+bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts = 2) noexcept;
 
 // The integer in a result cell; nullopt for NULL or anything that is not a whole integer.
 std::optional<std::int64_t> to_int(const std::optional<std::string>& s);
@@ -62,6 +61,26 @@ void create_schema(shared_state& st, const std::vector<std::string>& ddl);
 // A script on a pooled connection, dropping the connection if it was lost; ec names `what`.
 bool run_pooled(shared_state& st, const script& s, const values& v, result& out, std::error_code& ec,
                 std::string_view what, int attempts = 2) noexcept;
+
+// The watchdog's batched renewal (spi::renewal_batch) of the index and version strategies.
+// One lease to renew: its row's key, and its ttl (what the batch statement binds).
+struct renewal_key {
+  std::string_view name, owner;
+  std::int64_t version = 0;  // the version strategy's; 0 for the index strategy
+  std::int64_t ttl_ms = 0;
+};
+// The dialect's statements for it (dialect.hpp: index_sql::renew_many).
+struct batch_renewal_sql {
+  const std::function<std::string(std::size_t)>& renew_many;
+  bool returns_positions;
+  const script& renew;  // the single renewal, to find which row of a short batch is no longer ours
+  bool binds_version;   // renew_many binds name, owner, version per position (else name, owner)
+};
+// Renews the rows of `keys` on one pooled connection, one statement per ttl and 512 distinct
+// rows (several leases of one row, re-entries, are one row), and sets outcomes[i] as keys[i]'s
+// single renewal would: success, not_owner (the row is no longer ours), or the failure.
+void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<const renewal_key> keys,
+                    std::span<std::error_code> outcomes) noexcept;
 
 // The sweeper (backend::sweep_expired): each script on a pooled connection, rows summed.
 std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> scripts, std::error_code& ec) noexcept;

@@ -1,13 +1,18 @@
 // The optimistic-version strategy (make_version_backend): read the row's version, then move it
 // only if nobody did meanwhile and the grant is free or expired; the version is the fencing token.
+#include <algorithm>
+#include <span>
+
 #include "strategy_common.hpp"
 
 namespace dlock::sql {
 using namespace detail;
 namespace {
 
-struct version_state : shared_state {
+// The watchdog's batches of one backend (spi::renewal_batch): strategy_common's renew_together.
+struct version_state : shared_state, spi::renewal_batch {
   version_sql sql;
+  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override;
 };
 
 class version_lease final : public spi::lease_state {
@@ -19,6 +24,9 @@ class version_lease final : public spi::lease_state {
         owner_(std::move(owner)),
         version_(version) {}
   std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(version_); }
+  spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
+  const std::string& owner() const noexcept { return owner_; }
+  std::int64_t version() const noexcept { return version_; }
 
  private:
   void do_release(std::error_code& ec) noexcept override {
@@ -131,6 +139,23 @@ class version_backend final : public backend {
   }
   std::shared_ptr<version_state> st_;
 };
+
+// Every lease named this batch is a version_lease of this backend.
+void version_state::renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept {
+  try {
+    std::vector<renewal_key> keys;
+    keys.reserve(leases.size());
+    for (const auto* l : leases) {
+      const auto& lease = static_cast<const version_lease&>(*l);
+      keys.push_back({lease.name(), lease.owner(), lease.version(), lease.ttl().count()});
+    }
+    renew_together(*this, {sql.renew_many, sql.renew_many_returns_positions, sql.renew, true}, keys, outcomes);
+  } catch (...) {
+    std::error_code ec;
+    set_error(ec, errc::backend_error, "out of memory renewing");
+    std::fill(outcomes.begin(), outcomes.end(), ec);
+  }
+}
 
 }  // namespace
 

@@ -3,11 +3,11 @@
 // from the validated, quoted table name) and which argument each placeholder binds. The result
 // contract of each operation is fixed here, so the logic in src/*_strategy.cpp is written once.
 //
-// A script with more than one statement runs in one transaction (unless its dialect flag says
-// its statements are safe autocommitted one by one: index_sql::acquire_in_one_transaction); its result is the last
+// A script with more than one statement runs in one transaction; its result is the last
 // statement's (rows_affected for "ours?", rows for returned values). One statement is one round
 // trip (PostgreSQL does every operation in one; a dialect without RETURNING may need two).
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,14 +41,11 @@ using script = std::vector<statement>;
 // Unique index: the row exists while held; a duplicate key means "held".
 struct index_sql {
   std::vector<std::string> create;  // DDL, each idempotent (IF NOT EXISTS)
-  // Binds name, owner, ttl_ms. Returns ONE row (fence, hold_count) when granted: a new row, an
-  // expired row taken over (fence+1, hold_count=1), or our own live row (hold_count+1).
-  // Returns NO row when another owner's live row holds it (a duplicate key error also means held).
+  // Binds name, owner, ttl_ms (and owner again where the dialect needs it). Returns ONE row
+  // (fence, hold_count) when granted: a new row, an expired row taken over (fence+1,
+  // hold_count=1), or our own live row (hold_count+1). Returns NO row, or one whose fence is NULL,
+  // when another owner's live row holds it (a duplicate key error also means held).
   script acquire;
-  // False when acquire's statements are each safe as autocommitted statements (MariaDB: the
-  // INSERT ... ON DUPLICATE KEY UPDATE decides atomically; the SELECT only reads our live row
-  // back): no START TRANSACTION / COMMIT, two round trips fewer.
-  bool acquire_in_one_transaction = true;
   // Binds name, owner. Our live row's hold_count-1, deleted at 0 (and the release notified where
   // the dialect can). rows_affected == 0: not ours (expired and maybe taken over) -> not_owner.
   // When release_reentered is not empty, `release` handles only the last hold (deletes our live
@@ -61,6 +58,15 @@ struct index_sql {
   script release_reentered;
   // Binds name, owner, ttl_ms. rows_affected == 1 when our live row was extended.
   script renew;
+  // The watchdog's batched renewal: ONE statement that extends `count` of our live rows at once
+  // (count is a power of two up to 512, so a connection prepares a few texts only). Binds ttl_ms
+  // (int64) first, then, for each position k in 0..count-1, the name (bytes) and owner (text) of
+  // a lease, all different pairs except a repeat of the last one as padding. Its result is either
+  // one row per extended row holding the position k of its pair (renew_many_returns_positions),
+  // or rows_affected = rows extended, and then a batch short of its count is renewed again lease
+  // by lease with `renew` to learn which one is no longer ours. Null: leases renew one by one.
+  std::function<std::string(std::size_t count)> renew_many;
+  bool renew_many_returns_positions = false;
   // No binds: deletes every expired row (the optional sweeper, for rows other tools write);
   // rows_affected = rows deleted. backend::sweep_expired runs it.
   script sweep;
@@ -118,6 +124,10 @@ struct version_sql {
   script release;
   // Binds ttl_ms, name, owner, version. rows_affected == 1 when extended.
   script renew;
+  // The watchdog's batched renewal, as index_sql::renew_many, with three binds per position:
+  // name, owner, version.
+  std::function<std::string(std::size_t count)> renew_many;
+  bool renew_many_returns_positions = false;
   script probe;  // binds name; one row (owner) when held and live
   // No binds: frees every expired grant (owner and expires_at NULL) WITHOUT deleting the row: its
   // version is the fencing token and must never restart. rows_affected = grants freed. Empty:
