@@ -176,8 +176,8 @@ TEST(RedisContention, CallersBeyondThePoolWaitForAConnection) {
 
 // 128 threads on one backend with pool_size=2: every acquire and release succeeds, one name
 // stays mutually exclusive, the server sees at most the 2 pooled connections and the subscriber,
-// and the requests share writes: the server reads far fewer times than it runs scripts (one read
-// per script when each request had a connection of its own for its round trip).
+// and the requests share writes: the server reads fewer times than it runs scripts (at least one
+// read per script when each request had a connection of its own for its round trip).
 TEST(RedisContention, ManyThreadsShareTwoConnectionsInBatches) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = dlock::open(with_query(uri, "wait_after_restart=false&ttl=30s&pool_size=2"));
@@ -239,8 +239,11 @@ TEST(RedisContention, ManyThreadsShareTwoConnectionsInBatches) {
   EXPECT_GE(most_connections.load(), 1) << "CLIENT LIST showed none of this process's connections";
   EXPECT_LE(most_connections.load(), 3) << "pool_size=2 plus the subscriber";
   std::printf("%lld scripts in %lld reads, at most %d connections\n", scripts, reads, most_connections.load());
-  EXPECT_LT(reads * 2, scripts) << "the server read " << reads << " times for " << scripts
-                                << " scripts (other clients of the server count too)";
+  // Before, every script came in a read of its own (and the subscriber's and this test's reads
+  // come on top): at least one read per script. Batches of 128 threads on 2 connections make it
+  // 0.2 to 0.5 here, depending on how the threads are scheduled.
+  EXPECT_LT(reads * 4, scripts * 3) << "the server read " << reads << " times for " << scripts
+                                    << " scripts (other clients of the server count too)";
 }
 
 }  // namespace
