@@ -233,6 +233,12 @@ bool connection::append(const std::vector<std::string_view>& args) noexcept {
   }
 }
 
+bool connection::append_formatted(std::string_view command) noexcept {
+  if (redisAppendFormattedCommand(context_.get(), command.data(), command.size()) != REDIS_OK) return false;
+  ++unanswered_;
+  return true;
+}
+
 bool connection::append_eval(const script& s, const std::vector<std::string_view>& keys,
                              const std::vector<std::string_view>& args) noexcept {
   try {
@@ -308,6 +314,15 @@ pool::pool(endpoint where, std::size_t max_size) : where_(std::move(where)), max
 
 pool::handle::~handle() {
   if (owner_ && c_) owner_->give_back(std::move(c_));
+}
+
+pool::handle& pool::handle::operator=(handle&& other) noexcept {
+  if (this != &other) {
+    if (owner_ && c_) owner_->give_back(std::move(c_));
+    owner_ = std::move(other.owner_);
+    c_ = std::move(other.c_);
+  }
+  return *this;
 }
 
 pool::handle pool::checkout(std::error_code& ec) noexcept {

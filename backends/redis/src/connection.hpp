@@ -75,6 +75,8 @@ class connection {
   bool append(const std::vector<std::string_view>& args) noexcept;
   bool append_eval(const script& s, const std::vector<std::string_view>& keys,
                    const std::vector<std::string_view>& args) noexcept;
+  // A command already in the protocol's form (pipeline.cpp formats them in the callers' threads).
+  bool append_formatted(std::string_view command) noexcept;
   bool flush() noexcept;
   reply_ptr read(std::error_code& ec) noexcept;
 
@@ -135,7 +137,9 @@ class pool : public std::enable_shared_from_this<pool> {
     handle() = default;
     handle(std::shared_ptr<pool> owner, std::unique_ptr<connection> c) : owner_(std::move(owner)), c_(std::move(c)) {}
     handle(handle&&) noexcept = default;
-    handle& operator=(handle&&) noexcept = default;
+    // Gives the connection held so far back to the pool first (the default would close it
+    // without the pool knowing, and its slot would stay counted forever).
+    handle& operator=(handle&& other) noexcept;
     ~handle();
     connection* operator->() const noexcept { return c_.get(); }
     connection& operator*() const noexcept { return *c_; }

@@ -34,24 +34,47 @@ reply_ptr run(connection& c, sending how, const script& s, const std::vector<std
   return how == sending::cached ? c.eval(s, keys, args, ec) : c.eval_source(s, keys, args, ec);
 }
 
+// One script call: the script, its keys and its arguments (owned, for calls built here).
+struct script_call {
+  const script* s;
+  std::vector<std::string> keys, args;
+  std::vector<std::string_view> key_views() const { return {keys.begin(), keys.end()}; }
+  std::vector<std::string_view> arg_views() const { return {args.begin(), args.end()}; }
+};
+
 // Undoes one grant (one hold in the Redisson layouts) of `key` by `owner` (the token, or the owner
 // field): compare-and-delete, publishing the release. The lease's release and the clean-up of a
 // grant whose reply was lost both use it.
+script_call release_call(const settings& cfg, const std::string& name, const std::string& key, const std::string& owner,
+                         milliseconds ttl) {
+  if (cfg.lock_mode == mode::simple)
+    return {&scripts::simple_release, {key, cfg.prefix + redisson_prefix_name("dlock__channel", name)}, {owner}};
+  if (cfg.lock_mode == mode::reentrant)
+    return {&scripts::reentrant_release,
+            {key, redisson_prefix_name("redisson_lock__channel", key)},
+            {"0", ms_text(ttl), owner, "publish"}};
+  return {&scripts::fair_release,
+          {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
+           redisson_prefix_name("redisson_lock__channel", key)},
+          {"0", ms_text(ttl), owner, now_ms(), "publish"}};
+}
+
+// release_call on a connection of one's own (the background clean-ups).
 reply_ptr release_grant(connection& c, const settings& cfg, const std::string& name, const std::string& key,
                         const std::string& owner, milliseconds ttl, std::error_code& ec,
                         sending how = sending::cached) {
-  if (cfg.lock_mode == mode::simple) {
-    const auto channel = cfg.prefix + redisson_prefix_name("dlock__channel", name);
-    return run(c, how, scripts::simple_release, {key, channel}, {owner}, ec);
-  }
-  if (cfg.lock_mode == mode::reentrant) {
-    const auto channel = redisson_prefix_name("redisson_lock__channel", key);
-    return run(c, how, scripts::reentrant_release, {key, channel}, {"0", ms_text(ttl), owner, "publish"}, ec);
-  }
-  return run(c, how, scripts::fair_release,
-             {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
-              redisson_prefix_name("redisson_lock__channel", key)},
-             {"0", ms_text(ttl), owner, now_ms(), "publish"}, ec);
+  const auto call = release_call(cfg, name, key, owner, ttl);
+  return run(c, how, *call.s, call.key_views(), call.arg_views(), ec);
+}
+
+// A request the pipeline withdrew: its caller's deadline passed while every connection was busy.
+void set_withdrawn_error(std::error_code& ec, const shared& s, std::string_view doing) {
+  set_error(ec, errc::backend_unavailable,
+            "redis " + s.config.where.label() + ": " + std::string(doing) + ": not sent: all " +
+                std::to_string(s.config.pool_size) +
+                " connections (pool_size) stayed busy with other requests until the deadline (connect_timeout " +
+                std::to_string(s.config.where.connect_timeout.count()) +
+                "ms for a call without one, the lease's validity for a release or renewal); raise pool_size");
 }
 
 // The acquire scripts answer {1, token} | {0, pttl} (simple) or {-1, token} | {pttl, -1}
@@ -87,12 +110,14 @@ class redis_lease final : public spi::lease_state {
   friend class pipelined_renewals;
 
   void do_release(std::error_code& ec) noexcept override {
-    auto c = shared_->connections->checkout(connection_deadline(), ec);
-    if (ec) return;
     const auto& cfg = shared_->config;
     reply_ptr r;
     try {
-      r = release_grant(*c, cfg, name(), key_, secret_, ttl(), ec);
+      const auto call = release_call(cfg, name(), key_, secret_, ttl());
+      auto out = shared_->requests->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(),
+                                         milliseconds::zero(), ec);
+      if (out.withdrawn) set_withdrawn_error(ec, *shared_, "releasing lock '" + name() + "'");
+      r = std::move(out.reply);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory releasing");
       return;
@@ -109,12 +134,13 @@ class redis_lease final : public spi::lease_state {
   }
 
   void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
-    auto c = shared_->connections->checkout(connection_deadline(), ec);
-    if (ec) return;
     reply_ptr r;
     try {
       const auto ttl_text = ms_text(ttl);
-      r = c->eval(renew_script(), {key_}, renew_args(ttl_text), ec);
+      auto out = shared_->requests->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(),
+                                         milliseconds::zero(), ec);
+      if (out.withdrawn) set_withdrawn_error(ec, *shared_, "renewing lock '" + name() + "'");
+      r = std::move(out.reply);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
       return;
@@ -319,37 +345,60 @@ class redis_lock final : public distributed_lock {
  private:
   // One try. Fair mode: `enqueue` joins the queue on a miss (a waiter); otherwise a miss leaves
   // the queue untouched (try_acquire).
-  // `deadline`: how long to wait for a pooled connection (the caller's own deadline).
+  // `deadline`: how long the request may wait for its turn on a connection (the caller's own
+  // deadline; for try_acquire, connect_timeout). When it passes first, an acquire_until gets a
+  // plain miss (pttl 0: its own deadline ends the wait) and a try_acquire an error.
   std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, milliseconds& pttl, bool enqueue = false,
                                             std::optional<clock::time_point> deadline = std::nullopt) noexcept {
     try {
-      auto c = deadline ? shared_->connections->checkout(*deadline, ec) : shared_->connections->checkout(ec);
-      if (ec) return nullptr;
+      const auto& cfg = shared_->config;
       const auto ttl = options().ttl;
-      if (const auto young = time_until_server_is_ttl_old(*c); young > milliseconds::zero()) {
-        pttl = young;  // "held by someone else" until then: waiters wait, try_acquire says no
-        shared_->note_young_server(c->run_id(), young, options().ttl);
-        return nullptr;
-      }
-      const auto start = clock::now();
-      reply_ptr r;
+      const auto ttl_text = ms_text(ttl);
+      const script* s = nullptr;
+      std::vector<std::string_view> keys, args;
       std::string secret;
-      if (shared_->config.lock_mode == mode::simple) {
+      std::string fair_wait_text, now_text;
+      if (cfg.lock_mode == mode::simple) {
         secret = spi::random_token();  // 128 random bits per grant
-        r = c->eval(scripts::simple_acquire, {key_, fence_key_}, {secret, ms_text(ttl)}, ec);
-      } else if (shared_->config.lock_mode == mode::reentrant) {
+        s = &scripts::simple_acquire;
+        keys = {key_, fence_key_};
+        args = {secret, ttl_text};
+      } else if (cfg.lock_mode == mode::reentrant) {
         secret = field_;
-        r = c->eval(scripts::reentrant_acquire, {key_, fence_key_}, {ms_text(ttl), field_}, ec);
+        s = &scripts::reentrant_acquire;
+        keys = {key_, fence_key_};
+        args = {ttl_text, field_};
       } else {
         secret = field_;
-        r = c->eval(enqueue ? scripts::fair_enqueue : scripts::fair_try, {key_, queue_key_, timeout_key_, fence_key_},
-                    {ms_text(ttl), field_, ms_text(shared_->config.fair_wait), now_ms()}, ec);
+        fair_wait_text = ms_text(cfg.fair_wait);
+        now_text = now_ms();
+        s = enqueue ? &scripts::fair_enqueue : &scripts::fair_try;
+        keys = {key_, queue_key_, timeout_key_, fence_key_};
+        args = {ttl_text, field_, fair_wait_text, now_text};
       }
-      if (ec) {
-        if (c->unanswered() > 0) undo_unanswered(std::move(c), std::move(secret), enqueue, start + ttl);
+      // Before the request can reach the server: the grant's validity counts from here.
+      const auto start = clock::now();
+      // With wait_after_restart, sent only to a server at least a ttl old: a server that
+      // restarted without persistence has forgotten every lock; granting nothing for one ttl lets
+      // every holder from before the restart reach its validity deadline (its watchdog fires
+      // lost) before anyone else holds the lock.
+      const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
+      auto out = shared_->requests->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec);
+      if (out.withdrawn) {
+        if (!deadline) set_withdrawn_error(ec, *shared_, "acquiring lock '" + std::string(name()) + "'");
         return nullptr;
       }
-      const auto acquired = granted_by(r.get(), shared_->config.lock_mode);
+      if (out.server_young > milliseconds::zero()) {
+        pttl = out.server_young;  // "held by someone else" until then: waiters wait, try_acquire says no
+        shared_->note_young_server(out.run_id, out.server_young, ttl);
+        return nullptr;
+      }
+      if (ec) {
+        if (out.late) undo_unanswered(std::move(out.late), out.late_index, std::move(secret), enqueue, start + ttl);
+        return nullptr;
+      }
+      const auto& r = out.reply;
+      const auto acquired = granted_by(r.get(), cfg.lock_mode);
       if (!acquired) {
         set_error(ec, errc::backend_error,
                   "redis: acquiring lock '" + std::string(name()) + "': unexpected reply " +
@@ -358,7 +407,7 @@ class redis_lock final : public distributed_lock {
         return nullptr;
       }
       if (!*acquired) {
-        pttl = milliseconds(shared_->config.lock_mode == mode::simple ? r->element[1]->integer : r->element[0]->integer);
+        pttl = milliseconds(cfg.lock_mode == mode::simple ? r->element[1]->integer : r->element[0]->integer);
         return nullptr;
       }
       return std::make_unique<redis_lease>(shared_, std::string(name()), key_, std::move(secret), ttl, start,
@@ -369,55 +418,38 @@ class redis_lock final : public distributed_lock {
     }
   }
 
-  // With wait_after_restart: how long the server behind `c` is still younger than the ttl. A
-  // server that restarted without persistence has forgotten every lock; granting nothing for one
-  // ttl lets every holder from before the restart reach its validity deadline (its watchdog
-  // fires lost) before anyone else holds the lock.
-  milliseconds time_until_server_is_ttl_old(const connection& c) const noexcept {
-    if (!shared_->config.wait_after_restart) return milliseconds::zero();
-    const auto old_at = c.server_started_by() + options().ttl;
-    return std::chrono::ceil<milliseconds>(old_at - clock::now());
-  }
-
   // The acquire request went out but its reply was lost (command_timeout, dropped connection):
   // the server may have granted the lock to nobody, and it would stay taken for a ttl. Undo it in
   // the background. On an intact connection (a timeout) the undo goes after the request on the
-  // same connection, so it runs after the grant, whenever the server gets to it; on a broken
-  // connection the request has run or never will, and the token's compare-and-delete is exact.
-  void undo_unanswered(pool::handle c, std::string owner, bool enqueued, clock::time_point expires_at) noexcept {
+  // same connection (`late`, shared with the rest of its batch), so it runs after the grant,
+  // whenever the server gets to it; on a broken connection the request has run or never will,
+  // and the token's compare-and-delete is exact.
+  void undo_unanswered(std::shared_ptr<late_replies> late, std::size_t index, std::string owner, bool enqueued,
+                       clock::time_point expires_at) noexcept {
     try {
-      // std::function copies its target: the connection travels in a shared optional.
-      auto pending = std::make_shared<std::optional<pool::handle>>(std::move(c));
-      auto task = [s = shared_.get(), pending, owner = std::move(owner), name = std::string(name()), key = key_,
-                   queue = queue_key_, timeout = timeout_key_, enqueued, expires_at,
-                   ttl = options().ttl](std::stop_token stop) {
+      auto task = [s = shared_.get(), late = std::move(late), index, owner = std::move(owner), name = std::string(name()),
+                   key = key_, queue = queue_key_, timeout = timeout_key_, enqueued, expires_at,
+                   ttl = options().ttl](std::stop_token stop) mutable {
         const auto& cfg = s->config;
-        auto& c = **pending;
-        std::error_code ec;
-        reply_ptr outcome;
         constexpr milliseconds slice{100};  // so a stopping backend is not held up
-        if (c->resume_after_timeout(slice)) {
-          while (!stop.stop_requested() && clock::now() < expires_at) {
-            outcome = c->read(ec);
-            if (outcome || !c->resume_after_timeout(slice)) break;
-          }
-        }
-        if (outcome) {
+        if (auto outcome = late->take(index, slice, stop, expires_at)) {
           // Once sent, the undo runs even if its own reply is lost: it follows on this connection.
-          c->set_read_timeout(cfg.where.command_timeout);
-          if (granted_by(outcome.get(), cfg.lock_mode).value_or(false))
-            (void)release_grant(*c, cfg, name, key, owner, ttl, ec, sending::source);
-          else if (cfg.lock_mode == mode::fair && enqueued)
-            (void)c->eval_source(scripts::fair_cancel,
-                                 {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
-                                 {owner, ms_text(cfg.fair_wait), "publish"}, ec);
-          return;
+          const bool sent = late->with_connection([&](connection& c) {
+            std::error_code ec;
+            if (granted_by(outcome.get(), cfg.lock_mode).value_or(false))
+              (void)release_grant(c, cfg, name, key, owner, ttl, ec, sending::source);
+            else if (cfg.lock_mode == mode::fair && enqueued)
+              (void)c.eval_source(scripts::fair_cancel,
+                                  {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
+                                  {owner, ms_text(cfg.fair_wait), "publish"}, ec);
+          });
+          if (sent || !granted_by(outcome.get(), cfg.lock_mode).value_or(false)) return;
         }
-        pending->reset();                           // gives the dead connection back (dropped) before opening another
+        late.reset();                               // lets the dead connection go (dropped) before opening another
         if (cfg.lock_mode != mode::simple) return;  // a Redisson owner field's count cannot tell: it expires
         for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
              pause = std::min(pause * 2, milliseconds(1000))) {
-          ec.clear();
+          std::error_code ec;
           if (auto fresh = s->connections->checkout(ec); !ec) {
             (void)release_grant(*fresh, cfg, name, key, owner, ttl, ec);
             if (!ec) return;
@@ -655,6 +687,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);
+  s->requests = std::make_unique<pipeline>(s->connections);
   s->renewals = std::make_unique<pipelined_renewals>(*s);
   s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
   // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.

@@ -10,6 +10,7 @@
 
 #include "connection.hpp"
 #include "dlock/spi.hpp"
+#include "pipeline.hpp"
 #include "subscriber.hpp"
 #include "worker.hpp"
 
@@ -50,6 +51,10 @@ struct shared {
 
   settings config;
   std::shared_ptr<pool> connections;
+  // The acquire, release and renewal scripts of every thread, auto-pipelined over `connections`
+  // (pipeline.hpp); the rest (renewal batches, checks, undos, fair-queue exits) checks out a
+  // pooled connection of its own.
+  std::unique_ptr<pipeline> requests;
   // The watchdog's renewals of this backend's leases, pipelined (redis_backend.cpp).
   std::unique_ptr<spi::renewal_batch> renewals;
   // Started on the first wait or the first grant. Its connection is watched all the time, so a

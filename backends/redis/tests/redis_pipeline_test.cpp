@@ -1,0 +1,222 @@
+// The auto-pipelining layer (src/pipeline.hpp) on a real server: requests of many threads share
+// one write on a pool of one connection, a request still queued at its deadline is never sent,
+// and a connection killed in the middle of a batch fails that batch's requests and is replaced.
+// Counts and outcomes, never timings. Needs DLOCK_REDIS_URI; FAILS when it is unset.
+// Alone (RUN_SERIAL): it kills its own connections by name.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "connection.hpp"
+#include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
+#include "pipeline.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+using dlock::redis::pipeline;
+using dlock::redis::pool;
+using dlock::testing::server_uri;
+using dlock::testing::unique_name;
+
+struct ctx_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+
+dlock::redis::endpoint server() {
+  const auto u = dlock::uri::parse(server_uri("DLOCK_REDIS_URI"));
+  dlock::redis::endpoint e;
+  e.host = u.hosts()[0].host.empty() ? "127.0.0.1" : u.hosts()[0].host;
+  e.port = u.hosts()[0].port_or(6379);
+  e.user = u.user();
+  e.password = u.password();
+  e.command_timeout = 10s;
+  return e;
+}
+
+ctx_ptr raw() {
+  const auto e = server();
+  ctx_ptr c(redisConnect(e.host.c_str(), e.port));
+  EXPECT_TRUE(c && !c->err) << "cannot reach " << e.label();
+  return c;
+}
+
+dlock::redis::reply_ptr raw_command(redisContext* c, const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return dlock::redis::reply_ptr(
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
+}
+
+// This process's pooled connections as CLIENT LIST shows them ("name=dlock-<pid>").
+std::vector<std::string> my_clients(redisContext* c) {
+  auto list = raw_command(c, {"CLIENT", "LIST", "TYPE", "normal"});
+  std::vector<std::string> lines;
+  if (!list || list->type != REDIS_REPLY_STRING) return lines;
+  const std::string mine = " name=dlock-" + std::to_string(::getpid()) + " ";
+  const std::string text(list->str, list->len);
+  for (std::size_t at = 0; at < text.size();) {
+    const auto end = std::min(text.find('\n', at), text.size());
+    auto line = text.substr(at, end - at);
+    at = end + 1;
+    if (line.find(mine) != std::string::npos) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+// Waits (bounded, so a broken pipeline fails the test instead of hanging it) until `ready`.
+template <class F>
+bool eventually(F ready) {
+  for (auto until = clock_type::now() + 20s; clock_type::now() < until; std::this_thread::sleep_for(1ms))
+    if (ready()) return true;
+  return false;
+}
+
+// Before: every request had a connection to itself for its round trip. Now, on a single
+// connection, the requests queued while a batch is in flight go out together in the next write.
+TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
+  auto connections = std::make_shared<pool>(server(), 1);
+  pipeline p(connections);
+  const auto key = unique_name("pipeline-incr");
+  constexpr int threads = 64, each = 50;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      for (int i = 0; i < each; ++i) {
+        std::error_code ec;
+        auto out = p.command({"INCR", key}, clock_type::time_point::max(), ec);
+        if (ec || !out.reply || out.reply->type != REDIS_REPLY_INTEGER) ++failures;
+      }
+    });
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(failures.load(), 0) << dlock::last_error_message();
+  auto c = raw();
+  auto value = raw_command(c.get(), {"GET", key});
+  ASSERT_TRUE(value && value->type == REDIS_REPLY_STRING);
+  EXPECT_EQ(std::string(value->str, value->len), std::to_string(threads * each));  // each INCR ran once
+  EXPECT_EQ(p.requests_sent(), static_cast<std::uint64_t>(threads * each));
+  // 64 callers on one connection: batches carry several of them (one each would be 3200 batches;
+  // how many depends on how the threads are scheduled).
+  std::printf("%llu requests in %llu writes\n", static_cast<unsigned long long>(p.requests_sent()),
+              static_cast<unsigned long long>(p.batches_sent()));
+  EXPECT_LT(p.batches_sent() * 4, p.requests_sent() * 3) << p.batches_sent() << " writes for " << p.requests_sent()
+                                                          << " requests";
+  raw_command(c.get(), {"DEL", key});
+}
+
+// A caller whose deadline passes while its request waits behind a batch in flight gets its
+// request back unsent: the command never reaches the server.
+TEST(RedisPipeline, QueuedRequestPastItsDeadlineIsNeverSent) {
+  auto connections = std::make_shared<pool>(server(), 1);
+  pipeline p(connections);
+  const auto empty_list = unique_name("pipeline-empty"), marker = unique_name("pipeline-marker");
+  std::error_code blocking_ec;
+  pipeline::outcome blocking;
+  std::thread blocker([&] {
+    // Holds the only connection for 0.5s (the server answers nil when the wait ends).
+    blocking = p.command({"BLPOP", empty_list, "0.5"}, clock_type::time_point::max(), blocking_ec);
+  });
+  ASSERT_TRUE(eventually([&] { return p.batches_sent() == 1; }));
+  std::error_code ec;
+  auto late = p.command({"INCR", marker}, clock_type::now() + 50ms, ec);
+  EXPECT_TRUE(late.withdrawn);
+  EXPECT_FALSE(ec) << dlock::last_error_message();
+  EXPECT_FALSE(late.reply);
+  blocker.join();
+  EXPECT_FALSE(blocking_ec) << dlock::last_error_message();
+  ASSERT_TRUE(blocking.reply);
+  EXPECT_EQ(blocking.reply->type, REDIS_REPLY_NIL);
+  EXPECT_EQ(p.requests_sent(), 1u);  // the BLPOP only
+  auto c = raw();
+  auto value = raw_command(c.get(), {"EXISTS", marker});
+  ASSERT_TRUE(value && value->type == REDIS_REPLY_INTEGER);
+  EXPECT_EQ(value->integer, 0) << "the withdrawn INCR reached the server";
+}
+
+// CLIENT KILL while a batch of three waits on the server: the three callers fail as
+// backend_unavailable (as one command on a dropped connection does), and the next request runs on
+// a fresh connection.
+TEST(RedisPipeline, ConnectionKilledMidBatchFailsTheBatchAndTheNextRequestReconnects) {
+  auto connections = std::make_shared<pool>(server(), 1);
+  pipeline p(connections);
+  const auto first_list = unique_name("pipeline-first"), second_list = unique_name("pipeline-second");
+  std::thread first([&] {
+    std::error_code ec;
+    // The first batch (BRPOP, so CLIENT LIST tells it from the second batch's BLPOPs) holds the
+    // connection while the next three queue up.
+    auto out = p.command({"BRPOP", first_list, "0.3"}, clock_type::time_point::max(), ec);
+    EXPECT_FALSE(ec) << dlock::last_error_message();
+  });
+  ASSERT_TRUE(eventually([&] { return p.batches_sent() == 1; }));
+  std::atomic<int> unavailable{0}, other_outcomes{0};
+  std::vector<std::thread> batch;
+  for (int i = 0; i < 3; ++i)
+    batch.emplace_back([&] {
+      std::error_code ec;
+      auto out = p.command({"BLPOP", second_list, "30"}, clock_type::time_point::max(), ec);
+      if (ec == dlock::errc::backend_unavailable && !out.reply)
+        ++unavailable;
+      else
+        ++other_outcomes;
+    });
+  first.join();
+  auto c = raw();
+  // The second batch is on the server: its connection is blocked in BLPOP.
+  ASSERT_TRUE(eventually([&] {
+    const auto clients = my_clients(c.get());
+    return clients.size() == 1 && clients[0].find(" cmd=blpop ") != std::string::npos;
+  }));
+  EXPECT_EQ(p.batches_sent(), 2u);
+  EXPECT_EQ(p.requests_sent(), 4u);  // the three BLPOPs went in one write
+  for (const auto& line : my_clients(c.get())) {
+    const auto id = line.substr(3, line.find(' ') - 3);  // "id=<n> ..."
+    raw_command(c.get(), {"CLIENT", "KILL", "ID", id});
+  }
+  for (auto& t : batch) t.join();
+  EXPECT_EQ(unavailable.load(), 3);
+  EXPECT_EQ(other_outcomes.load(), 0);
+  std::error_code ec;
+  auto after = p.command({"PING"}, clock_type::now() + 5s, ec);
+  EXPECT_FALSE(ec) << dlock::last_error_message();
+  ASSERT_TRUE(after.reply);
+  EXPECT_EQ(std::string(after.reply->str, after.reply->len), "PONG");
+}
+
+// A script the server does not have (never loaded, or lost in a restart or SCRIPT FLUSH) is sent
+// again with its source, for every request of the batch that met NOSCRIPT.
+TEST(RedisPipeline, NoscriptInABatchIsRetriedWithTheSource) {
+  auto connections = std::make_shared<pool>(server(), 1);
+  pipeline p(connections);
+  // A script of this test only, so flushing the cache cannot hide another test's script.
+  const dlock::redis::script echo("return '" + unique_name("echo") + "'");
+  constexpr int threads = 16;
+  std::atomic<int> answered{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < threads; ++t)
+    callers.emplace_back([&] {
+      std::error_code ec;
+      auto out = p.eval(echo, {}, {}, clock_type::time_point::max(), 0ms, ec);
+      if (!ec && out.reply && out.reply->type == REDIS_REPLY_STRING &&
+          std::string(out.reply->str, out.reply->len) == echo.source.substr(8, echo.source.size() - 9))
+        ++answered;
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(answered.load(), threads) << dlock::last_error_message();
+}
+
+}  // namespace
