@@ -16,6 +16,7 @@
 #include <system_error>
 #include <vector>
 
+#include "dlock/spi.hpp"
 #include "dlock_sql/strategies.hpp"
 
 namespace dlock::sql::detail {
@@ -103,6 +104,42 @@ std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::
     auto until = deadline;
     if (deadline - now > recheck) until = now + recheck;
     n.wait_for_release(name, armed, until);
+  }
+}
+
+// The core's release_watch over the notifier, for the head of this process's fair line (the core
+// queues the other waiters of the name, so one notification wakes one waiter here, and a thread
+// that releases and asks again at once queues behind the waiters it released to). Armed before
+// every attempt, as wait_notified is: a release between the attempt and the wait is not missed.
+template <class Try>
+class notified_release_watch final : public spi::release_watch {
+ public:
+  notified_release_watch(release_notifier& notifier, std::string name, Try try_once)
+      : notifier_(notifier), name_(std::move(name)), try_once_(std::move(try_once)), armed_(notifier_.arm(name_)) {}
+  ~notified_release_watch() override { notifier_.disarm(name_); }
+  notified_release_watch(const notified_release_watch&) = delete;
+  notified_release_watch& operator=(const notified_release_watch&) = delete;
+
+  std::unique_ptr<spi::lease_state> try_acquire(std::error_code& ec) noexcept override { return try_once_(ec); }
+  void wait_until(clock::time_point until) noexcept override {
+    notifier_.wait_for_release(name_, armed_, until);  // disarms
+    armed_ = notifier_.arm(name_);                     // for the attempt that follows
+  }
+
+ private:
+  release_notifier& notifier_;
+  std::string name_;
+  Try try_once_;
+  std::uint64_t armed_;
+};
+
+template <class Try>
+std::unique_ptr<spi::release_watch> watch_notified(release_notifier* notifier, std::string name, Try try_once) noexcept {
+  if (!notifier) return nullptr;  // no notifier: the head polls with the core's backoff
+  try {
+    return std::make_unique<notified_release_watch<Try>>(*notifier, std::move(name), std::move(try_once));
+  } catch (...) {
+    return nullptr;
   }
 }
 

@@ -110,11 +110,10 @@ class version_lock final : public distributed_lock {
     }
   }
 
-  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
-                                                     std::error_code& ec) noexcept override {
-    if (!st_->setup.notifier) return distributed_lock::do_acquire_until(deadline, ec);
-    return wait_notified(*st_->setup.notifier, std::string(name()), deadline, options().poll.max, ec,
-                         [this](std::error_code& e) { return do_try_acquire(e); });
+  // Waiting is the core's fair line; its head sleeps on the notifier where there is one.
+  std::unique_ptr<spi::release_watch> do_watch_release() noexcept override {
+    return watch_notified(st_->setup.notifier.get(), std::string(name()),
+                          [this](std::error_code& e) { return do_try_acquire(e); });
   }
 
   std::shared_ptr<version_state> st_;
