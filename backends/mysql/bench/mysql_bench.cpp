@@ -20,7 +20,7 @@
 #include "../src/dialect.hpp"
 #include "../src/getlock_key.hpp"
 #include "../tests/test_support.hpp"
-#include "held_leases_cpu.hpp"
+#include "dlock_test/held_leases_cpu.hpp"
 #include "dlock/dlock.hpp"
 
 namespace {
@@ -224,7 +224,7 @@ void scaling_threads(benchmark::internal::Benchmark* b) {
 // percentage of one core. Argument: the ttl in ms.
 void BM_held_leases_cpu(benchmark::State& state) {
   auto b = dlock::open(test::uri_for("mysql+index", "table=bench_index&ttl=" + std::to_string(state.range(0)) + "ms"));
-  dlock::sql::testing::held_leases_cpu(state, *b, test::unique_name("held") + "-");
+  dlock::testing::held_leases_cpu(state, *b, test::unique_name("held") + "-");
 }
 
 // DLOCK_BENCH_ITERATIONS=N: a fixed iteration count (to count system calls per cycle under strace).

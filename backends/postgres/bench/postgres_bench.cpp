@@ -20,7 +20,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
-#include "held_leases_cpu.hpp"
+#include "dlock_test/held_leases_cpu.hpp"
 #include "pg_connection.hpp"
 #include "pg_sql.hpp"
 
@@ -236,7 +236,7 @@ void BM_held_leases_cpu(benchmark::State& state) {
   const std::string server = v;
   auto b = dlock::open("postgres+index" + server.substr(server.find("://")) +
                        "?table=bench_index&ttl=" + std::to_string(state.range(0)) + "ms");
-  dlock::sql::testing::held_leases_cpu(state, *b, "bench-held-" + dlock::spi::random_token().substr(0, 6) + "-");
+  dlock::testing::held_leases_cpu(state, *b, "bench-held-" + dlock::spi::random_token().substr(0, 6) + "-");
 }
 
 }  // namespace

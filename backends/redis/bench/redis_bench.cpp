@@ -4,7 +4,6 @@
 //   taskset -c 1 redis_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +16,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/held_leases_cpu.hpp"
 #include "scripts.hpp"
 
 namespace {
@@ -179,40 +179,12 @@ void BM_raw_pubsub_handoff(benchmark::State& state) {
   }
 }
 
-// What holding many leases costs the process: 10,000 leases held (watchdog on) for 10 s, the
-// process's CPU time over that time as a percentage of one core (the watchdog's timer and
-// renewals, the pool, the subscriber). Argument: the ttl in ms (renewal every ttl/3).
+// What holding many leases costs the process (dlock_test/held_leases_cpu.hpp): the watchdog's timer
+// and renewals, the pool, the subscriber. Argument: the ttl in ms (renewal every ttl/3).
 void BM_held_leases_cpu(benchmark::State& state) {
-  const auto ttl = std::chrono::milliseconds(state.range(0));
-  auto b = dlock::default_registry().open(server_uri() + "?wait_after_restart=false&ttl=" + std::to_string(ttl.count()) + "ms");
-  constexpr int count = 10000;
-  const auto cpu_seconds = [] {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-  };
-  for (auto _ : state) {
-    std::vector<dlock::lease> held;
-    held.reserve(count);
-    for (int i = 0; i < count; ++i) {
-      held.push_back(b->make_lock("bench:held:" + std::to_string(i))->try_acquire());
-      if (!held.back()) state.SkipWithError("acquire failed");
-    }
-    const auto renewals_before = dlock::current_watchdog_load();
-    const auto cpu_before = cpu_seconds();
-    const auto wall_before = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(std::chrono::seconds(10));
-    const auto cpu = cpu_seconds() - cpu_before;
-    const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - wall_before;
-    const auto renewals_after = dlock::current_watchdog_load();
-    state.counters["cpu_percent_of_a_core"] = 100 * cpu / wall.count();
-    state.counters["renewals"] = static_cast<double>(renewals_after.renewals - renewals_before.renewals);
-    state.counters["renewal_calls"] = static_cast<double>(renewals_after.renewal_calls - renewals_before.renewal_calls);
-    int lost = 0;
-    for (auto& l : held) lost += l.lost_token().stop_requested() ? 1 : 0;
-    state.counters["lost"] = lost;
-    for (auto& l : held) l.release();
-  }
+  auto b = dlock::default_registry().open(server_uri() + "?wait_after_restart=false&ttl=" +
+                                          std::to_string(state.range(0)) + "ms");
+  dlock::testing::held_leases_cpu(state, *b, "bench:held:" + dlock::spi::random_token().substr(0, 8) + ":");
 }
 
 }  // namespace

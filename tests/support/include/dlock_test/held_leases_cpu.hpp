@@ -1,6 +1,6 @@
 #pragma once
-// What holding many leases costs the process, for the PostgreSQL and MySQL benchmarks (the same
-// measurement as the Redis bench's BM_held_leases_cpu): 10,000 leases held with the watchdog on
+// What holding many leases costs the process, for the backends' held-leases benchmarks (redis,
+// memcached, postgres, mysql): 10,000 leases held with the watchdog on
 // for 10 s, the process's CPU time over that time as a percentage of one core (the watchdog's
 // timer and renewals, the pool, the client library). The backend's ttl sets the renewal period
 // (ttl/3).
@@ -15,7 +15,7 @@
 
 #include "dlock/dlock.hpp"
 
-namespace dlock::sql::testing {
+namespace dlock::testing {
 
 inline double process_cpu_seconds() {
   rusage u{};
@@ -58,4 +58,4 @@ inline void held_leases_cpu(benchmark::State& state, dlock::backend& b, const st
   }
 }
 
-}  // namespace dlock::sql::testing
+}  // namespace dlock::testing
