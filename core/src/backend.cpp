@@ -7,7 +7,12 @@
 namespace dlock {
 
 backend::backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri)
-    : caps_(caps),
+    : backend(caps, primitive_caps{}, scope, limits, std::move(defaults), std::move(redacted_uri)) {}
+
+backend::backend(capabilities caps, primitive_caps primitives, lock_scope scope, name_limits limits,
+                 lock_options defaults, std::string redacted_uri)
+    : caps_(with_primitives(caps, primitives)),
+      primitives_(primitives),
       scope_(scope),
       limits_(limits),
       defaults_(std::move(defaults)),
@@ -29,37 +34,130 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
   return lock;
 }
 
-std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options,
-                                                     std::error_code& ec) noexcept {
-  clear_last_error_message();
-  ec.clear();
+bool backend::check_make(std::string_view name, lock_options& options, std::error_code& ec) const noexcept {
   const std::string limit = "1 to " + std::to_string(limits_.max_length) + " bytes";
   if (name.empty()) {
     set_error(ec, errc::invalid_name, "lock name is empty; " + redacted_uri_ + " accepts names of " + limit);
-    return nullptr;
+    return false;
   }
   if (name.size() > limits_.max_length) {
     set_error(ec, errc::invalid_name, "lock name of " + std::to_string(name.size()) + " bytes is too long; " + redacted_uri_ + " accepts names of " + limit);
-    return nullptr;
+    return false;
   }
   check_lock_options(options, ec);
-  if (ec) return nullptr;
+  if (ec) return false;
   try {
     if (options.owner.empty()) options.owner = spi::default_owner_id();
-    auto lock = do_make_lock(std::string(name), std::move(options));
-    if (!lock) {
-      set_error(ec, errc::backend_error, "backend " + redacted_uri_ + " made no lock");
-      return lock;
-    }
-    // Keyed by the lock's own name: a backend that wraps another one's lock names it the same.
-    if (!lock->line_) lock->line_ = wait_lines_->for_name(std::string(lock->name()));
-    return lock;
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, e.what());
+    return false;
+  }
+  return true;
+}
+
+// Runs a backend's do_make_* and maps what it throws (or a null result) to ec.
+template <class Make>
+static auto made_or_error(const std::string& redacted_uri, std::error_code& ec, Make&& make) noexcept
+    -> decltype(make()) {
+  try {
+    auto made = make();
+    if (!made) set_error(ec, errc::backend_error, "backend " + redacted_uri + " made nothing");
+    return made;
   } catch (const error& e) {
     set_error(ec, e.code(), e.detail());
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, e.what());
   }
   return nullptr;
+}
+
+std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options,
+                                                     std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (!check_make(name, options, ec)) return nullptr;
+  return made_or_error(redacted_uri_, ec, [&] {
+    auto lock = do_make_lock(std::string(name), std::move(options));
+    // Keyed by the lock's own name: a backend that wraps another one's lock names it the same.
+    if (lock && !lock->line_) lock->line_ = wait_lines_->for_name(std::string(lock->name()));
+    return lock;
+  });
+}
+
+void backend::refuse_primitive(std::string_view what, capability needed, std::error_code& ec) const noexcept {
+  set_error(ec, errc::not_supported,
+            redacted_uri_ + " makes no " + std::string(what) + " (it lacks the capability " +
+                std::string(to_string(needed)) + "; `dlock backends` lists the schemes that have it, and the " +
+                "backend's README says why this one has none)");
+}
+
+std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name) { return make_rw_lock(name, defaults_); }
+
+std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, std::error_code& ec) noexcept {
+  return make_rw_lock(name, defaults_, ec);
+}
+
+std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, lock_options options) {
+  std::error_code ec;
+  auto made = make_rw_lock(name, std::move(options), ec);
+  throw_if(ec);
+  return made;
+}
+
+std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, lock_options options,
+                                               std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (!primitives_.rw_lock) {
+    refuse_primitive("reader-writer lock", capability::read_write, ec);
+    return nullptr;
+  }
+  if (!check_make(name, options, ec)) return nullptr;
+  return made_or_error(redacted_uri_, ec, [&] { return do_make_rw_lock(std::string(name), std::move(options)); });
+}
+
+std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count) {
+  return make_semaphore(name, max_count, defaults_);
+}
+
+std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count,
+                                                   std::error_code& ec) noexcept {
+  return make_semaphore(name, max_count, defaults_, ec);
+}
+
+std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count,
+                                                   lock_options options) {
+  std::error_code ec;
+  auto made = make_semaphore(name, max_count, std::move(options), ec);
+  throw_if(ec);
+  return made;
+}
+
+std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count,
+                                                   lock_options options, std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (!primitives_.semaphore) {
+    refuse_primitive("semaphore", capability::semaphore, ec);
+    return nullptr;
+  }
+  if (max_count < 1 || max_count > max_semaphore_count) {
+    set_error(ec, errc::invalid_argument,
+              "semaphore '" + std::string(name) + "': max_count must be 1 to " + std::to_string(max_semaphore_count) +
+                  ", got " + std::to_string(max_count));
+    return nullptr;
+  }
+  if (!check_make(name, options, ec)) return nullptr;
+  return made_or_error(redacted_uri_, ec,
+                       [&] { return do_make_semaphore(std::string(name), max_count, std::move(options)); });
+}
+
+std::unique_ptr<rw_lock> backend::do_make_rw_lock(std::string, lock_options) {
+  throw error(errc::not_supported, redacted_uri_ + " makes no reader-writer lock");
+}
+
+std::unique_ptr<semaphore> backend::do_make_semaphore(std::string, std::uint32_t, lock_options) {
+  throw error(errc::not_supported, redacted_uri_ + " makes no semaphore");
 }
 
 void check_lock_options(const lock_options& options, std::error_code& ec) noexcept {

@@ -13,6 +13,9 @@ std::string_view to_string(capability c) noexcept {
     case capability::renewable: return "renewable";
     case capability::fencing: return "fencing";
     case capability::lost_notification: return "lost_notification";
+    case capability::read_write: return "read_write";
+    case capability::semaphore: return "semaphore";
+    case capability::writer_preferred: return "writer_preferred";
   }
   return "?";
 }

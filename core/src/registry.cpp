@@ -48,6 +48,7 @@ void registry::add(backend_info info) {
   std::unique_lock guard(mutex_);
   if (by_scheme_.contains(info.scheme))
     throw error(errc::invalid_argument, "backend scheme '" + info.scheme + "' is registered twice");
+  info.caps = with_primitives(info.caps, info.primitives);
   auto scheme = info.scheme;
   by_scheme_.emplace(std::move(scheme), std::move(info));
 }
@@ -184,9 +185,18 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
       info = it->second;
     }
     if (const auto missing = info.caps.missing(required); !missing.empty()) {
+      std::string offered;  // the schemes that would do, so the message says where to go
+      {
+        std::shared_lock guard(mutex_);
+        for (const auto& [scheme, other] : by_scheme_)
+          if (other.caps.has_all(required) && other.unsafe_because.empty())
+            offered += (offered.empty() ? "" : ", ") + scheme;
+      }
       set_error(ec, errc::missing_capability,
                 "backend '" + info.scheme + "' lacks the required capabilities " + missing.to_string() + " (it has " +
-                    info.caps.to_string() + ")");
+                    info.caps.to_string() + "); " +
+                    (offered.empty() ? std::string("no registered backend has them all")
+                                     : "the registered backends that have them: " + offered));
       return nullptr;
     }
     if (info.scope == lock_scope::network && u.hosts().empty()) {

@@ -4,13 +4,13 @@
 #include <map>
 
 #include "dlock/error.hpp"
-#include "memory_lease.hpp"
+#include "dlock/lease_state.hpp"
 
 namespace dlock::memory {
 
 // ---- lease_link ------------------------------------------------------------------------------
 
-void lease_link::attach(memory_lease* lease) noexcept {
+void lease_link::attach(spi::lease_state* lease) noexcept {
   std::lock_guard guard(mutex_);
   lease_ = lease;
   if (pending_lost_) lease_->mark_lost(pending_lost_);

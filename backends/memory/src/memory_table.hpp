@@ -18,7 +18,11 @@
 
 namespace dlock::memory {
 
-class memory_lease;
+}  // namespace dlock::memory
+namespace dlock::spi {
+class lease_state;
+}
+namespace dlock::memory {
 
 // The tie between one grant hold and the lease object that represents it. The table keeps it to
 // mark the lease lost (expiry taken over, test-only break) without owning the lease; the lease
@@ -27,13 +31,13 @@ class memory_lease;
 // at attach time.
 class lease_link {
  public:
-  void attach(memory_lease* lease) noexcept;
+  void attach(spi::lease_state* lease) noexcept;
   void detach() noexcept;
   void notify_lost(std::error_code reason) noexcept;
 
  private:
   std::mutex mutex_;
-  memory_lease* lease_ = nullptr;
+  spi::lease_state* lease_ = nullptr;
   std::error_code pending_lost_;
 };
 

@@ -44,7 +44,10 @@ void wait_for_waiters(const std::string& ns, const std::string& name, std::size_
 
 TEST(Memory, IsBuiltIntoTheDefaultRegistry) {
   EXPECT_TRUE(dlock::default_registry().contains("memory"));
-  EXPECT_EQ(dlock::open("memory://")->caps(), dlock::memory::memory_caps);
+  EXPECT_EQ(dlock::open("memory://")->caps(),
+            dlock::with_primitives(dlock::memory::memory_caps, dlock::memory::memory_primitives));
+  EXPECT_EQ(dlock::open("memory://")->rw_caps(), *dlock::memory::memory_primitives.rw_lock);
+  EXPECT_EQ(dlock::open("memory://")->semaphore_caps(), *dlock::memory::memory_primitives.semaphore);
 }
 
 TEST(Memory, DeclaresEveryCapabilityAndProcessScope) {

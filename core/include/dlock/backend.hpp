@@ -2,6 +2,7 @@
 // backend: an opened URI. Owns the connections (pool, session, subscriber) shared by its locks,
 // and makes locks by name. Obtain one from registry::open / dlock::open.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -10,6 +11,8 @@
 #include "dlock/capabilities.hpp"
 #include "dlock/distributed_lock.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/rw_lock.hpp"
+#include "dlock/semaphore.hpp"
 
 namespace dlock {
 
@@ -30,7 +33,14 @@ class backend : public std::enable_shared_from_this<backend> {
   backend(const backend&) = delete;
   backend& operator=(const backend&) = delete;
 
+  // The mutex's capabilities, plus read_write / semaphore / writer_preferred for the primitives
+  // this backend makes beside it.
   capabilities caps() const noexcept { return caps_; }
+  // What the leases of this backend's reader-writer locks and semaphores can do (empty sets when
+  // it does not make them: caps() then lacks read_write or semaphore).
+  capabilities rw_caps() const noexcept { return primitives_.rw_lock.value_or(capabilities{}); }
+  capabilities semaphore_caps() const noexcept { return primitives_.semaphore.value_or(capabilities{}); }
+  const primitive_caps& primitives() const noexcept { return primitives_; }
   lock_scope scope() const noexcept { return scope_; }
   const name_limits& limits() const noexcept { return limits_; }
   const lock_options& default_options() const noexcept { return defaults_; }
@@ -43,6 +53,26 @@ class backend : public std::enable_shared_from_this<backend> {
   [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options);
   [[nodiscard]] std::unique_ptr<distributed_lock> make_lock(std::string_view name, lock_options options,
                                                             std::error_code& ec) noexcept;
+
+  // A reader-writer lock, for backends whose caps() has read_write; the others refuse with
+  // errc::not_supported naming the schemes that have one. Same name checks as make_lock. A
+  // reader-writer lock and a mutex of the same name are different objects on the server: do not
+  // mix them on one name.
+  [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name);
+  [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name, std::error_code& ec) noexcept;
+  [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name, lock_options options);
+  [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name, lock_options options,
+                                                      std::error_code& ec) noexcept;
+
+  // A counting semaphore of `max_count` permits (1 to max_semaphore_count), for backends whose
+  // caps() has semaphore; the others refuse with errc::not_supported.
+  [[nodiscard]] std::unique_ptr<semaphore> make_semaphore(std::string_view name, std::uint32_t max_count);
+  [[nodiscard]] std::unique_ptr<semaphore> make_semaphore(std::string_view name, std::uint32_t max_count,
+                                                          std::error_code& ec) noexcept;
+  [[nodiscard]] std::unique_ptr<semaphore> make_semaphore(std::string_view name, std::uint32_t max_count,
+                                                          lock_options options);
+  [[nodiscard]] std::unique_ptr<semaphore> make_semaphore(std::string_view name, std::uint32_t max_count,
+                                                          lock_options options, std::error_code& ec) noexcept;
 
   // Deletes the expired lock records this backend's server keeps (rows of the SQL table schemes
   // whose expiry has passed on the server's clock, stale waiters of a fair queue), including
@@ -60,9 +90,18 @@ class backend : public std::enable_shared_from_this<backend> {
 
  protected:
   backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri);
+  // A backend that also makes reader-writer locks and/or semaphores: their capabilities.
+  backend(capabilities caps, primitive_caps primitives, lock_scope scope, name_limits limits, lock_options defaults,
+          std::string redacted_uri);
 
   // The name is valid and options.owner is set. Should not throw; a throw is mapped to an error.
   virtual std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) = 0;
+
+  // Called only when primitives() offers the primitive, with a valid name, max_count and options
+  // (owner set). Should not throw; a throw is mapped to an error. Defaults: errc::not_supported.
+  virtual std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options);
+  virtual std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                                       lock_options options);
 
   // One sweep (see sweep_expired). Default: nothing to sweep, 0, no error -- a backend whose
   // server expires records itself (or that keeps none) has nothing left behind to delete.
@@ -70,7 +109,14 @@ class backend : public std::enable_shared_from_this<backend> {
   virtual std::string do_sweep_target() const;
 
  private:
+  // The common checks of every make_* form: the name, the options (owner filled in). False with
+  // ec set when one is bad.
+  bool check_make(std::string_view name, lock_options& options, std::error_code& ec) const noexcept;
+  // ec = not_supported naming what this backend lacks and the schemes that have it.
+  void refuse_primitive(std::string_view what, capability needed, std::error_code& ec) const noexcept;
+
   capabilities caps_;
+  primitive_caps primitives_;
   lock_scope scope_;
   name_limits limits_;
   lock_options defaults_;

@@ -3,6 +3,7 @@
 // refuses early, and the conformance suite asserts each one both ways (present and absent).
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,11 +17,17 @@ enum class capability : std::uint32_t {
   renewable = 1u << 4,          // lease::renew extends the grant
   fencing = 1u << 5,            // lease::fencing_token strictly increases per grant
   lost_notification = 1u << 6,  // lease::lost_token fires when the grant is gone
+  // The primitives beside the mutex. A backend's caps() has these when it makes them; what their
+  // leases can do (the bits above) is in backend::rw_caps() and backend::semaphore_caps().
+  read_write = 1u << 7,        // backend::make_rw_lock: many readers or one writer
+  semaphore = 1u << 8,         // backend::make_semaphore: at most N permits held at once
+  writer_preferred = 1u << 9,  // a waiting writer holds back new readers: no writer starvation
 };
 
 inline constexpr capability all_capabilities[] = {
     capability::reentrant, capability::fair, capability::blocking, capability::expiring,
-    capability::renewable, capability::fencing, capability::lost_notification};
+    capability::renewable, capability::fencing, capability::lost_notification,
+    capability::read_write, capability::semaphore, capability::writer_preferred};
 
 std::string_view to_string(capability c) noexcept;
 
@@ -48,6 +55,25 @@ class capabilities {
   constexpr explicit capabilities(std::uint32_t bits) noexcept : bits_(bits) {}
   std::uint32_t bits_ = 0;
 };
+
+// What a backend offers beside the mutex, declared as data like the mutex's capabilities: each
+// primitive's own set (blocking, fair, expiring, renewable, fencing, lost_notification, and for
+// the reader-writer lock writer_preferred), or nullopt when the backend does not make it.
+struct primitive_caps {
+  std::optional<capabilities> rw_lock;
+  std::optional<capabilities> semaphore;
+};
+
+// `mutex_caps` with the offer bits of `primitives` added: read_write and semaphore for each
+// primitive offered, writer_preferred where the reader-writer lock prefers writers.
+constexpr capabilities with_primitives(capabilities mutex_caps, const primitive_caps& primitives) noexcept {
+  if (primitives.rw_lock) {
+    mutex_caps = mutex_caps.with(capability::read_write);
+    if (primitives.rw_lock->has(capability::writer_preferred)) mutex_caps = mutex_caps.with(capability::writer_preferred);
+  }
+  if (primitives.semaphore) mutex_caps = mutex_caps.with(capability::semaphore);
+  return mutex_caps;
+}
 
 // Where exclusion holds. Not a capability (every backend excludes within its scope), but the
 // suite needs it: a process-scoped lock must NOT exclude another process, and a test shows that.

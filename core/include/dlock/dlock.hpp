@@ -3,6 +3,8 @@
 //   auto backend = dlock::open("redis://127.0.0.1:6379?ttl=30s");
 //   auto lock = backend->make_lock("orders/42");
 //   if (auto lease = lock->try_acquire_for(std::chrono::seconds(5))) { ... lease.fencing_token() ... }
+//   auto rw = backend->make_rw_lock("catalog");        // rw->try_acquire_read_for(...), acquire_write()
+//   auto permits = backend->make_semaphore("api", 3);  // permits->try_acquire_for(timeout, n)
 #include "dlock/backend.hpp"
 #include "dlock/capabilities.hpp"
 #include "dlock/diagnostics.hpp"
@@ -11,4 +13,6 @@
 #include "dlock/lease.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/registry.hpp"
+#include "dlock/rw_lock.hpp"
+#include "dlock/semaphore.hpp"
 #include "dlock/uri.hpp"

@@ -23,6 +23,9 @@ namespace dlock {
 struct backend_info {
   std::string scheme;  // "redis", "mysql+forupdate", "memory", "file"
   capabilities caps;   // declared up front; the suite asserts the opened backend matches
+  // The reader-writer lock's and the semaphore's capabilities, where the backend makes them;
+  // registry::add folds their offer bits (read_write, semaphore, writer_preferred) into caps.
+  primitive_caps primitives{};
   lock_scope scope = lock_scope::network;
   std::string example_uri;  // shown in unknown_scheme errors and by `dlock backends`
   std::string summary;      // one line: the strategy, e.g. "SET NX PX, compare-and-delete unlock"

@@ -1,0 +1,63 @@
+#include "dlock/rw_lock.hpp"
+
+#include "acquire_loop.hpp"
+#include "dlock/error.hpp"
+#include "dlock/lease_state.hpp"
+
+namespace dlock {
+
+std::string_view to_string(access a) noexcept { return a == access::read ? "read" : "write"; }
+
+rw_lock::rw_lock(std::string name, capabilities caps, lock_options options)
+    : name_(std::move(name)), caps_(caps), options_(std::move(options)) {}
+
+rw_lock::~rw_lock() = default;
+
+lease rw_lock::try_acquire(access side) {
+  std::error_code ec;
+  auto l = try_acquire(side, ec);
+  throw_if(ec);
+  return l;
+}
+
+lease rw_lock::try_acquire(access side, std::error_code& ec) noexcept {
+  return try_acquire_until(side, clock::now(), ec);
+}
+
+lease rw_lock::try_acquire_until(access side, clock::time_point deadline) {
+  std::error_code ec;
+  auto l = try_acquire_until(side, deadline, ec);
+  throw_if(ec);
+  return l;
+}
+
+lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  auto state = detail::acquire_within(
+      deadline, options_.poll, ec, [&](std::error_code& e) { return do_try_acquire(side, e); },
+      [&](clock::time_point d, std::error_code& e) { return do_acquire_until(side, d, e); }, [] { return true; },
+      [](spi::lease_state&) {});
+  return detail::adopt(std::move(state), options_, caps_);
+}
+
+lease rw_lock::acquire(access side) {
+  std::error_code ec;
+  auto l = acquire(side, ec);
+  throw_if(ec);
+  return l;
+}
+
+lease rw_lock::acquire(access side, std::error_code& ec) noexcept {
+  auto l = try_acquire_until(side, clock::time_point::max(), ec);
+  if (!l && !ec)
+    set_error(ec, errc::timeout, std::string(to_string(side)) + " lock '" + name_ + "': the backend gave up waiting");
+  return l;
+}
+
+std::unique_ptr<spi::lease_state> rw_lock::do_acquire_until(access side, clock::time_point deadline,
+                                                            std::error_code& ec) noexcept {
+  return detail::poll_until(deadline, options_.poll, ec, [&](std::error_code& e) { return do_try_acquire(side, e); });
+}
+
+}  // namespace dlock

@@ -1,0 +1,70 @@
+#include "dlock/semaphore.hpp"
+
+#include "acquire_loop.hpp"
+#include "dlock/error.hpp"
+#include "dlock/lease_state.hpp"
+
+namespace dlock {
+
+semaphore::semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options)
+    : name_(std::move(name)), max_count_(max_count), caps_(caps), options_(std::move(options)) {}
+
+semaphore::~semaphore() = default;
+
+bool semaphore::check_permits(std::uint32_t permits, std::error_code& ec) const noexcept {
+  if (permits >= 1 && permits <= max_count_) return true;
+  set_error(ec, errc::invalid_argument,
+            "semaphore '" + name_ + "' has " + std::to_string(max_count_) + " permits; an acquire takes 1 to " +
+                std::to_string(max_count_) + ", got " + std::to_string(permits));
+  return false;
+}
+
+lease semaphore::try_acquire(std::uint32_t permits) {
+  std::error_code ec;
+  auto l = try_acquire(permits, ec);
+  throw_if(ec);
+  return l;
+}
+
+lease semaphore::try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
+  return try_acquire_until(clock::now(), permits, ec);
+}
+
+lease semaphore::try_acquire_until(clock::time_point deadline, std::uint32_t permits) {
+  std::error_code ec;
+  auto l = try_acquire_until(deadline, permits, ec);
+  throw_if(ec);
+  return l;
+}
+
+lease semaphore::try_acquire_until(clock::time_point deadline, std::uint32_t permits, std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (!check_permits(permits, ec)) return {};
+  auto state = detail::acquire_within(
+      deadline, options_.poll, ec, [&](std::error_code& e) { return do_try_acquire(permits, e); },
+      [&](clock::time_point d, std::error_code& e) { return do_acquire_until(permits, d, e); }, [] { return true; },
+      [](spi::lease_state&) {});
+  return detail::adopt(std::move(state), options_, caps_);
+}
+
+lease semaphore::acquire(std::uint32_t permits) {
+  std::error_code ec;
+  auto l = acquire(permits, ec);
+  throw_if(ec);
+  return l;
+}
+
+lease semaphore::acquire(std::uint32_t permits, std::error_code& ec) noexcept {
+  auto l = try_acquire_until(clock::time_point::max(), permits, ec);
+  if (!l && !ec) set_error(ec, errc::timeout, "semaphore '" + name_ + "': the backend gave up waiting");
+  return l;
+}
+
+std::unique_ptr<spi::lease_state> semaphore::do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                              std::error_code& ec) noexcept {
+  return detail::poll_until(deadline, options_.poll, ec,
+                            [&](std::error_code& e) { return do_try_acquire(permits, e); });
+}
+
+}  // namespace dlock
