@@ -4,6 +4,15 @@
 //        leaving unlinks it; if the create finds it already there, two holders are inside at
 //        once: exit 3. (The marker is never waited on, so it detects overlap without being a lock.)
 //   hold URI NAME [TTL_MS]                   acquire, print "acquired <token>", sleep until killed.
+//   hold-read / hold-write URI NAME [TTL_MS]  the same with a reader-writer lock's side.
+//   hold-permits URI NAME MAX K [TTL_MS]      the same with K permits of a semaphore of MAX.
+//   rw-rmw URI NAME DIR ITERATIONS read|write  under the reader-writer lock's side: a writer does the
+//        lossy read-modify-write of DIR/counter; overlap detector: each holder first creates its
+//        marker (DIR/writer with O_EXCL, or DIR/reader.<pid>), then looks for the markers it must not
+//        meet (a writer: any other; a reader: DIR/writer): exit 3. Creating before looking means two
+//        holders inside at once cannot both miss each other.
+//   permits URI NAME MAX DIR ITERATIONS       one permit of a semaphore of MAX at a time: creates
+//        DIR/permit.<pid>, then counts the permit.* markers: more than MAX is an overlap, exit 3.
 // Exit codes: 0 done, 2 usage or dlock error, 3 overlap seen.
 #include <fcntl.h>
 #include <unistd.h>
@@ -11,6 +20,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -59,15 +69,101 @@ int rmw(const std::string& uri, const std::string& name, const std::string& coun
   return 0;
 }
 
-int hold(const std::string& uri, const std::string& name, long ttl_ms) {
-  auto b = dlock::open(uri);
-  auto o = quick_polling(*b);
-  if (ttl_ms > 0) o.ttl = std::chrono::milliseconds(ttl_ms);
-  auto lock = b->make_lock(name, o);
-  auto held = lock->acquire();
+template <class Acquire>
+int hold_lease(Acquire&& acquire) {
+  auto held = acquire();
   const auto token = held.fencing_token();
   std::cout << "acquired " << (token ? std::to_string(*token) : std::string("none")) << std::endl;
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+dlock::lock_options worker_options(const dlock::backend& b, long ttl_ms) {
+  auto o = quick_polling(b);
+  if (ttl_ms > 0) o.ttl = std::chrono::milliseconds(ttl_ms);
+  return o;
+}
+
+int hold(const std::string& uri, const std::string& name, long ttl_ms) {
+  auto b = dlock::open(uri);
+  auto lock = b->make_lock(name, worker_options(*b, ttl_ms));
+  return hold_lease([&] { return lock->acquire(); });
+}
+
+int hold_side(const std::string& uri, const std::string& name, dlock::access side, long ttl_ms) {
+  auto b = dlock::open(uri);
+  auto rw = b->make_rw_lock(name, worker_options(*b, ttl_ms));
+  return hold_lease([&] { return rw->acquire(side); });
+}
+
+int hold_permits(const std::string& uri, const std::string& name, std::uint32_t max, std::uint32_t k, long ttl_ms) {
+  auto b = dlock::open(uri);
+  auto sem = b->make_semaphore(name, max, worker_options(*b, ttl_ms));
+  return hold_lease([&] { return sem->acquire(k); });
+}
+
+// The markers in `dir` whose names start with `prefix`, other than `mine`.
+int count_markers(const std::filesystem::path& dir, const std::string& prefix, const std::filesystem::path& mine) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().filename().string().starts_with(prefix) && entry.path() != mine) ++n;
+  return n;
+}
+
+bool create_marker(const std::filesystem::path& marker) {
+  const int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+int rw_rmw(const std::string& uri, const std::string& name, const std::filesystem::path& dir, int iterations,
+           dlock::access side) {
+  auto b = dlock::open(uri);
+  auto rw = b->make_rw_lock(name, quick_polling(*b));
+  const auto mine = side == dlock::access::write ? dir / "writer" : dir / ("reader." + std::to_string(::getpid()));
+  const auto counter = (dir / "counter").string();
+  for (int i = 0; i < iterations; ++i) {
+    auto held = rw->acquire(side);
+    if (!create_marker(mine)) {
+      std::cerr << "overlap: two writers inside (" << mine << " exists)\n";
+      return 3;
+    }
+    const int others = count_markers(dir, "writer", mine) + (side == dlock::access::write ? count_markers(dir, "reader.", mine) : 0);
+    if (others != 0) {
+      std::cerr << "overlap: a " << dlock::to_string(side) << " holder met " << others << " conflicting holder(s)\n";
+      return 3;
+    }
+    if (side == dlock::access::write) {
+      const long v = read_counter(counter);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // widen the race window
+      write_counter(counter, v + 1);
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    std::filesystem::remove(mine);
+    held.release();
+  }
+  return 0;
+}
+
+int permits(const std::string& uri, const std::string& name, std::uint32_t max, const std::filesystem::path& dir,
+            int iterations) {
+  auto b = dlock::open(uri);
+  auto sem = b->make_semaphore(name, max, quick_polling(*b));
+  const auto mine = dir / ("permit." + std::to_string(::getpid()));
+  for (int i = 0; i < iterations; ++i) {
+    auto held = sem->acquire();
+    create_marker(mine);
+    const int inside = count_markers(dir, "permit.", {});
+    if (inside > static_cast<int>(max)) {
+      std::cerr << "overlap: " << inside << " holders of a semaphore of " << max << "\n";
+      return 3;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    std::filesystem::remove(mine);
+    held.release();
+  }
+  return 0;
 }
 
 }  // namespace
@@ -77,8 +173,21 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "rmw" && argc == 6) return rmw(argv[2], argv[3], argv[4], std::stoi(argv[5]));
     if (mode == "hold" && (argc == 4 || argc == 5)) return hold(argv[2], argv[3], argc == 5 ? std::stol(argv[4]) : 0);
+    const auto ttl_at = [&](int i) { return argc > i ? std::stol(argv[i]) : 0L; };
+    if ((mode == "hold-read" || mode == "hold-write") && (argc == 4 || argc == 5))
+      return hold_side(argv[2], argv[3], mode == "hold-read" ? dlock::access::read : dlock::access::write, ttl_at(4));
+    if (mode == "hold-permits" && (argc == 6 || argc == 7))
+      return hold_permits(argv[2], argv[3], std::stoul(argv[4]), std::stoul(argv[5]), ttl_at(6));
+    if (mode == "rw-rmw" && argc == 7)
+      return rw_rmw(argv[2], argv[3], argv[4], std::stoi(argv[5]),
+                    std::string(argv[6]) == "write" ? dlock::access::write : dlock::access::read);
+    if (mode == "permits" && argc == 7) return permits(argv[2], argv[3], std::stoul(argv[4]), argv[5], std::stoi(argv[6]));
     std::cerr << "usage: dlock_conformance_worker rmw URI NAME COUNTER_FILE ITERATIONS\n"
-                 "       dlock_conformance_worker hold URI NAME [TTL_MS]\n";
+                 "       dlock_conformance_worker hold URI NAME [TTL_MS]\n"
+                 "       dlock_conformance_worker hold-read|hold-write URI NAME [TTL_MS]\n"
+                 "       dlock_conformance_worker hold-permits URI NAME MAX K [TTL_MS]\n"
+                 "       dlock_conformance_worker rw-rmw URI NAME DIR ITERATIONS read|write\n"
+                 "       dlock_conformance_worker permits URI NAME MAX DIR ITERATIONS\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dlock_conformance_worker: " << e.what() << '\n';  // dlock messages are redacted
