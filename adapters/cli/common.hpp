@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "args.hpp"
-#include "primitive.hpp"
 #include "dlock/dlock.hpp"
+#include "primitive.hpp"
 
 namespace dlock::cli {
 
