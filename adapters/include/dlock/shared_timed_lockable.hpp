@@ -14,6 +14,12 @@
 // reader side: its acquire forms must be safe to call concurrently (they are: each grant is a
 // lease of its own).
 //
+// As with std::shared_timed_mutex, a thread must not take the shared side twice: on a backend
+// whose writers are preferred (writer_preferred), its second read queues behind a writer that
+// waits for its first. Preference between the threads of one process is the local mutex's
+// (libstdc++: pthread_rwlock, which prefers readers), whatever the backend prefers between
+// processes.
+//
 //   dlock::shared_timed_lockable catalog(backend->make_rw_lock("catalog"));
 //   { std::shared_lock reading(catalog); ...read... }               // many threads, many processes
 //   if (std::unique_lock writing(catalog, std::chrono::seconds(2)); writing) { ...write... }
