@@ -16,6 +16,13 @@ zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connect
       settings_(std::move(settings)),
       parent_(parent_path(settings_.root, this->name())) {}
 
+zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
+                 std::string parent)
+    : distributed_lock(std::move(name), zookeeper_caps, std::move(options)),
+      conn_(std::move(conn)),
+      settings_(std::move(settings)),
+      parent_(std::move(parent)) {}
+
 std::unique_ptr<spi::lease_state> zk_lock::do_try_acquire(std::error_code& ec) noexcept {
   return attempt(clock::now(), false, ec);
 }
