@@ -37,26 +37,38 @@ zk_semaphore::zk_semaphore(std::string name, std::uint32_t max_count, capabiliti
   leases_ = path + "/leases";
 }
 
+// Without the internal mutex. Safe: whoever is granted counted every granted node that existed
+// before its own (the newest grant saw all the others), so at most max_count are granted at once,
+// mutex or not; Curator's mutex is there so that waiters, whose nodes stay in, do not fill the
+// folder beyond max_count together and wait for each other forever. A try's node stays in for one
+// read only. It cannot overtake a waiter either: the waiter's nodes are in the count it reads. And
+// it is not refused merely because another client is inside the mutex at that instant.
 std::unique_ptr<spi::lease_state> zk_semaphore::do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
-  return attempt(permits, clock::now(), false, ec);
+  try {
+    return take_leases(permits, clock::now(), false, ec);
+  } catch (const dlock::error& e) {
+    set_error(ec, e.code(), e.detail());
+    return nullptr;
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
+    return nullptr;
+  }
 }
 
 std::unique_ptr<spi::lease_state> zk_semaphore::do_acquire_until(std::uint32_t permits, clock::time_point deadline,
                                                                  std::error_code& ec) noexcept {
-  return attempt(permits, deadline, true, ec);
+  return acquire_in_mutex(permits, deadline, ec);
 }
 
-std::unique_ptr<spi::lease_state> zk_semaphore::attempt(std::uint32_t permits, clock::time_point deadline, bool wait,
-                                                        std::error_code& ec) noexcept {
+std::unique_ptr<spi::lease_state> zk_semaphore::acquire_in_mutex(std::uint32_t permits, clock::time_point deadline,
+                                                                 std::error_code& ec) noexcept {
   try {
     // A fresh mutex object per attempt: zk_lock is reentrant per object, and two threads of one
     // semaphore must queue at the internal mutex like any two clients.
     zk_lock internal(std::string(name()) + "/locks", options(), conn_, settings_, locks_);
-    // try_acquire does not wait for the internal mutex either (Curator's acquire with no time
-    // left): while another client is inside it, the permits count as taken.
-    lease mutex = wait ? internal.try_acquire_until(deadline, ec) : internal.try_acquire(ec);
+    lease mutex = internal.try_acquire_until(deadline, ec);
     if (!mutex) return nullptr;
-    auto granted = take_leases(permits, deadline, wait, ec);
+    auto granted = take_leases(permits, deadline, true, ec);
     std::error_code ignored;  // our leases stand or fall by their own nodes; a mutex node left
     mutex.release(ignored);   // behind is deleted in the background or goes with its session
     return granted;
@@ -88,7 +100,7 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
                               .data = owner(),
                               .acl = settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE};
     lock_node node;
-    // No fresh session here: our internal mutex node lives in this one.
+    // No fresh session here: a waiter's internal mutex node lives in this one.
     if (const int rc = create_lock_node(*s, request, patience, node); rc != ZOK) {
       give_up();
       set_zk_error(ec, rc, what + " (create under " + leases_ + ")");

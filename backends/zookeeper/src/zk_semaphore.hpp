@@ -6,7 +6,8 @@
 // Acquire: take the internal mutex, create our lease nodes (k of them for k permits, under one
 // hold), then read leases/ with a watch until it has at most max_count children; release the
 // mutex. A waiter holds the mutex while it waits, so waiters are served in the mutex's order.
-// Release: delete our lease nodes (no mutex).
+// try_acquire skips the mutex (zk_semaphore.cpp says why that is safe). Release: delete our lease
+// nodes (no mutex).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,9 +31,11 @@ class zk_semaphore final : public semaphore {
                                                      std::error_code& ec) noexcept override;
 
  private:
-  std::unique_ptr<spi::lease_state> attempt(std::uint32_t permits, clock::time_point deadline, bool wait,
-                                            std::error_code& ec) noexcept;
-  // Under the internal mutex: create `permits` lease nodes and wait until they fit.
+  // Take the internal mutex (waiting until the deadline), then take_leases, then release the mutex.
+  std::unique_ptr<spi::lease_state> acquire_in_mutex(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept;
+  // Create `permits` lease nodes and, if `wait`, wait until they fit (under the internal mutex);
+  // else take them only if they fit at once.
   std::unique_ptr<spi::lease_state> take_leases(std::uint32_t permits, clock::time_point deadline, bool wait,
                                                 std::error_code& ec);
 

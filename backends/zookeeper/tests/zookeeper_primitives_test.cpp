@@ -171,7 +171,7 @@ TEST(zookeeper_semaphore, LayoutIsCuratorsSemaphoreV2WithLocksAndLeases) {
   const auto name = unique_name("sem-layout");
   const auto path = zk::parent_path(root_of(uri), name);
   auto sem = b->make_semaphore(name, 3);
-  auto two = sem->try_acquire(2);
+  auto two = sem->try_acquire_for(10s, 2);  // a waiting form: through the internal mutex
   ASSERT_TRUE(two);
   auto folders = children(zh.get(), path);
   std::sort(folders.begin(), folders.end());
@@ -188,6 +188,7 @@ TEST(zookeeper_semaphore, LayoutIsCuratorsSemaphoreV2WithLocksAndLeases) {
   }
   EXPECT_EQ(two.fencing_token(), static_cast<std::uint64_t>(newest));
   EXPECT_TRUE(children(zh.get(), path + "/locks").empty()) << "the internal mutex is held only while acquiring";
+  // try_acquire skips the mutex: refused without leaving nodes, granted while permits are free.
   EXPECT_FALSE(sem->try_acquire(2)) << "2 + 2 permits of 3";
   EXPECT_EQ(children(zh.get(), path + "/leases").size(), 2u) << "an acquire that gave up left its lease nodes";
   auto one = sem->try_acquire(1);
@@ -336,7 +337,7 @@ TEST(zookeeper_semaphore, NeverMoreThanNAndAWaiterGetsAFreedPermit) {
   const auto mutex_nodes = children(zh.get(), path + "/locks");
   ASSERT_EQ(mutex_nodes.size(), 1u);
   EXPECT_TRUE(named(mutex_nodes[0], "lock-")) << mutex_nodes[0];
-  // A second client arriving now queues behind the waiter at the internal mutex.
+  // A try arriving now cannot overtake the waiter: the waiter's lease node is in the count.
   auto behind = dlock::open(uri);
   EXPECT_FALSE(behind->make_semaphore(name, n)->try_acquire());
   EXPECT_EQ(children(zh.get(), path + "/leases").size(), n + 1);
@@ -345,6 +346,29 @@ TEST(zookeeper_semaphore, NeverMoreThanNAndAWaiterGetsAFreedPermit) {
   EXPECT_TRUE(granted) << "a freed permit did not reach the waiter";
   EXPECT_TRUE(children(zh.get(), path + "/locks").empty());
   EXPECT_EQ(children(zh.get(), path + "/leases").size(), n);
+}
+
+// try_acquire skips the internal mutex: N tries at once, in N sessions, all get their permit.
+TEST(zookeeper_semaphore, SimultaneousTriesAllGetTheNPermits) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  constexpr std::uint32_t n = 4;
+  const auto name = unique_name("sem-tries");
+  std::vector<std::shared_ptr<dlock::backend>> backends;
+  for (std::uint32_t i = 0; i < n; ++i) backends.push_back(dlock::open(uri));
+  for (int round = 0; round < 3; ++round) {
+    std::atomic<int> ready{0};
+    std::vector<std::future<dlock::lease>> tries;
+    for (auto& b : backends)
+      tries.push_back(std::async(std::launch::async, [&, b] {
+        auto sem = b->make_semaphore(name, n);
+        ++ready;
+        while (ready.load() < static_cast<int>(n)) std::this_thread::yield();
+        return sem->try_acquire();
+      }));
+    int granted = 0;
+    for (auto& t : tries) granted += t.get() ? 1 : 0;  // each lease released here
+    EXPECT_EQ(granted, static_cast<int>(n)) << "round " << round;
+  }
 }
 
 TEST(zookeeper_semaphore, ThreadsAndSessionsNeverHoldMoreThanNAtOnce) {
