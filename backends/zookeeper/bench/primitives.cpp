@@ -6,7 +6,8 @@
 //   primitives/zookeeper/semaphore/raw|dlock (InterProcessSemaphoreV2, 1 permit of 4): the internal
 //     mutex (create2 in locks/, get_children, pipelined exists-watch), create2 in leases/,
 //     get_children of leases/ with a watch, delete the mutex node; pipelined exists-watch on the
-//     lease node; at release, delete it.
+//     lease node; at release, delete it. dlock: try_acquire_for (the waiting form takes the mutex).
+//   primitives/zookeeper/semaphore_try/raw|dlock: try_acquire, which skips the internal mutex.
 //   primitives/zookeeper/read_one_name/raw|dlock at 1 and 8 threads: every thread reads the SAME
 //     name (readers together): throughput at 8 vs 1 is how reads scale. dlock: one backend (one
 //     session) for all threads, as in a service; raw: the same, one shared session.
@@ -119,9 +120,48 @@ void semaphore_raw(benchmark::State& state) {
   zookeeper_close(zh);
 }
 
+// try_acquire_for: the waiting form, through the internal mutex (try_acquire skips it: below).
 void semaphore_dlock(benchmark::State& state) {
   auto b = dlock::open(zk_bench::server_uri());
   auto sem = b->make_semaphore("bench-sem-" + dlock::spi::random_token(), 4);
+  const auto before = zk_bench::server_packets();
+  for (auto _ : state) {
+    auto l = sem->try_acquire_for(std::chrono::seconds(10));
+    if (!l) {
+      state.SkipWithError("semaphore try_acquire failed");
+      break;
+    }
+    l.release();
+  }
+  zk_bench::report_packets(state, before);
+}
+
+// The semaphore's try_acquire, without the internal mutex: create2 in leases/, get_children of
+// leases/, pipelined exists-watch, delete.
+void semaphore_try_raw(benchmark::State& state) {
+  zhandle_t* zh = zk_bench::raw_connect();
+  if (!zh) return state.SkipWithError("no session");
+  const auto leases = zk_bench::raw_root() + "/bench-semtry-raw-" + dlock::spi::random_token() + "/leases";
+  const auto before = zk_bench::server_packets();
+  for (auto _ : state) {
+    std::string lease_node;
+    bool ok = create_node(zh, leases, "lease-", lease_node) && children_count(zh, leases, false) <= 4;
+    if (ok) {
+      watch_pipelined(zh, lease_node);
+      ok = zoo_delete(zh, lease_node.c_str(), -1) == ZOK;
+    }
+    if (!ok) {
+      state.SkipWithError("raw semaphore try failed");
+      break;
+    }
+  }
+  zk_bench::report_packets(state, before);
+  zookeeper_close(zh);
+}
+
+void semaphore_try_dlock(benchmark::State& state) {
+  auto b = dlock::open(zk_bench::server_uri());
+  auto sem = b->make_semaphore("bench-semtry-" + dlock::spi::random_token(), 4);
   const auto before = zk_bench::server_packets();
   for (auto _ : state) {
     auto l = sem->try_acquire();
@@ -170,5 +210,7 @@ BENCHMARK(read_raw)->Name("primitives/zookeeper/read/raw")->UseRealTime();
 BENCHMARK(read_dlock)->Name("primitives/zookeeper/read/dlock")->UseRealTime();
 BENCHMARK(semaphore_raw)->Name("primitives/zookeeper/semaphore/raw")->UseRealTime();
 BENCHMARK(semaphore_dlock)->Name("primitives/zookeeper/semaphore/dlock")->UseRealTime();
+BENCHMARK(semaphore_try_raw)->Name("primitives/zookeeper/semaphore_try/raw")->UseRealTime();
+BENCHMARK(semaphore_try_dlock)->Name("primitives/zookeeper/semaphore_try/dlock")->UseRealTime();
 BENCHMARK(read_one_name_raw)->Name("primitives/zookeeper/read_one_name/raw")->Threads(1)->Threads(8)->UseRealTime();
 BENCHMARK(read_one_name_dlock)->Name("primitives/zookeeper/read_one_name/dlock")->Threads(1)->Threads(8)->UseRealTime();

@@ -116,7 +116,8 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
   for (;;) {
     session::path_watch watch(*s, leases_);  // registered before the watch is set: no event missed
     const auto asked = clock::now();
-    const int rc = watched_children_of(*s, leases_, children);
+    // A try reads once: no watch (it would only bring a notification of our own release).
+    const int rc = wait ? watched_children_of(*s, leases_, children) : children_of(s->handle(), leases_, children);
     if (rc == ZOK) s->heard_from_server(asked);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {
