@@ -15,9 +15,22 @@ inline constexpr capabilities redis_reentrant_caps = redis_caps.with(capability:
 // redis+fair://: Redisson's FIFO queue adds arrival order.
 inline constexpr capabilities redis_fair_caps = redis_reentrant_caps.with(capability::fair);
 
+// The reader-writer lock and the semaphore of redis://, redis+reentrant:// and redis+fair:// (one
+// implementation, Redisson's RReadWriteLock and RPermitExpirableSemaphore layouts): blocking (a
+// release publishes, waiters are woken), expiring (a read hold's timeout key and the hash's PX, a
+// permit's expiry score, on the server clock), renewable, fencing (every grant INCRs a counter
+// key of dlock's own, raised to the server clock as the mutex's), lost_notification (the
+// watchdog's renewal). Not fair (no queue: whoever tries after a release gets in) and not
+// writer_preferred (Redisson's layout lets a reader in while mode is read, whoever waits).
+inline constexpr capabilities redis_shared_caps{capability::blocking, capability::expiring, capability::renewable,
+                                                capability::fencing, capability::lost_notification};
+inline constexpr primitive_caps redis_primitives{redis_shared_caps, redis_shared_caps};
+
 // redlock://: no fencing (each master has its own counter, and no construction over them is
 // monotonic across failovers); not blocking (waiters poll with jittered backoff, Redlock's random retry).
 inline constexpr capabilities redlock_caps{capability::expiring, capability::renewable, capability::lost_notification};
+// redlock:// offers neither primitive: a count voted over independent masters is not safe (with a
+// semaphore of 2 over 3 masters, each pair of masters can grant a different third holder: README).
 
 // The UNSAFE schemes (unsafe.hpp): no fencing, renewal or lost notification. The two that set the
 // expiry in a second command cannot promise it (a holder dying in between holds forever).

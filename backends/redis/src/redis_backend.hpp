@@ -101,6 +101,9 @@ class redis_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  // Redisson's RReadWriteLock and RPermitExpirableSemaphore layouts, the same on all three schemes.
+  std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count, lock_options options) override;
 
  private:
   std::shared_ptr<shared> shared_;
@@ -113,6 +116,10 @@ struct key_names {
   std::string key, fence, channel, queue, timeout;
 };
 key_names keys_for(std::string_view prefix, mode m, std::string_view name);
+
+// Redisson's "<client uuid>:<thread id>" owner field, with the lock object's owner in place of the
+// thread (a 63-bit hash of it): identity per owner (lock object), never per calling thread.
+std::string redisson_owner_field(const settings& cfg, std::string_view owner);
 
 // Redisson's hash-tagged derived names: prefixName(p, n) = p + ":{" + n + "}" (braces omitted
 // when n already contains '{').
