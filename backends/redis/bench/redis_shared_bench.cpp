@@ -4,7 +4,8 @@
 //   redis_shared_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
 // Pairs to compare (items_per_second): raw/read vs dlock/read, raw/semaphore vs dlock/semaphore
 // (uncontended, one thread), and each of the */one_name benchmarks at 8 threads vs 1 (8 readers
-// of one name must not run one at a time).
+// of one name must not run one at a time; dlock/read_one_name_holding_2ms shows it with the
+// server's work per grant kept small beside the time held).
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
@@ -67,6 +69,20 @@ struct raw_connection {
 // The names: eight per thread (uncontended), or one for every thread (readers together).
 std::string name_for(const benchmark::State& state, int i, bool one_name) {
   return one_name ? "bench-rw:shared" : "bench-rw:" + std::to_string(state.thread_index() * 8 + i % 8);
+}
+
+// Readers of one name that each hold for `hold` (the work done under the lock, a sleep): if reads
+// ran one at a time, 8 threads would get through no more holds per second than 1.
+void dlock_read_holding(benchmark::State& state, std::chrono::microseconds hold) {
+  auto b = shared_backend("?ttl=30s");
+  auto lock = b->make_rw_lock("bench-rw:held");
+  for (auto _ : state) {
+    auto l = lock->try_acquire_read();
+    if (!l) state.SkipWithError("dlock read acquire failed");
+    std::this_thread::sleep_for(hold);
+    l.release();
+  }
+  state.SetItemsProcessed(state.iterations());
 }
 
 void raw_read(benchmark::State& state, bool one_name) {
@@ -139,6 +155,7 @@ void BM_dlock_read(benchmark::State& s) { dlock_read(s, false, "?ttl=30s"); }
 void BM_dlock_read_no_watchdog(benchmark::State& s) { dlock_read(s, false, "?ttl=30s&watchdog=false"); }
 void BM_raw_read_one_name(benchmark::State& s) { raw_read(s, true); }
 void BM_dlock_read_one_name(benchmark::State& s) { dlock_read(s, true, "?ttl=30s"); }
+void BM_dlock_read_one_name_holding_2ms(benchmark::State& s) { dlock_read_holding(s, std::chrono::milliseconds(2)); }
 void BM_raw_semaphore(benchmark::State& s) { raw_semaphore(s); }
 void BM_dlock_semaphore(benchmark::State& s) { dlock_semaphore(s, "?ttl=30s"); }
 void BM_dlock_semaphore_no_watchdog(benchmark::State& s) { dlock_semaphore(s, "?ttl=30s&watchdog=false"); }
@@ -153,4 +170,5 @@ BENCHMARK(BM_dlock_semaphore)->UseRealTime();
 BENCHMARK(BM_dlock_semaphore_no_watchdog)->UseRealTime();
 BENCHMARK(BM_raw_read_one_name)->Threads(1)->Threads(8)->UseRealTime();
 BENCHMARK(BM_dlock_read_one_name)->Threads(1)->Threads(8)->UseRealTime();
+BENCHMARK(BM_dlock_read_one_name_holding_2ms)->Threads(1)->Threads(8)->UseRealTime();
 BENCHMARK_MAIN();

@@ -29,8 +29,9 @@ inline constexpr primitive_caps redis_primitives{redis_shared_caps, redis_shared
 // redlock://: no fencing (each master has its own counter, and no construction over them is
 // monotonic across failovers); not blocking (waiters poll with jittered backoff, Redlock's random retry).
 inline constexpr capabilities redlock_caps{capability::expiring, capability::renewable, capability::lost_notification};
-// redlock:// offers neither primitive: a count voted over independent masters is not safe (with a
-// semaphore of 2 over 3 masters, each pair of masters can grant a different third holder: README).
+// redlock:// offers neither primitive: a count voted over independent masters is not safe (a
+// semaphore of 2 on 3 masters admits 3 holders with every master behaving: README), and a voted
+// reader-writer lock, as safe as Redlock's mutex at best, was not built.
 
 // The UNSAFE schemes (unsafe.hpp): no fencing, renewal or lost notification. The two that set the
 // expiry in a second command cannot promise it (a holder dying in between holds forever).

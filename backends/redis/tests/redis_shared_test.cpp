@@ -349,6 +349,43 @@ TEST(RedisShared, ReleaseWakesWaitersWithoutPolling) {
   waiter.join();
 }
 
+TEST(RedisShared, ReadersOverlapWritersAloneUnderContention) {
+  auto b = open_redis("ttl=5s&poll=1h");
+  const auto name = unique_name("rw-stress");
+  auto shared_object = b->make_rw_lock(name);  // one owner used by several threads, as well as objects of their own
+  std::atomic<int> readers{0}, writers{0}, most_readers{0}, violations{0}, writes{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 6; ++t)
+    ts.emplace_back([&, t] {
+      auto own = b->make_rw_lock(name);
+      auto& rw = t % 2 == 0 ? *shared_object : *own;
+      for (int k = 0; k < 25; ++k) {
+        const bool write = (k + t) % 5 == 0;
+        auto l = write ? rw.try_acquire_write_for(30s) : rw.try_acquire_read_for(30s);
+        ASSERT_TRUE(l);
+        if (write) {
+          if (++writers != 1 || readers.load() != 0) ++violations;
+          ++writes;
+          std::this_thread::sleep_for(1ms);
+          --writers;
+        } else {
+          const int now = ++readers;
+          if (writers.load() != 0) ++violations;
+          int seen = most_readers.load();
+          while (now > seen && !most_readers.compare_exchange_weak(seen, now)) {
+          }
+          std::this_thread::sleep_for(2ms);
+          --readers;
+        }
+        l.release();
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_GT(most_readers.load(), 1) << "readers never held together";
+  EXPECT_EQ(writes.load(), 30);
+}
+
 // ---- the semaphore -----------------------------------------------------------------------------
 
 TEST(RedisShared, SemaphoreLayoutIsRedissonsKeyByKey) {
