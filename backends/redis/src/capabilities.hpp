@@ -20,11 +20,13 @@ inline constexpr capabilities redis_fair_caps = redis_reentrant_caps.with(capabi
 // release publishes, waiters are woken), expiring (a read hold's timeout key and the hash's PX, a
 // permit's expiry score, on the server clock), renewable, fencing (every grant INCRs a counter
 // key of dlock's own, raised to the server clock as the mutex's), lost_notification (the
-// watchdog's renewal). Not fair (no queue: whoever tries after a release gets in) and not
-// writer_preferred (Redisson's layout lets a reader in while mode is read, whoever waits).
+// watchdog's renewal). Not fair (no queue: whoever tries after a release gets in). The reader-writer
+// lock is writer_preferred among dlock's clients: a waiting writer's entry in a set of dlock's own
+// holds back dlock's new readers (Redisson's readers do not read it: README).
 inline constexpr capabilities redis_shared_caps{capability::blocking, capability::expiring, capability::renewable,
                                                 capability::fencing, capability::lost_notification};
-inline constexpr primitive_caps redis_primitives{redis_shared_caps, redis_shared_caps};
+inline constexpr primitive_caps redis_primitives{redis_shared_caps.with(capability::writer_preferred),
+                                                 redis_shared_caps};
 
 // redlock://: no fencing (each master has its own counter, and no construction over them is
 // monotonic across failovers); not blocking (waiters poll with jittered backoff, Redlock's random retry).

@@ -161,11 +161,13 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
 // again (a release between the miss and the subscription is not lost), and wait for a message or
 // the hint (the holder's PTTL, the next permit's expiry; poll.max without one), and try again.
 // `attempt(ec, hint, deadline)` is one try; `poll` the core's polling wait, used when no
-// subscription can be made.
+// subscription can be made; `longest_wait` bounds each wait (a waiting writer's entry must be
+// renewed by its tries before it expires).
 template <class Attempt, class Poll>
 std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& channel, wake_rule rule,
-                                                 clock::time_point deadline, milliseconds poll_max, std::error_code& ec,
-                                                 Attempt&& attempt, Poll&& poll) noexcept {
+                                                 clock::time_point deadline, milliseconds poll_max,
+                                                 milliseconds longest_wait, std::error_code& ec, Attempt&& attempt,
+                                                 Poll&& poll) noexcept {
   milliseconds hint{};
   auto got = attempt(ec, hint, deadline);
   if (got || ec) return got;
@@ -190,7 +192,7 @@ std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& c
     }
     const auto now = clock::now();
     if (now >= deadline) return nullptr;
-    const auto bound = hint > milliseconds::zero() ? hint + milliseconds(1) : poll_max;
+    const auto bound = std::min(hint > milliseconds::zero() ? hint + milliseconds(1) : poll_max, longest_wait);
     place.wait(deadline - now > bound ? now + bound : deadline);
   }
 }
@@ -215,15 +217,41 @@ class redis_rw_lock final : public rw_lock {
                                                      std::error_code& ec) noexcept override {
     // A write release publishes '1' (every waiting reader may go), a read release '0' (the lock
     // is free): either may let several of this process's waiters in, so both wake them all.
-    return wait_for_grant(
-        *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, ec,
-        [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(side, e, hint, d); },
+    std::string entry;  // this wait's entry in the waiting writers' set
+    if (side == access::write) {
+      try {
+        entry = write_field_ + ":" + spi::random_token();
+      } catch (...) {
+        set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
+        return nullptr;
+      }
+    }
+    const auto& waiting = side == access::write ? entry : no_entry_;
+    // A waiting writer's entry expires a ttl after its last try: it tries again at least thrice a ttl.
+    const auto longest_wait = side == access::write ? std::max(options().ttl / 3, milliseconds(1)) : milliseconds::max();
+    auto got = wait_for_grant(
+        *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
+        [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(side, e, hint, d, waiting); },
         [&] { return rw_lock::do_acquire_until(side, deadline, ec); });
+    if (!got && side == access::write) give_up(entry);
+    return got;
   }
 
  private:
+  // A waiting writer that leaves without the lock takes its entry out of the waiting set (when
+  // this fails, the entry expires a ttl after its last try).
+  void give_up(const std::string& entry) noexcept {
+    try {
+      std::error_code ec;
+      (void)shared_->requests->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
+                                    clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
+    } catch (...) {
+    }
+  }
+
   std::unique_ptr<spi::lease_state> attempt(access side, std::error_code& ec, milliseconds& hint,
-                                            std::optional<clock::time_point> deadline) noexcept {
+                                            std::optional<clock::time_point> deadline,
+                                            const std::string& waiting_entry = {}) noexcept {
     try {
       const auto ttl = options().ttl;
       const auto ttl_text = ms_text(ttl);
@@ -232,10 +260,11 @@ class redis_rw_lock final : public rw_lock {
       milliseconds young{};
       const auto what = std::string(read ? "read-locking '" : "write-locking '") + std::string(name()) + "'";
       const auto got =
-          read ? run_acquire(*shared_, what, scripts::rw_read_acquire, {keys_.hash, keys_.timeout_prefix, keys_.token},
-                             {ttl_text, field_}, ttl, deadline, 0, young, ec)
-               : run_acquire(*shared_, what, scripts::rw_write_acquire, {keys_.hash, keys_.token},
-                             {ttl_text, write_field_}, ttl, deadline, 0, young, ec);
+          read ? run_acquire(*shared_, what, scripts::rw_read_acquire,
+                             {keys_.hash, keys_.timeout_prefix, keys_.token, keys_.waiting}, {ttl_text, field_}, ttl,
+                             deadline, 0, young, ec)
+               : run_acquire(*shared_, what, scripts::rw_write_acquire, {keys_.hash, keys_.token, keys_.waiting},
+                             {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec);
       if (!got) {
         hint = young;
         return nullptr;
@@ -261,6 +290,7 @@ class redis_rw_lock final : public rw_lock {
     }
   }
 
+  const std::string no_entry_;
   std::shared_ptr<shared> shared_;
   std::string field_, write_field_;
   rw_key_names keys_;
@@ -284,7 +314,7 @@ class redis_semaphore final : public semaphore {
   std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
     return wait_for_grant(
-        *shared_, keys_.channel, wake_rule::published_count, deadline, options().poll.max, ec,
+        *shared_, keys_.channel, wake_rule::published_count, deadline, options().poll.max, milliseconds::max(), ec,
         [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(permits, e, hint, d); },
         [&] { return semaphore::do_acquire_until(permits, deadline, ec); });
   }
@@ -361,6 +391,7 @@ rw_key_names rw_keys_for(std::string_view key, std::string_view field) {
   k.hash = key;
   k.channel = redisson_prefix_name("redisson_rwlock", key);
   k.token = redisson_prefix_name("dlock_rwlock_token", key);
+  k.waiting = redisson_suffix_name(key, "dlock_writers_waiting");
   k.timeout_prefix = redisson_suffix_name(key, field) + ":rwlock_timeout";
   // Redisson's getKeyPrefix: the timeout prefix up to ":<field>", i.e. "{name}" (or the name
   // itself when it has braces), to which the read unlock appends any holder's field.

@@ -22,7 +22,7 @@ std::string redisson_suffix_name(std::string_view name, std::string_view suffix)
 
 // The server keys of one reader-writer lock (key = prefix + name) for the holder field `field`.
 struct rw_key_names {
-  std::string hash, channel, token, timeout_prefix, holders_prefix;
+  std::string hash, channel, token, timeout_prefix, holders_prefix, waiting;
 };
 rw_key_names rw_keys_for(std::string_view key, std::string_view field);
 

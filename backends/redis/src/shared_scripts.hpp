@@ -16,13 +16,25 @@ namespace dlock::redis::scripts {
 // its own PX ttl; the hash's own ttl is the longest of them, so a dead reader's holds run out
 // alone while the others renew theirs.
 
-// KEYS = [name, {name}:<field>:rwlock_timeout, dlock_rwlock_token:{name}]  ARGV = [ttl ms, field]
-//   -> {-1, fencing token} | {pttl, -1}
+// Writer preference, dlock's addition (Redisson's readers ignore it): a zset
+// "{name}:dlock_writers_waiting" of waiting writers -> expiry (ms, server clock), renewed by each
+// waiting writer's tries. A dlock reader is not granted while it has a live member.
+#define DLOCK_SERVER_NOW_MS                       \
+  "local clock = redis.call('time'); "           \
+  "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000); "
+
+// KEYS = [name, {name}:<field>:rwlock_timeout, dlock_rwlock_token:{name}, {name}:dlock_writers_waiting]
+// ARGV = [ttl ms, field]  -> {-1, fencing token} | {pttl or ms until the next waiting writer's entry expires, -1}
 // Deviation: a writer's own read (Redisson's downgrade, mode 'write' with our writer field) is
 // refused: a dlock rw_lock object is one owner, and its read must wait for its own write.
 inline const script rw_read_acquire{
-    DLOCK_NEXT_FENCING_TOKEN
+    DLOCK_NEXT_FENCING_TOKEN DLOCK_SERVER_NOW_MS
+    "redis.call('zremrangebyscore', KEYS[4], 0, now); "
     "local mode = redis.call('hget', KEYS[1], 'mode'); "
+    "if mode ~= 'write' and redis.call('zcard', KEYS[4]) > 0 then "
+    "if mode == false then local first = redis.call('zrange', KEYS[4], 0, 0, 'WITHSCORES'); "
+    "return {math.max(1, tonumber(first[2]) - now), -1}; end; "
+    "return {redis.call('pttl', KEYS[1]), -1}; end; "
     "if mode == false then redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1); "
     "redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1]); redis.call('pexpire', KEYS[1], ARGV[1]); "
     "return {-1, next_fencing_token(KEYS[3])}; end; "
@@ -64,15 +76,29 @@ inline const script rw_read_renew{
     "if alive == 0 then return 0; end; "
     "redis.call('pexpire', KEYS[1], math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[1]))); return 1;"};
 
-// Redisson's write lock. KEYS = [name, dlock_rwlock_token:{name}]  ARGV = [ttl ms, writer field]
+// Redisson's write lock. KEYS = [name, dlock_rwlock_token:{name}, {name}:dlock_writers_waiting]
+// ARGV = [ttl ms, writer field, waiting entry ('' for a try that does not wait)]
 //   -> {-1, fencing token} | {pttl, -1}
-// Deviation: no re-entry (Redisson counts a second write of the same field); see rw_read_acquire.
+// A waiting writer's miss (re)writes its entry in the waiting set, expiring a ttl from now; its
+// grant removes it. Deviation: no re-entry (Redisson counts a second write of the same field).
 inline const script rw_write_acquire{
     DLOCK_NEXT_FENCING_TOKEN
     "if redis.call('hget', KEYS[1], 'mode') == false then "
     "redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "
+    "if ARGV[3] ~= '' then redis.call('zrem', KEYS[3], ARGV[3]); end; "
     "return {-1, next_fencing_token(KEYS[2])}; end; "
+    "if ARGV[3] ~= '' then " DLOCK_SERVER_NOW_MS
+    "redis.call('zadd', KEYS[3], now + tonumber(ARGV[1]), ARGV[3]); "
+    "redis.call('pexpire', KEYS[3], math.max(redis.call('pttl', KEYS[3]), tonumber(ARGV[1]))); end; "
     "return {redis.call('pttl', KEYS[1]), -1};"};
+
+// A waiting writer that gives up leaves the waiting set; when it was the last one and no writer
+// holds the lock, the readers it held back are woken ('1', as a write unlock).
+// KEYS = [{name}:dlock_writers_waiting, name, redisson_rwlock:{name}]  ARGV = [waiting entry]  -> 1
+inline const script rw_writer_gives_up{
+    "redis.call('zrem', KEYS[1], ARGV[1]); "
+    "if redis.call('zcard', KEYS[1]) == 0 and redis.call('hget', KEYS[2], 'mode') ~= 'write' then "
+    "redis.call('publish', KEYS[3], '1'); end; return 1;"};
 
 // Redisson's write unlock: drop the hold; with no field left but 'mode', delete the hash and
 // publish '1' (Redisson's READ_UNLOCK_MESSAGE: every waiting reader may go); with reads of the

@@ -197,7 +197,7 @@ TEST(RedisShared, RwLayoutIsTheSameOnEveryScheme) {
     auto b = open_scheme(scheme, "ttl=5s");
     ASSERT_TRUE(b->caps().has(dlock::capability::read_write)) << scheme;
     ASSERT_TRUE(b->caps().has(dlock::capability::semaphore)) << scheme;
-    EXPECT_FALSE(b->caps().has(dlock::capability::writer_preferred)) << scheme;
+    EXPECT_TRUE(b->caps().has(dlock::capability::writer_preferred)) << scheme;
     auto c = raw();
     const auto name = unique_name("rw-scheme");
     auto r = b->make_rw_lock(name, owned_by("o"))->try_acquire_read();
@@ -347,6 +347,65 @@ TEST(RedisShared, ReleaseWakesWaitersWithoutPolling) {
   std::this_thread::sleep_for(500ms);
   p.release();
   waiter.join();
+}
+
+TEST(RedisShared, WaitingWriterHoldsBackNewReaders) {
+  auto b = open_redis("ttl=2s&poll=1h");
+  auto c = raw();
+  const auto name = unique_name("rw-pref");
+  auto first = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(first);
+  std::atomic<bool> writer_in{false}, writer_done{false};
+  std::thread writer([&] {
+    auto w = b->make_rw_lock(name)->try_acquire_write_for(30s);
+    EXPECT_TRUE(w);
+    writer_in = true;
+    std::this_thread::sleep_for(300ms);
+    w.release();
+    writer_done = true;
+  });
+  const auto waiting = "{" + name + "}:dlock_writers_waiting";
+  while (num(cmd(c.get(), {"ZCARD", waiting})) == 0) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", waiting})), "zset");
+  auto late_reader = b->make_rw_lock(name);
+  EXPECT_FALSE(late_reader->try_acquire_read()) << "a reader arriving while a writer waits got in first";
+  std::thread reader([&] {
+    auto r = late_reader->try_acquire_read_for(30s);
+    EXPECT_TRUE(r);
+    EXPECT_TRUE(writer_done.load()) << "the waiting reader got in before the waiting writer";
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(writer_in.load());
+  first.release();
+  writer.join();
+  reader.join();
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", waiting})), 0) << "the writer's grant took its entry out";
+
+  // A writer that gives up takes its entry out at once, and readers go on.
+  auto again = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write_for(300ms));
+  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 0);
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read());
+}
+
+TEST(RedisShared, KilledWaitingWritersEntryExpires) {
+  auto b = open_redis("ttl=1s");
+  auto c = raw();
+  const auto name = unique_name("rw-pref-killed");
+  auto r = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(r);
+  ::setenv("DLOCK_SHARED_HOLDER", ("rw write " + name + " 1000").c_str(), 1);
+  dlock::testing::child_process writer({"/proc/self/exe", "--gtest_filter=RedisSharedHolder.Holder"});
+  ::unsetenv("DLOCK_SHARED_HOLDER");
+  const auto waiting = "{" + name + "}:dlock_writers_waiting";
+  for (int i = 0; i < 2000 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1);
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read());
+  writer.kill_hard();
+  (void)writer.wait(5s);
+  // Bound: a hang guard; the entry expires a ttl after the writer's last try.
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read_for(10s)) << "a killed writer's entry held readers back for good";
 }
 
 TEST(RedisShared, ReadersOverlapWritersAloneUnderContention) {
