@@ -108,10 +108,36 @@ struct answer {
 
 // One acquire script call through the pipeline. nullopt with ec: an error. nullopt without ec:
 // withdrawn before it was sent (the deadline passed in the queue) or a young server (wait_hint).
+// The acquire's reply was lost on a connection still intact (command_timeout): the server may
+// grant after all, to nobody. Read the late reply in the background and, if it is a grant, send
+// its release on the same connection, so it runs after the grant. (On a broken connection
+// nothing can be read: such a grant runs out at its ttl.)
+void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t index, script_call undo,
+                     clock::time_point expires_at) noexcept {
+  try {
+    s.post([late = std::move(late), index, undo = std::move(undo), expires_at](std::stop_token stop) {
+      constexpr milliseconds slice{100};  // so a stopping backend is not held up
+      auto outcome = late->take(index, slice, stop, expires_at);
+      const auto* r = outcome.get();
+      if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+          r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != -1)
+        return;
+      (void)late->with_connection([&](connection& c) {
+        std::error_code ec;
+        (void)c.eval_source(*undo.s, views(undo.keys), views(undo.args), ec);
+      });
+    });
+  } catch (...) {
+    // out of memory: the grant, if any, runs out at its ttl
+  }
+}
+
+// `make_undo()`: the release of the grant this call may make, for undo_late_grant.
+template <class MakeUndo>
 std::optional<answer> run_acquire(shared& s, std::string_view what, const script& acquire,
                                   const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
                                   milliseconds ttl, std::optional<clock::time_point> deadline, std::uint32_t max_count,
-                                  milliseconds& young, std::error_code& ec) noexcept {
+                                  milliseconds& young, std::error_code& ec, MakeUndo&& make_undo) noexcept {
   try {
     const auto& cfg = s.config;
     const auto start = clock::now();
@@ -130,9 +156,10 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
       s.note_young_server(out.run_id, out.server_young, ttl);
       return std::nullopt;
     }
-    // A grant whose reply was lost (command_timeout, dropped connection) is not undone: it runs
-    // out at its ttl, as a dead holder's does (README).
-    if (ec) return std::nullopt;
+    if (ec) {
+      if (out.late) undo_late_grant(s, std::move(out.late), out.late_index, make_undo(), start + ttl);
+      return std::nullopt;
+    }
     const auto* r = out.reply.get();
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER) {
@@ -262,9 +289,10 @@ class redis_rw_lock final : public rw_lock {
       const auto got =
           read ? run_acquire(*shared_, what, scripts::rw_read_acquire,
                              {keys_.hash, keys_.timeout_prefix, keys_.token, keys_.waiting}, {ttl_text, field_}, ttl,
-                             deadline, 0, young, ec)
+                             deadline, 0, young, ec, [&] { return read_release(); })
                : run_acquire(*shared_, what, scripts::rw_write_acquire, {keys_.hash, keys_.token, keys_.waiting},
-                             {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec);
+                             {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec,
+                             [&] { return write_release(ttl_text); });
       if (!got) {
         hint = young;
         return nullptr;
@@ -275,19 +303,22 @@ class redis_rw_lock final : public rw_lock {
       }
       if (read)
         return std::make_unique<grant_lease>(
-            shared_, std::string(name()), ttl, start, got->token,
-            script_call{&scripts::rw_read_release,
-                        {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix},
-                        {field_}},
+            shared_, std::string(name()), ttl, start, got->token, read_release(),
             script_call{&scripts::rw_read_renew, {keys_.hash, keys_.timeout_prefix}, {field_}});
-      return std::make_unique<grant_lease>(
-          shared_, std::string(name()), ttl, start, got->token,
-          script_call{&scripts::rw_write_release, {keys_.hash, keys_.channel}, {write_field_, ttl_text}},
-          script_call{&scripts::reentrant_renew, {keys_.hash}, {write_field_}});
+      return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token,
+                                           write_release(ttl_text),
+                                           script_call{&scripts::reentrant_renew, {keys_.hash}, {write_field_}});
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
       return nullptr;
     }
+  }
+
+  script_call read_release() const {
+    return {&scripts::rw_read_release, {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix}, {field_}};
+  }
+  script_call write_release(const std::string& ttl_text) const {
+    return {&scripts::rw_write_release, {keys_.hash, keys_.channel}, {write_field_, ttl_text}};
   }
 
   const std::string no_entry_;
@@ -345,7 +376,7 @@ class redis_semaphore final : public semaphore {
       milliseconds young{};
       const auto got = run_acquire(*shared_, "acquiring semaphore '" + std::string(name()) + "'",
                                    scripts::semaphore_acquire, {keys_.count, keys_.timeouts, keys_.channel, keys_.token},
-                                   args, ttl, deadline, max_count(), young, ec);
+                                   args, ttl, deadline, max_count(), young, ec, [&] { return release_of(ids); });
       if (!got) {
         hint = young;
         return nullptr;
@@ -354,15 +385,17 @@ class redis_semaphore final : public semaphore {
         hint = got->wait_hint;
         return nullptr;
       }
-      auto renew_ids = ids;
-      return std::make_unique<grant_lease>(
-          shared_, std::string(name()), ttl, start, got->token,
-          script_call{&scripts::semaphore_release, {keys_.count, keys_.timeouts, keys_.channel}, std::move(ids)},
-          script_call{&scripts::semaphore_renew, {keys_.timeouts}, std::move(renew_ids)});
+      auto release = release_of(ids);
+      return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token, std::move(release),
+                                           script_call{&scripts::semaphore_renew, {keys_.timeouts}, std::move(ids)});
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
       return nullptr;
     }
+  }
+
+  script_call release_of(const std::vector<std::string>& ids) const {
+    return {&scripts::semaphore_release, {keys_.count, keys_.timeouts, keys_.channel}, ids};
   }
 
   std::shared_ptr<shared> shared_;

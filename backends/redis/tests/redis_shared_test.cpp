@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <sstream>
@@ -535,7 +536,48 @@ TEST(RedisShared, SemaphoreNeverOverAdmits) {
   EXPECT_EQ(most.load(), 3) << "the semaphore does reach its count";
 }
 
-// ---- outages (stops the server: this executable runs alone) -----------------------------------
+// ---- outages (stops and freezes the server: this executable runs alone) ------------------------
+
+// The server frozen (SIGSTOP) for the life of the guard.
+class frozen_redis {
+ public:
+  frozen_redis() : pid_(dlock::testing::launcher_pid("redis")) {
+    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
+  }
+  ~frozen_redis() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
+  bool frozen() const noexcept { return pid_ > 0; }
+
+ private:
+  pid_t pid_;
+};
+
+// An acquire whose reply is lost to command_timeout may still be run by the server: the late
+// grant is read and released on the same connection, instead of holding the name for a ttl.
+TEST(RedisShared, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
+  auto b = open_redis("ttl=20s&command_timeout=300ms&connect_timeout=300ms");
+  auto c = raw();
+  const auto rw_name = unique_name("rw-paused"), sem_name = unique_name("sem-paused");
+  auto rw = b->make_rw_lock(rw_name);
+  auto sem = b->make_semaphore(sem_name, 2);
+  // Once before, so the scripts are cached: the EVALSHAs sent into the pause then grant.
+  rw->try_acquire_write().release();
+  sem->try_acquire(2).release();
+  {
+    frozen_redis pause;
+    ASSERT_TRUE(pause.frozen());
+    std::error_code ec;
+    EXPECT_FALSE(rw->try_acquire_write(ec));
+    EXPECT_EQ(ec, dlock::errc::backend_unavailable);
+    EXPECT_FALSE(sem->try_acquire(2, ec));
+    EXPECT_EQ(ec, dlock::errc::backend_unavailable);
+    std::this_thread::sleep_for(300ms);  // the requests wait in the server's socket
+  }
+  auto other = open_redis("ttl=20s");
+  EXPECT_TRUE(other->make_rw_lock(rw_name)->try_acquire_write_for(8s)) << "held by a grant nobody received";
+  EXPECT_TRUE(other->make_semaphore(sem_name, 2)->try_acquire_for(8s, 2)) << "permits taken by nobody";
+}
 
 TEST(RedisShared, ServerDownIsBackendUnavailable) {
   auto b = open_redis("ttl=2s&connect_timeout=300ms&command_timeout=300ms");
