@@ -692,6 +692,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);
   s->requests = std::make_unique<pipeline>(s->connections);
   s->renewals = std::make_unique<pipelined_renewals>(*s);
+  s->primitive_renewals = make_grant_renewals(*s);
   s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
   // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.
   std::error_code ec;

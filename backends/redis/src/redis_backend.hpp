@@ -57,6 +57,8 @@ struct shared {
   std::unique_ptr<pipeline> requests;
   // The watchdog's renewals of this backend's leases, pipelined (redis_backend.cpp).
   std::unique_ptr<spi::renewal_batch> renewals;
+  // The same for the reader-writer locks' and semaphores' leases (redis_primitives.cpp).
+  std::unique_ptr<spi::renewal_batch> primitive_renewals;
   // Started on the first wait or the first grant. Its connection is watched all the time, so a
   // server that goes away is noticed at once, not at the next renewal.
   std::shared_ptr<subscriber> subscriber_for_waits() noexcept;

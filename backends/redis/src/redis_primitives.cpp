@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "shared_scripts.hpp"
@@ -37,6 +38,27 @@ class grant_lease final : public spi::lease_state {
         renew_(std::move(renew)) {}
 
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
+  spi::renewal_batch* batch() const noexcept override { return shared_->primitive_renewals.get(); }
+
+  // The renewal script's arguments for `ttl_text` (ARGV[1]) and its answer, for the batch too.
+  std::vector<std::string_view> renew_args(const std::string& ttl_text) const {
+    std::vector<std::string_view> args{ttl_text};
+    args.insert(args.end(), renew_.args.begin(), renew_.args.end());
+    return args;
+  }
+  const script_call& renew_call() const noexcept { return renew_; }
+  void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
+    if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
+      set_error(ec, errc::backend_error, "redis: renewing '" + name() + "': " + std::string(error_text(&r)));
+    } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
+      set_error(ec, errc::lock_lost, "redis: '" + name() + "' is gone from the server at renewal (expired, deleted, "
+                                                           "or the server restarted without persistence)");
+    }
+  }
+  // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
+  clock::time_point connection_deadline() const noexcept {
+    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
+  }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
@@ -64,9 +86,7 @@ class grant_lease final : public spi::lease_state {
     reply_ptr r;
     try {
       const auto ttl_text = ms_text(ttl);
-      std::vector<std::string_view> args{ttl_text};
-      args.insert(args.end(), renew_.args.begin(), renew_.args.end());
-      auto out = shared_->requests->eval(*renew_.s, views(renew_.keys), args, connection_deadline(),
+      auto out = shared_->requests->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
                                          milliseconds::zero(), ec);
       if (out.withdrawn) set_busy_error(ec, "renewing");
       r = std::move(out.reply);
@@ -75,19 +95,10 @@ class grant_lease final : public spi::lease_state {
       return;
     }
     if (ec) return;
-    if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {
-      set_error(ec, errc::backend_error, "redis: renewing '" + name() + "': " + std::string(error_text(r.get())));
-    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
-      set_error(ec, errc::lock_lost, "redis: '" + name() + "' is gone from the server at renewal (expired, deleted, "
-                                                           "or the server restarted without persistence)");
-    }
+    judge_renewal(*r, ec);
   }
 
  private:
-  // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
-  clock::time_point connection_deadline() const noexcept {
-    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
-  }
   void set_busy_error(std::error_code& ec, std::string_view doing) const {
     set_error(ec, errc::backend_unavailable,
               "redis " + shared_->config.where.label() + ": " + std::string(doing) + " '" + name() +
@@ -97,6 +108,74 @@ class grant_lease final : public spi::lease_state {
   std::shared_ptr<shared> shared_;
   std::uint64_t fencing_;
   script_call release_, renew_;
+};
+
+// The watchdog's renewals of many reader-writer and semaphore leases of one backend: one pipeline
+// on one connection (EVALSHA each, then every reply), as the mutex's pipelined_renewals.
+class grant_renewals final : public spi::renewal_batch {
+ public:
+  explicit grant_renewals(shared& owner) : shared_(owner) {}
+
+  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
+    auto deadline = clock::time_point::max();
+    for (const auto* l : leases) deadline = std::min(deadline, static_cast<const grant_lease&>(*l).connection_deadline());
+    std::error_code ec;
+    auto c = shared_.connections->checkout(deadline, ec);
+    if (ec) {
+      std::fill(outcomes.begin(), outcomes.end(), ec);
+      return;
+    }
+    std::size_t sent = 0;
+    try {
+      for (; sent < leases.size(); ++sent) {
+        const auto& lease = static_cast<const grant_lease&>(*leases[sent]);
+        const auto ttl_text = ms_text(lease.ttl());
+        if (!c->append_eval(*lease.renew_call().s, views(lease.renew_call().keys), lease.renew_args(ttl_text))) break;
+      }
+    } catch (...) {
+      // out of memory: the leases appended so far are sent; the others fail this round
+    }
+    if (sent < leases.size())
+      set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
+    if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
+    std::vector<std::size_t> without_script;
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      const auto& lease = static_cast<const grant_lease&>(*leases[i]);
+      if (i >= sent || (ec && c->broken())) {
+        outcomes[i] = ec;
+        continue;
+      }
+      auto r = c->read(outcomes[i]);
+      if (!r) {
+        ec = outcomes[i];
+        continue;
+      }
+      if (is_error(r.get(), "NOSCRIPT")) {
+        try {
+          without_script.push_back(i);
+        } catch (...) {
+          set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+        }
+        continue;
+      }
+      lease.judge_renewal(*r, outcomes[i]);
+    }
+    // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source.
+    for (const auto i : without_script) {
+      const auto& lease = static_cast<const grant_lease&>(*leases[i]);
+      try {
+        const auto ttl_text = ms_text(lease.ttl());
+        auto r = c->eval_source(*lease.renew_call().s, views(lease.renew_call().keys), lease.renew_args(ttl_text),
+                                outcomes[i]);
+        if (r) lease.judge_renewal(*r, outcomes[i]);
+      } catch (...) {
+        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+      }
+    }
+  }
+
+ private:
+  shared& shared_;
 };
 
 // What an acquire script answered.
@@ -440,6 +519,8 @@ semaphore_key_names semaphore_keys_for(std::string_view key) {
   k.token = redisson_prefix_name("dlock_semaphore_token", key);
   return k;
 }
+
+std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) { return std::make_unique<grant_renewals>(s); }
 
 std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
                                             lock_options options) {

@@ -314,6 +314,36 @@ TEST(RedisShared, RenewalKeepsOnlyOurOwnReadHolds) {
   EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0) << "the last live reader's release drops the dead one's field";
 }
 
+// The watchdog renews many leases of both primitives together (one pipeline per round): all still
+// held, on the server too, after several ttls.
+TEST(RedisShared, ManyLeasesStayHeldByTheirRenewals) {
+  auto b = open_redis("ttl=1s");
+  auto c = raw();
+  const auto name = unique_name("many");
+  std::vector<std::unique_ptr<dlock::rw_lock>> locks;
+  std::vector<dlock::lease> held;
+  for (int i = 0; i < 100; ++i) {
+    locks.push_back(b->make_rw_lock(name + "-" + std::to_string(i % 10)));
+    held.push_back(locks.back()->try_acquire_read());
+    ASSERT_TRUE(held.back());
+  }
+  auto sem = b->make_semaphore(name + "-sem", 100);
+  for (int i = 0; i < 100; ++i) {
+    held.push_back(sem->try_acquire());
+    ASSERT_TRUE(held.back());
+  }
+  std::this_thread::sleep_for(3500ms);
+  for (const auto& l : held) EXPECT_TRUE(l.held());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(hgetall(c.get(), name + "-" + std::to_string(i)).size(), 11u);
+  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", "{" + name + "-sem}:timeout"})), 100);
+  for (auto& l : held) {
+    std::error_code ec;
+    l.release(ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+  EXPECT_EQ(str(cmd(c.get(), {"GET", name + "-sem"})), "100");
+}
+
 TEST(RedisShared, ReleaseWakesWaitersWithoutPolling) {
   // poll=1h and a holder ttl of 60s: only the release's message can end these waits in time.
   auto b = open_redis("ttl=60s&poll=1h");
