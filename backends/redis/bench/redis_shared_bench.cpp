@@ -95,7 +95,8 @@ void raw_read(benchmark::State& state, bool one_name) {
   for (auto _ : state) {
     const auto name = name_for(state, i++, one_name);
     const auto timeouts = "{" + name + "}:" + field + ":rwlock_timeout";
-    if (rc.evalsha(dlock::redis::scripts::rw_read_acquire, {name, timeouts, "dlock_rwlock_token:{" + name + "}"},
+    if (rc.evalsha(dlock::redis::scripts::rw_read_acquire,
+                   {name, timeouts, "dlock_rwlock_token:{" + name + "}", "{" + name + "}:dlock_writers_waiting"},
                    {"30000", field}) != -1)
       state.SkipWithError("raw read acquire failed");
     rc.evalsha(dlock::redis::scripts::rw_read_release,

@@ -335,11 +335,16 @@ class redis_rw_lock final : public rw_lock {
     const auto& waiting = side == access::write ? entry : no_entry_;
     // A waiting writer's entry expires a ttl after its last try: it tries again at least thrice a ttl.
     const auto longest_wait = side == access::write ? std::max(options().ttl / 3, milliseconds(1)) : milliseconds::max();
+    bool polled = false;  // no subscription: the core's polling, whose tries leave no entry
     auto got = wait_for_grant(
         *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
         [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(side, e, hint, d, waiting); },
-        [&] { return rw_lock::do_acquire_until(side, deadline, ec); });
-    if (!got && side == access::write) give_up(entry);
+        [&] {
+          polled = true;
+          return rw_lock::do_acquire_until(side, deadline, ec);
+        });
+    // The entry our tries left: taken out by a grant they made, otherwise here.
+    if (side == access::write && (!got || polled)) give_up(entry);
     return got;
   }
 
