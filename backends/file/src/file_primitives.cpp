@@ -65,22 +65,23 @@ std::unique_ptr<spi::lease_state> file_rw_lock::try_with_gate(access side, std::
   // passes it shared, so it is stopped only by a writer there (held, not an error).
   if (!gate) gate = take(files_.gate, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
   if (!gate) return nullptr;
-  // The counter's lock, taken blocking (every holder keeps it for a read and a write of 64 bytes,
-  // and a flush once per counter_reserve grants), around the grant itself: grants are then
-  // ordered as their tokens are.
-  auto fence = take(files_.fence, LOCK_EX, ec);
-  if (!fence) return nullptr;
   auto held = take(files_.lock, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
   if (!held) return nullptr;
+  // The token, under the counter's lock (taken blocking: every holder keeps it for a 64-byte read
+  // and write, and a flush once per counter_reserve grants), after the grant's own flock: a grant
+  // that begins after another one ended (a writer after anyone, anyone after a writer) gets a
+  // higher token. Read grants that overlap may be numbered in either order.
   const auto where = dir_->where(files_.fence);
+  auto fence = take(files_.fence, LOCK_EX, ec);
+  if (!fence) return nullptr;
   auto state = read_counter_file(fence->fd.get(), where, ec);
   if (!state) return nullptr;
   const auto token = issue_token(fence->fd.get(), *state, where, ec);
   if (!token) return nullptr;
+  fence.reset();  // the next grant may be counted
   std::vector<named_hold> holds;
   holds.push_back({files_.lock, std::move(*held)});
-  // fence and gate close on return: the next grant may be counted, and readers may pass the
-  // turnstile (they then find a writer's LOCK_EX on the lock).
+  // The gate closes on return: readers may pass the turnstile (and find a writer's LOCK_EX).
   return std::make_unique<shared_file_lease>(std::string(name()), options().ttl, dir_, std::move(holds), *token);
 }
 
