@@ -65,6 +65,9 @@ std::unique_ptr<spi::lease_state> file_rw_lock::try_with_gate(access side, std::
   // passes it shared, so it is stopped only by a writer there (held, not an error).
   if (!gate) gate = take(files_.gate, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
   if (!gate) return nullptr;
+  // A reader that passed lets go at once: the turnstile only orders arrivals (the lock itself
+  // excludes), and the shorter a reader holds it, the sooner a writer finds it free to take.
+  if (side == access::read) gate.reset();
   auto held = take(files_.lock, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
   if (!held) return nullptr;
   // The token, under the counter's lock (taken blocking: every holder keeps it for a 64-byte read
@@ -81,7 +84,7 @@ std::unique_ptr<spi::lease_state> file_rw_lock::try_with_gate(access side, std::
   fence.reset();  // the next grant may be counted
   std::vector<named_hold> holds;
   holds.push_back({files_.lock, std::move(*held)});
-  // The gate closes on return: readers may pass the turnstile (and find a writer's LOCK_EX).
+  // A writer's gate closes on return: readers may pass the turnstile (and find its LOCK_EX).
   return std::make_unique<shared_file_lease>(std::string(name()), options().ttl, dir_, std::move(holds), *token);
 }
 

@@ -228,6 +228,34 @@ TEST_F(FilePrimitives, AWaitingWriterHoldsBackNewReadersOfOtherProcesses) {
   EXPECT_TRUE(rw->try_acquire_read());
 }
 
+TEST_F(FilePrimitives, AStreamOfOverlappingReadersOfOtherProcessesDoesNotStarveAWriter) {
+  // Four processes read in a loop, each hold overlapping the next, so the lock itself is never
+  // free: with Linux flock alone a LOCK_EX would wait for ever. The turnstile lets the writer in.
+  std::vector<pid_t> readers;
+  for (int p = 0; p < 4; ++p) {
+    readers.push_back(spawn([&](auto b) {
+      auto rw = b->make_rw_lock("stream");
+      for (;;) {
+        auto reading = rw->acquire_read();
+        counters_->holding.fetch_add(1);
+        std::this_thread::sleep_for(3ms);
+      }
+      return 0;
+    }));
+  }
+  while (counters_->holding.load() < 20) std::this_thread::sleep_for(1ms);  // the stream is flowing
+  auto writing = backend_->make_rw_lock("stream")->try_acquire_write_for(20s);
+  EXPECT_TRUE(writing) << "the readers' stream starved the writer";
+  const int reads_before = counters_->holding.load();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(counters_->holding.load(), reads_before) << "a reader got in while the writer held";
+  writing.release();
+  for (pid_t r : readers) {
+    ::kill(r, SIGKILL);
+    wait_exit_code(r);
+  }
+}
+
 TEST_F(FilePrimitives, AKilledWaitingWriterLetsReadersInAgain) {
   signal_pipe reader_held;
   const pid_t reader = spawn([&](auto b) {
