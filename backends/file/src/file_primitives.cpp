@@ -98,7 +98,7 @@ std::unique_ptr<spi::lease_state> file_rw_lock::do_try_acquire(access side, std:
 }
 
 std::unique_ptr<spi::lease_state> file_rw_lock::do_acquire_until(access side, clock::time_point deadline,
-                                                                  std::error_code& ec) noexcept {
+                                                                 std::error_code& ec) noexcept {
   if (side == access::read) return rw_lock::do_acquire_until(side, deadline, ec);
   try {
     // Writer preference across processes: once this writer has the turnstile, no new reader

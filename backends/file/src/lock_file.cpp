@@ -33,8 +33,8 @@ std::string file_key(std::string_view name) {
   // key never equals a name used as it is.
   const bool leading_dot = name.starts_with('.');
   return spi::safe_key(
-             name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
-             "#");
+      name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
+      "#");
 }
 
 bool still_names(int dir_fd, const std::string& file_name, dev_t device, ino_t inode) {

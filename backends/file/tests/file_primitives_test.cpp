@@ -125,7 +125,7 @@ TEST_F(FilePrimitives, DeclaresTheRwLockAndSemaphoreCapabilities) {
   EXPECT_TRUE(backend_->caps().has(capability::semaphore));
   EXPECT_TRUE(backend_->caps().has(capability::writer_preferred));
   EXPECT_EQ(backend_->rw_caps(), (dlock::capabilities{capability::expiring, capability::fencing,
-                                                     capability::writer_preferred}));
+                                                      capability::writer_preferred}));
   EXPECT_EQ(backend_->semaphore_caps(), (dlock::capabilities{capability::expiring, capability::fencing}));
 }
 

@@ -86,8 +86,7 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
                                            token.data(), token.size(), exptime, 0);
       if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) continue;  // held
       if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_STORED) {
-        set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (add of permit " +
-                                           std::to_string(i) + ")");
+        set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (add of permit " + std::to_string(i) + ")");
         // The request may have been stored and only its reply lost: no permit may stay behind.
         if (is_network_failure(rc)) sweeper_->sweep(keys_.slot(i), token, exptime);
         withdraw(m, taken, token, exptime);

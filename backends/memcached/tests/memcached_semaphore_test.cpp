@@ -9,10 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "capabilities.hpp"
 #include "client_pool.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
-#include "capabilities.hpp"
 #include "memcached_semaphore.hpp"
 
 using namespace std::chrono_literals;
