@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "lock_file_watch.hpp"
+
 namespace dlock::file {
 
 shared_file_lease::shared_file_lease(std::string name, std::chrono::milliseconds ttl,
@@ -59,17 +61,21 @@ std::optional<held_file> file_rw_lock::take(const std::string& file_name, int op
   return flock_file(dir_->fd(), file_name, dir_->where(file_name), operation, ec);
 }
 
-std::unique_ptr<spi::lease_state> file_rw_lock::try_with_gate(access side, std::optional<held_file> gate,
-                                                              std::error_code& ec) {
+std::unique_ptr<spi::lease_state> file_rw_lock::try_once(access side, std::error_code& ec) {
   // The turnstile: a writer holds it exclusively from its first attempt to its grant; a reader
   // passes it shared, so it is stopped only by a writer there (held, not an error).
-  if (!gate) gate = take(files_.gate, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
+  auto gate = take(files_.gate, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
   if (!gate) return nullptr;
   // A reader that passed lets go at once: the turnstile only orders arrivals (the lock itself
   // excludes), and the shorter a reader holds it, the sooner a writer finds it free to take.
   if (side == access::read) gate.reset();
   auto held = take(files_.lock, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
   if (!held) return nullptr;
+  return grant(std::move(*held), ec);
+  // A writer's gate closes on return: readers may pass the turnstile (and find its LOCK_EX).
+}
+
+std::unique_ptr<spi::lease_state> file_rw_lock::grant(held_file held, std::error_code& ec) {
   // The token, under the counter's lock (taken blocking: every holder keeps it for a 64-byte read
   // and write, and a flush once per counter_reserve grants), after the grant's own flock: a grant
   // that begins after another one ended (a writer after anyone, anyone after a writer) gets a
@@ -83,14 +89,13 @@ std::unique_ptr<spi::lease_state> file_rw_lock::try_with_gate(access side, std::
   if (!token) return nullptr;
   fence.reset();  // the next grant may be counted
   std::vector<named_hold> holds;
-  holds.push_back({files_.lock, std::move(*held)});
-  // A writer's gate closes on return: readers may pass the turnstile (and find its LOCK_EX).
+  holds.push_back({files_.lock, std::move(held)});
   return std::make_unique<shared_file_lease>(std::string(name()), options().ttl, dir_, std::move(holds), *token);
 }
 
 std::unique_ptr<spi::lease_state> file_rw_lock::do_try_acquire(access side, std::error_code& ec) noexcept {
   try {
-    return try_with_gate(side, std::nullopt, ec);
+    return try_once(side, ec);
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, describe("rw lock", name(), e));
     return nullptr;
@@ -110,18 +115,26 @@ std::unique_ptr<spi::lease_state> file_rw_lock::do_acquire_until(access side, cl
       if (!back_off(options().poll, attempt, deadline)) return nullptr;
     }
     if (ec) return nullptr;
+    // Then the lock, with the turnstile held: asleep in the kernel until the lock file is closed by
+    // a leaving reader (or a dying one), as the mutex's waiting head (lock_file_watch.hpp), with
+    // attempts through the watch's own fd; re-checked at least every poll maximum. Without
+    // inotify, polling with backoff.
+    std::optional<lock_file_watch> watch;
+    try {
+      watch.emplace(*dir_, files_.lock);
+    } catch (const std::system_error&) {
+    }
     for (unsigned attempt = 0;; ++attempt) {
-      // Each attempt gets a dup of the turnstile's fd: it shares the open file description and so
-      // the flock, and closing the dup after the attempt (granted or not) does not drop the flock
-      // while `gate` stays open; it drops with `gate` when this wait returns.
-      held_file lent{unique_fd(::dup(gate->fd.get())), gate->device, gate->inode, 0};
-      if (!lent.fd) {
-        set_error(ec, errc::backend_error, "file:// rw lock '" + std::string(name()) + "': dup failed");
-        return nullptr;
+      auto held = watch ? watch->try_flock(LOCK_EX, ec) : take(files_.lock, LOCK_EX | LOCK_NB, ec);
+      if (held) return grant(std::move(*held), ec);
+      if (ec) return nullptr;
+      if (!watch) {
+        if (!back_off(options().poll, attempt, deadline)) return nullptr;
+        continue;
       }
-      auto granted = try_with_gate(side, std::move(lent), ec);
-      if (granted || ec) return granted;
-      if (!back_off(options().poll, attempt, deadline)) return nullptr;
+      const auto now = clock::now();
+      if (now >= deadline) return nullptr;
+      watch->wait_until(deadline - now > options().poll.max ? now + options().poll.max : deadline);
     }
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, describe("rw lock", name(), e));

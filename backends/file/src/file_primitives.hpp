@@ -1,8 +1,9 @@
 #pragma once
 // file://'s reader-writer lock and counting semaphore (files and counters: shared_files.hpp).
 // One attempt = non-blocking flocks on fds opened for it; the kernel drops them all when the
-// holder dies. Waiting: polling with the core's jittered backoff (the kernel queues nobody; a
-// waiting writer keeps the turnstile meanwhile, so readers arriving after it stay out).
+// holder dies. Waiting: readers and the semaphore poll with the core's jittered backoff; a
+// writer polls for the turnstile, then keeps it (readers arriving after it stay out) and sleeps
+// in the kernel until the lock file is closed (lock_file_watch.hpp). The kernel queues nobody.
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,14 +46,16 @@ class file_rw_lock final : public rw_lock {
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept override;
-  // A writer takes the turnstile first (waiting for it), then waits for the lock while keeping it;
-  // a reader polls (the default).
+  // A writer takes the turnstile first (polling for it), then waits for the lock while keeping it
+  // (inotify); a reader polls (the default).
   std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override;
 
  private:
-  // With the turnstile held (by a writer) or not (a reader takes it itself): one attempt at the lock.
-  std::unique_ptr<spi::lease_state> try_with_gate(access side, std::optional<held_file> gate, std::error_code& ec);
+  // One attempt: the turnstile, the lock, the token.
+  std::unique_ptr<spi::lease_state> try_once(access side, std::error_code& ec);
+  // The lease of a held lock file, with the next token.
+  std::unique_ptr<spi::lease_state> grant(held_file held, std::error_code& ec);
   std::optional<held_file> take(const std::string& file_name, int operation, std::error_code& ec) const;
 
   std::shared_ptr<const lock_directory> dir_;

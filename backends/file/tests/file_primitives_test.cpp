@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <set>
 #include <thread>
 #include <vector>
@@ -254,6 +255,29 @@ TEST_F(FilePrimitives, AStreamOfOverlappingReadersOfOtherProcessesDoesNotStarveA
     ::kill(r, SIGKILL);
     wait_exit_code(r);
   }
+}
+
+TEST_F(FilePrimitives, AWaitingWriterIsWokenByTheLastReaderOfAnotherProcessLeaving) {
+  // An hour of backoff: only the inotify wake-up on the reader's close can grant within the wait.
+  signal_pipe held, go;
+  const pid_t reader = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("wake")->try_acquire_read();
+    held.say(reading ? 'y' : 'n');
+    go.hear();
+    return 0;  // the reader's fd closes with the process
+  });
+  ASSERT_EQ(held.hear(), 'y');
+  auto patient = open_file("file://" + dir_.string() + "?poll=1h..1h")->make_rw_lock("wake");
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto waiting = std::async(std::launch::async, [&] {
+    auto got = patient->try_acquire_write_until(deadline);
+    return got && std::chrono::steady_clock::now() < deadline;  // the last attempt at the deadline does not count
+  });
+  const auto gate = dlock::file::rw_files("wake").gate;
+  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  go.say('g');
+  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_TRUE(waiting.get()) << "the waiting writer slept through the reader's release until its deadline";
 }
 
 TEST_F(FilePrimitives, AKilledWaitingWriterLetsReadersInAgain) {
