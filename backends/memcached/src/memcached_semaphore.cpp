@@ -65,6 +65,50 @@ void memcached_semaphore::withdraw(memcached_st* m, const std::vector<std::uint3
   }
 }
 
+std::vector<std::uint32_t> memcached_semaphore::slots_to_try(memcached_st* m, std::error_code& ec) const {
+  // From a random first slot: concurrent acquirers spread over the slots instead of all trying 0 first.
+  thread_local std::minstd_rand spread{std::random_device{}()};
+  const std::uint32_t first = static_cast<std::uint32_t>(spread() % max_count());
+  std::vector<bool> taken(max_count(), false);
+  if (max_count() > scan_above) {
+    // One `get` of every slot (in batches of short command lines) instead of an `add` per slot.
+    constexpr std::uint32_t keys_per_get = 500;
+    for (std::uint32_t from = 0; from < max_count(); from += keys_per_get) {
+      std::vector<std::string> keys;
+      for (std::uint32_t i = from; i < std::min(max_count(), from + keys_per_get); ++i)
+        keys.push_back(keys_.slot_prefix + std::to_string(i));
+      std::vector<const char*> ptrs;
+      std::vector<size_t> lengths;
+      for (const auto& k : keys) {
+        ptrs.push_back(k.data());
+        lengths.push_back(k.size());
+      }
+      auto rc = memcached_mget_by_key(m, keys_.group.data(), keys_.group.size(), ptrs.data(), lengths.data(), ptrs.size());
+      memcached_result_st* r = nullptr;
+      memcached_return_t frc = MEMCACHED_SUCCESS;
+      while (!memcached_failed(rc) && (r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
+        const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
+        if (key.starts_with(keys_.slot_prefix)) {
+          const auto index = std::stoul(std::string(key.substr(keys_.slot_prefix.size())));
+          if (index < max_count()) taken[index] = true;
+        }
+        memcached_result_free(r);
+      }
+      if (!memcached_failed(rc) && frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND) rc = frc;
+      if (memcached_failed(rc)) {
+        set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (get of its permits)");
+        return {};
+      }
+    }
+  }
+  std::vector<std::uint32_t> order;
+  for (std::uint32_t n = 0; n < max_count(); ++n) {
+    const std::uint32_t i = (first + n) % max_count();
+    if (!taken[i]) order.push_back(i);
+  }
+  return order;
+}
+
 std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint32_t permits,
                                                                       std::error_code& ec) noexcept {
   try {
@@ -75,12 +119,11 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
     const auto start = clock::now();
     // One token for every slot of this grant: each slot is checked against it as the mutex's item.
     const std::string token = spi::random_token();
-    // A random first slot: concurrent acquirers spread over the slots instead of all trying 0 first.
-    thread_local std::minstd_rand spread{std::random_device{}()};
-    const std::uint32_t first = static_cast<std::uint32_t>(spread() % max_count());
+    const auto order = slots_to_try(m, ec);
+    if (ec) return nullptr;
     std::vector<std::uint32_t> taken;
-    for (std::uint32_t n = 0; n < max_count() && taken.size() < permits; ++n) {
-      const std::uint32_t i = (first + n) % max_count();
+    for (std::size_t n = 0; n < order.size() && taken.size() < permits; ++n) {
+      const std::uint32_t i = order[n];
       const auto key = keys_.slot_prefix + std::to_string(i);
       const auto rc = memcached_add_by_key(m, keys_.group.data(), keys_.group.size(), key.data(), key.size(),
                                            token.data(), token.size(), exptime, 0);

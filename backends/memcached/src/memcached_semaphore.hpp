@@ -61,11 +61,17 @@ class memcached_semaphore final : public semaphore {
 
  protected:
   // `add` of free slots from a random first one until `permits` are ours (one round trip per slot
-  // tried), one `gets` of the taken slots and the fencing base; fewer free: the taken ones are
+  // tried; above scan_above slots, a `get` of all of them first picks the free ones), one `gets` of the taken slots and the fencing base; fewer free: the taken ones are
   // given back (CAS-guarded). memcached cannot queue or notify: waiting is the core's polling.
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
 
  private:
+  // A semaphore of more slots reads which are taken (one multi-key `get` per 500) before its `add`s,
+  // instead of trying each slot with an `add` round trip.
+  static constexpr std::uint32_t scan_above = 8;
+  // The slots to try with `add`, from a random first one: every slot, or above scan_above the ones
+  // found free.
+  std::vector<std::uint32_t> slots_to_try(memcached_st* m, std::error_code& ec) const;
   // Gives back slots we will not hand out: CAS-guarded deletes now, or by the sweeper later.
   void withdraw(memcached_st* m, const std::vector<std::uint32_t>& taken, const std::string& token,
                 time_t exptime) const noexcept;

@@ -83,12 +83,13 @@ TEST(memcached_semaphore, DeclaresTheMutexSetAndNoReaderWriterLock) {
   EXPECT_EQ(ec, dlock::errc::not_supported);
 }
 
-TEST(memcached_semaphore, NeverMoreThanNHoldAndNIsReached) {
-  constexpr std::uint32_t n = 3;
+namespace {
+// `threads` threads, each with its own backend, take one permit of a semaphore of `n` ten times.
+void never_more_than_n_and_n_is_reached(std::uint32_t n, int threads_count) {
   const auto name = unique_name("sem-n");
   std::atomic<int> holding{0}, most{0}, over{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
+  for (int t = 0; t < threads_count; ++t) {
     threads.emplace_back([&] {
       // Each thread its own backend: its own connections, as separate processes would have.
       auto sem = open_backend("ttl=5s&restart_delay=off&poll=1ms..20ms")->make_semaphore(name, n);
@@ -108,6 +109,30 @@ TEST(memcached_semaphore, NeverMoreThanNHoldAndNIsReached) {
   EXPECT_EQ(over.load(), 0) << "more than " << n << " permits held at once";
   EXPECT_EQ(most.load(), static_cast<int>(n)) << "never reached " << n;
   EXPECT_EQ(raw_slots(name).present(n), 0) << "every slot item deleted at release";
+}
+}  // namespace
+
+TEST(memcached_semaphore, NeverMoreThanNHoldAndNIsReached) { never_more_than_n_and_n_is_reached(3, 8); }
+
+// Above scan_above slots an acquire reads the slots first, then adds only free ones.
+TEST(memcached_semaphore, NeverMoreThanNHoldAndNIsReachedWithTheSlotsReadFirst) {
+  never_more_than_n_and_n_is_reached(12, 16);
+}
+
+TEST(memcached_semaphore, ALargeSemaphoreGrantsExactlyItsPermits) {
+  const auto name = unique_name("sem-large");
+  auto sem = open_backend()->make_semaphore(name, 40);
+  std::vector<dlock::lease> held;
+  for (int i = 0; i < 40; ++i) {
+    held.push_back(sem->try_acquire());
+    ASSERT_TRUE(held.back()) << "permit " << i;
+  }
+  EXPECT_FALSE(sem->try_acquire());
+  EXPECT_EQ(raw_slots(name).present(40), 40);
+  held[17].release();
+  auto again = sem->try_acquire();
+  EXPECT_TRUE(again) << "the freed slot is found";
+  EXPECT_FALSE(sem->try_acquire(2));
 }
 
 TEST(memcached_semaphore, AnAcquireTakesAllItsPermitsOrNoneAndEachSlotCarriesTheToken) {
