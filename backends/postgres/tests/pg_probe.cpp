@@ -1,5 +1,7 @@
 #include "pg_probe.hpp"
 
+#include "advisory_primitives.hpp"
+
 #include <stdexcept>
 
 #include "dlock/spi.hpp"
@@ -119,6 +121,41 @@ int break_lock(const std::string& uri_text, std::string_view name) {
   const int pid = std::stoi(*rows[0][0]);
   exec(c.get(), "SELECT pg_terminate_backend($1::int)", {std::int64_t{pid}});
   return pid;
+}
+
+namespace {
+std::vector<advisory_row> rows_of(const sql::result& r) {
+  std::vector<advisory_row> out;
+  for (const auto& row : r.rows) out.push_back({std::stoi(*row[0]), *row[1], *row[2] == "t"});
+  return out;
+}
+}  // namespace
+
+std::vector<advisory_row> advisory_rows(const std::string& uri_text, std::string_view name) {
+  auto c = connect(uri_text);
+  return rows_of(exec(c.get(),
+                      "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
+                      " AND objid = $2::bigint::oid AND objsubid = 1",
+                      {high(key_of(name)), low(key_of(name))}));
+}
+
+std::vector<advisory_row> slot_rows(const std::string& uri_text, std::string_view name, std::uint32_t slots) {
+  auto c = connect(uri_text);
+  std::vector<advisory_row> out;
+  for (std::uint32_t i = 0; i < slots; ++i) {
+    const auto k = semaphore_slot_key(name, i);
+    auto rows = rows_of(exec(c.get(),
+                             "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
+                             " AND objid = $2::bigint::oid AND objsubid = 2",
+                             {high(k), low(k)}));
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+void terminate(const std::string& uri_text, int pid) {
+  auto c = connect(uri_text);
+  exec(c.get(), "SELECT pg_terminate_backend($1::int)", {std::int64_t{pid}});
 }
 
 }  // namespace dlock::pg::testing
