@@ -201,6 +201,26 @@ TEST(pg_advisory_primitives, a_terminated_session_frees_read_hold_and_permit_and
   EXPECT_EQ(ec, dlock::errc::not_owner);
 }
 
+// The conformance hooks' probes (pg_probe: held_on_server, break_lock) see and break a read hold
+// among several, and a semaphore's permits.
+TEST(pg_advisory_primitives, the_probes_see_and_break_readers_and_permits) {
+  const auto name = unique_name("probes");
+  auto a = dlock::open(advisory_uri()), b = dlock::open(advisory_uri());
+  auto permit = a->make_semaphore(name, 7)->try_acquire(2);
+  ASSERT_TRUE(permit);
+  EXPECT_TRUE(probe::held_on_server(advisory_uri(), name));
+  EXPECT_GT(probe::break_lock(advisory_uri(), name), 0);
+  EXPECT_TRUE(fires_within(permit.lost_token(), 5s));
+  EXPECT_TRUE(eventually([&] { return !probe::held_on_server(advisory_uri(), name); }));
+  const auto other = unique_name("probes-rw");
+  auto r1 = a->make_rw_lock(other)->try_acquire_read(), r2 = b->make_rw_lock(other)->try_acquire_read();
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_TRUE(probe::held_on_server(advisory_uri(), other));
+  probe::break_lock(advisory_uri(), other);
+  EXPECT_TRUE(fires_within(r1.lost_token(), 5s));
+  EXPECT_TRUE(fires_within(r2.lost_token(), 5s));
+}
+
 TEST(pg_advisory_primitives, a_sigkilled_client_frees_its_read_hold_and_permit) {
   const auto name = unique_name("sigkill");
   int out[2];
