@@ -17,7 +17,7 @@ namespace {
 class advisory_lock final : public distributed_lock {
  public:
   advisory_lock(std::shared_ptr<advisory_state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), postgres_advisory_caps, std::move(o)),
+      : distributed_lock(std::move(name), with_primitives(postgres_advisory_caps, postgres_advisory_primitives), std::move(o)),
         st_(std::move(st)),
         key_{std::string(this->name()), spi::sha256_int64(this->name()), std::to_string(spi::sha256_int64(this->name()))} {}
 
