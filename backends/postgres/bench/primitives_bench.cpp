@@ -5,6 +5,7 @@
 //     shared try-lock with its token and pg_advisory_unlock_shared;
 //   uncontended semaphore acquire + release (N = 4, one permit, one name per thread): the slot
 //     statement over the N slots from a random start, then the unlock of the slot taken;
+//   the mutex (try_acquire / release vs its two statements), as a reference in the same run;
 //   8 readers on ONE name vs 1 reader: acquire_read / release (dlock, one backend shared by the
 //     threads) vs the shared try-lock / unlock on a connection per thread (raw).
 //   eval "$(compose/native/dlock-servers env)"
@@ -116,6 +117,28 @@ void BM_dlock_read(benchmark::State& state) {
   }
 }
 
+// The mutex as a reference in the same interleaved run (the statements advisory.cpp sends).
+const std::string try_exclusive_sql =
+    "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN got THEN nextval(" + seq +
+    ") END FROM l";
+void BM_raw_mutex(benchmark::State& state) {
+  raw_conn c;
+  const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "raw-mutex"));
+  for (auto _ : state) {
+    if (c.exec(try_exclusive_sql, {key}).empty()) state.SkipWithError("contended");
+    c.exec("SELECT pg_advisory_unlock($1)", {key});
+  }
+}
+void BM_dlock_mutex(benchmark::State& state) {
+  auto lock = shared_backend()->make_lock(name_for(state, "dlock-mutex"));
+  lock->try_acquire().release();
+  for (auto _ : state) {
+    auto l = lock->try_acquire();
+    if (!l) state.SkipWithError("contended");
+    l.release();
+  }
+}
+
 constexpr std::uint32_t permits = 4;
 
 std::string array_text(const std::vector<std::int32_t>& v) {
@@ -190,6 +213,8 @@ void BM_readers_dlock(benchmark::State& state) {
 
 void uncontended(benchmark::internal::Benchmark* b) { b->Threads(1)->UseRealTime(); }
 void readers(benchmark::internal::Benchmark* b) { b->Threads(1)->Threads(8)->UseRealTime(); }
+BENCHMARK(BM_raw_mutex)->Name("mutex/raw")->Apply(uncontended);
+BENCHMARK(BM_dlock_mutex)->Name("mutex/dlock")->Apply(uncontended);
 BENCHMARK(BM_raw_read)->Name("read/raw")->Apply(uncontended);
 BENCHMARK(BM_dlock_read)->Name("read/dlock")->Apply(uncontended);
 BENCHMARK(BM_raw_semaphore)->Name("semaphore/raw")->Apply(uncontended);
