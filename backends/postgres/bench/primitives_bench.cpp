@@ -5,6 +5,7 @@
 //     shared try-lock with its token and pg_advisory_unlock_shared;
 //   uncontended semaphore acquire + release (N = 4, one permit, one name per thread): the slot
 //     statement over the N slots from a random start, then the unlock of the slot taken;
+//   paired/*: the same, a raw and a dlock cycle alternating inside one loop (counter raw/dlock);
 //   the mutex (try_acquire / release vs its two statements), as a reference in the same run;
 //   8 readers on ONE name vs 1 reader: acquire_read / release (dlock, one backend shared by the
 //     threads) vs the shared try-lock / unlock on a connection per thread (raw).
@@ -209,6 +210,98 @@ void BM_readers_dlock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// Paired: each iteration runs one raw cycle and one dlock cycle back to back (order alternating),
+// timing each, so both sides see the same load on a shared machine (separate benchmarks, even
+// interleaved, drift with the other sessions' builds). Counters: the mean of each side per cycle,
+// and raw/dlock (the target is >= 0.9).
+template <class Raw, class Dlock>
+void paired(benchmark::State& state, Raw&& raw, Dlock&& dlock_cycle) {
+  using clock = std::chrono::steady_clock;
+  raw();
+  dlock_cycle();  // untimed: statements prepared, sessions opened
+  clock::duration raw_time{}, dlock_time{};
+  bool raw_first = true;
+  for (auto _ : state) {
+    const auto t0 = clock::now();
+    if (raw_first) raw(); else dlock_cycle();
+    const auto t1 = clock::now();
+    if (raw_first) dlock_cycle(); else raw();
+    const auto t2 = clock::now();
+    (raw_first ? raw_time : dlock_time) += t1 - t0;
+    (raw_first ? dlock_time : raw_time) += t2 - t1;
+    raw_first = !raw_first;
+  }
+  const double n = static_cast<double>(state.iterations());
+  const double raw_us = std::chrono::duration<double, std::micro>(raw_time).count() / n;
+  const double dlock_us = std::chrono::duration<double, std::micro>(dlock_time).count() / n;
+  state.counters["raw_us"] = raw_us;
+  state.counters["dlock_us"] = dlock_us;
+  state.counters["raw/dlock"] = raw_us / dlock_us;
+}
+
+void BM_paired_read(benchmark::State& state) {
+  raw_conn c;
+  const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "paired-raw-read"));
+  auto rw = shared_backend()->make_rw_lock(name_for(state, "paired-dlock-read"));
+  paired(
+      state,
+      [&] {
+        if (c.exec(try_shared_sql, {key}).empty()) state.SkipWithError("contended");
+        c.exec(unlock_shared_sql, {key});
+      },
+      [&] {
+        auto l = rw->try_acquire_read();
+        if (!l) state.SkipWithError("contended");
+        l.release();
+      });
+}
+
+void BM_paired_semaphore(benchmark::State& state) {
+  raw_conn c;
+  const std::string name = name_for(state, "paired-raw-semaphore");
+  std::vector<std::int64_t> slots;
+  for (std::uint32_t i = 0; i < permits; ++i) slots.push_back(dlock::pg::semaphore_slot_key(name, i));
+  std::minstd_rand random{std::random_device{}()};
+  auto sem = shared_backend()->make_semaphore(name_for(state, "paired-dlock-semaphore"), permits);
+  paired(
+      state,
+      [&] {
+        const auto first = random() % permits;
+        std::vector<std::int32_t> hi, lo;
+        for (std::uint32_t i = 0; i < permits; ++i) {
+          const auto k = slots[(first + i) % permits];
+          hi.push_back(high_of(k));
+          lo.push_back(low_of(k));
+        }
+        const auto taken = c.exec(slots_try_sql, {array_text(hi), array_text(lo), std::int64_t{1}});
+        if (taken.size() < 3) state.SkipWithError("contended");
+        const auto ord = std::stoul(taken.substr(1)) - 1;
+        c.exec(slots_unlock_sql, {array_text({hi[ord]}), array_text({lo[ord]})});
+      },
+      [&] {
+        auto l = sem->try_acquire();
+        if (!l) state.SkipWithError("contended");
+        l.release();
+      });
+}
+
+void BM_paired_mutex(benchmark::State& state) {
+  raw_conn c;
+  const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "paired-raw-mutex"));
+  auto lock = shared_backend()->make_lock(name_for(state, "paired-dlock-mutex"));
+  paired(
+      state,
+      [&] {
+        if (c.exec(try_exclusive_sql, {key}).empty()) state.SkipWithError("contended");
+        c.exec("SELECT pg_advisory_unlock($1)", {key});
+      },
+      [&] {
+        auto l = lock->try_acquire();
+        if (!l) state.SkipWithError("contended");
+        l.release();
+      });
+}
+
 }  // namespace
 
 void uncontended(benchmark::internal::Benchmark* b) { b->Threads(1)->UseRealTime(); }
@@ -219,6 +312,9 @@ BENCHMARK(BM_raw_read)->Name("read/raw")->Apply(uncontended);
 BENCHMARK(BM_dlock_read)->Name("read/dlock")->Apply(uncontended);
 BENCHMARK(BM_raw_semaphore)->Name("semaphore/raw")->Apply(uncontended);
 BENCHMARK(BM_dlock_semaphore)->Name("semaphore/dlock")->Apply(uncontended);
+BENCHMARK(BM_paired_mutex)->Name("paired/mutex")->Apply(uncontended);
+BENCHMARK(BM_paired_read)->Name("paired/read")->Apply(uncontended);
+BENCHMARK(BM_paired_semaphore)->Name("paired/semaphore")->Apply(uncontended);
 BENCHMARK(BM_readers_raw)->Name("readers one name/raw")->Apply(readers);
 BENCHMARK(BM_readers_dlock)->Name("readers one name/dlock")->Apply(readers);
 
