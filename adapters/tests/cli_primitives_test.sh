@@ -142,9 +142,16 @@ wait
 
 # Permits: two holders of 2 and two of 1 on a semaphore of 3: never more than 3 held, 3 reached.
 mkdir "$work/permits"
-for n in 2 2 1 1; do
-  "$dlock" run "$uri" "sem-$name" --permits "$n" --of 3 --wait 60s -- bash "$work/inside.sh" "$work/permits" "$n" 3 &
-done
+# The holders of 2 go first: were both holders of 1 in first, they could leave before either
+# holder of 2 found 2 free, and 3 would never be reached though nothing is wrong.
+permits_holder() {
+  "$dlock" run "$uri" "sem-$name" --permits "$1" --of 3 --wait 60s -- bash "$work/inside.sh" "$work/permits" "$1" 3 &
+}
+permits_holder 2
+permits_holder 2
+for _ in $(seq 200); do compgen -G "$work/permits/in.*" >/dev/null && break; sleep 0.05; done
+permits_holder 1
+permits_holder 1
 wait
 [[ $(ls "$work/permits"/seen.* | wc -l) -eq 4 ]] || fail "--permits: not all four commands ran"
 most=$(round "$work/permits")
