@@ -58,7 +58,7 @@ file_rw_lock::file_rw_lock(std::string name, capabilities caps, lock_options opt
     : rw_lock(name, caps, std::move(options)), dir_(std::move(dir)), files_(rw_files(name)) {}
 
 std::optional<held_file> file_rw_lock::take(const std::string& file_name, int operation, std::error_code& ec) const {
-  return flock_file(dir_->fd(), file_name, dir_->where(file_name), operation, ec);
+  return flock_file(*dir_, file_name, operation, ec);
 }
 
 std::unique_ptr<spi::lease_state> file_rw_lock::try_once(access side, std::error_code& ec) {
@@ -80,7 +80,7 @@ std::unique_ptr<spi::lease_state> file_rw_lock::grant(held_file held, std::error
   // and write, and a flush once per counter_reserve grants), after the grant's own flock: a grant
   // that begins after another one ended (a writer after anyone, anyone after a writer) gets a
   // higher token. Read grants that overlap may be numbered in either order.
-  const auto where = dir_->where(files_.fence);
+  const file_label where(*dir_, files_.fence);
   auto fence = take(files_.fence, LOCK_EX, ec);
   if (!fence) return nullptr;
   auto state = read_counter_file(fence->fd.get(), where, ec);
@@ -150,15 +150,15 @@ std::unique_ptr<spi::lease_state> file_semaphore::do_try_acquire(std::uint32_t p
   try {
     // The counter file's lock, blocking and brief, around the whole attempt: the max_count check,
     // the slots and the token, so grants are ordered as their tokens.
-    const auto where = dir_->where(files_.meta);
-    auto meta = flock_file(dir_->fd(), files_.meta, where, LOCK_EX, ec);
+    const file_label where(*dir_, files_.meta);
+    auto meta = flock_file(*dir_, files_.meta, LOCK_EX, ec);
     if (!meta) return nullptr;
     auto state = read_counter_file(meta->fd.get(), where, ec);
     if (!state) return nullptr;
     if (state->max_count != 0 && state->max_count != max_count()) {
       set_error(ec, errc::invalid_argument,
                 "file:// semaphore '" + std::string(name()) + "' has " + std::to_string(state->max_count) +
-                    " permits (stored in " + where + "); this one was made with " + std::to_string(max_count()) +
+                    " permits (stored in " + where.str() + "); this one was made with " + std::to_string(max_count()) +
                     ": every process must use the same max_count");
       return nullptr;
     }
@@ -166,7 +166,7 @@ std::unique_ptr<spi::lease_state> file_semaphore::do_try_acquire(std::uint32_t p
     std::vector<named_hold> slots;
     for (std::uint32_t i = 0; i < max_count() && slots.size() < permits; ++i) {
       auto slot_name = files_.slot(i);
-      auto slot = flock_file(dir_->fd(), slot_name, dir_->where(slot_name), LOCK_EX | LOCK_NB, ec);
+      auto slot = flock_file(*dir_, slot_name, LOCK_EX | LOCK_NB, ec);
       if (ec) return nullptr;  // the slots taken so far close with `slots`
       if (slot) slots.push_back({std::move(slot_name), std::move(*slot)});
     }

@@ -11,15 +11,30 @@
 //   <key>.sem         the semaphore's counter_file, which also stores its max_count
 //   <key>.sem.<i>     permit slot i (0 <= i < max_count): held = flock(LOCK_EX) on it
 // None is ever unlinked by dlock (the counters must survive; see lock_file.hpp for the unlink race).
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 
+#include "lock_directory.hpp"
 #include "lock_file.hpp"
 
 namespace dlock::file {
+
+// How a file is named in error messages: "<dir>/<file>", built only when a message is (never on a
+// grant's success path, which would otherwise format a path per file per grant).
+class file_label {
+ public:
+  file_label(const std::string& path) noexcept : path_(&path) {}  // NOLINT: a full path as it is
+  file_label(const lock_directory& dir, const std::string& file_name) noexcept : dir_(&dir), path_(&file_name) {}
+  std::string str() const { return dir_ ? dir_->where(*path_) : *path_; }
+
+ private:
+  const lock_directory* dir_ = nullptr;
+  const std::string* path_;
+};
 
 struct rw_file_names {
   std::string lock, gate, fence;
@@ -34,10 +49,10 @@ struct semaphore_file_names {
 semaphore_file_names semaphore_files(std::string_view name);
 
 // One attempt at flock(operation) (LOCK_SH or LOCK_EX, with LOCK_NB or without) on `file_name` in
-// `dir_fd`, opened (created) for this call, re-opened when the name was replaced between open and
+// `dir`, opened (created) for this call, re-opened when the name was replaced between open and
 // flock (bounded, as try_lock_file). nullopt with !ec: LOCK_NB and held in a conflicting mode.
 // The held_file's token is 0 (these files carry no counter of their own).
-std::optional<held_file> flock_file(int dir_fd, const std::string& file_name, const std::string& where, int operation,
+std::optional<held_file> flock_file(const lock_directory& dir, const std::string& file_name, int operation,
                                     std::error_code& ec);
 
 // A counter file (<key>.rw-fence, <key>.sem): 64 bytes, all little-endian,
@@ -57,14 +72,14 @@ struct counter_state {
   std::uint64_t last = 0;
   std::uint64_t reserved = 0;
   std::uint64_t max_count = 0;
-  std::string boot_id;
+  std::array<char, 36> boot_id{};  // all zeros: none stored
 };
 
 // Reads the counter file of an fd its caller holds flock(LOCK_EX) on. An empty file reads as
 // all zeros. errc::backend_error for any other size than 0 or 64 bytes.
-std::optional<counter_state> read_counter_file(int fd, const std::string& where, std::error_code& ec);
+std::optional<counter_state> read_counter_file(int fd, const file_label& where, std::error_code& ec);
 // The next token from `state` (as read under the same LOCK_EX), written back (and flushed when it
 // passes the mark or starts a new boot). nullopt with ec on an I/O error.
-std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const std::string& where, std::error_code& ec);
+std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const file_label& where, std::error_code& ec);
 
 }  // namespace dlock::file
