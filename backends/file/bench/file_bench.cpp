@@ -87,20 +87,41 @@ bool still_ours(const std::string& name) {
   return ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// dlock's read grant by hand (shared_files.hpp): the turnstile LOCK_SH (let go at once), the lock
-// LOCK_SH, the counter LOCK_EX with its 64-byte pread and pwrite, each with the inode check; the
-// release's check and close. What is left between this and dlock_read is the library alone.
+// A file kept open across grants (dlock's kept_file: the turnstile readers pass, the counter
+// files): opened and fstat'ed once; per use flock, the name checked against that inode, LOCK_UN.
+struct kept {
+  std::string name;
+  int fd;
+  ino_t inode;
+  explicit kept(std::string n) : name(std::move(n)), fd(::openat(file_backend_dir_fd(), name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660)) {
+    struct stat st {};
+    ::fstat(fd, &st);
+    inode = st.st_ino;
+  }
+  ~kept() { ::close(fd); }
+  bool lock(int operation) const {
+    struct stat by_name {};
+    return ::flock(fd, operation) == 0 &&
+           ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 && by_name.st_ino == inode;
+  }
+  void unlock() const { ::flock(fd, LOCK_UN); }
+};
+
+// dlock's read grant by hand (shared_files.hpp): the turnstile passed LOCK_SH (let go at once) and
+// the counter LOCK_EX with its 64-byte pread and pwrite, both kept open; the lock LOCK_SH on a file
+// opened for the grant; each with the inode check; the release's check and close. What is left
+// between this and dlock_read is the library alone.
 void raw_rw_protocol_read(benchmark::State& state) {
   const auto files = dlock::file::rw_files("raw-protocol");
+  const kept gate(files.gate), fence(files.fence);
   char bytes[64] = {};
   for (auto _ : state) {
-    const int gate = open_locked(files.gate, LOCK_SH | LOCK_NB);
-    if (gate >= 0) ::close(gate);
-    const int lock = open_locked(files.lock, LOCK_SH | LOCK_NB);
-    const int fence = open_locked(files.fence, LOCK_EX);
-    if (gate < 0 || lock < 0 || fence < 0 || ::pread(fence, bytes, 64, 0) < 0 || ::pwrite(fence, bytes, 64, 0) != 64)
+    const bool passed = gate.lock(LOCK_SH | LOCK_NB);
+    gate.unlock();
+    const int lock = passed ? open_locked(files.lock, LOCK_SH | LOCK_NB) : -1;
+    if (lock < 0 || !fence.lock(LOCK_EX) || ::pread(fence.fd, bytes, 64, 0) < 0 || ::pwrite(fence.fd, bytes, 64, 0) != 64)
       state.SkipWithError("raw protocol failed");
-    ::close(fence);
+    fence.unlock();
     if (!still_ours(files.lock)) state.SkipWithError("raw lock replaced");
     ::close(lock);
   }
@@ -125,18 +146,18 @@ void raw_rw_protocol_read_unchecked(benchmark::State& state) {
   }
 }
 
-// dlock's semaphore grant of one permit by hand: the counter file LOCK_EX (blocking) around the
-// attempt, its 64-byte pread, the first slot LOCK_EX|LOCK_NB, the counter's pwrite, the counter
-// closed; the release's check and the slot's close.
+// dlock's semaphore grant of one permit by hand: the counter file (kept open) LOCK_EX around the
+// attempt, its 64-byte pread, the first slot LOCK_EX|LOCK_NB on a file opened for the grant, the
+// counter's pwrite and LOCK_UN; the release's check and the slot's close.
 void raw_semaphore_protocol(benchmark::State& state) {
   const auto files = dlock::file::semaphore_files("raw-sem");
   const auto slot_name = files.slot(0);
+  const kept meta(files.meta);
   char bytes[64] = {};
   for (auto _ : state) {
-    const int meta = open_locked(files.meta, LOCK_EX);
-    const int slot = meta < 0 || ::pread(meta, bytes, 64, 0) < 0 ? -1 : open_locked(slot_name, LOCK_EX | LOCK_NB);
-    if (slot < 0 || ::pwrite(meta, bytes, 64, 0) != 64) state.SkipWithError("raw semaphore failed");
-    ::close(meta);
+    const int slot = !meta.lock(LOCK_EX) || ::pread(meta.fd, bytes, 64, 0) < 0 ? -1 : open_locked(slot_name, LOCK_EX | LOCK_NB);
+    if (slot < 0 || ::pwrite(meta.fd, bytes, 64, 0) != 64) state.SkipWithError("raw semaphore failed");
+    meta.unlock();
     if (!still_ours(slot_name)) state.SkipWithError("raw slot replaced");
     ::close(slot);
   }

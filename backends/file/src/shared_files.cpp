@@ -1,11 +1,13 @@
 #include "shared_files.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -31,6 +33,18 @@ const std::optional<std::array<char, boot_id_size>>& this_boot() {
     return bytes;
   }();
   return id;
+}
+
+// How many times this process (or its ancestors since the first kept_file) has forked: a child
+// sees a count its kept files were not opened at.
+std::atomic<unsigned> fork_count{0};
+
+unsigned forks_so_far() {
+  static const bool counting = [] {
+    return ::pthread_atfork(nullptr, nullptr, [] { fork_count.fetch_add(1, std::memory_order_relaxed); }) == 0;
+  }();
+  // Without the handler (out of memory at the first use) every use opens the file again: correct, slower.
+  return counting ? fork_count.load(std::memory_order_relaxed) : fork_count.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 std::uint64_t load64(const unsigned char* p) {
@@ -87,6 +101,58 @@ std::optional<held_file> flock_file(const lock_directory& dir, const std::string
   }
   set_error(ec, errc::backend_error, replaced_too_often(dir.where(file_name)));
   return std::nullopt;
+}
+
+kept_file::kept_file(std::shared_ptr<const lock_directory> dir, std::string file_name)
+    : dir_(std::move(dir)), file_name_(std::move(file_name)) {}
+
+kept_file::hold::~hold() {
+  if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+}
+
+bool kept_file::open_locked(std::error_code& ec) {
+  const unsigned forks = forks_so_far();
+  if (fd_ && forks_ == forks) return true;
+  fd_.reset();  // in a child: closes only the child's fd; the parent's open file description stays
+  int open_errno = 0;
+  unique_fd fd = open_lock_file(dir_->fd(), file_name_, open_errno);
+  if (!fd) {
+    set_open_error(ec, open_errno, dir_->where(file_name_));
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    set_error(ec, errc::backend_error, dir_->where(file_name_) + " is not a regular file we can stat");
+    return false;
+  }
+  fd_ = std::move(fd);
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
+  forks_ = forks;
+  return true;
+}
+
+kept_file::hold kept_file::lock(int operation, std::error_code& ec) {
+  std::unique_lock guard(mutex_);
+  for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
+    if (!open_locked(ec)) return {};
+    int rc;
+    do {
+      rc = ::flock(fd_.get(), operation);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      if (errno == EWOULDBLOCK) return {};  // held in a conflicting mode: not an error
+      const int err = errno;
+      set_error(ec, errc::backend_error, "cannot flock " + dir_->where(file_name_) + ": " + std::strerror(err));
+      return {};
+    }
+    if (still_names(dir_->fd(), file_name_, device_, inode_)) return hold(std::move(guard), fd_.get());
+    // Replaced or deleted since we opened it: whoever opens the name now locks another inode.
+    ::flock(fd_.get(), LOCK_UN);
+    fd_.reset();
+  }
+  set_error(ec, errc::backend_error, replaced_too_often(dir_->where(file_name_)));
+  return {};
 }
 
 std::optional<counter_state> read_counter_file(int fd, const file_label& where, std::error_code& ec) {

@@ -13,10 +13,13 @@
 // None is ever unlinked by dlock (the counters must survive; see lock_file.hpp for the unlink race).
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "lock_directory.hpp"
 #include "lock_file.hpp"
@@ -54,6 +57,52 @@ semaphore_file_names semaphore_files(std::string_view name);
 // The held_file's token is 0 (these files carry no counter of their own).
 std::optional<held_file> flock_file(const lock_directory& dir, const std::string& file_name, int operation,
                                     std::error_code& ec);
+
+// A protocol file one rw_lock or semaphore object keeps open across its grants (the turnstile a
+// reader passes, the counter file): per grant a flock, the inode check and a LOCK_UN, instead of
+// open, flock, fstat, the check and close. As safe as a file opened per grant because:
+//  - threads: flock does not exclude two holders of one open file description, so the object's
+//    mutex is held from the flock to the LOCK_UN (and while the file is opened again);
+//  - fork: a child inherits the open file description, and flock would not exclude parent and
+//    child either, so a child's first use (pthread_atfork counts forks) opens its own;
+//  - replacement: after every flock the name is checked against the inode, as after a fresh open,
+//    and a file replaced or deleted is let go and opened again (bounded, as flock_file).
+class kept_file {
+ public:
+  kept_file(std::shared_ptr<const lock_directory> dir, std::string file_name);
+
+  // A flock on the kept file: LOCK_UN, then the mutex, when it ends.
+  class hold {
+   public:
+    hold() = default;
+    hold(std::unique_lock<std::mutex> guard, int fd) noexcept : guard_(std::move(guard)), fd_(fd) {}
+    hold(hold&& other) noexcept : guard_(std::move(other.guard_)), fd_(std::exchange(other.fd_, -1)) {}
+    hold& operator=(hold&&) = delete;
+    ~hold();
+    int fd() const noexcept { return fd_; }
+    explicit operator bool() const noexcept { return fd_ >= 0; }
+
+   private:
+    std::unique_lock<std::mutex> guard_;
+    int fd_ = -1;
+  };
+
+  // flock(operation) on the kept file. An empty hold with !ec: LOCK_NB and held in a conflicting mode.
+  hold lock(int operation, std::error_code& ec);
+  const std::string& file_name() const noexcept { return file_name_; }
+  file_label label() const noexcept { return file_label(*dir_, file_name_); }
+
+ private:
+  bool open_locked(std::error_code& ec);
+
+  std::shared_ptr<const lock_directory> dir_;
+  std::string file_name_;
+  std::mutex mutex_;
+  unique_fd fd_;
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
+  unsigned forks_ = 0;  // the process's fork count when fd_ was opened
+};
 
 // A counter file (<key>.rw-fence, <key>.sem): 64 bytes, all little-endian,
 //   [0, 8)   the last fencing token handed out
