@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -42,6 +43,12 @@ std::shared_ptr<dlock::backend> file_backend() {
   return b;
 }
 
+// The lock directory, opened once (as dlock's lock_directory): files are found relative to it.
+int file_backend_dir_fd() {
+  static const int fd = ::open(bench_dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  return fd;
+}
+
 // The minimal hand-written cycle on one file: open, flock(operation|LOCK_NB), close (the close
 // drops the flock). What a program without dlock does for a shared or exclusive hold.
 bool raw_cycle(const fs::path& file, int operation) {
@@ -58,10 +65,71 @@ void raw_flock_shared(benchmark::State& state) {
     if (!raw_cycle(file, LOCK_SH)) state.SkipWithError("raw LOCK_SH failed");
 }
 
-// The same files and syscalls as dlock's read grant, by hand: the turnstile LOCK_SH, the counter
-// LOCK_EX with its 64-byte read and write, the lock LOCK_SH; then the closes. What is left between
-// this and dlock_read is the library (lease, name checks, the fstat checks against replaced files).
+// The files of a grant by hand, with the system calls dlock makes (strace -f: the same list, in
+// the same order, per cycle). `open_locked` is one file's open + flock, then the check that the
+// name still refers to the inode locked (fstat + fstatat: a file replaced or deleted between the
+// open and the flock is locked by nobody else, so a client that skipped this could share an
+// "exclusive" grant); `still_ours` is the release's check (not_owner when replaced while held).
+int open_locked(const std::string& name, int operation) {
+  const int dir = file_backend_dir_fd();
+  const int fd = ::openat(dir, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
+  struct stat locked {}, by_name {};
+  if (fd < 0 || ::flock(fd, operation) != 0 || ::fstat(fd, &locked) != 0 ||
+      ::fstatat(dir, name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) != 0 || by_name.st_ino != locked.st_ino) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool still_ours(const std::string& name) {
+  struct stat by_name {};
+  return ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// A file kept open across grants (dlock's kept_file: the turnstile readers pass, the counter
+// files): opened and fstat'ed once; per use flock, the name checked against that inode, LOCK_UN.
+struct kept {
+  std::string name;
+  int fd;
+  ino_t inode;
+  explicit kept(std::string n) : name(std::move(n)), fd(::openat(file_backend_dir_fd(), name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660)) {
+    struct stat st {};
+    ::fstat(fd, &st);
+    inode = st.st_ino;
+  }
+  ~kept() { ::close(fd); }
+  bool lock(int operation) const {
+    struct stat by_name {};
+    return ::flock(fd, operation) == 0 &&
+           ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 && by_name.st_ino == inode;
+  }
+  void unlock() const { ::flock(fd, LOCK_UN); }
+};
+
+// dlock's read grant by hand (shared_files.hpp): the turnstile passed LOCK_SH (let go at once) and
+// the counter LOCK_EX with its 64-byte pread and pwrite, both kept open; the lock LOCK_SH on a file
+// opened for the grant; each with the inode check; the release's check and close. What is left
+// between this and dlock_read is the library alone.
 void raw_rw_protocol_read(benchmark::State& state) {
+  const auto files = dlock::file::rw_files("raw-protocol");
+  const kept gate(files.gate), fence(files.fence);
+  char bytes[64] = {};
+  for (auto _ : state) {
+    const bool passed = gate.lock(LOCK_SH | LOCK_NB);
+    gate.unlock();
+    const int lock = passed ? open_locked(files.lock, LOCK_SH | LOCK_NB) : -1;
+    if (lock < 0 || !fence.lock(LOCK_EX) || ::pread(fence.fd, bytes, 64, 0) < 0 || ::pwrite(fence.fd, bytes, 64, 0) != 64)
+      state.SkipWithError("raw protocol failed");
+    fence.unlock();
+    if (!still_ours(files.lock)) state.SkipWithError("raw lock replaced");
+    ::close(lock);
+  }
+}
+
+// The same three files without the inode checks (what the first version of this benchmark did):
+// the floor of a client that trusts nobody to delete or replace files in the lock directory.
+void raw_rw_protocol_read_unchecked(benchmark::State& state) {
   const auto files = dlock::file::rw_files("raw-protocol");
   const auto path = [](const std::string& f) { return bench_dir() / f; };
   char bytes[64] = {};
@@ -75,6 +143,23 @@ void raw_rw_protocol_read(benchmark::State& state) {
     ::close(fence);
     ::close(gate);
     ::close(lock);
+  }
+}
+
+// dlock's semaphore grant of one permit by hand: the counter file (kept open) LOCK_EX around the
+// attempt, its 64-byte pread, the first slot LOCK_EX|LOCK_NB on a file opened for the grant, the
+// counter's pwrite and LOCK_UN; the release's check and the slot's close.
+void raw_semaphore_protocol(benchmark::State& state) {
+  const auto files = dlock::file::semaphore_files("raw-sem");
+  const auto slot_name = files.slot(0);
+  const kept meta(files.meta);
+  char bytes[64] = {};
+  for (auto _ : state) {
+    const int slot = !meta.lock(LOCK_EX) || ::pread(meta.fd, bytes, 64, 0) < 0 ? -1 : open_locked(slot_name, LOCK_EX | LOCK_NB);
+    if (slot < 0 || ::pwrite(meta.fd, bytes, 64, 0) != 64) state.SkipWithError("raw semaphore failed");
+    meta.unlock();
+    if (!still_ours(slot_name)) state.SkipWithError("raw slot replaced");
+    ::close(slot);
   }
 }
 
@@ -137,9 +222,11 @@ void dlock_mutex(benchmark::State& state) {
 
 BENCHMARK(raw_flock_shared)->UseRealTime();
 BENCHMARK(raw_rw_protocol_read)->UseRealTime();
+BENCHMARK(raw_rw_protocol_read_unchecked)->UseRealTime();
 BENCHMARK(dlock_read)->UseRealTime();
 BENCHMARK(dlock_write)->UseRealTime();
 BENCHMARK(raw_flock_slot)->UseRealTime();
+BENCHMARK(raw_semaphore_protocol)->UseRealTime();
 BENCHMARK(dlock_semaphore)->UseRealTime();
 BENCHMARK(dlock_mutex)->UseRealTime();
 BENCHMARK(raw_read_threads)->Name("readers/raw")->Threads(1)->Threads(8)->UseRealTime();

@@ -55,21 +55,33 @@ std::string describe(std::string_view kind, std::string_view name, const std::ex
 
 file_rw_lock::file_rw_lock(std::string name, capabilities caps, lock_options options,
                            std::shared_ptr<const lock_directory> dir)
-    : rw_lock(name, caps, std::move(options)), dir_(std::move(dir)), files_(rw_files(name)) {}
+    : rw_lock(name, caps, std::move(options)),
+      dir_(std::move(dir)),
+      files_(rw_files(name)),
+      gate_(dir_, files_.gate),
+      fence_(dir_, files_.fence) {}
 
 std::optional<held_file> file_rw_lock::take(const std::string& file_name, int operation, std::error_code& ec) const {
-  return flock_file(dir_->fd(), file_name, dir_->where(file_name), operation, ec);
+  return flock_file(*dir_, file_name, operation, ec);
 }
 
 std::unique_ptr<spi::lease_state> file_rw_lock::try_once(access side, std::error_code& ec) {
   // The turnstile: a writer holds it exclusively from its first attempt to its grant; a reader
-  // passes it shared, so it is stopped only by a writer there (held, not an error).
-  auto gate = take(files_.gate, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
+  // passes it shared, so it is stopped only by a writer there (held, not an error). A reader lets
+  // go at once (the hold is a temporary): the turnstile only orders arrivals (the lock itself
+  // excludes), and the shorter a reader holds it, the sooner a writer finds it free to take. So a
+  // reader's pass needs no open file of its own: it uses the object's kept one; a writer's hold
+  // lasts past this call (do_acquire_until) and has its own open file description, which the
+  // readers' kept one conflicts with.
+  if (side == access::read) {
+    if (!gate_.lock(LOCK_SH | LOCK_NB, ec)) return nullptr;
+    auto held = take(files_.lock, LOCK_SH | LOCK_NB, ec);
+    if (!held) return nullptr;
+    return grant(std::move(*held), ec);
+  }
+  auto gate = take(files_.gate, LOCK_EX | LOCK_NB, ec);
   if (!gate) return nullptr;
-  // A reader that passed lets go at once: the turnstile only orders arrivals (the lock itself
-  // excludes), and the shorter a reader holds it, the sooner a writer finds it free to take.
-  if (side == access::read) gate.reset();
-  auto held = take(files_.lock, (side == access::read ? LOCK_SH : LOCK_EX) | LOCK_NB, ec);
+  auto held = take(files_.lock, LOCK_EX | LOCK_NB, ec);
   if (!held) return nullptr;
   return grant(std::move(*held), ec);
   // A writer's gate closes on return: readers may pass the turnstile (and find its LOCK_EX).
@@ -80,14 +92,15 @@ std::unique_ptr<spi::lease_state> file_rw_lock::grant(held_file held, std::error
   // and write, and a flush once per counter_reserve grants), after the grant's own flock: a grant
   // that begins after another one ended (a writer after anyone, anyone after a writer) gets a
   // higher token. Read grants that overlap may be numbered in either order.
-  const auto where = dir_->where(files_.fence);
-  auto fence = take(files_.fence, LOCK_EX, ec);
-  if (!fence) return nullptr;
-  auto state = read_counter_file(fence->fd.get(), where, ec);
-  if (!state) return nullptr;
-  const auto token = issue_token(fence->fd.get(), *state, where, ec);
-  if (!token) return nullptr;
-  fence.reset();  // the next grant may be counted
+  std::optional<std::uint64_t> token;
+  {
+    const auto fence = fence_.lock(LOCK_EX, ec);
+    if (!fence) return nullptr;
+    auto state = read_counter_file(fence.fd(), fence_.label(), ec);
+    if (!state) return nullptr;
+    token = issue_token(fence.fd(), *state, fence_.label(), ec);
+    if (!token) return nullptr;
+  }  // the next grant may be counted
   std::vector<named_hold> holds;
   holds.push_back({files_.lock, std::move(held)});
   return std::make_unique<shared_file_lease>(std::string(name()), options().ttl, dir_, std::move(holds), *token);
@@ -144,21 +157,24 @@ std::unique_ptr<spi::lease_state> file_rw_lock::do_acquire_until(access side, cl
 
 file_semaphore::file_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
                                std::shared_ptr<const lock_directory> dir)
-    : semaphore(name, max_count, caps, std::move(options)), dir_(std::move(dir)), files_(semaphore_files(name)) {}
+    : semaphore(name, max_count, caps, std::move(options)),
+      dir_(std::move(dir)),
+      files_(semaphore_files(name)),
+      meta_(dir_, files_.meta) {}
 
 std::unique_ptr<spi::lease_state> file_semaphore::do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
   try {
     // The counter file's lock, blocking and brief, around the whole attempt: the max_count check,
     // the slots and the token, so grants are ordered as their tokens.
-    const auto where = dir_->where(files_.meta);
-    auto meta = flock_file(dir_->fd(), files_.meta, where, LOCK_EX, ec);
+    const auto where = meta_.label();
+    const auto meta = meta_.lock(LOCK_EX, ec);
     if (!meta) return nullptr;
-    auto state = read_counter_file(meta->fd.get(), where, ec);
+    auto state = read_counter_file(meta.fd(), where, ec);
     if (!state) return nullptr;
     if (state->max_count != 0 && state->max_count != max_count()) {
       set_error(ec, errc::invalid_argument,
                 "file:// semaphore '" + std::string(name()) + "' has " + std::to_string(state->max_count) +
-                    " permits (stored in " + where + "); this one was made with " + std::to_string(max_count()) +
+                    " permits (stored in " + where.str() + "); this one was made with " + std::to_string(max_count()) +
                     ": every process must use the same max_count");
       return nullptr;
     }
@@ -166,12 +182,12 @@ std::unique_ptr<spi::lease_state> file_semaphore::do_try_acquire(std::uint32_t p
     std::vector<named_hold> slots;
     for (std::uint32_t i = 0; i < max_count() && slots.size() < permits; ++i) {
       auto slot_name = files_.slot(i);
-      auto slot = flock_file(dir_->fd(), slot_name, dir_->where(slot_name), LOCK_EX | LOCK_NB, ec);
+      auto slot = flock_file(*dir_, slot_name, LOCK_EX | LOCK_NB, ec);
       if (ec) return nullptr;  // the slots taken so far close with `slots`
       if (slot) slots.push_back({std::move(slot_name), std::move(*slot)});
     }
     if (slots.size() < permits) return nullptr;  // not enough free: give back what we took
-    const auto token = issue_token(meta->fd.get(), *state, where, ec);
+    const auto token = issue_token(meta.fd(), *state, where, ec);
     if (!token) return nullptr;
     return std::make_unique<shared_file_lease>(std::string(name()), options().ttl, dir_, std::move(slots), *token);
   } catch (const std::exception& e) {

@@ -1,7 +1,7 @@
 #pragma once
 // file://'s reader-writer lock and counting semaphore (files and counters: shared_files.hpp).
-// One attempt = non-blocking flocks on fds opened for it; the kernel drops them all when the
-// holder dies. Waiting: readers and the semaphore poll with the core's jittered backoff; a
+// One attempt = non-blocking flocks on fds opened for it (the turnstile a reader passes and the
+// counter files stay open in the object: kept_file); the kernel drops them all when the holder dies. Waiting: readers and the semaphore poll with the core's jittered backoff; a
 // writer polls for the turnstile, then keeps it (readers arriving after it stay out) and sleeps
 // in the kernel until the lock file is closed (lock_file_watch.hpp). The kernel queues nobody.
 #include <memory>
@@ -60,6 +60,8 @@ class file_rw_lock final : public rw_lock {
 
   std::shared_ptr<const lock_directory> dir_;
   rw_file_names files_;
+  kept_file gate_;   // readers' pass only (shared_files.hpp); a writer opens its own
+  kept_file fence_;  // the counter file
 };
 
 class file_semaphore final : public semaphore {
@@ -73,6 +75,7 @@ class file_semaphore final : public semaphore {
  private:
   std::shared_ptr<const lock_directory> dir_;
   semaphore_file_names files_;
+  kept_file meta_;  // the counter file, held around each attempt
 };
 
 }  // namespace dlock::file

@@ -65,19 +65,27 @@ std::optional<std::uint64_t> read_counter(int fd, const std::string& where, std:
   return value;
 }
 
-unique_fd open_lock_file(int dir_fd, const std::string& file_name, const std::string& where, std::error_code& ec) {
+unique_fd open_lock_file(int dir_fd, const std::string& file_name, int& err) noexcept {
   for (;;) {
     // O_NOFOLLOW: a symlink planted in a shared lock directory must not make us lock (and write
     // the counter into) some other file. O_CLOEXEC: a program we exec must not inherit the lock.
     unique_fd fd(::openat(dir_fd, file_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660));
-    if (fd) return fd;
-    const int err = errno;
-    if (err == EINTR) continue;
-    set_error(ec, err == ENOSPC || err == EIO ? errc::backend_unavailable : errc::backend_error,
-              "cannot open lock file " + where + ": " + errno_text(err) +
-                  (err == ELOOP ? " (it is a symlink; lock files must be regular files)" : ""));
-    return fd;
+    err = fd ? 0 : errno;
+    if (err != EINTR) return fd;
   }
+}
+
+void set_open_error(std::error_code& ec, int err, const std::string& where) {
+  set_error(ec, err == ENOSPC || err == EIO ? errc::backend_unavailable : errc::backend_error,
+            "cannot open lock file " + where + ": " + errno_text(err) +
+                (err == ELOOP ? " (it is a symlink; lock files must be regular files)" : ""));
+}
+
+unique_fd open_lock_file(int dir_fd, const std::string& file_name, const std::string& where, std::error_code& ec) {
+  int err = 0;
+  unique_fd fd = open_lock_file(dir_fd, file_name, err);
+  if (!fd) set_open_error(ec, err, where);
+  return fd;
 }
 
 lock_outcome lock_opened_file(unique_fd& fd, int dir_fd, const std::string& file_name, const std::string& where,

@@ -52,6 +52,10 @@ std::string replaced_too_often(const std::string& where);
 // Opens (creating it if need be) the lock file `file_name` in the directory `dir_fd`, read-write,
 // never through a symlink. An empty fd with ec set on failure.
 unique_fd open_lock_file(int dir_fd, const std::string& file_name, const std::string& where, std::error_code& ec);
+// The same open for callers that name the file only when it fails: `err` is its errno (0 on success),
+// for set_open_error.
+unique_fd open_lock_file(int dir_fd, const std::string& file_name, int& err) noexcept;
+void set_open_error(std::error_code& ec, int err, const std::string& where);
 
 // What one flock attempt on an opened lock file gave: the held file (the fd moved into it), or
 // nothing with `replaced` (the name no longer refers to the locked inode: open the file again),

@@ -1,11 +1,13 @@
 #include "shared_files.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -19,15 +21,30 @@ constexpr std::size_t counter_file_size = 64;
 constexpr std::size_t boot_id_offset = 24;
 constexpr std::size_t boot_id_size = 36;
 
-// This boot's id, read once; empty when the kernel does not offer it.
-const std::string& this_boot() {
-  static const std::string id = [] {
+// This boot's id, read once; nullopt when the kernel does not offer it.
+const std::optional<std::array<char, boot_id_size>>& this_boot() {
+  static const auto id = []() -> std::optional<std::array<char, boot_id_size>> {
     std::ifstream in("/proc/sys/kernel/random/boot_id");
     std::string line;
     std::getline(in, line);
-    return line.size() == boot_id_size ? line : std::string();
+    if (line.size() != boot_id_size) return std::nullopt;
+    std::array<char, boot_id_size> bytes{};
+    std::memcpy(bytes.data(), line.data(), boot_id_size);
+    return bytes;
   }();
   return id;
+}
+
+// How many times this process (or its ancestors since the first kept_file) has forked: a child
+// sees a count its kept files were not opened at.
+std::atomic<unsigned> fork_count{0};
+
+unsigned forks_so_far() {
+  static const bool counting = [] {
+    return ::pthread_atfork(nullptr, nullptr, [] { fork_count.fetch_add(1, std::memory_order_relaxed); }) == 0;
+  }();
+  // Without the handler (out of memory at the first use) every use opens the file again: correct, slower.
+  return counting ? fork_count.load(std::memory_order_relaxed) : fork_count.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 std::uint64_t load64(const unsigned char* p) {
@@ -52,23 +69,29 @@ semaphore_file_names semaphore_files(std::string_view name) {
   return {key + ".sem", key + ".sem."};
 }
 
-std::optional<held_file> flock_file(int dir_fd, const std::string& file_name, const std::string& where, int operation,
+std::optional<held_file> flock_file(const lock_directory& dir, const std::string& file_name, int operation,
                                     std::error_code& ec) {
+  const int dir_fd = dir.fd();
   for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
-    unique_fd fd = open_lock_file(dir_fd, file_name, where, ec);
-    if (!fd) return std::nullopt;
+    int open_errno = 0;
+    unique_fd fd = open_lock_file(dir_fd, file_name, open_errno);
+    if (!fd) {
+      set_open_error(ec, open_errno, dir.where(file_name));
+      return std::nullopt;
+    }
     int rc;
     do {
       rc = ::flock(fd.get(), operation);
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
       if (errno == EWOULDBLOCK) return std::nullopt;  // held in a conflicting mode: not an error
-      set_error(ec, errc::backend_error, "cannot flock " + where + ": " + std::strerror(errno));
+      const int err = errno;
+      set_error(ec, errc::backend_error, "cannot flock " + dir.where(file_name) + ": " + std::strerror(err));
       return std::nullopt;
     }
     struct stat locked {};
     if (::fstat(fd.get(), &locked) != 0 || !S_ISREG(locked.st_mode)) {
-      set_error(ec, errc::backend_error, where + " is not a regular file we can stat");
+      set_error(ec, errc::backend_error, dir.where(file_name) + " is not a regular file we can stat");
       return std::nullopt;
     }
     // The unlink/replace race, as for the mutex: only a lock on the inode the name still refers
@@ -76,47 +99,99 @@ std::optional<held_file> flock_file(int dir_fd, const std::string& file_name, co
     if (still_names(dir_fd, file_name, locked.st_dev, locked.st_ino))
       return held_file{std::move(fd), locked.st_dev, locked.st_ino, 0};
   }
-  set_error(ec, errc::backend_error, replaced_too_often(where));
+  set_error(ec, errc::backend_error, replaced_too_often(dir.where(file_name)));
   return std::nullopt;
 }
 
-std::optional<counter_state> read_counter_file(int fd, const std::string& where, std::error_code& ec) {
+kept_file::kept_file(std::shared_ptr<const lock_directory> dir, std::string file_name)
+    : dir_(std::move(dir)), file_name_(std::move(file_name)) {}
+
+kept_file::hold::~hold() {
+  if (fd_ >= 0) ::flock(fd_, LOCK_UN);
+}
+
+bool kept_file::open_locked(std::error_code& ec) {
+  const unsigned forks = forks_so_far();
+  if (fd_ && forks_ == forks) return true;
+  fd_.reset();  // in a child: closes only the child's fd; the parent's open file description stays
+  int open_errno = 0;
+  unique_fd fd = open_lock_file(dir_->fd(), file_name_, open_errno);
+  if (!fd) {
+    set_open_error(ec, open_errno, dir_->where(file_name_));
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    set_error(ec, errc::backend_error, dir_->where(file_name_) + " is not a regular file we can stat");
+    return false;
+  }
+  fd_ = std::move(fd);
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
+  forks_ = forks;
+  return true;
+}
+
+kept_file::hold kept_file::lock(int operation, std::error_code& ec) {
+  std::unique_lock guard(mutex_);
+  for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
+    if (!open_locked(ec)) return {};
+    int rc;
+    do {
+      rc = ::flock(fd_.get(), operation);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      if (errno == EWOULDBLOCK) return {};  // held in a conflicting mode: not an error
+      const int err = errno;
+      set_error(ec, errc::backend_error, "cannot flock " + dir_->where(file_name_) + ": " + std::strerror(err));
+      return {};
+    }
+    if (still_names(dir_->fd(), file_name_, device_, inode_)) return hold(std::move(guard), fd_.get());
+    // Replaced or deleted since we opened it: whoever opens the name now locks another inode.
+    ::flock(fd_.get(), LOCK_UN);
+    fd_.reset();
+  }
+  set_error(ec, errc::backend_error, replaced_too_often(dir_->where(file_name_)));
+  return {};
+}
+
+std::optional<counter_state> read_counter_file(int fd, const file_label& where, std::error_code& ec) {
   std::array<unsigned char, counter_file_size> bytes{};
   ssize_t n;
   do {
     n = ::pread(fd, bytes.data(), bytes.size(), 0);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
-    set_error(ec, errc::backend_unavailable, "cannot read " + where + ": " + std::strerror(errno));
+    set_error(ec, errc::backend_unavailable, "cannot read " + where.str() + ": " + std::strerror(errno));
     return std::nullopt;
   }
   counter_state state;
   if (n == 0) return state;
   if (static_cast<std::size_t>(n) != counter_file_size) {
     set_error(ec, errc::backend_error,
-              where + " holds " + std::to_string(n) + " bytes; expected an empty file or the 64-byte counter of a "
+              where.str() + " holds " + std::to_string(n) + " bytes; expected an empty file or the 64-byte counter of a "
                                                       "file:// reader-writer lock or semaphore (was it written by something else?)");
     return std::nullopt;
   }
   state.last = load64(bytes.data());
   state.reserved = load64(bytes.data() + 8);
   state.max_count = load64(bytes.data() + 16);
-  state.boot_id.assign(reinterpret_cast<const char*>(bytes.data() + boot_id_offset), boot_id_size);
+  std::memcpy(state.boot_id.data(), bytes.data() + boot_id_offset, boot_id_size);
   return state;
 }
 
-std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const std::string& where, std::error_code& ec) {
-  const std::string& boot = this_boot();
+std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const file_label& where, std::error_code& ec) {
+  const auto& boot = this_boot();
   bool flush = false;
-  if (boot.empty() || state.boot_id != boot) {
+  if (!boot || state.boot_id != *boot) {
     // A new boot (or none known): tokens of the last one may be lost from [0, 8), never from the mark.
     state.last = std::max(state.last, state.reserved);
-    state.boot_id = boot;
+    state.boot_id = boot ? *boot : std::array<char, boot_id_size>{};
     flush = true;
   }
   const std::uint64_t token = state.last + 1;
   if (token > state.reserved) {
-    state.reserved = token + (boot.empty() ? 0 : counter_reserve);
+    state.reserved = token + (boot ? counter_reserve : 0);
     flush = true;
   }
   state.last = token;
@@ -124,13 +199,14 @@ std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const std
   store64(bytes.data(), state.last);
   store64(bytes.data() + 8, state.reserved);
   store64(bytes.data() + 16, state.max_count);
-  std::memcpy(bytes.data() + boot_id_offset, state.boot_id.data(), std::min(state.boot_id.size(), boot_id_size));
+  std::memcpy(bytes.data() + boot_id_offset, state.boot_id.data(), boot_id_size);
   ssize_t n;
   do {
     n = ::pwrite(fd, bytes.data(), bytes.size(), 0);
   } while (n < 0 && errno == EINTR);
   if (static_cast<std::size_t>(n) != counter_file_size || (flush && ::fdatasync(fd) != 0)) {
-    set_error(ec, errc::backend_unavailable, "cannot write the fencing counter " + where + ": " + std::strerror(errno));
+    const int err = errno;
+    set_error(ec, errc::backend_unavailable, "cannot write the fencing counter " + where.str() + ": " + std::strerror(err));
     return std::nullopt;
   }
   return token;

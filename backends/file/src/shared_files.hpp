@@ -11,15 +11,33 @@
 //   <key>.sem         the semaphore's counter_file, which also stores its max_count
 //   <key>.sem.<i>     permit slot i (0 <= i < max_count): held = flock(LOCK_EX) on it
 // None is ever unlinked by dlock (the counters must survive; see lock_file.hpp for the unlink race).
+#include <array>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
+#include "lock_directory.hpp"
 #include "lock_file.hpp"
 
 namespace dlock::file {
+
+// How a file is named in error messages: "<dir>/<file>", built only when a message is (never on a
+// grant's success path, which would otherwise format a path per file per grant).
+class file_label {
+ public:
+  file_label(const std::string& path) noexcept : path_(&path) {}  // NOLINT: a full path as it is
+  file_label(const lock_directory& dir, const std::string& file_name) noexcept : dir_(&dir), path_(&file_name) {}
+  std::string str() const { return dir_ ? dir_->where(*path_) : *path_; }
+
+ private:
+  const lock_directory* dir_ = nullptr;
+  const std::string* path_;
+};
 
 struct rw_file_names {
   std::string lock, gate, fence;
@@ -34,11 +52,57 @@ struct semaphore_file_names {
 semaphore_file_names semaphore_files(std::string_view name);
 
 // One attempt at flock(operation) (LOCK_SH or LOCK_EX, with LOCK_NB or without) on `file_name` in
-// `dir_fd`, opened (created) for this call, re-opened when the name was replaced between open and
+// `dir`, opened (created) for this call, re-opened when the name was replaced between open and
 // flock (bounded, as try_lock_file). nullopt with !ec: LOCK_NB and held in a conflicting mode.
 // The held_file's token is 0 (these files carry no counter of their own).
-std::optional<held_file> flock_file(int dir_fd, const std::string& file_name, const std::string& where, int operation,
+std::optional<held_file> flock_file(const lock_directory& dir, const std::string& file_name, int operation,
                                     std::error_code& ec);
+
+// A protocol file one rw_lock or semaphore object keeps open across its grants (the turnstile a
+// reader passes, the counter file): per grant a flock, the inode check and a LOCK_UN, instead of
+// open, flock, fstat, the check and close. As safe as a file opened per grant because:
+//  - threads: flock does not exclude two holders of one open file description, so the object's
+//    mutex is held from the flock to the LOCK_UN (and while the file is opened again);
+//  - fork: a child inherits the open file description, and flock would not exclude parent and
+//    child either, so a child's first use (pthread_atfork counts forks) opens its own;
+//  - replacement: after every flock the name is checked against the inode, as after a fresh open,
+//    and a file replaced or deleted is let go and opened again (bounded, as flock_file).
+class kept_file {
+ public:
+  kept_file(std::shared_ptr<const lock_directory> dir, std::string file_name);
+
+  // A flock on the kept file: LOCK_UN, then the mutex, when it ends.
+  class hold {
+   public:
+    hold() = default;
+    hold(std::unique_lock<std::mutex> guard, int fd) noexcept : guard_(std::move(guard)), fd_(fd) {}
+    hold(hold&& other) noexcept : guard_(std::move(other.guard_)), fd_(std::exchange(other.fd_, -1)) {}
+    hold& operator=(hold&&) = delete;
+    ~hold();
+    int fd() const noexcept { return fd_; }
+    explicit operator bool() const noexcept { return fd_ >= 0; }
+
+   private:
+    std::unique_lock<std::mutex> guard_;
+    int fd_ = -1;
+  };
+
+  // flock(operation) on the kept file. An empty hold with !ec: LOCK_NB and held in a conflicting mode.
+  hold lock(int operation, std::error_code& ec);
+  const std::string& file_name() const noexcept { return file_name_; }
+  file_label label() const noexcept { return file_label(*dir_, file_name_); }
+
+ private:
+  bool open_locked(std::error_code& ec);
+
+  std::shared_ptr<const lock_directory> dir_;
+  std::string file_name_;
+  std::mutex mutex_;
+  unique_fd fd_;
+  dev_t device_ = 0;
+  ino_t inode_ = 0;
+  unsigned forks_ = 0;  // the process's fork count when fd_ was opened
+};
 
 // A counter file (<key>.rw-fence, <key>.sem): 64 bytes, all little-endian,
 //   [0, 8)   the last fencing token handed out
@@ -57,14 +121,14 @@ struct counter_state {
   std::uint64_t last = 0;
   std::uint64_t reserved = 0;
   std::uint64_t max_count = 0;
-  std::string boot_id;
+  std::array<char, 36> boot_id{};  // all zeros: none stored
 };
 
 // Reads the counter file of an fd its caller holds flock(LOCK_EX) on. An empty file reads as
 // all zeros. errc::backend_error for any other size than 0 or 64 bytes.
-std::optional<counter_state> read_counter_file(int fd, const std::string& where, std::error_code& ec);
+std::optional<counter_state> read_counter_file(int fd, const file_label& where, std::error_code& ec);
 // The next token from `state` (as read under the same LOCK_EX), written back (and flushed when it
 // passes the mark or starts a new boot). nullopt with ec on an I/O error.
-std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const std::string& where, std::error_code& ec);
+std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const file_label& where, std::error_code& ec);
 
 }  // namespace dlock::file

@@ -394,6 +394,86 @@ TEST_F(FilePrimitives, FencingTokensIncreasePerGrantReadsIncludedAndSurviveReope
   EXPECT_GT(*b.fencing_token(), *a.fencing_token());
 }
 
+// The turnstile and the counter files stay open in the rw_lock / semaphore object (kept_file). A
+// forked child inherits that open file description, on which flock would not exclude parent and
+// child: each must open its own, or two processes read-modify-write the counter at once.
+TEST_F(FilePrimitives, ObjectsUsedOnBothSidesOfAForkNeverShareACounter) {
+  constexpr int processes = 4, grants = 300;
+  auto rw = backend_->make_rw_lock("forked");
+  auto sem = backend_->make_semaphore("forked", processes);
+  ASSERT_TRUE(rw->try_acquire_read() && sem->try_acquire());  // the kept files are open now
+  const std::size_t bytes = sizeof(std::uint64_t) * processes * grants * 2;
+  void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* tokens = static_cast<std::uint64_t*>(mem);
+  const auto run = [&](int p) {
+    for (int i = 0; i < grants; ++i) {
+      auto r = rw->try_acquire_read();
+      auto s = sem->acquire();
+      tokens[(p * grants + i) * 2] = r ? *r.fencing_token() : 0;
+      tokens[(p * grants + i) * 2 + 1] = *s.fencing_token();
+    }
+    return 0;
+  };
+  std::vector<pid_t> children;
+  for (int p = 1; p < processes; ++p) children.push_back(spawn([&, p](auto) { return run(p); }));
+  run(0);
+  for (auto pid : children) EXPECT_EQ(wait_exit_code(pid), 0);
+  std::set<std::uint64_t> rw_tokens, sem_tokens;
+  for (int k = 0; k < processes * grants; ++k) {
+    EXPECT_NE(tokens[k * 2], 0u) << "every read is granted (no writer)";
+    rw_tokens.insert(tokens[k * 2]);
+    sem_tokens.insert(tokens[k * 2 + 1]);
+  }
+  EXPECT_EQ(rw_tokens.size(), std::size_t{processes * grants}) << "no token handed out twice";
+  EXPECT_EQ(sem_tokens.size(), std::size_t{processes * grants}) << "no token handed out twice";
+  ::munmap(mem, bytes);
+}
+
+// Threads sharing one object share its kept files too: its mutex keeps them one at a time.
+TEST_F(FilePrimitives, ThreadsSharingOneObjectNeverShareAToken) {
+  constexpr int threads = 6, grants = 300;
+  auto rw = backend_->make_rw_lock("threads");
+  std::vector<std::vector<std::uint64_t>> tokens(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (int i = 0; i < grants; ++i)
+        if (auto r = rw->try_acquire_read()) tokens[t].push_back(*r.fencing_token());
+    });
+  for (auto& w : workers) w.join();
+  std::set<std::uint64_t> all;
+  std::size_t granted = 0;
+  for (const auto& v : tokens) {
+    granted += v.size();
+    all.insert(v.begin(), v.end());
+  }
+  EXPECT_EQ(granted, std::size_t{threads * grants});
+  EXPECT_EQ(all.size(), granted) << "no token handed out twice";
+}
+
+// A counter file replaced while an object keeps it open: the object follows the name (the inode
+// check after each flock), so it and a new object count on one file.
+TEST_F(FilePrimitives, AKeptCounterFileReplacedIsOpenedAgain) {
+  auto rw = backend_->make_rw_lock("kept");
+  std::uint64_t first = 0;
+  {
+    auto r = rw->try_acquire_read();
+    ASSERT_TRUE(r);
+    first = *r.fencing_token();
+  }
+  const auto path = dir_ / dlock::file::rw_files("kept").fence;
+  const auto temp = dir_ / ".replacement";
+  fs::copy_file(path, temp);
+  fs::rename(temp, path);
+  auto other = open_file(uri_)->make_rw_lock("kept")->try_acquire_read();
+  ASSERT_TRUE(other);
+  EXPECT_EQ(*other.fencing_token(), first + 1);
+  auto again = rw->try_acquire_read();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again.fencing_token(), first + 2) << "the kept object counts on the file the name refers to now";
+}
+
 TEST_F(FilePrimitives, ANewBootContinuesFromTheFlushedMark) {
   // The counter file of a previous boot: last 10 handed out, mark 5000 flushed, another boot id.
   auto rw = backend_->make_rw_lock("rebooted");
