@@ -25,13 +25,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Made at first use, removed at exit (constructed before the backend that uses it, so destroyed
+// after it).
+class scratch_dir {
+ public:
+  scratch_dir() : path_(fs::path("/tmp") / ("dlock-file-bench-" + std::to_string(::getpid()))) {
+    fs::create_directories(path_);
+  }
+  ~scratch_dir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  const fs::path& path() const noexcept { return path_; }
+
+ private:
+  fs::path path_;
+};
+
 const fs::path& bench_dir() {
-  static const fs::path dir = [] {
-    auto d = fs::path("/tmp") / ("dlock-file-bench-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    return d;
-  }();
-  return dir;
+  static const scratch_dir dir;
+  return dir.path();
 }
 
 std::shared_ptr<dlock::backend> file_backend() {
