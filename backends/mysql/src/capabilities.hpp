@@ -20,6 +20,17 @@ inline constexpr capabilities mysql_getlock_caps{capability::blocking, capabilit
 inline constexpr capabilities mysql_index_caps{capability::reentrant, capability::expiring, capability::renewable,
                                                capability::fencing, capability::lost_notification};
 
+// mysql+index's reader-writer lock and semaphore: holder rows that expire on the server clock
+// (expiring), renew moves expires_at (renewable, and lost_notification through the watchdog's
+// failed renewals), NEXTVAL of the mutex's fence sequence in the granting statement (fencing).
+// Not blocking (waiters poll), not fair (no queue: whoever polls when units are free gets them).
+// The reader-writer lock is writer_preferred: a waiting writer marks the pool's anchor row and
+// readers do not enter while the mark is live (tests/primitives_test.cpp shows it).
+inline constexpr capabilities mysql_index_shared_caps{capability::expiring, capability::renewable, capability::fencing,
+                                                      capability::lost_notification};
+inline constexpr primitive_caps mysql_index_primitives{mysql_index_shared_caps.with(capability::writer_preferred),
+                                                       mysql_index_shared_caps};
+
 // mysql+forupdate. The row lock is held by a transaction on a dedicated connection: the server
 // queues waiters (innodb_lock_wait_timeout) and frees it when the connection dies (the session
 // monitor notices and fires lost). No ttl on the server, so nothing to renew.
