@@ -14,6 +14,16 @@ namespace dlock::mysql {
 inline constexpr capabilities mysql_getlock_caps{capability::blocking, capability::expiring, capability::renewable,
                                                  capability::fencing, capability::lost_notification};
 
+// mysql+getlock's semaphore: N GET_LOCK slots, a lease's permits held by its own connection.
+// expiring: a dead holder's connection ends and frees its slots. renewable: the liveness check
+// (the connection still holds every slot), hence lost_notification through the watchdog.
+// fencing: NEXTVAL read in the statement that takes the last slot. Not blocking: GET_LOCK waits on
+// one name, a permit is any of N (waiters poll), so not fair either. No reader-writer lock:
+// GET_LOCK has only an exclusive mode (README).
+inline constexpr primitive_caps mysql_getlock_primitives{
+    std::nullopt, capabilities{capability::expiring, capability::renewable, capability::fencing,
+                               capability::lost_notification}};
+
 // mysql+index. Not blocking (MySQL cannot notify: waiters poll with the core's jittered
 // backoff); fair only with fair=true (the strategy adds it then). Reentrant through owner +
 // hold_count. lost_notification through the watchdog's failed renewals.

@@ -12,9 +12,10 @@ namespace dlock {
 void register_mysql(registry& r) {
   r.add({.scheme = "mysql+getlock",
          .caps = mysql::mysql_getlock_caps,
+         .primitives = mysql::mysql_getlock_primitives,
          .scope = lock_scope::network,
          .example_uri = "mysql+getlock://user:password@127.0.0.1:3306/dlock?ttl=30s",
-         .summary = "GET_LOCK/RELEASE_LOCK, leases sharing few sessions (try first, wait on a session of its own); server-side waiting; fencing token from a sequence read in the granting statement",
+         .summary = "GET_LOCK/RELEASE_LOCK, leases sharing few sessions (try first, wait on a session of its own); server-side waiting; fencing token from a sequence read in the granting statement; semaphores as N GET_LOCK slots (no reader-writer lock: no shared mode)",
          .parameters = mysql::getlock_backend::parameters(),
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<mysql::getlock_backend>(u, d); }});
 

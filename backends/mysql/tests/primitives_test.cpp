@@ -13,10 +13,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <set>
 #include <future>
 #include <thread>
 #include <vector>
 
+#include "../src/getlock_key.hpp"
+#include "../src/getlock_semaphore.hpp"
 #include "dlock/dlock.hpp"
 #include "test_support.hpp"
 
@@ -335,6 +338,119 @@ TEST_F(Primitives, HostileNamesAreBoundNotPasted) {
     ASSERT_TRUE(w);
     EXPECT_TRUE(b->make_semaphore(n, 1)->try_acquire()) << "a semaphore and a rw lock of one name are two pools";
   }
+}
+
+// mysql+getlock: a semaphore as N GET_LOCK slots; no reader-writer lock.
+class GetlockSemaphore : public ::testing::Test {
+ protected:
+  std::shared_ptr<dlock::backend> open() const { return dlock::open(test::uri_for("mysql+getlock", "ttl=2s")); }
+};
+
+TEST_F(GetlockSemaphore, DeclaresSemaphoreButNoReaderWriterLock) {
+  auto b = open();
+  EXPECT_TRUE(b->caps().has(dlock::capability::semaphore));
+  EXPECT_FALSE(b->caps().has(dlock::capability::read_write));
+  std::error_code ec;
+  auto rw = b->make_rw_lock(test::unique_name("g"), ec);
+  EXPECT_FALSE(rw);
+  EXPECT_EQ(ec, dlock::errc::not_supported);
+}
+
+TEST_F(GetlockSemaphore, SlotKeysFitGetLockAndNeverEqualALockKey) {
+  const std::string name = "abc";
+  std::set<std::string> keys;
+  for (std::uint32_t i = 0; i < 100; ++i) {
+    const auto k = semaphore_slot_key(name, i);
+    EXPECT_EQ(k.size(), getlock_max_key);
+    EXPECT_EQ(k.front(), '%');
+    keys.insert(k);
+  }
+  EXPECT_EQ(keys.size(), 100u);
+  EXPECT_NE(getlock_key(semaphore_slot_key(name, 0)), semaphore_slot_key(name, 0)) << "a lock named like a slot is hashed";
+}
+
+TEST_F(GetlockSemaphore, NeverExceedsNFromManyThreadsAndReachesN) {
+  constexpr std::uint32_t n = 3;
+  constexpr int threads = 10;
+  const auto name = test::unique_name("gs");
+  std::vector<std::shared_ptr<dlock::backend>> backends{open(), open()};
+  std::atomic<int> inside{0}, most{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> ts;
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      auto sem = backends[t % backends.size()]->make_semaphore(name, n);
+      while (std::chrono::steady_clock::now() < until) {
+        std::error_code ec;
+        auto permit = sem->try_acquire_for(1s, 1, ec);
+        if (ec) {
+          failed = true;
+          return;
+        }
+        if (!permit) continue;
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(10ms);
+        --inside;
+        permit.release(ec);
+        if (ec) failed = true;
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  EXPECT_FALSE(failed.load()) << dlock::last_error_message();
+  EXPECT_LE(most.load(), static_cast<int>(n));
+  EXPECT_EQ(most.load(), static_cast<int>(n));
+}
+
+TEST_F(GetlockSemaphore, PermitsTakenTogetherOrNotAtAll) {
+  auto b = open();
+  const auto name = test::unique_name("gp");
+  auto sem = b->make_semaphore(name, 3);
+  auto two = sem->try_acquire(2);
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(open()->make_semaphore(name, 3)->try_acquire(2));
+  auto one = open()->make_semaphore(name, 3)->try_acquire();
+  EXPECT_TRUE(one) << "the failed attempt for 2 gave back the slot it took";
+  ASSERT_TRUE(two.fencing_token() && one.fencing_token());
+  EXPECT_LT(*two.fencing_token(), *one.fencing_token());
+}
+
+TEST_F(GetlockSemaphore, SigkilledHolderPermitsComeBack) {
+  const auto name = test::unique_name("gk");
+  signal_pipe held;
+  const std::string child_uri = test::uri_for("mysql+getlock", "ttl=2s");
+  const pid_t child = spawn([&] {
+    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
+    if (!permits) return 2;
+    held.send();
+    for (;;) std::this_thread::sleep_for(1s);
+  });
+  ASSERT_EQ(held.receive(), 'x');
+  auto sem = open()->make_semaphore(name, 2);
+  EXPECT_FALSE(sem->try_acquire());
+  ::kill(child, SIGKILL);
+  wait_exit_code(child);
+  EXPECT_TRUE(sem->try_acquire_for(5s, 2)) << "the server frees a dead connection's GET_LOCK slots";
+}
+
+TEST_F(GetlockSemaphore, KilledConnectionIsLostAndReleaseReportsNotOwner) {
+  auto b = open();
+  const auto name = test::unique_name("gx");
+  auto permit = b->make_semaphore(name, 1)->try_acquire();
+  ASSERT_TRUE(permit);
+  auto admin = test::raw_connect(test::server_uri());
+  const auto holder = test::query_int(*admin, "SELECT IS_USED_LOCK(?)", semaphore_slot_key(name, 0));
+  ASSERT_TRUE(holder.has_value());
+  test::kill_connection(*admin, *holder);
+  EXPECT_TRUE(dlock::testing::fires_within(permit.lost_token(), 5s)) << "the watchdog's check notices the KILL";
+  EXPECT_TRUE(open()->make_semaphore(name, 1)->try_acquire());
+  std::error_code ec;
+  permit.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
 }
 
 }  // namespace
