@@ -163,7 +163,7 @@ class getlock_lease final : public sql::session_lease {
 class getlock_lock final : public distributed_lock {
  public:
   getlock_lock(std::string name, lock_options options, std::shared_ptr<const getlock_backend::shared> shared)
-      : distributed_lock(name, mysql_getlock_caps, std::move(options)), key_(getlock_key(name)), shared_(std::move(shared)) {}
+      : distributed_lock(name, with_primitives(mysql_getlock_caps, mysql_getlock_primitives), std::move(options)), key_(getlock_key(name)), shared_(std::move(shared)) {}
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {

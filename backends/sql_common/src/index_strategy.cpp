@@ -263,6 +263,8 @@ std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, 
   if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
   if (!units.grant.empty()) st->units.emplace(st->setup, std::move(units));
   else st->setup.primitives = {};
+  // A lock's caps() are its backend's: with read_write / semaphore / writer_preferred when offered.
+  st->setup.caps = with_primitives(st->setup.caps, st->setup.primitives);
   return std::make_shared<index_backend>(std::move(st));
 }
 
