@@ -4,7 +4,12 @@
 // cannot queue one waiter on N locks at once.
 #include "getlock_semaphore.hpp"
 
+#include <sys/socket.h>
+
 #include <charconv>
+#include <mutex>
+#include <optional>
+#include <stop_token>
 #include <random>
 #include <span>
 #include <vector>
@@ -60,9 +65,20 @@ bool release_all(sql::connection& c, const std::vector<std::string>& keys, std::
   return all;
 }
 
+// Cuts the lease's connection when the lease is lost (its validity ran out unconfirmed, or a check
+// failed): the server then frees the slots, so a lease that is no longer valid here holds nothing
+// there either. shutdown, never close: the descriptor stays the connection's until it is dropped.
+struct cut_when_lost {
+  int fd;
+  void operator()() const noexcept {
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  }
+};
+
 // The permits of one grant: GET_LOCK locks of distinct slots, held by the lease's own connection.
 // "Renewing" is a liveness check (the connection answers and still holds every slot); a killed
-// connection fails it and the watchdog fires lost.
+// connection fails it and the watchdog fires lost. The lease's validity is local (start + ttl,
+// moved by each check): once lost, its connection is cut (cut_when_lost).
 class slots_lease final : public spi::lease_state {
  public:
   slots_lease(std::string name, std::chrono::milliseconds ttl, clock::time_point start, std::uint64_t token,
@@ -71,10 +87,12 @@ class slots_lease final : public spi::lease_state {
         token_(token),
         conn_(std::move(conn)),
         keys_(std::move(keys)),
-        check_sql_(still_ours_sql(keys_.size())) {}
+        check_sql_(still_ours_sql(keys_.size())),
+        cut_(std::in_place, lost_token(), cut_when_lost{conn_->native_socket()}) {}
   // Not released: the connection ends, which frees the slots on the server.
   ~slots_lease() override {
     std::lock_guard lk(mutex_);
+    cut_.reset();
     if (conn_) conn_.discard();
   }
   std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
@@ -90,6 +108,7 @@ class slots_lease final : public spi::lease_state {
     try {
       std::error_code failed;
       const bool all = release_all(*conn_, keys_, failed, what + " (RELEASE_LOCK)");
+      cut_.reset();  // before the connection can go back to the pool (and serve someone else)
       if (failed || !conn_->usable()) {
         conn_.discard();
         set_error(ec, errc::not_owner, what + ": the connection was lost, and the server freed its slots with it");
@@ -99,6 +118,7 @@ class slots_lease final : public spi::lease_state {
       }
       conn_ = {};
     } catch (...) {
+      cut_.reset();
       conn_.discard();
       set_error(ec, errc::backend_error, "out of memory");
     }
@@ -129,6 +149,7 @@ class slots_lease final : public spi::lease_state {
   sql::pool::handle conn_;
   std::vector<std::string> keys_;
   std::string check_sql_;
+  std::optional<std::stop_callback<cut_when_lost>> cut_;
 };
 
 class getlock_semaphore final : public semaphore {

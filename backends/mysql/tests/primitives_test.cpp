@@ -453,4 +453,21 @@ TEST_F(GetlockSemaphore, KilledConnectionIsLostAndReleaseReportsNotOwner) {
   EXPECT_EQ(ec, dlock::errc::not_owner);
 }
 
+TEST_F(GetlockSemaphore, UnrenewedLeaseIsCutAtItsValidityAndThePermitComesBack) {
+  auto b = open();
+  auto o = b->default_options();
+  o.ttl = 600ms;
+  o.watchdog = false;
+  const auto name = test::unique_name("gv");
+  auto permit = b->make_semaphore(name, 1, o)->try_acquire();
+  ASSERT_TRUE(permit);
+  std::this_thread::sleep_until(permit.valid_until());
+  // Its connection is cut once the validity runs out, so the server frees the slot.
+  EXPECT_TRUE(open()->make_semaphore(name, 1)->try_acquire_for(2s)) << "a lease no longer valid still held its slot";
+  EXPECT_TRUE(permit.lost_token().stop_requested());
+  std::error_code ec;
+  permit.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
 }  // namespace
