@@ -184,6 +184,11 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
            ") AND expires_at > NOW(6)";
   };
   s.sweep = {{"DELETE FROM " + holders + " WHERE expires_at <= NOW(6)", {}}};
+  s.sweep_anchors = {{"DELETE FROM " + anchors +
+                          " WHERE (writer_waiting_until IS NULL OR writer_waiting_until <= NOW(6)) AND NOT EXISTS"
+                          " (SELECT 1 FROM " +
+                          holders + " h WHERE h.name = " + anchors + ".name AND h.kind = " + anchors + ".kind)",
+                      {}}};
   return s;
 }
 

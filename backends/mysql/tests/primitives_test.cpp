@@ -340,6 +340,32 @@ TEST_F(Primitives, HostileNamesAreBoundNotPasted) {
   }
 }
 
+TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
+  auto b = open("ttl=1s");
+  auto o = b->default_options();
+  o.watchdog = false;
+  const auto name = test::unique_name("sw");
+  auto kept = b->make_semaphore(name, 2)->try_acquire();  // renewed by the watchdog: stays
+  auto left = b->make_semaphore(name, 2, o)->try_acquire();
+  auto idle = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(kept && left && idle);
+  idle.release();
+  std::this_thread::sleep_for(1300ms);  // `left` expired
+  auto count = [&](const std::string& suffix) {
+    auto c = test::raw_connect(uri());
+    return test::query_int(*c, "SELECT COUNT(*) FROM `" + table_ + suffix + "` WHERE name = ?", name).value_or(-1);
+  };
+  EXPECT_EQ(count("_holders"), 2);
+  EXPECT_EQ(count("_units"), 2);
+  std::error_code ec;
+  EXPECT_EQ(b->sweep_expired(ec), 2u) << "the expired holder and the idle reader-writer anchor";
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(count("_holders"), 1) << "the live holder stays";
+  EXPECT_EQ(count("_units"), 1) << "the semaphore's anchor stays while it has a holder";
+  EXPECT_FALSE(b->make_semaphore(name, 2)->try_acquire(2)) << "the live permit still counts";
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_write()) << "a swept anchor is made again";
+}
+
 // mysql+getlock: a semaphore as N GET_LOCK slots; no reader-writer lock.
 class GetlockSemaphore : public ::testing::Test {
  protected:

@@ -218,6 +218,8 @@ class index_backend final : public backend {
     return swept + sweep_with(*st_, {&st_->sql.sweep}, ec);
   }
   std::string do_sweep_target() const override {
+    // (The reader-writer lock's and semaphore's tables, <table>_holders and <table>_units, are swept
+    // too; the label names the lock table as before.)
     const auto& t = st_->setup.params.table;
     if (st_->setup.params.fair && !st_->sql.sweep_waiters.empty())
       return table_label(t) + " and " + table_label(t, "_waiters");

@@ -310,6 +310,8 @@ std::unique_ptr<semaphore> units_primitives::make_semaphore(std::string name, st
   return std::make_unique<units_semaphore>(st_, std::move(name), max_count, caps, std::move(options));
 }
 
-std::size_t units_primitives::sweep(std::error_code& ec) const noexcept { return sweep_with(*st_, {&st_->sql.sweep}, ec); }
+std::size_t units_primitives::sweep(std::error_code& ec) const noexcept {
+  return sweep_with(*st_, {&st_->sql.sweep, &st_->sql.sweep_anchors}, ec);
+}
 
 }  // namespace dlock::sql::detail

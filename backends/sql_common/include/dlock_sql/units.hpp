@@ -58,6 +58,10 @@ struct units_sql {
   std::function<std::string(std::size_t count)> renew_many;
   // No binds: deletes every expired holder row (backend::sweep_expired).
   script sweep;
+  // No binds, run after `sweep`: deletes the anchors of idle pools (no holder row, no live writer
+  // mark), which new names would otherwise leave behind forever. Harmless even in a race with a
+  // grant: the holder rows are the state; a pool whose anchor went makes a new one at its next miss.
+  script sweep_anchors;
 };
 
 }  // namespace dlock::sql
