@@ -14,11 +14,32 @@ namespace dlock::mysql {
 inline constexpr capabilities mysql_getlock_caps{capability::blocking, capability::expiring, capability::renewable,
                                                  capability::fencing, capability::lost_notification};
 
+// mysql+getlock's semaphore: N GET_LOCK slots, a lease's permits held by its own connection.
+// expiring: a dead holder's connection ends and frees its slots. renewable: the liveness check
+// (the connection still holds every slot), hence lost_notification through the watchdog.
+// fencing: NEXTVAL read in the statement that takes the last slot. Not blocking: GET_LOCK waits on
+// one name, a permit is any of N (waiters poll), so not fair either. No reader-writer lock:
+// GET_LOCK has only an exclusive mode (README).
+inline constexpr primitive_caps mysql_getlock_primitives{
+    std::nullopt, capabilities{capability::expiring, capability::renewable, capability::fencing,
+                               capability::lost_notification}};
+
 // mysql+index. Not blocking (MySQL cannot notify: waiters poll with the core's jittered
 // backoff); fair only with fair=true (the strategy adds it then). Reentrant through owner +
 // hold_count. lost_notification through the watchdog's failed renewals.
 inline constexpr capabilities mysql_index_caps{capability::reentrant, capability::expiring, capability::renewable,
                                                capability::fencing, capability::lost_notification};
+
+// mysql+index's reader-writer lock and semaphore: holder rows that expire on the server clock
+// (expiring), renew moves expires_at (renewable, and lost_notification through the watchdog's
+// failed renewals), NEXTVAL of the mutex's fence sequence in the granting statement (fencing).
+// Not blocking (waiters poll), not fair (no queue: whoever polls when units are free gets them).
+// The reader-writer lock is writer_preferred: a waiting writer marks the pool's anchor row and
+// readers do not enter while the mark is live (tests/primitives_test.cpp shows it).
+inline constexpr capabilities mysql_index_shared_caps{capability::expiring, capability::renewable, capability::fencing,
+                                                      capability::lost_notification};
+inline constexpr primitive_caps mysql_index_primitives{mysql_index_shared_caps.with(capability::writer_preferred),
+                                                       mysql_index_shared_caps};
 
 // mysql+forupdate. The row lock is held by a transaction on a dedicated connection: the server
 // queues waiters (innodb_lock_wait_timeout) and frees it when the connection dies (the session

@@ -132,6 +132,66 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   return s;
 }
 
+dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
+  const std::string anchors = quoted_table(t, "_units");
+  const std::string holders = quoted_table(t, "_holders");
+  const std::string seq = quoted_table(t, "_fence");
+  const std::string live_units = "(SELECT COALESCE(SUM(h.units), 0) FROM " + holders +
+                                 " h WHERE h.name = a.name AND h.kind = a.kind AND h.expires_at > NOW(6))";
+  dlock::sql::units_sql s;
+  s.create = {
+      "CREATE TABLE IF NOT EXISTS " + anchors +
+          " (name VARBINARY(512) NOT NULL, kind TINYINT NOT NULL, max_count BIGINT NOT NULL,"
+          " writer_waiting_until DATETIME(6) NULL, writer_waiting VARBINARY(255) NULL, PRIMARY KEY (name, kind))"
+          " ENGINE=InnoDB",
+      "CREATE TABLE IF NOT EXISTS " + holders +
+          " (name VARBINARY(512) NOT NULL, kind TINYINT NOT NULL, grant_id VARBINARY(320) NOT NULL,"
+          " units BIGINT NOT NULL, fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL,"
+          " PRIMARY KEY (name, kind, grant_id), KEY (expires_at)) ENGINE=InnoDB",
+      // The mutex's source of fencing tokens, shared: one strictly increasing order for every grant.
+      "CREATE SEQUENCE IF NOT EXISTS " + seq + " ENGINE=InnoDB",
+  };
+  // The anchor row is read FOR UPDATE, so grants of one pool are serialized on it: the sum of the
+  // live holders' units and the insert of ours cannot interleave with another grant. Expired rows
+  // count for nothing. RETURNING (MariaDB >= 10.5) gives the fence in the same round trip; no row
+  // inserted = not granted.
+  s.grant = "INSERT INTO " + holders + " (name, kind, grant_id, units, fence, expires_at) SELECT a.name, a.kind, ?, ?, NEXTVAL(" +
+            seq + "), " + expiry_from_now + " FROM " + anchors +
+            " a WHERE a.kind = ? AND a.name = ? AND a.max_count = ?"
+            " AND (? = 0 OR a.writer_waiting_until IS NULL OR a.writer_waiting_until <= NOW(6))"
+            " AND ? + " +
+            live_units + " <= a.max_count FOR UPDATE RETURNING fence";
+  s.inspect = "SELECT a.max_count, " + live_units + ", (SELECT COUNT(*) FROM " + holders +
+              " x WHERE x.name = a.name AND x.kind = a.kind AND x.expires_at <= NOW(6)) FROM " + anchors +
+              " a WHERE a.kind = ? AND a.name = ?";
+  s.create_anchor = "INSERT IGNORE INTO " + anchors + " (kind, name, max_count) VALUES (?, ?, ?)";
+  s.reset_max_count = "UPDATE " + anchors + " SET max_count = ? WHERE kind = ? AND name = ? AND NOT EXISTS (SELECT 1 FROM " +
+                      holders + " h WHERE h.kind = ? AND h.name = ? AND h.expires_at > NOW(6))";
+  s.delete_expired = "DELETE FROM " + holders + " WHERE kind = ? AND name = ? AND expires_at <= NOW(6)";
+  s.mark_writer = "UPDATE " + anchors + " SET writer_waiting_until = " + expiry_from_now +
+                  ", writer_waiting = ? WHERE kind = ? AND name = ?";
+  s.clear_writer = "UPDATE " + anchors +
+                   " SET writer_waiting_until = NULL, writer_waiting = NULL WHERE kind = ? AND name = ? AND writer_waiting = ?";
+  // Our row goes whether live or not (nothing left behind); RETURNING says which it was.
+  s.release = "DELETE FROM " + holders + " WHERE name = ? AND kind = ? AND grant_id = ? RETURNING expires_at > NOW(6)";
+  s.renew = {{"UPDATE " + holders + " SET expires_at = " + expiry_from_now +
+                  " WHERE name = ? AND grant_id = ? AND expires_at > NOW(6)",
+              {arg::ttl_ms, arg::name, arg::owner}}};
+  s.renew_many = [holders](std::size_t count) {
+    std::string rows;
+    for (std::size_t k = 0; k < count; ++k) rows += k == 0 ? "(?, ?)" : ", (?, ?)";
+    return "UPDATE " + holders + " SET expires_at = " + expiry_from_now + " WHERE (name, grant_id) IN (" + rows +
+           ") AND expires_at > NOW(6)";
+  };
+  s.sweep = {{"DELETE FROM " + holders + " WHERE expires_at <= NOW(6)", {}}};
+  s.sweep_anchors = {{"DELETE FROM " + anchors +
+                          " WHERE (writer_waiting_until IS NULL OR writer_waiting_until <= NOW(6)) AND NOT EXISTS"
+                          " (SELECT 1 FROM " +
+                          holders + " h WHERE h.name = " + anchors + ".name AND h.kind = " + anchors + ".kind)",
+                      {}}};
+  return s;
+}
+
 dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
   const std::string tbl = quoted_table(t);
   const std::string seq = quoted_table(t, "_fence");

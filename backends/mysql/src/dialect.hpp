@@ -7,6 +7,7 @@
 
 #include "dlock_sql/dialect.hpp"
 #include "dlock_sql/params.hpp"
+#include "dlock_sql/units.hpp"
 
 namespace dlock::mysql {
 
@@ -16,6 +17,8 @@ std::string quoted_table(const dlock::sql::table_ref& t, const std::string& suff
 dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t);
 dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t);
 dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t);
+// mysql+index's reader-writer locks and semaphores: `table`_units (anchors) and `table`_holders.
+dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t);
 
 // The width of the name column (VARBINARY(512)): InnoDB keys hold up to 3072 bytes.
 inline constexpr std::size_t max_name_bytes = 512;

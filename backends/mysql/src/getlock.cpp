@@ -12,6 +12,7 @@
 #include "dlock_sql/session_lease.hpp"
 #include "dlock_sql/session_share.hpp"
 #include "getlock_key.hpp"
+#include "getlock_semaphore.hpp"
 #include "sql_connection.hpp"
 
 namespace dlock::mysql {
@@ -162,7 +163,7 @@ class getlock_lease final : public sql::session_lease {
 class getlock_lock final : public distributed_lock {
  public:
   getlock_lock(std::string name, lock_options options, std::shared_ptr<const getlock_backend::shared> shared)
-      : distributed_lock(name, mysql_getlock_caps, std::move(options)), key_(getlock_key(name)), shared_(std::move(shared)) {}
+      : distributed_lock(name, with_primitives(mysql_getlock_caps, mysql_getlock_primitives), std::move(options)), key_(getlock_key(name)), shared_(std::move(shared)) {}
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
@@ -300,7 +301,7 @@ void create_sequence(dlock::sql::pool& p, const std::string& name, const std::st
 }  // namespace
 
 getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
-    : backend(mysql_getlock_caps, lock_scope::network, name_limits{}, defaults, u.redacted()) {
+    : backend(mysql_getlock_caps, mysql_getlock_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()) {
   const auto settings = connection_settings::from_uri(u);
   auto st = std::make_shared<shared>();
   st->connections = make_pool(settings, dlock::sql::parse_pool_options(u));
@@ -328,6 +329,12 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
 
 std::unique_ptr<distributed_lock> getlock_backend::do_make_lock(std::string name, lock_options options) {
   return std::make_unique<getlock_lock>(std::move(name), std::move(options), shared_);
+}
+
+std::unique_ptr<semaphore> getlock_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
+                                                              lock_options options) {
+  return make_getlock_semaphore(std::move(name), max_count, semaphore_caps(), std::move(options),
+                                shared_->connections, shared_->get_lock_sql);
 }
 
 }  // namespace dlock::mysql

@@ -37,6 +37,9 @@ class getlock_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  // N GET_LOCK slots (getlock_semaphore.hpp). No do_make_rw_lock: GET_LOCK has no shared mode.
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override;
 
  private:
   std::shared_ptr<const shared> shared_;

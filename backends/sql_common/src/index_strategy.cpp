@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "strategy_common.hpp"
+#include "units_strategy.hpp"
 
 namespace dlock::sql {
 using namespace detail;
@@ -18,6 +19,7 @@ constexpr int index_attempts = 5;
 // with one statement per ttl and 512 leases, on one connection (strategy_common: renew_together).
 struct index_state : shared_state, spi::renewal_batch {
   index_sql sql;
+  std::optional<units_primitives> units;  // the reader-writer lock and semaphore, when the dialect has them
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override;
 };
 
@@ -188,21 +190,36 @@ class index_lock final : public distributed_lock {
 class index_backend final : public backend {
  public:
   explicit index_backend(std::shared_ptr<index_state> st)
-      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
-                st->setup.redacted_uri),
+      : backend(st->setup.caps, st->setup.primitives, lock_scope::network, name_limits{st->setup.max_name_length},
+                st->setup.defaults, st->setup.redacted_uri),
         st_(std::move(st)) {}
 
  private:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
     return std::make_unique<index_lock>(st_, std::move(name), std::move(options));
   }
+  // Offered (primitives() set) only when st_->units is.
+  std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override {
+    return st_->units->make_rw_lock(std::move(name), rw_caps(), std::move(options));
+  }
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override {
+    return st_->units->make_semaphore(std::move(name), max_count, semaphore_caps(), std::move(options));
+  }
   // Expired lock rows (acquire takes them over anyway: this is for tables other tools write),
   // and with fair=true the rows of waiters that died without leaving the queue.
   std::size_t do_sweep_expired(std::error_code& ec) noexcept override {
-    if (st_->setup.params.fair) return sweep_with(*st_, {&st_->sql.sweep, &st_->sql.sweep_waiters}, ec);
-    return sweep_with(*st_, {&st_->sql.sweep}, ec);
+    std::size_t swept = 0;
+    if (st_->units) {  // and the expired holders of reader-writer locks and semaphores
+      swept = st_->units->sweep(ec);
+      if (ec) return swept;
+    }
+    if (st_->setup.params.fair) return swept + sweep_with(*st_, {&st_->sql.sweep, &st_->sql.sweep_waiters}, ec);
+    return swept + sweep_with(*st_, {&st_->sql.sweep}, ec);
   }
   std::string do_sweep_target() const override {
+    // (The reader-writer lock's and semaphore's tables, <table>_holders and <table>_units, are swept
+    // too; the label names the lock table as before.)
     const auto& t = st_->setup.params.table;
     if (st_->setup.params.fair && !st_->sql.sweep_waiters.empty())
       return table_label(t) + " and " + table_label(t, "_waiters");
@@ -231,6 +248,11 @@ void index_state::renew_all(std::span<spi::lease_state* const> leases, std::span
 }  // namespace
 
 std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) {
+  setup.primitives = {};  // no units_sql: the mutex only
+  return make_index_backend(std::move(setup), std::move(sql), units_sql{});
+}
+
+std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, units_sql units) {
   if (setup.params.fair) {
     if (sql.acquire_fair.empty() || sql.enqueue.empty() || sql.dequeue.empty())
       throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true is not available with this dialect");
@@ -241,6 +263,10 @@ std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) 
   st->sql = std::move(sql);
   create_schema(*st, st->sql.create);
   if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
+  if (!units.grant.empty()) st->units.emplace(st->setup, std::move(units));
+  else st->setup.primitives = {};
+  // A lock's caps() are its backend's: with read_write / semaphore / writer_preferred when offered.
+  st->setup.caps = with_primitives(st->setup.caps, st->setup.primitives);
   return std::make_shared<index_backend>(std::move(st));
 }
 

@@ -9,6 +9,7 @@
 #include "dlock/spi.hpp"
 #include "dlock_sql/dialect.hpp"
 #include "dlock_sql/pool.hpp"
+#include "dlock_sql/units.hpp"
 
 namespace dlock::sql {
 
@@ -37,6 +38,8 @@ struct backend_setup {
   std::string redacted_uri;
   std::size_t max_name_length = 512;           // the name column's width in bytes
   std::shared_ptr<release_notifier> notifier;  // may be null
+  // What the reader-writer lock and semaphore declare (make_index_backend with units_sql).
+  primitive_caps primitives;
 };
 
 // Runs DDL statements, each idempotent (IF NOT EXISTS), on a pooled connection (so it also
@@ -50,6 +53,8 @@ void run_ddl(pool& connections, const std::vector<std::string>& ddl, const std::
 // a duplicate-object error from a concurrent CREATE ... IF NOT EXISTS is treated as success).
 // Throws dlock::error (authentication_failed / backend_unavailable / backend_error) at open.
 std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql);
+// The same, also making reader-writer locks and semaphores (units.hpp) with setup.primitives.
+std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, units_sql units);
 std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql);
 std::shared_ptr<backend> make_version_backend(backend_setup setup, version_sql sql);
 

@@ -1,0 +1,499 @@
+// mysql+index's reader-writer lock and counting semaphore against a real MariaDB
+// (DLOCK_MYSQL_URI), each test on tables of its own: readers together across backends and
+// processes, a writer alone, a waiting writer holding back new readers (writer_preferred), a
+// SIGKILLed holder's rows expiring within its ttl, a semaphore of N never N+1 and reaching N,
+// max_count mismatches refused, a release after expiry reporting not_owner.
+#include <gtest/gtest.h>
+
+#include <cppconn/connection.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <set>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "../src/getlock_key.hpp"
+#include "../src/getlock_semaphore.hpp"
+#include "dlock/dlock.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace dlock::mysql;
+
+std::string fresh_table() {
+  auto n = test::unique_name("p");
+  for (auto& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
+// A child process running `body` (its exit code); it opens its own backend (nothing of the parent's
+// connections is used after fork).
+template <class F>
+pid_t spawn(F body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 1;
+    try {
+      code = body();
+    } catch (...) {
+    }
+    ::_exit(code);
+  }
+  return pid;
+}
+
+int wait_exit_code(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// One byte through a pipe: the child says "held", the parent says "let go".
+struct signal_pipe {
+  int fds[2] = {-1, -1};
+  signal_pipe() { EXPECT_EQ(::pipe(fds), 0); }
+  ~signal_pipe() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+  void send(char c = 'x') const { EXPECT_EQ(::write(fds[1], &c, 1), 1); }
+  // The byte, or 0 when the other side closed (or died) first.
+  char receive() const {
+    char c = 0;
+    return ::read(fds[0], &c, 1) == 1 ? c : 0;
+  }
+};
+
+class Primitives : public ::testing::Test {
+ protected:
+  std::string uri(std::string_view extra = "ttl=2s") const {
+    return test::uri_for("mysql+index", "table=" + table_ + "&" + std::string(extra));
+  }
+  std::shared_ptr<dlock::backend> open(std::string_view extra = "ttl=2s") const { return dlock::open(uri(extra)); }
+  // Whether a writer's mark on `name`'s anchor is live, read on a raw connection.
+  bool writer_mark_live(const std::string& name) const {
+    auto c = test::raw_connect(uri());
+    std::unique_ptr<::sql::PreparedStatement> st(c->prepareStatement(
+        "SELECT writer_waiting_until > NOW(6) FROM `" + table_ + "_units` WHERE kind = 1 AND name = ?"));
+    st->setString(1, name);
+    std::unique_ptr<::sql::ResultSet> rs(st->executeQuery());
+    return rs->next() && !rs->isNull(1) && rs->getInt(1) == 1;
+  }
+  std::string table_ = fresh_table();
+};
+
+TEST_F(Primitives, CapabilitiesDeclared) {
+  auto b = open();
+  EXPECT_TRUE(b->caps().has(dlock::capability::read_write));
+  EXPECT_TRUE(b->caps().has(dlock::capability::semaphore));
+  EXPECT_TRUE(b->rw_caps().has(dlock::capability::writer_preferred));
+  EXPECT_FALSE(b->rw_caps().has(dlock::capability::blocking));
+  EXPECT_TRUE(b->semaphore_caps().has(dlock::capability::fencing));
+}
+
+TEST_F(Primitives, ReadersTogetherAcrossBackendsAndProcessesWriterExcluded) {
+  const auto name = test::unique_name("rw");
+  signal_pipe held, let_go;
+  const std::string child_uri = uri();
+  const pid_t child = spawn([&] {
+    auto b = dlock::open(child_uri);
+    auto reading = b->make_rw_lock(name)->try_acquire_read_for(10s);
+    if (!reading) return 2;
+    held.send();
+    let_go.receive();
+    std::error_code ec;
+    reading.release(ec);
+    return ec ? 3 : 0;
+  });
+  ASSERT_EQ(held.receive(), 'x') << "the child process did not get its read lock";
+
+  auto b1 = open();
+  auto b2 = open();  // another pool: other sessions
+  auto r1 = b1->make_rw_lock(name)->try_acquire_read();
+  auto r2 = b2->make_rw_lock(name)->try_acquire_read();
+  EXPECT_TRUE(r1) << "a reader must share with the other process's reader";
+  EXPECT_TRUE(r2) << "a reader on other sessions must share too";
+  auto writer = b1->make_rw_lock(name);
+  EXPECT_FALSE(writer->try_acquire_write()) << "a writer must wait for the readers";
+  r1.release();
+  r2.release();
+  EXPECT_FALSE(writer->try_acquire_write()) << "the other process still reads";
+  let_go.send();
+  EXPECT_EQ(wait_exit_code(child), 0);
+  auto writing = writer->try_acquire_write();
+  ASSERT_TRUE(writing) << "every reader is gone";
+  EXPECT_FALSE(b2->make_rw_lock(name)->try_acquire_read()) << "no reader while a writer holds";
+  EXPECT_FALSE(b2->make_rw_lock(name)->try_acquire_write()) << "no second writer";
+}
+
+TEST_F(Primitives, FencingTokensIncreasePerGrant) {
+  auto b = open();
+  auto rw = b->make_rw_lock(test::unique_name("f"));
+  auto a = rw->try_acquire_read();
+  auto c = rw->try_acquire_read();  // the same object, a second reader
+  ASSERT_TRUE(a && c);
+  ASSERT_TRUE(a.fencing_token() && c.fencing_token());
+  EXPECT_LT(*a.fencing_token(), *c.fencing_token());
+  a.release();
+  c.release();
+  auto w = rw->try_acquire_write();
+  ASSERT_TRUE(w && w.fencing_token());
+  EXPECT_LT(*c.fencing_token(), *w.fencing_token());
+}
+
+TEST_F(Primitives, WaitingWriterHoldsBackNewReaders) {
+  auto b = open();
+  const auto name = test::unique_name("wp");
+  auto first_reader = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(first_reader);
+  auto writer = b->make_rw_lock(name);
+  auto waiting = std::async(std::launch::async, [&] { return writer->try_acquire_write_for(20s); });
+  // The writer's first miss marks the anchor.
+  for (int i = 0; i < 200 && !writer_mark_live(name); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(writer_mark_live(name)) << "the waiting writer left no mark";
+  auto late = open()->make_rw_lock(name);
+  EXPECT_FALSE(late->try_acquire_read()) << "a reader arriving while a writer waits must not get in before it";
+  first_reader.release();
+  auto writing = waiting.get();
+  ASSERT_TRUE(writing) << "the writer gets in once the reader that held before it leaves";
+  EXPECT_FALSE(late->try_acquire_read());
+  writing.release();
+  EXPECT_FALSE(writer_mark_live(name)) << "the writer clears its mark once granted";
+  EXPECT_TRUE(late->try_acquire_read()) << "readers enter again after the writer";
+}
+
+TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
+  const auto name = test::unique_name("k");
+  signal_pipe held;
+  const std::string child_uri = uri("ttl=2s");
+  const pid_t child = spawn([&] {
+    auto writing = dlock::open(child_uri)->make_rw_lock(name)->try_acquire_write_for(10s);
+    if (!writing) return 2;
+    held.send();
+    for (;;) std::this_thread::sleep_for(1s);  // holding (and renewing) until killed
+  });
+  ASSERT_EQ(held.receive(), 'x');
+  auto b = open("ttl=2s");
+  auto rw = b->make_rw_lock(name);
+  EXPECT_FALSE(rw->try_acquire_read());
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  // Its rows expire within the ttl after its last renewal; slack for polling only.
+  auto writing = rw->try_acquire_write_for(2s + 1500ms);
+  EXPECT_TRUE(writing) << "a SIGKILLed writer's grant must come back within its ttl";
+}
+
+TEST_F(Primitives, SigkilledSemaphoreHolderPermitsComeBack) {
+  const auto name = test::unique_name("ks");
+  signal_pipe held;
+  const std::string child_uri = uri("ttl=2s");
+  const pid_t child = spawn([&] {
+    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
+    if (!permits) return 2;
+    held.send();
+    for (;;) std::this_thread::sleep_for(1s);
+  });
+  ASSERT_EQ(held.receive(), 'x');
+  auto sem = open("ttl=2s")->make_semaphore(name, 2);
+  EXPECT_FALSE(sem->try_acquire());
+  ::kill(child, SIGKILL);
+  wait_exit_code(child);
+  EXPECT_TRUE(sem->try_acquire_for(2s + 1500ms, 2));
+}
+
+TEST_F(Primitives, SemaphoreNeverExceedsNFromManyThreadsAndReachesN) {
+  constexpr std::uint32_t n = 3;
+  constexpr int threads = 12;
+  const auto name = test::unique_name("s");
+  std::vector<std::shared_ptr<dlock::backend>> backends{open(), open(), open()};
+  std::atomic<int> inside{0}, most{0}, grants{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> ts;
+  const auto until = std::chrono::steady_clock::now() + 4s;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      auto sem = backends[t % backends.size()]->make_semaphore(name, n);
+      while (std::chrono::steady_clock::now() < until) {
+        std::error_code ec;
+        auto permit = sem->try_acquire_for(1s, 1, ec);
+        if (ec) {
+          failed = true;
+          return;
+        }
+        if (!permit) continue;
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        ++grants;
+        std::this_thread::sleep_for(10ms);
+        --inside;
+        permit.release(ec);
+        if (ec) failed = true;
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  EXPECT_FALSE(failed.load());
+  EXPECT_LE(most.load(), static_cast<int>(n)) << "more than N permits were held at once";
+  EXPECT_EQ(most.load(), static_cast<int>(n)) << "N permits were never held at once";
+  EXPECT_GT(grants.load(), threads);
+}
+
+TEST_F(Primitives, SemaphoreGrantsExactlyNPermits) {
+  auto b = open();
+  const auto name = test::unique_name("n");
+  auto sem = b->make_semaphore(name, 3);
+  auto two = sem->try_acquire(2);
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(sem->try_acquire(2)) << "2 + 2 > 3";
+  auto one = open()->make_semaphore(name, 3)->try_acquire();
+  ASSERT_TRUE(one) << "the third permit is free";
+  EXPECT_FALSE(sem->try_acquire()) << "all three are held";
+  two.release();
+  EXPECT_TRUE(sem->try_acquire(2));
+}
+
+TEST_F(Primitives, MaxCountMismatchIsRefused) {
+  auto b = open();
+  const auto name = test::unique_name("m");
+  auto held = b->make_semaphore(name, 3)->try_acquire();
+  ASSERT_TRUE(held);
+  std::error_code ec;
+  auto other = b->make_semaphore(name, 5)->try_acquire(1, ec);
+  EXPECT_FALSE(other);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument) << ec.message();
+  EXPECT_NE(dlock::last_error_message().find("max_count 3"), std::string::npos) << dlock::last_error_message();
+  held.release();
+  // Idle, the name takes the max_count of whoever comes next.
+  EXPECT_TRUE(b->make_semaphore(name, 5)->try_acquire(1, ec)) << ec.message();
+}
+
+TEST_F(Primitives, ReleaseAfterExpiryReportsNotOwner) {
+  auto b = open("ttl=1s");
+  auto o = b->default_options();
+  o.watchdog = false;
+  const auto name = test::unique_name("e");
+  auto permit = b->make_semaphore(name, 1, o)->try_acquire();
+  auto reading = b->make_rw_lock(name, o)->try_acquire_read();
+  ASSERT_TRUE(permit && reading);
+  std::this_thread::sleep_for(1300ms);
+  EXPECT_TRUE(b->make_semaphore(name, 1, o)->try_acquire()) << "the expired permit is free again";
+  std::error_code ec;
+  permit.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  reading.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST_F(Primitives, RenewKeepsTheGrantAndLostRenewalIsReported) {
+  auto b = open("ttl=1s");
+  auto o = b->default_options();
+  o.watchdog = false;
+  const auto name = test::unique_name("r");
+  auto writing = b->make_rw_lock(name, o)->try_acquire_write();
+  ASSERT_TRUE(writing);
+  std::this_thread::sleep_for(600ms);
+  writing.renew();
+  std::this_thread::sleep_for(600ms);  // past the first ttl, within the renewed one
+  EXPECT_FALSE(b->make_rw_lock(name, o)->try_acquire_read());
+  std::this_thread::sleep_for(700ms);
+  std::error_code ec;
+  writing.renew(1s, ec);
+  EXPECT_TRUE(ec) << "renewing an expired grant must fail";
+  EXPECT_TRUE(writing.lost_token().stop_requested());
+}
+
+TEST_F(Primitives, WatchdogRenewsManyLeasesTogether) {
+  auto b = open("ttl=1s");
+  const auto base = test::unique_name("w");
+  std::vector<dlock::lease> held;
+  for (int i = 0; i < 40; ++i) held.push_back(b->make_semaphore(base + std::to_string(i % 4), 10)->try_acquire());
+  for (const auto& l : held) ASSERT_TRUE(l);
+  std::this_thread::sleep_for(2500ms);  // past two ttls: only the watchdog's renewals keep them
+  for (int i = 0; i < 4; ++i)
+    EXPECT_FALSE(b->make_semaphore(base + std::to_string(i), 10)->try_acquire()) << "all 10 permits still held";
+  for (auto& l : held) {
+    std::error_code ec;
+    l.release(ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+}
+
+TEST_F(Primitives, HostileNamesAreBoundNotPasted) {
+  auto b = open();
+  const auto base = test::unique_name("h");
+  const std::string names[] = {base + "'; DROP TABLE x; --", base + std::string("\0a", 2), base + "\xff"};
+  for (const auto& n : names) {
+    auto w = b->make_rw_lock(n)->try_acquire_write();
+    ASSERT_TRUE(w);
+    EXPECT_TRUE(b->make_semaphore(n, 1)->try_acquire()) << "a semaphore and a rw lock of one name are two pools";
+  }
+}
+
+TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
+  auto b = open("ttl=1s");
+  auto o = b->default_options();
+  o.watchdog = false;
+  const auto name = test::unique_name("sw");
+  auto kept = b->make_semaphore(name, 2)->try_acquire();  // renewed by the watchdog: stays
+  auto left = b->make_semaphore(name, 2, o)->try_acquire();
+  auto idle = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(kept && left && idle);
+  idle.release();
+  std::this_thread::sleep_for(1300ms);  // `left` expired
+  auto count = [&](const std::string& suffix) {
+    auto c = test::raw_connect(uri());
+    return test::query_int(*c, "SELECT COUNT(*) FROM `" + table_ + suffix + "` WHERE name = ?", name).value_or(-1);
+  };
+  EXPECT_EQ(count("_holders"), 2);
+  EXPECT_EQ(count("_units"), 2);
+  std::error_code ec;
+  EXPECT_EQ(b->sweep_expired(ec), 2u) << "the expired holder and the idle reader-writer anchor";
+  EXPECT_FALSE(ec) << ec.message();
+  EXPECT_EQ(count("_holders"), 1) << "the live holder stays";
+  EXPECT_EQ(count("_units"), 1) << "the semaphore's anchor stays while it has a holder";
+  EXPECT_FALSE(b->make_semaphore(name, 2)->try_acquire(2)) << "the live permit still counts";
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_write()) << "a swept anchor is made again";
+}
+
+// mysql+getlock: a semaphore as N GET_LOCK slots; no reader-writer lock.
+class GetlockSemaphore : public ::testing::Test {
+ protected:
+  std::shared_ptr<dlock::backend> open() const { return dlock::open(test::uri_for("mysql+getlock", "ttl=2s")); }
+};
+
+TEST_F(GetlockSemaphore, DeclaresSemaphoreButNoReaderWriterLock) {
+  auto b = open();
+  EXPECT_TRUE(b->caps().has(dlock::capability::semaphore));
+  EXPECT_FALSE(b->caps().has(dlock::capability::read_write));
+  std::error_code ec;
+  auto rw = b->make_rw_lock(test::unique_name("g"), ec);
+  EXPECT_FALSE(rw);
+  EXPECT_EQ(ec, dlock::errc::not_supported);
+}
+
+TEST_F(GetlockSemaphore, SlotKeysFitGetLockAndNeverEqualALockKey) {
+  const std::string name = "abc";
+  std::set<std::string> keys;
+  for (std::uint32_t i = 0; i < 100; ++i) {
+    const auto k = semaphore_slot_key(name, i);
+    EXPECT_EQ(k.size(), getlock_max_key);
+    EXPECT_EQ(k.front(), '%');
+    keys.insert(k);
+  }
+  EXPECT_EQ(keys.size(), 100u);
+  EXPECT_NE(getlock_key(semaphore_slot_key(name, 0)), semaphore_slot_key(name, 0)) << "a lock named like a slot is hashed";
+}
+
+TEST_F(GetlockSemaphore, NeverExceedsNFromManyThreadsAndReachesN) {
+  constexpr std::uint32_t n = 3;
+  constexpr int threads = 10;
+  const auto name = test::unique_name("gs");
+  std::vector<std::shared_ptr<dlock::backend>> backends{open(), open()};
+  std::atomic<int> inside{0}, most{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> ts;
+  const auto until = std::chrono::steady_clock::now() + 3s;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      auto sem = backends[t % backends.size()]->make_semaphore(name, n);
+      while (std::chrono::steady_clock::now() < until) {
+        std::error_code ec;
+        auto permit = sem->try_acquire_for(1s, 1, ec);
+        if (ec) {
+          failed = true;
+          return;
+        }
+        if (!permit) continue;
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(10ms);
+        --inside;
+        permit.release(ec);
+        if (ec) failed = true;
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  EXPECT_FALSE(failed.load()) << dlock::last_error_message();
+  EXPECT_LE(most.load(), static_cast<int>(n));
+  EXPECT_EQ(most.load(), static_cast<int>(n));
+}
+
+TEST_F(GetlockSemaphore, PermitsTakenTogetherOrNotAtAll) {
+  auto b = open();
+  const auto name = test::unique_name("gp");
+  auto sem = b->make_semaphore(name, 3);
+  auto two = sem->try_acquire(2);
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(open()->make_semaphore(name, 3)->try_acquire(2));
+  auto one = open()->make_semaphore(name, 3)->try_acquire();
+  EXPECT_TRUE(one) << "the failed attempt for 2 gave back the slot it took";
+  ASSERT_TRUE(two.fencing_token() && one.fencing_token());
+  EXPECT_LT(*two.fencing_token(), *one.fencing_token());
+}
+
+TEST_F(GetlockSemaphore, SigkilledHolderPermitsComeBack) {
+  const auto name = test::unique_name("gk");
+  signal_pipe held;
+  const std::string child_uri = test::uri_for("mysql+getlock", "ttl=2s");
+  const pid_t child = spawn([&] {
+    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
+    if (!permits) return 2;
+    held.send();
+    for (;;) std::this_thread::sleep_for(1s);
+  });
+  ASSERT_EQ(held.receive(), 'x');
+  auto sem = open()->make_semaphore(name, 2);
+  EXPECT_FALSE(sem->try_acquire());
+  ::kill(child, SIGKILL);
+  wait_exit_code(child);
+  EXPECT_TRUE(sem->try_acquire_for(5s, 2)) << "the server frees a dead connection's GET_LOCK slots";
+}
+
+TEST_F(GetlockSemaphore, KilledConnectionIsLostAndReleaseReportsNotOwner) {
+  auto b = open();
+  const auto name = test::unique_name("gx");
+  auto permit = b->make_semaphore(name, 1)->try_acquire();
+  ASSERT_TRUE(permit);
+  auto admin = test::raw_connect(test::server_uri());
+  const auto holder = test::query_int(*admin, "SELECT IS_USED_LOCK(?)", semaphore_slot_key(name, 0));
+  ASSERT_TRUE(holder.has_value());
+  test::kill_connection(*admin, *holder);
+  EXPECT_TRUE(dlock::testing::fires_within(permit.lost_token(), 5s)) << "the watchdog's check notices the KILL";
+  EXPECT_TRUE(open()->make_semaphore(name, 1)->try_acquire());
+  std::error_code ec;
+  permit.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST_F(GetlockSemaphore, UnrenewedLeaseIsCutAtItsValidityAndThePermitComesBack) {
+  auto b = open();
+  auto o = b->default_options();
+  o.ttl = 600ms;
+  o.watchdog = false;
+  const auto name = test::unique_name("gv");
+  auto permit = b->make_semaphore(name, 1, o)->try_acquire();
+  ASSERT_TRUE(permit);
+  std::this_thread::sleep_until(permit.valid_until());
+  // Its connection is cut once the validity runs out, so the server frees the slot.
+  EXPECT_TRUE(open()->make_semaphore(name, 1)->try_acquire_for(2s)) << "a lease no longer valid still held its slot";
+  EXPECT_TRUE(permit.lost_token().stop_requested());
+  std::error_code ec;
+  permit.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+}  // namespace
