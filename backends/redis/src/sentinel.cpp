@@ -220,14 +220,13 @@ void sentinel_watch::follow(std::function<void()> moved) {
     std::lock_guard lock(mutex_);
     moved_ = std::move(moved);
   }
-  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+  for (std::size_t i = 0; i < cfg_.sentinels.size(); ++i)
+    threads_.emplace_back([this, i](std::stop_token stop) { run(stop, i); });
 }
 
 void sentinel_watch::stop() noexcept {
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    thread_.join();
-  }
+  for (auto& t : threads_) t.request_stop();
+  threads_.clear();  // joins
   std::lock_guard lock(mutex_);
   moved_ = {};
 }
@@ -236,22 +235,20 @@ void sentinel_watch::learned(const address& now) noexcept {
   std::function<void()> moved;
   {
     std::lock_guard lock(mutex_);
+    if (announced_ == now) return;  // each sentinel announces the same switch: one is enough
+    announced_ = now;
     master_ = now;
     moved = moved_;
   }
   if (moved) moved();
 }
 
-void sentinel_watch::run(std::stop_token stop) noexcept {
+void sentinel_watch::run(std::stop_token stop, std::size_t index) noexcept {
   constexpr milliseconds slice{200};  // how often a blocked read looks at `stop`
-  std::size_t next = 0;
   while (!stop.stop_requested()) {
     std::error_code ec;
-    std::unique_ptr<connection> c;
-    for (std::size_t k = 0; k < cfg_.sentinels.size() && !c && !stop.stop_requested(); ++k)
-      c = open_sentinel((next + k) % cfg_.sentinels.size(), slice, ec);
-    next = (next + 1) % cfg_.sentinels.size();  // a sentinel that stops answering is not asked first again
-    if (!c || !c->append({"SUBSCRIBE", "+switch-master"}) || !c->flush()) {
+    auto c = open_sentinel(index, slice, ec);
+    if (!c || !c->append({"SUBSCRIBE", "+switch-master", "+promoted-slave"}) || !c->flush()) {
       for (int i = 0; i < 5 && !stop.stop_requested(); ++i) std::this_thread::sleep_for(milliseconds(100));
       continue;
     }
@@ -260,7 +257,7 @@ void sentinel_watch::run(std::stop_token stop) noexcept {
       auto r = c->read(ec);
       if (!r) {
         if (c->timed_out() && c->resume_after_timeout(slice)) continue;
-        break;  // the sentinel went away: another one
+        break;  // the sentinel went away: connect again
       }
       if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) continue;
       const auto kind = text_of(r->element[0]);
@@ -274,12 +271,21 @@ void sentinel_watch::run(std::stop_token stop) noexcept {
         }
         std::error_code ignored;
         if (auto now = ask(ignored); now && before && !(*now == *before)) learned(*now);
-      } else if (kind == "message") {
-        // Always told, even when a connection opened meanwhile already found the new master:
-        // connections opened before the switch may still point at the old one (now a replica).
-        const auto w = words(text_of(r->element[2]));
-        if (w.size() == 5 && w[0] == cfg_.master_name)
-          if (auto port = port_of(w[4])) learned(address{std::string(w[3]), *port});
+        continue;
+      }
+      if (kind != "message") continue;
+      const auto channel = text_of(r->element[1]);
+      const auto w = words(text_of(r->element[2]));
+      // "+switch-master <name> <old ip> <old port> <new ip> <new port>": every sentinel says it
+      // once it has the new configuration (the failover's leader only at the end of the failover,
+      // after reconfiguring the replicas: seconds later than the others here).
+      // "+promoted-slave slave <ip:port> <ip> <port> @ <name> <master ip> <master port>": the
+      // leader, as soon as the replica it chose says ROLE master. Moving there at once shortens
+      // the time this client writes to an old master that is still up (a manual failover).
+      if (channel == "+switch-master" && w.size() == 5 && w[0] == cfg_.master_name) {
+        if (auto port = port_of(w[4])) learned(address{std::string(w[3]), *port});
+      } else if (channel == "+promoted-slave" && w.size() == 8 && w[5] == cfg_.master_name) {
+        if (auto port = port_of(w[3])) learned(address{std::string(w[2]), *port});
       }
     }
   }

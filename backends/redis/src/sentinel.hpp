@@ -5,9 +5,9 @@
 // The sentinels are asked in turn (the one that answered last first) SENTINEL
 // get-master-addr-by-name; every new connection to the answer is checked with ROLE, so a lock
 // command never goes to a replica (a sentinel may still name the old master during a failover).
-// A thread follows the master: subscribed to +switch-master on one sentinel (another when that
-// one goes away, asking again after each reconnect, since a switch may have happened meanwhile),
-// it tells the backend, which closes its pooled connections and its subscriber's (they reconnect
+// A thread per sentinel follows the master: subscribed to +switch-master and +promoted-slave (the
+// first sentinel to say so wins; asking again after each reconnect, since a switch may have
+// happened meanwhile), it tells the backend, which closes its pooled connections and its subscriber's (they reconnect
 // to the new master through open_master). A connection error or a READONLY reply also makes the
 // next connection ask again.
 #include <cstdint>
@@ -53,7 +53,7 @@ class sentinel_watch {
   // Follows +switch-master from now on; `moved` runs on the watch's thread after each switch (or a
   // change found on reconnecting), and must not block.
   void follow(std::function<void()> moved);
-  void stop() noexcept;  // joins the thread; `moved` is not called afterwards
+  void stop() noexcept;  // joins the threads; `moved` is not called afterwards
   // "master set 'mymaster' (sentinels 127.0.0.1:26379,...)"
   std::string label() const;
 
@@ -68,14 +68,15 @@ class sentinel_watch {
                                             std::error_code& ec) noexcept;
   void forget(const address& stale) noexcept;
   void learned(const address& now) noexcept;  // the master moved there: tells `moved`
-  void run(std::stop_token stop) noexcept;
+  void run(std::stop_token stop, std::size_t index) noexcept;
 
   sentinel_settings cfg_;
   std::mutex mutex_;
   std::optional<address> master_;  // the last answer, until it fails
   std::size_t preferred_ = 0;      // the sentinel that answered last
+  std::optional<address> announced_;  // the last master a sentinel announced (told once per switch)
   std::function<void()> moved_;
-  std::jthread thread_;
+  std::vector<std::jthread> threads_;  // one per sentinel
 };
 
 }  // namespace dlock::redis
