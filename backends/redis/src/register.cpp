@@ -41,8 +41,6 @@ void register_redis(registry& r) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::fair);
          }});
   // The same three layouts with the master found through Redis Sentinel (sentinel.hpp).
-  auto sentinel_params = fair_params;
-  for (const char* p : {"db", "sentinel_user", "sentinel_password"}) sentinel_params.push_back(p);
   struct sentinel_scheme {
     const char* scheme;
     redis::mode mode;
@@ -61,7 +59,11 @@ void register_redis(registry& r) {
            .example_uri = std::string(v.scheme) + "://[user:password@]s1:26379,s2:26379,s3:26379/mymaster?ttl=30s",
            .summary = std::string(v.layout) + "'s layout on the master the sentinels name (ROLE-checked), following "
                       "failovers (+switch-master, READONLY); min_replicas=N makes a grant wait for N replicas",
-           .parameters = sentinel_params,
+           .parameters = [&] {
+             auto p = v.mode == redis::mode::fair ? fair_params : params;
+             for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.push_back(extra);
+             return p;
+           }(),
            .open = [m = v.mode](const uri& u, const lock_options& d) {
              return std::make_shared<redis::redis_backend>(u, d, m);
            }});

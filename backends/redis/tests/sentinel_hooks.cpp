@@ -1,4 +1,4 @@
-// Conformance hooks for redis+sentinel://: the redis hooks' DEL and EXISTS, sent to the master the
+// Conformance hooks for redis+sentinel://, redis+reentrant+sentinel:// and redis+fair+sentinel://: the redis hooks' DEL and EXISTS, sent to the master the
 // sentinels name (asked with raw hiredis, so the probe does not trust the code under test).
 #include <hiredis/hiredis.h>
 
@@ -67,3 +67,5 @@ bool is_held(const std::string& text, std::string_view name) {
 }  // namespace
 
 DLOCK_TEST_HOOKS("redis+sentinel", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redis+reentrant+sentinel", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redis+fair+sentinel", {.break_lock = break_lock, .is_held_on_server = is_held});
