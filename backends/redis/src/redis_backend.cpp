@@ -170,7 +170,12 @@ class redis_lease final : public spi::lease_state {
 
   // The renewal script's answer: 1 when the grant was ours and was extended.
   void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
-    if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
+    if (is_error(&r, "READONLY")) {
+      // A connection still open to a master the sentinels have demoted: not an answer about the
+      // lease; the renewal is tried again, on a connection to the new master.
+      set_error(ec, errc::backend_unavailable, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)) +
+                                                   " (the server is a replica now: the master moved)");
+    } else if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
       set_error(ec, errc::backend_error, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)));
     } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
       set_error(ec, errc::lock_lost, "redis: lock '" + name() + "' is gone from the server at renewal (expired, deleted, or the server "
@@ -231,6 +236,7 @@ class pipelined_renewals final : public spi::renewal_batch {
       set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
     if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
     std::vector<std::size_t> without_script;
+    bool demoted = false;
     for (std::size_t i = 0; i < leases.size(); ++i) {
       const auto& lease = static_cast<const redis_lease&>(*leases[i]);
       if (i >= sent || (ec && c->broken())) {
@@ -251,6 +257,11 @@ class pipelined_renewals final : public spi::renewal_batch {
         continue;
       }
       lease.judge_renewal(*r, outcomes[i]);
+      demoted = demoted || is_error(r.get(), "READONLY");
+    }
+    if (demoted) {  // a replica now: this connection and the pool's others go (see pipeline.hpp)
+      c->discard();
+      shared_.connections->retire_all();
     }
     // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source, on
     // this connection (another checkout could wait for this very one with a pool of one).

@@ -12,7 +12,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// A sentinel's reply that is the text "+switch-master" message: "<name> <old ip> <old port> <new ip> <new port>".
+// The space-separated words of a sentinel event's message ("mymaster 127.0.0.1 6379 127.0.0.1 6380").
 std::vector<std::string_view> words(std::string_view s) {
   std::vector<std::string_view> out;
   while (!s.empty()) {
