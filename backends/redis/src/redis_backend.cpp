@@ -765,12 +765,12 @@ settings parse_settings(const uri& u, mode m) {
 
 namespace {
 
-// The declared set (capabilities.hpp) of the scheme that serves mode `m`.
-constexpr capabilities declared_caps(mode m) noexcept {
+// The declared set (capabilities.hpp) of the scheme that serves mode `m`, directly or through Sentinel.
+constexpr capabilities declared_caps(mode m, bool via_sentinel) noexcept {
   switch (m) {
-    case mode::simple: return redis_caps;
-    case mode::reentrant: return redis_reentrant_caps;
-    case mode::fair: return redis_fair_caps;
+    case mode::simple: return via_sentinel ? redis_sentinel_caps : redis_caps;
+    case mode::reentrant: return via_sentinel ? redis_reentrant_sentinel_caps : redis_reentrant_caps;
+    case mode::fair: return via_sentinel ? redis_fair_sentinel_caps : redis_fair_caps;
   }
   return redis_caps;
 }
@@ -778,7 +778,7 @@ constexpr capabilities declared_caps(mode m) noexcept {
 }  // namespace
 
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
-    : backend(declared_caps(m), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+    : backend(declared_caps(m, u.scheme().ends_with("+sentinel")), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   opener open;

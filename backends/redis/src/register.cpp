@@ -48,9 +48,9 @@ void register_redis(registry& r) {
     const char* layout;
   };
   static const sentinel_scheme sentinel_schemes[] = {
-      {"redis+sentinel", redis::mode::simple, redis::redis_caps, "redis://"},
-      {"redis+reentrant+sentinel", redis::mode::reentrant, redis::redis_reentrant_caps, "redis+reentrant://"},
-      {"redis+fair+sentinel", redis::mode::fair, redis::redis_fair_caps, "redis+fair://"},
+      {"redis+sentinel", redis::mode::simple, redis::redis_sentinel_caps, "redis://"},
+      {"redis+reentrant+sentinel", redis::mode::reentrant, redis::redis_reentrant_sentinel_caps, "redis+reentrant://"},
+      {"redis+fair+sentinel", redis::mode::fair, redis::redis_fair_sentinel_caps, "redis+fair://"},
   };
   for (const auto& v : sentinel_schemes) {
     r.add({.scheme = v.scheme,
