@@ -1,4 +1,5 @@
-// dlock hold [URI] NAME [--wait D] [--ttl D]: the conformance suite's taker in another process.
+// dlock hold [URI] NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D]: the
+// conformance suite's taker in another process (of the mutex, a side of the rw lock, or permits).
 // Prints "acquired <token|->", then holds until stdin closes or SIGTERM/SIGINT, then releases.
 #include <csignal>
 #include <cstdio>
@@ -14,10 +15,13 @@
 namespace dlock::cli {
 
 int cmd_hold(const arguments& argv) {
-  const args a(argv, {"wait", "ttl", "uri-file"}, {"help"});
+  const args a(argv, {"wait", "ttl", "uri-file", "permits", "of"}, {"help", "shared", "write"});
   if (a.flag("help")) {
-    std::puts("usage: dlock hold [URI] NAME [--uri-file PATH] [--wait D] [--ttl D]\n"
-              "acquires the lock (waiting up to D, connecting included; default forever; --wait 0 =\n"
+    std::puts("usage: dlock hold [URI] NAME [--shared | --write | --permits N --of M] [--uri-file PATH]\n"
+              "                  [--wait D] [--ttl D]\n"
+              "acquires the lock (or with --shared / --write a side of the reader-writer lock NAME, or\n"
+              "with --permits N --of M N permits of the M-permit semaphore NAME: see 'dlock run --help')\n"
+              "(waiting up to D, connecting included; default forever; --wait 0 =\n"
               "one try), prints 'acquired <fencing token or ->', holds until stdin closes or SIGTERM,\n"
               "then releases.\n"
               "The URI may come from --uri-file PATH or the environment variable DLOCK_URI instead.\n"
@@ -28,11 +32,13 @@ int cmd_hold(const arguments& argv) {
   const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME");
   if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
   if (a.has_command_separator()) throw usage_error("expected [URI] NAME, and no '-- CMD'");
-  const lock_request request{*uri, operands.front(), a.duration("ttl"), a.duration("wait")};
+  const lock_request request{*uri, operands.front(), a.duration("ttl"), a.duration("wait"), parse_primitive(a)};
   check_locally(request);  // before anything connects: a usage error is 64 even with the server down
   auto& events = event_pipe::instance();
   events.catch_signals();
-  auto [lock, held] = open_and_acquire(request, "hold");
+  held_lock got = open_and_acquire(request, "hold");
+  lease& held = got.held;
+  const std::string what = describe(request.primitive, request.name);
   std::stop_callback on_lost(held.lost_token(), [&events] { events.post(event_pipe::lost); });
   std::printf("acquired %s\n", token_text(held).c_str());
   std::fflush(stdout);
@@ -48,7 +54,7 @@ int cmd_hold(const arguments& argv) {
       char e;
       while (::read(events.read_fd(), &e, 1) == 1) {
         if (e == event_pipe::lost) {
-          std::fprintf(stderr, "dlock: lock '%s' lost (%s)\n", lock->name().data(), held.lost_reason().message().c_str());
+          std::fprintf(stderr, "dlock: %s lost (%s)\n", what.c_str(), held.lost_reason().message().c_str());
           discard_lost(held);
           return exit_software;
         }

@@ -1,5 +1,6 @@
-// dlock run [URI] NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...: flock(1) for distributed
-// locks. Holds the lock while CMD runs (the core's watchdog renews renewable leases). CMD runs as
+// dlock run [URI] NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D] [--grace D]
+// -- CMD ARGS...: flock(1) for distributed locks. Holds the lock (or a side of the reader-writer
+// lock, or permits of a semaphore: primitive.hpp) while CMD runs (the core's watchdog renews renewable leases). CMD runs as
 // a process group of its own that cannot outlive dlock (command_group.hpp): SIGINT/SIGTERM/SIGHUP
 // are forwarded to the whole group, and if the lease is lost the whole group is killed (SIGTERM,
 // then SIGKILL after the grace period) and dlock exits 70: no part of CMD may go on believing it
@@ -24,8 +25,20 @@ namespace dlock::cli {
 namespace {
 
 constexpr const char* run_usage =
-    "usage: dlock run [URI] NAME [--uri-file PATH] [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
+    "usage: dlock run [URI] NAME [--shared | --write | --permits N --of M] [--uri-file PATH] [--wait D]\n"
+    "                 [--ttl D] [--grace D] -- CMD ARGS...\n"
     "runs CMD while holding the lock NAME on URI (like flock(1)).\n"
+    "  (default)  the exclusive lock (mutex) NAME: one holder at a time\n"
+    "  --shared   the read side of the reader-writer lock NAME: many --shared holders at once, none\n"
+    "             while a --write holder has it (like flock -s)\n"
+    "  --write    the write side of the reader-writer lock NAME: alone, no --shared holder beside it.\n"
+    "             --shared and --write use the reader-writer lock, a different object from the\n"
+    "             default's mutex of the same name: readers and writers of a name must all use them\n"
+    "  --permits N --of M\n"
+    "             N permits of the semaphore NAME of M permits (1 <= N <= M): at most M permits held\n"
+    "             at once; every process must give the same M\n"
+    "             (--shared, --write and --permits need a backend that makes the primitive: see\n"
+    "             `dlock backends`; another is refused with exit 64 before connecting)\n"
     "  URI        the backend; or --uri-file PATH (a file holding the URI on one line), or the\n"
     "             environment variable DLOCK_URI: keeps a password out of `ps`\n"
     "  --wait D   wait at most D for the lock, connecting included (default: forever; 0 = one try)\n"
@@ -56,7 +69,7 @@ run_request parse(const args& a) {
   const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME -- CMD ARGS...");
   if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
   if (!a.has_command_separator() || a.command().empty()) throw usage_error("expected '-- CMD ARGS...' after NAME");
-  run_request r{{*uri, operands.front(), a.duration("ttl"), a.duration("wait")},
+  run_request r{{*uri, operands.front(), a.duration("ttl"), a.duration("wait"), parse_primitive(a)},
                 a.duration("grace").value_or(std::chrono::seconds(2)),
                 a.command()};
   check_locally(r.lock);
@@ -66,7 +79,7 @@ run_request parse(const args& a) {
 }  // namespace
 
 int cmd_run(const arguments& argv) {
-  const args a(argv, {"wait", "ttl", "grace", "uri-file"}, {"help"});
+  const args a(argv, {"wait", "ttl", "grace", "uri-file", "permits", "of"}, {"help", "shared", "write"});
   if (a.flag("help")) {
     std::puts(run_usage);
     return 0;
@@ -76,10 +89,12 @@ int cmd_run(const arguments& argv) {
 
   auto& events = event_pipe::instance();
   events.catch_signals();
-  auto [lock, held] = open_and_acquire(request.lock, "run");
+  held_lock got = open_and_acquire(request.lock, "run");
+  lease& held = got.held;
+  const std::string what = describe(request.lock.primitive, request.lock.name);
   std::stop_callback on_lost(held.lost_token(), [&events] { events.post(event_pipe::lost); });
 
-  std::vector<std::string> env = {"DLOCK_LOCK_NAME=" + std::string(lock->name())};
+  std::vector<std::string> env = {"DLOCK_LOCK_NAME=" + request.lock.name};
   if (auto t = held.fencing_token()) env.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(*t));
   exit_if_interrupted(held, "run", request.lock.name);  // the last moment before anything starts
   command_group group(request.command, env);
@@ -101,8 +116,8 @@ int cmd_run(const arguments& argv) {
     }
     if (lost) {
       group.terminate(request.grace);
-      std::fprintf(stderr, "dlock: lock '%s' lost (%s); killed %s and its process group\n",
-                   std::string(lock->name()).c_str(), held.lost_reason().message().c_str(), program.c_str());
+      std::fprintf(stderr, "dlock: %s lost (%s); killed %s and its process group\n", what.c_str(),
+                   held.lost_reason().message().c_str(), program.c_str());
       discard_lost(held);
       return exit_software;
     }
@@ -111,15 +126,15 @@ int cmd_run(const arguments& argv) {
     // Its children must not work on without the lock: stopped before it is released.
     if (!signalled)
       std::fprintf(stderr,
-                   "dlock: %s exited while processes it started still ran; stopping them before releasing lock '%s'\n",
-                   program.c_str(), std::string(lock->name()).c_str());
+                   "dlock: %s exited while processes it started still ran; stopping them before releasing %s\n",
+                   program.c_str(), what.c_str());
     group.terminate(request.grace);
   }
   std::error_code ec;
   held.release(ec);
   if (ec) {
-    std::fprintf(stderr, "dlock: lock '%s' was no longer ours when %s finished (%s): its work was not protected\n",
-                 std::string(lock->name()).c_str(), program.c_str(), last_error_message().c_str());
+    std::fprintf(stderr, "dlock: %s was no longer ours when %s finished (%s): its work was not protected\n",
+                 what.c_str(), program.c_str(), last_error_message().c_str());
     return exit_software;
   }
   return status_of(*group.reap());

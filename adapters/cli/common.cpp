@@ -167,18 +167,27 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-std::unique_ptr<distributed_lock> open_lock(const lock_request& request) {
-  auto backend = dlock::open(request.uri);
+held_lock open_lock(const lock_request& request) {
+  auto backend = dlock::open(request.uri, required_capabilities(request.primitive));
   lock_options options = backend->default_options();
   if (request.ttl) options.ttl = *request.ttl;
-  // The lock keeps what it needs of the backend (backends hand their locks a shared_ptr).
-  return backend->make_lock(request.name, options);
+  // The objects keep what they need of the backend (backends hand them a shared_ptr).
+  held_lock made;
+  switch (request.primitive.what) {
+    case primitive_request::kind::mutex: made.lock = backend->make_lock(request.name, options); break;
+    case primitive_request::kind::read:
+    case primitive_request::kind::write: made.rw = backend->make_rw_lock(request.name, options); break;
+    case primitive_request::kind::permits:
+      made.sem = backend->make_semaphore(request.name, request.primitive.of, options);
+      break;
+  }
+  return made;
 }
 
 // Connecting is part of the wait: with --wait, a server that cannot be reached (restarting, not
 // up yet) is tried again until the deadline, and only then is it exit 69. Without --wait, the
 // first failure is final: a wrong host must not look like a long wait for the lock.
-std::unique_ptr<distributed_lock> open_lock_until(const lock_request& request, std::optional<steady::time_point> deadline) {
+held_lock open_lock_until(const lock_request& request, std::optional<steady::time_point> deadline) {
   auto pause = std::chrono::milliseconds(100);
   for (;;) {
     try {
@@ -192,14 +201,27 @@ std::unique_ptr<distributed_lock> open_lock_until(const lock_request& request, s
   }
 }
 
-lease acquire_until(distributed_lock& lock, std::optional<std::chrono::milliseconds> wait,
-                    std::optional<steady::time_point> deadline) {
-  if (!deadline) return lock.acquire();
-  lease l = lock.try_acquire_until(*deadline);  // a deadline already passed: one try
-  if (!l)
-    throw error(errc::timeout, "lock '" + std::string(lock.name()) + "' is held by someone else; gave up after " +
-                                   (wait->count() == 0 ? std::string("one try") : format_duration(*wait)));
-  return l;
+// One wait on whichever object open_lock made: forever without a deadline, else until it.
+lease acquire_from(held_lock& made, const primitive_request& p, std::optional<steady::time_point> deadline) {
+  using kind = primitive_request::kind;
+  switch (p.what) {
+    case kind::read:
+    case kind::write: {
+      const access side = p.what == kind::read ? access::read : access::write;
+      return deadline ? made.rw->try_acquire_until(side, *deadline) : made.rw->acquire(side);
+    }
+    case kind::permits:
+      return deadline ? made.sem->try_acquire_until(*deadline, p.permits) : made.sem->acquire(p.permits);
+    case kind::mutex: break;
+  }
+  return deadline ? made.lock->try_acquire_until(*deadline) : made.lock->acquire();
+}
+
+void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline) {
+  made.held = acquire_from(made, request.primitive, deadline);  // a deadline already passed: one try
+  if (!made.held)
+    throw error(errc::timeout, describe(request.primitive, request.name) + " " + why_not_free(request.primitive) + "; gave up after " +
+                                   (request.wait->count() == 0 ? std::string("one try") : format_duration(*request.wait)));
 }
 
 }  // namespace
@@ -229,8 +251,8 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     try {
       std::optional<steady::time_point> deadline;
       if (request.wait) deadline = distributed_lock::deadline_after(*request.wait);
-      got.lock = open_lock_until(request, deadline);
-      got.held = acquire_until(*got.lock, request.wait, deadline);
+      got = open_lock_until(request, deadline);
+      acquire_until(got, request, deadline);
     } catch (...) {
       failure = std::current_exception();
     }

@@ -11,6 +11,7 @@
 
 #include "args.hpp"
 #include "dlock/dlock.hpp"
+#include "primitive.hpp"
 
 namespace dlock::cli {
 
@@ -47,17 +48,22 @@ struct lock_request {
   std::string name;
   std::optional<std::chrono::milliseconds> ttl;
   std::optional<std::chrono::milliseconds> wait;  // nullopt: as long as it takes; 0: one try
+  primitive_request primitive;                    // the mutex, a side of the rw lock, or permits
 };
 // The checks that need no server: a non-empty name, a positive ttl, a URI that parses with the
 // common options valid. Throws usage_error / dlock::error(invalid_uri) (exit 64).
 void check_locally(const lock_request& request);
 
+// The object the lease came from (one of the three, by request.primitive), kept while it is held.
 struct held_lock {
   std::unique_ptr<distributed_lock> lock;
+  std::unique_ptr<rw_lock> rw;
+  std::unique_ptr<semaphore> sem;
   lease held;
 };
 
-// Opens the URI, makes the lock and acquires it within `wait` on a helper thread, while this
+// Opens the URI (refusing, before connecting, a backend that does not make the primitive asked
+// for: errc::missing_capability, exit 64), makes the lock and acquires it within `wait` on a helper thread, while this
 // thread answers signals: SIGINT, SIGTERM or SIGHUP before the lease is ours ends the process at
 // once with 128+signal (130, 143, 129), having started nothing (see the .cpp for what is left on
 // the server). Throws dlock::error: errc::timeout when the lock stayed taken (exit 75), the

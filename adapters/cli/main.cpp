@@ -18,10 +18,14 @@ constexpr const char* usage_text =
     "usage: dlock <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run URI NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
+    "  run URI NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
     "                      run CMD while holding the lock (like flock(1)); kills CMD's process group\n"
-    "                      if the lease is lost or dlock dies\n"
-    "  hold URI NAME [--wait D] [--ttl D]\n"
+    "                      if the lease is lost or dlock dies. Default: the exclusive lock NAME;\n"
+    "                      --shared / --write: the read / write side of the reader-writer lock NAME\n"
+    "                      (another object than the default's lock: readers and writers of a name\n"
+    "                      must all use these two); --permits N --of M: N permits of the semaphore\n"
+    "                      NAME of M permits\n"
+    "  hold URI NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D]\n"
     "                      acquire, print 'acquired <token|->', hold until stdin closes or SIGTERM\n"
     "  backends [--markdown]\n"
     "                      list the backends built in and found through DLOCK_PLUGIN_PATH\n"
@@ -40,7 +44,8 @@ constexpr const char* usage_text =
     "     is on the command line, from the environment variable DLOCK_URI: keeps passwords out of ps\n"
     "durations: 500ms, 2s, 1.5s, 1m ('--wait 0' = one try)\n"
     "exit status: the command's own status (run), or\n"
-    "  64 usage error   69 backend unreachable or failing   70 lock lost while running\n"
+    "  64 usage error (also: the backend lacks the primitive asked for)\n"
+    "  69 backend unreachable or failing   70 lock lost while running\n"
     "  75 could not get the lock in time   130/143 SIGINT/SIGTERM while waiting for it\n"
     "'dlock <command> --help' shows the command's usage.\n";
 
@@ -76,7 +81,9 @@ int main(int argc, char** argv) {
   } catch (const dlock::error& e) {
     std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), scrub_secrets(e.what()).c_str());
     if (e.code() == dlock::errc::invalid_uri || e.code() == dlock::errc::unknown_scheme ||
-        e.code() == dlock::errc::invalid_name || e.code() == dlock::errc::invalid_argument)
+        e.code() == dlock::errc::invalid_name || e.code() == dlock::errc::invalid_argument ||
+        // Asked for a primitive (or capability) the backend does not have: no retry can help.
+        e.code() == dlock::errc::missing_capability || e.code() == dlock::errc::not_supported)
       return exit_usage;
     if (e.code() == dlock::errc::timeout) return exit_timeout;
     if (e.code() == dlock::errc::lock_lost || e.code() == dlock::errc::not_owner) return exit_software;

@@ -12,7 +12,12 @@ step(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
 step(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/consumer" -B "${WORK_DIR}/build"
      -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
 step(${CMAKE_COMMAND} --build "${WORK_DIR}/build" -j2)
-step("${WORK_DIR}/build/consumer" "file://${WORK_DIR}/locks")
+# file:// makes every primitive: the service holds the mutex, reads under std::shared_lock and
+# takes one of 3 permits, and says so.
+execute_process(COMMAND "${WORK_DIR}/build/consumer" "file://${WORK_DIR}/locks" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "reading catalog: yes" OR NOT out MATCHES "holding 1 of 3 licence-server permits")
+  message(FATAL_ERROR "install/consumer: consumer on file:// (rc ${rc}) did not take all three primitives:\n${out}")
+endif()
 step("${WORK_DIR}/build/consumer_file_only" "file://${WORK_DIR}/locks-file-only")
 # Linking one backend links that backend only: another scheme is unknown there.
 execute_process(COMMAND "${WORK_DIR}/build/consumer_file_only" "memory://" RESULT_VARIABLE rc ERROR_VARIABLE err)

@@ -239,6 +239,50 @@ TEST_P(SharedPrimitives, WriterPreferenceExactlyAsDeclared) {
   }
 }
 
+// One object is one owner, but many threads may use it at once (the adapters share one object
+// between a process's threads): each acquire is a grant of its own, released by its own lease.
+TEST_P(SharedPrimitives, OneObjectServesManyThreadsAtOnce) {
+  constexpr int threads = 3;
+  const auto run_together = [](const std::function<lease()>& take, std::atomic<int>& together) {
+    std::atomic<int> holding{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&] {
+        auto held = take();
+        if (!held) return;
+        ++holding;
+        const auto until = clock::now() + margin;
+        while (holding.load() < threads && clock::now() < until) std::this_thread::sleep_for(1ms);
+        if (holding.load() == threads) ++together;
+        std::this_thread::sleep_for(20ms);  // everyone sees the count before anyone leaves
+        std::error_code ec;
+        held.release(ec);
+        EXPECT_FALSE(ec) << "releasing one thread's grant: " << dlock::last_error_message();
+      });
+    for (auto& w : workers) w.join();
+  };
+  if (offers_rw()) {
+    const auto name = dlock::testing::unique_name("rw-one-object");
+    auto shared_object = rw(name);
+    std::atomic<int> together{0};
+    run_together([&] { return shared_object->try_acquire_read_for(margin); }, together);
+    EXPECT_EQ(together.load(), threads) << "threads reading through one object did not all hold at once";
+    EXPECT_TRUE(shared_object->try_acquire_write_for(margin)) << "every read was released, yet no write";
+  } else {
+    EXPECT_TRUE(refuses_rw());
+  }
+  if (offers_semaphore()) {
+    const auto name = dlock::testing::unique_name("sem-one-object");
+    auto shared_object = sem(name, threads);
+    std::atomic<int> together{0};
+    run_together([&] { return shared_object->try_acquire_for(margin); }, together);
+    EXPECT_EQ(together.load(), threads) << "threads taking permits through one object did not all hold at once";
+    EXPECT_TRUE(shared_object->try_acquire_for(margin, threads)) << "every permit was given back, yet not all free";
+  } else {
+    EXPECT_TRUE(refuses_semaphore());
+  }
+}
+
 TEST_P(SharedPrimitives, KilledReaderAndWriterProcessesFreeTheLock) {
   if (refuses_rw()) return;
   const auto ttl = 1000ms;

@@ -13,4 +13,15 @@ namespace dlock::file {
 // nothing tells the holder if its lock file is deleted or replaced).
 inline constexpr capabilities file_caps{capability::expiring, capability::fencing};
 
+// The reader-writer lock and the semaphore (shared_files.hpp): expiring and fencing as the mutex
+// (the kernel frees a dead holder's flocks; every grant, reads included, takes the next value of
+// a counter file under its lock). The reader-writer lock is writer_preferred: a waiting writer
+// holds the turnstile file exclusively, so readers arriving after it stay out (Linux flock alone
+// would let a stream of LOCK_SH starve a LOCK_EX). Not blocking, not fair: the kernel queues
+// nobody (readers and semaphore waiters poll; a writer holding the turnstile sleeps on inotify
+// until the lock file is closed). Not renewable, no lost notification, as the mutex.
+inline constexpr capabilities file_shared_caps{capability::expiring, capability::fencing};
+inline constexpr primitive_caps file_primitives{file_shared_caps.with(capability::writer_preferred),
+                                                file_shared_caps};
+
 }  // namespace dlock::file

@@ -24,16 +24,17 @@ std::string errno_text(int err) { return std::strerror(err); }
 
 }  // namespace
 
-std::string lock_file_name(std::string_view name) {
+std::string lock_file_name(std::string_view name) { return file_key(name) + ".lock"; }
+
+std::string file_key(std::string_view name) {
   // safe_key keeps names of allowed bytes as they are; a leading '.' ("..", ".", ".hidden") is
   // made of allowed bytes but must not be a file name, so such a name accepts no byte at all and
   // is always hashed ('#' + '.' + sha256). The '#' prefix is outside the allowed set, so a hashed
   // key never equals a name used as it is.
   const bool leading_dot = name.starts_with('.');
   return spi::safe_key(
-             name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
-             "#") +
-         ".lock";
+      name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
+      "#");
 }
 
 bool still_names(int dir_fd, const std::string& file_name, dev_t device, ino_t inode) {

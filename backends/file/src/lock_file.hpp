@@ -31,6 +31,9 @@ inline constexpr std::size_t max_name_length = 4096;
 // '#' + a readable head + '.' + sha256(name). Distinct names never collide (Linux file names are
 // case-sensitive, so "A" and "a" are two files), and no name can reach outside the directory.
 std::string lock_file_name(std::string_view name);
+// The <key> part alone (the same mapping), for the files of the other primitives, whose suffixes
+// (shared_files.hpp) never end in ".lock", so they cannot collide with a mutex's file.
+std::string file_key(std::string_view name);
 
 // A held lock file.
 struct held_file {

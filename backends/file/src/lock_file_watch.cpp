@@ -1,6 +1,7 @@
 #include "lock_file_watch.hpp"
 
 #include <poll.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
@@ -8,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <thread>
 
 #include "dlock/error.hpp"
@@ -63,6 +65,33 @@ std::optional<held_file> lock_file_watch::try_lock(std::error_code& ec) {
     // while we watched it; then the new file may well be free).
     if (!out.replaced && still_names(dir_.fd(), file_name_, device_, inode_)) return std::nullopt;
     rearm(ec);
+    if (ec) return std::nullopt;
+  }
+  set_error(ec, errc::backend_error, replaced_too_often(where_));
+  return std::nullopt;
+}
+
+std::optional<held_file> lock_file_watch::try_flock(int operation, std::error_code& ec) {
+  for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
+    if (!file_) {
+      rearm(ec);
+      if (ec) return std::nullopt;
+    }
+    int rc;
+    do {
+      rc = ::flock(file_.get(), operation | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    if (rc == 0) {
+      // Ours only if the name still refers to the inode we locked (the unlink race).
+      if (still_names(dir_.fd(), file_name_, device_, inode_)) return held_file{std::move(file_), device_, inode_, 0};
+      ::flock(file_.get(), LOCK_UN);
+    } else if (errno != EWOULDBLOCK) {
+      set_error(ec, errc::backend_error, "cannot flock " + where_ + ": " + std::strerror(errno));
+      return std::nullopt;
+    } else if (still_names(dir_.fd(), file_name_, device_, inode_)) {
+      return std::nullopt;  // held, on the file the name refers to
+    }
+    rearm(ec);  // replaced while we watched it: the new file may well be free
     if (ec) return std::nullopt;
   }
   set_error(ec, errc::backend_error, replaced_too_often(where_));

@@ -42,6 +42,10 @@ class lock_file_watch {
   // opened and watched again.
   std::optional<held_file> try_lock(std::error_code& ec);
 
+  // The same attempt without the mutex's counter: flock(operation|LOCK_NB) on the watch's fd, for
+  // the files of the reader-writer lock (shared_files.hpp). The held_file's token is 0.
+  std::optional<held_file> try_flock(int operation, std::error_code& ec);
+
   // Until the lock file may have been released, or until `until`.
   void wait_until(clock::time_point until) noexcept;
 

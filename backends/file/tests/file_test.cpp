@@ -80,7 +80,10 @@ int wait_exit_code(pid_t pid) {
 
 TEST_F(File, DeclaresHostScopeAndHonestCapabilities) {
   EXPECT_EQ(backend_->scope(), dlock::lock_scope::host);
-  EXPECT_EQ(backend_->caps(), (dlock::capabilities{dlock::capability::expiring, dlock::capability::fencing}));
+  EXPECT_EQ(backend_->caps(), (dlock::capabilities{dlock::capability::expiring, dlock::capability::fencing,
+                                                  dlock::capability::read_write, dlock::capability::semaphore,
+                                                  dlock::capability::writer_preferred}))
+      << "the mutex's own set, plus the primitives beside it (file_primitives_test.cpp)";
   auto held = backend_->make_lock("x")->try_acquire();
   ASSERT_TRUE(held);
   EXPECT_EQ(held.valid_until(), dlock::lease::clock::time_point::max()) << "no ttl while the holder lives";

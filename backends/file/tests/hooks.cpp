@@ -1,4 +1,6 @@
 // Conformance hooks for file://.
+//     For a reader-writer lock or a semaphore of the name, the same for <key>.rw and each existing
+//     <key>.sem.<i> (empty files): every grant of the name is broken, as memory's break does.
 //   is_held_on_server: a LOCK_SH|LOCK_NB flock from a fresh fd conflicts with any held LOCK_EX.
 //   break_lock: what an operator would do, since nothing can take a kernel lock from a live holder:
 //     replace the lock file (new inode, same fencing counter) with an atomic rename. The next
@@ -14,11 +16,28 @@
 #include "dlock_test/hooks.hpp"
 #include "lock_directory.hpp"
 #include "lock_file.hpp"
+#include "shared_files.hpp"
 
 namespace {
 
 std::filesystem::path lock_path(const std::string& uri_text, std::string_view name) {
   return dlock::file::directory_of(dlock::uri::parse(uri_text)) / dlock::file::lock_file_name(name);
+}
+
+// Replaces the empty file `path`, if it exists, with a new empty inode (atomic rename).
+void replace_empty_file(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) return;
+  const auto temp = path.parent_path() / (".break-" + dlock::spi::random_token());
+  dlock::file::unique_fd fd(::open(temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0660));
+  if (!fd || std::rename(temp.c_str(), path.c_str()) != 0)
+    throw dlock::error(dlock::errc::backend_error, "could not replace " + path.string());
+}
+
+void break_shared_grants(const std::string& uri, std::string_view name) {
+  const auto dir = dlock::file::directory_of(dlock::uri::parse(uri));
+  replace_empty_file(dir / dlock::file::rw_files(name).lock);
+  const auto sem = dlock::file::semaphore_files(name);
+  for (std::uint32_t i = 0; std::filesystem::exists(dir / sem.slot(i)); ++i) replace_empty_file(dir / sem.slot(i));
 }
 
 }  // namespace
@@ -39,6 +58,7 @@ DLOCK_TEST_HOOKS("file",
                         if (!fd || ::pwrite(fd.get(), bytes, 8, 0) != 8 || ::fsync(fd.get()) != 0 ||
                             std::rename(temp.c_str(), path.c_str()) != 0)
                           throw dlock::error(dlock::errc::backend_error, "could not replace " + path.string());
+                        break_shared_grants(uri, held.name());
                       },
                   .is_held_on_server =
                       [](const std::string& uri, std::string_view name) {

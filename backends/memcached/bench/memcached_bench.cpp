@@ -97,6 +97,34 @@ void dlock_first_grant_of_a_name(benchmark::State& state) {
   }
 }
 
+// The semaphore: raw libmemcached taking one permit slot with `add` and giving it back with a
+// plain `delete` (two round trips, no owner check), against dlock's semaphore of 4 taking one
+// permit (`add` of a free slot, one `gets` of the slot and the fencing base, the CAS-guarded
+// release: three round trips).
+void raw_semaphore_add_delete(benchmark::State& state) {
+  auto m = raw_handle();
+  const auto k = mc::keys_for("bench:", "raw-sem-" + dlock::spi::random_token());
+  for (auto _ : state) {
+    const auto token = dlock::spi::random_token();
+    if (memcached_add_by_key(m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(),
+                             token.size(), 31, 0) != MEMCACHED_SUCCESS)
+      state.SkipWithError("add failed");
+    if (memcached_delete_by_key(m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0) !=
+        MEMCACHED_SUCCESS)
+      state.SkipWithError("delete failed");
+  }
+}
+
+void dlock_semaphore_acquire_release(benchmark::State& state) {
+  auto b = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
+  auto sem = b->make_semaphore("sem-" + dlock::spi::random_token(), 4);
+  for (auto _ : state) {
+    auto l = sem->try_acquire();
+    if (!l) state.SkipWithError("try_acquire failed");
+    l.release();
+  }
+}
+
 // Scaling convention: one iteration = one uncontended acquire + release, each thread on its own
 // name. raw: one libmemcached connection per thread doing the minimal safe cycle; dlock: ONE
 // backend shared by every thread (as in a service), a lock object per name.
@@ -131,6 +159,8 @@ BENCHMARK(raw_libmemcached_minimal)->UseRealTime();
 BENCHMARK(raw_libmemcached_add_incr_gets_cas)->UseRealTime();
 BENCHMARK(dlock_first_grant_of_a_name)->UseRealTime();
 BENCHMARK(dlock_acquire_release)->UseRealTime();
+BENCHMARK(raw_semaphore_add_delete)->UseRealTime();
+BENCHMARK(dlock_semaphore_acquire_release)->UseRealTime();
 BENCHMARK(scaling_raw)->Name("scaling/memcached/raw")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
 BENCHMARK(scaling_dlock)->Name("scaling/memcached/dlock")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
 BENCHMARK(held_leases_cpu)->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);

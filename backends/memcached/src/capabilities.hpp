@@ -13,6 +13,11 @@ namespace dlock::memcached {
 inline constexpr capabilities memcached_caps{capability::expiring, capability::renewable, capability::fencing,
                                              capability::lost_notification};
 
+// Beside the mutex: a semaphore of N slot items, each taken, renewed and released exactly as the
+// mutex's item (memcached_semaphore.hpp), so the same set. No reader-writer lock: a writer would
+// have to see every live reader atomically, which memcached offers no safe way to do (README).
+inline constexpr primitive_caps memcached_primitives{std::nullopt, memcached_caps};
+
 // memcached+unsafe-delete:// (UNSAFE, unsafe_delete.hpp): only the item's ttl; a plain delete
 // releases, so no fencing, renewal or lost notification.
 inline constexpr capabilities memcached_unsafe_delete_caps{capability::expiring};

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "capabilities.hpp"
+#include "grant_fence.hpp"
 #include "memcached_lease.hpp"
+#include "memcached_semaphore.hpp"
 
 namespace dlock::memcached {
 
@@ -83,10 +85,10 @@ namespace {
 
 class memcached_lock final : public distributed_lock {
  public:
-  memcached_lock(std::string name, lock_options options, std::shared_ptr<client_pool> pool,
+  memcached_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<client_pool> pool,
                  std::shared_ptr<orphan_sweeper> sweeper, std::shared_ptr<memcached_renewals> renewals,
                  key_layout keys, bool restart_delay)
-      : distributed_lock(std::move(name), memcached_caps, std::move(options)),
+      : distributed_lock(std::move(name), caps, std::move(options)),
         pool_(std::move(pool)),
         sweeper_(std::move(sweeper)),
         renewals_(std::move(renewals)),
@@ -122,7 +124,7 @@ class memcached_lock final : public distributed_lock {
       if (!found.lock || found.lock->value != token) return nullptr;
       const auto cas = found.lock->cas;
       std::string base;
-      switch (fence_base(h.get(), ttl, cas, std::move(found.fence), base, ec)) {
+      switch (fence_base(h.get(), keys_, name(), restart_delay_, ttl, cas, std::move(found.fence), base, ec)) {
         case fence_status::issued:
           if (const auto fence = fence_from(base, cas))
             return std::make_unique<memcached_lease>(pool_, renewals_, keys_, std::move(token), std::string(name()),
@@ -146,59 +148,6 @@ class memcached_lock final : public distributed_lock {
   }
 
  private:
-  enum class fence_status { issued,
-                            server_restarted_recently,
-                            failed };
-
-  // The name's fencing base into `base`: the one read with the grant, or, when it is missing (a
-  // first use of the name, or a base lost with a restart, an eviction or a delete), one created
-  // so that this grant's token is fence_seed(server time), above every token the lost base gave
-  // (README: Fencing). A server younger than min_uptime_to_grant(ttl) (it restarted: holders from
-  // before may still be inside their validity) creates nothing and grants nothing, unless
-  // restart_delay=off.
-  fence_status fence_base(memcached_st* m, std::chrono::milliseconds ttl, std::uint64_t cas,
-                          std::optional<item> read, std::string& base, std::error_code& ec) const {
-    if (read) {
-      base = std::move(read->value);
-      return fence_status::issued;
-    }
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      memcached_return_t rc;
-      const auto server = read_server_clock(m, keys_, rc);
-      if (!server) {
-        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (stats of its server)");
-        return fence_status::failed;
-      }
-      if (restart_delay_ && server->uptime < min_uptime_to_grant(ttl)) return fence_status::server_restarted_recently;
-      const auto created = fence_base_for(server->unix_time, cas);
-      // Never expires; of two creators one `add` wins, and both then use its base.
-      rc = memcached_add_by_key(m, keys_.group.data(), keys_.group.size(), keys_.fence.data(), keys_.fence.size(),
-                                created.data(), created.size(), 0, 0);
-      if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) {
-        base = created;
-        return fence_status::issued;
-      }
-      if (rc != MEMCACHED_NOTSTORED && rc != MEMCACHED_DATA_EXISTS) {
-        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (add of the fencing base)");
-        return fence_status::failed;
-      }
-      auto theirs = gets(m, keys_, keys_.fence, rc);
-      if (theirs) {
-        base = std::move(theirs->value);
-        return fence_status::issued;
-      }
-      if (rc != MEMCACHED_NOTFOUND) {
-        set_memcached_error(ec, m, rc, "fencing token of '" + std::string(name()) + "' (gets of the fencing base)");
-        return fence_status::failed;
-      }
-    }
-    set_error(ec, errc::backend_error,
-              "memcached: fencing token of '" + std::string(name()) +
-                  "': its fencing base vanished three times in a row right after being created (is the server out "
-                  "of memory?)");
-    return fence_status::failed;
-  }
-
   // Takes back a grant we will not hand out: an owner-checked delete now, or by the sweeper once
   // the server answers again.
   void withdraw(memcached_st* m, std::string token, time_t exptime) const noexcept {
@@ -217,7 +166,7 @@ class memcached_lock final : public distributed_lock {
 }  // namespace
 
 memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
-    : backend(memcached_caps, lock_scope::network, name_limits{}, defaults, u.redacted()),
+    : backend(memcached_caps, memcached_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()),
       prefix_(u.get("prefix").value_or("dlock:")),
       restart_delay_(u.get_bool("restart_delay").value_or(true)) {
   const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
@@ -246,8 +195,15 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
 std::unique_ptr<distributed_lock> memcached_backend::do_make_lock(std::string name, lock_options options) {
   check_ttl_fits(options.ttl, errc::invalid_argument, "lock '" + name + "':");
   auto keys = keys_for(prefix_, name);
-  return std::make_unique<memcached_lock>(std::move(name), std::move(options), pool_, sweeper_, renewals_,
+  return std::make_unique<memcached_lock>(std::move(name), caps(), std::move(options), pool_, sweeper_, renewals_,
                                           std::move(keys), restart_delay_);
+}
+
+std::unique_ptr<semaphore> memcached_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
+                                                                lock_options options) {
+  check_ttl_fits(options.ttl, errc::invalid_argument, "semaphore '" + name + "':");
+  return std::make_unique<memcached_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), pool_,
+                                               sweeper_, prefix_, restart_delay_);
 }
 
 }  // namespace dlock::memcached

@@ -17,6 +17,8 @@ class memcached_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override;
 
  private:
   std::shared_ptr<client_pool> pool_;

@@ -8,9 +8,10 @@ namespace dlock {
 void register_memcached(registry& r) {
   r.add({.scheme = "memcached",
          .caps = memcached::memcached_caps,
+         .primitives = memcached::memcached_primitives,
          .scope = lock_scope::network,
          .example_uri = "memcached://127.0.0.1:11211[,host:port...]?ttl=30s",
-         .summary = "add with a ttl, CAS-guarded delete/renew, fencing from the CAS unique over a base seeded from the server clock; a restarted server grants after ttl; no replication",
+         .summary = "add with a ttl, CAS-guarded delete/renew, fencing from the CAS unique over a base seeded from the server clock; a restarted server grants after ttl; no replication; semaphores as N slot items taken the same way",
          .parameters = {"prefix", "pool_size", "connect_timeout", "command_timeout", "restart_delay"},
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<memcached::memcached_backend>(u, d); }});
   // The well-known add + plain delete lock, refused unless the URI says unsafe=true.

@@ -1,9 +1,11 @@
 // Conformance hooks for memcached://: the saboteur deletes the lock item out of band (what an
-// operator, an eviction or a restart does); the probe reads the item directly.
+// operator, an eviction or a restart does), and with it the name's semaphore slot items (its first
+// 64: every permit grant of the name is broken, as memory's break does); the probe reads the item directly.
 #include <stdexcept>
 #include <string>
 
 #include "../src/client_pool.hpp"
+#include "../src/memcached_semaphore.hpp"
 #include "dlock/uri.hpp"
 #include "dlock_test/hooks.hpp"
 
@@ -20,6 +22,11 @@ void break_lock(const std::string& text, const dlock::lease& held) {
   const auto rc = memcached_delete_by_key(m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0);
   if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_DELETED && rc != MEMCACHED_NOTFOUND)
     throw std::runtime_error(std::string("memcached hooks: delete failed: ") + memcached_strerror(m.get(), rc));
+  const auto sem = semaphore_keys_for(u.get("prefix").value_or("dlock:"), held.name());
+  for (std::uint32_t i = 0; i < 64; ++i) {
+    const auto slot = sem.slot(i);
+    memcached_delete_by_key(m.get(), slot.group.data(), slot.group.size(), slot.lock.data(), slot.lock.size(), 0);
+  }
 }
 
 bool is_held(const std::string& text, std::string_view name) {

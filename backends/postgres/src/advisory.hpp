@@ -2,9 +2,11 @@
 // postgres+advisory: session-level advisory locks, key = dlock::spi::sha256_int64(name) (the
 // first 8 bytes of SHA-256 of the name, big-endian, signed): 2^64 keys, any bytes in a name.
 // Leases share a few pooled sessions (a session holds any number of advisory locks; a local
-// guard keeps one process from stacking the same key twice), and a dead session is a lost lock
-// for every lease on it. Fencing tokens come from a sequence, read in
-// the statement that takes the lock.
+// guard keeps one process from stacking a grant on a key it already holds), and a dead session is
+// a lost lock for every lease on it. Fencing tokens come from a sequence, read in the statement
+// that takes the lock. The reader-writer lock (shared / exclusive on the same key) and the
+// semaphore (N two-int4 slots) are in advisory_primitives.hpp, the shared acquisition and lease
+// in advisory_grant.hpp.
 #include <memory>
 #include <string>
 #include <vector>

@@ -24,4 +24,16 @@ inline constexpr capabilities postgres_version_caps{capability::expiring, capabi
 inline constexpr capabilities postgres_advisory_caps{capability::blocking, capability::expiring, capability::fencing,
                                                      capability::lost_notification};
 
+// postgres+advisory's reader-writer lock: pg_advisory_lock_shared / pg_advisory_lock, waits
+// blocked on the server, which queues a new shared request behind a waiting exclusive one
+// (writer_preferred: postgres/advisory_primitives tests show it on the server and through dlock).
+// Not fair: the server may grant out of order (a session that already holds locks a waiter
+// wants goes ahead of it). The semaphore: slots taken with try-locks and polled (a wait for "any
+// k of N" has no server-side queue), so not blocking; freed with the session; token per grant.
+inline constexpr capabilities postgres_advisory_shared_caps{capability::expiring, capability::fencing,
+                                                            capability::lost_notification};
+inline constexpr primitive_caps postgres_advisory_primitives{
+    postgres_advisory_shared_caps.with(capability::blocking).with(capability::writer_preferred),
+    postgres_advisory_shared_caps};
+
 }  // namespace dlock::pg

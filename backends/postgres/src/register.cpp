@@ -50,10 +50,12 @@ void register_postgres(registry& r) {
   // postgres+advisory://user:password@host:port/database?max_dedicated=32&sequence=dlock_advisory_fence
   r.add({.scheme = "postgres+advisory",
          .caps = pg::postgres_advisory_caps,
+         .primitives = pg::postgres_advisory_primitives,
          .scope = lock_scope::network,
          .example_uri = "postgres+advisory://dlock:secret@127.0.0.1:5432/dlock",
          .summary = "session advisory lock pg_try_advisory_lock / pg_advisory_lock + lock_timeout, "
-                    "key = first 8 bytes of SHA-256(name); leases share few sessions (try first, wait on a session of its own); fencing token from a sequence read in the granting statement",
+                    "key = first 8 bytes of SHA-256(name); leases share few sessions (try first, wait on a session of its own); fencing token from a sequence read in the granting statement; "
+                    "rw locks as pg_advisory_lock_shared / pg_advisory_lock on the same key, semaphores as N two-int4 advisory slots",
          .parameters = pg::advisory_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto settings = pg::pg_settings::from_uri(u);

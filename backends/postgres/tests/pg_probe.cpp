@@ -1,5 +1,7 @@
 #include "pg_probe.hpp"
 
+#include "advisory_primitives.hpp"
+
 #include <stdexcept>
 
 #include "dlock/spi.hpp"
@@ -64,6 +66,21 @@ namespace {
 std::int64_t key_of(std::string_view name) { return spi::sha256_int64(name); }
 std::int64_t high(std::int64_t k) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(k) >> 32); }
 std::int64_t low(std::int64_t k) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(k) & 0xffffffffu); }
+// The semaphore slots of a name, for any max_count up to probed_slots: pids holding one of them.
+constexpr std::uint32_t probed_slots = 1024;
+const char* slot_holders_sql =
+    "SELECT l.pid FROM pg_locks l JOIN unnest($1::bigint[], $2::bigint[]) AS s(hi, lo)"
+    " ON l.classid = s.hi::oid AND l.objid = s.lo::oid"
+    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2";
+std::vector<sql::param> slot_params(std::string_view name) {
+  std::string hi = "{", lo = "{";
+  for (std::uint32_t i = 0; i < probed_slots; ++i) {
+    const auto k = semaphore_slot_key(name, i);
+    hi += (i ? "," : "") + std::to_string(high(k));
+    lo += (i ? "," : "") + std::to_string(low(k));
+  }
+  return {hi + "}", lo + "}"};
+}
 const char* advisory_holder =
     "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::bigint::oid"
     " AND objid = $2::bigint::oid AND objsubid = 1";
@@ -74,7 +91,8 @@ bool held_on_server(const std::string& uri_text, std::string_view name) {
   auto c = connect(uri_text);
   const std::string n(name);
   if (u.scheme() == "postgres+advisory")
-    return !exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows.empty();
+    return !exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows.empty() ||
+           !exec(c.get(), slot_holders_sql, slot_params(name)).rows.empty();
   if (u.scheme() == "postgres+index")
     return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_index") + " WHERE name = $1 AND expires_at > clock_timestamp()", {sql::bytes{n}}).rows.empty();
   if (u.scheme() == "postgres+version")
@@ -101,7 +119,14 @@ int break_lock(const std::string& uri_text, std::string_view name) {
   const std::string n(name);
   std::vector<sql::row> rows;
   if (u.scheme() == "postgres+advisory") {
+    // Every session holding the name: the mutex's or rw lock's key (several readers), or a slot
+    // of the semaphore of that name.
     rows = exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows;
+    auto slots = exec(c.get(), slot_holders_sql, slot_params(name)).rows;
+    rows.insert(rows.end(), slots.begin(), slots.end());
+    if (rows.empty()) throw std::runtime_error("break_lock: no holder session found");
+    for (std::size_t i = 1; i < rows.size(); ++i)
+      exec(c.get(), "SELECT pg_terminate_backend($1::int)", {std::int64_t{std::stoi(*rows[i][0])}});
   } else if (u.scheme() == "postgres+forupdate") {
     // The holder's transaction updated the row (fence + 1): its xid is the row's xmax.
     rows = exec(c.get(), "SELECT a.pid FROM pg_stat_activity a, " + table_of(uri_text, "dlock_forupdate") + " t WHERE t.name = $1 AND a.backend_xid = t.xmax", {sql::bytes{n}}).rows;
@@ -119,6 +144,41 @@ int break_lock(const std::string& uri_text, std::string_view name) {
   const int pid = std::stoi(*rows[0][0]);
   exec(c.get(), "SELECT pg_terminate_backend($1::int)", {std::int64_t{pid}});
   return pid;
+}
+
+namespace {
+std::vector<advisory_row> rows_of(const sql::result& r) {
+  std::vector<advisory_row> out;
+  for (const auto& row : r.rows) out.push_back({std::stoi(*row[0]), *row[1], *row[2] == "t"});
+  return out;
+}
+}  // namespace
+
+std::vector<advisory_row> advisory_rows(const std::string& uri_text, std::string_view name) {
+  auto c = connect(uri_text);
+  return rows_of(exec(c.get(),
+                      "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
+                      " AND objid = $2::bigint::oid AND objsubid = 1",
+                      {high(key_of(name)), low(key_of(name))}));
+}
+
+std::vector<advisory_row> slot_rows(const std::string& uri_text, std::string_view name, std::uint32_t slots) {
+  auto c = connect(uri_text);
+  std::vector<advisory_row> out;
+  for (std::uint32_t i = 0; i < slots; ++i) {
+    const auto k = semaphore_slot_key(name, i);
+    auto rows = rows_of(exec(c.get(),
+                             "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
+                             " AND objid = $2::bigint::oid AND objsubid = 2",
+                             {high(k), low(k)}));
+    out.insert(out.end(), rows.begin(), rows.end());
+  }
+  return out;
+}
+
+void terminate(const std::string& uri_text, int pid) {
+  auto c = connect(uri_text);
+  exec(c.get(), "SELECT pg_terminate_backend($1::int)", {std::int64_t{pid}});
 }
 
 }  // namespace dlock::pg::testing

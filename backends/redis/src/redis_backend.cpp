@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capabilities.hpp"
+#include "redis_primitives.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis {
@@ -301,10 +302,7 @@ class redis_lock final : public distributed_lock {
     queue_key_ = std::move(keys.queue);
     timeout_key_ = std::move(keys.timeout);
     if (cfg.lock_mode != mode::simple) {
-      // Redisson's "<client uuid>:<thread id>", with the lock object's owner in place of the
-      // thread: identity per owner (lock object), never per calling thread.
-      const auto id = static_cast<std::uint64_t>(spi::sha256_int64(owner())) & 0x7fffffffffffffffULL;
-      field_ = cfg.client_id + ":" + std::to_string(id);
+      field_ = redisson_owner_field(cfg, owner());
       // RFairLock wakes each waiter on its own channel: redisson_lock__channel:{name}:<owner>.
       if (cfg.lock_mode == mode::fair) channel_ += ":" + field_;
     }
@@ -576,6 +574,11 @@ key_names keys_for(std::string_view prefix, mode m, std::string_view name) {
   return k;
 }
 
+std::string redisson_owner_field(const settings& cfg, std::string_view owner) {
+  const auto id = static_cast<std::uint64_t>(spi::sha256_int64(owner)) & 0x7fffffffffffffffULL;
+  return cfg.client_id + ":" + std::to_string(id);
+}
+
 std::string redisson_prefix_name(std::string_view prefix, std::string_view name) {
   std::string out(prefix);
   if (name.find('{') != std::string_view::npos) {
@@ -778,7 +781,8 @@ constexpr capabilities declared_caps(mode m, bool via_sentinel) noexcept {
 }  // namespace
 
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
-    : backend(declared_caps(m, u.scheme().ends_with("+sentinel")), lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+    : backend(declared_caps(m, u.scheme().ends_with("+sentinel")), redis_primitives, lock_scope::network,
+              name_limits{4096}, defaults, u.redacted()) {
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
   opener open;
@@ -789,6 +793,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size, std::move(open));
   s->requests = std::make_unique<pipeline>(s->connections);
   s->renewals = std::make_unique<pipelined_renewals>(*s);
+  s->primitive_renewals = make_grant_renewals(*s);
   s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
   // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.
   std::error_code ec;
@@ -800,6 +805,15 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
 
 std::unique_ptr<distributed_lock> redis_backend::do_make_lock(std::string name, lock_options options) {
   return std::make_unique<redis_lock>(shared_, std::move(name), caps(), std::move(options));
+}
+
+std::unique_ptr<rw_lock> redis_backend::do_make_rw_lock(std::string name, lock_options options) {
+  return make_redis_rw_lock(shared_, std::move(name), rw_caps(), std::move(options));
+}
+
+std::unique_ptr<semaphore> redis_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
+                                                            lock_options options) {
+  return make_redis_semaphore(shared_, std::move(name), max_count, semaphore_caps(), std::move(options));
 }
 
 }  // namespace dlock::redis

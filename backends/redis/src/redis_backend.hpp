@@ -65,6 +65,8 @@ struct shared {
   std::unique_ptr<pipeline> requests;
   // The watchdog's renewals of this backend's leases, pipelined (redis_backend.cpp).
   std::unique_ptr<spi::renewal_batch> renewals;
+  // The same for the reader-writer locks' and semaphores' leases (redis_primitives.cpp).
+  std::unique_ptr<spi::renewal_batch> primitive_renewals;
   // Started on the first wait or the first grant. Its connection is watched all the time, so a
   // server that goes away is noticed at once, not at the next renewal.
   std::shared_ptr<subscriber> subscriber_for_waits() noexcept;
@@ -112,6 +114,9 @@ class redis_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  // Redisson's RReadWriteLock and RPermitExpirableSemaphore layouts, the same on all three schemes.
+  std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count, lock_options options) override;
 
  private:
   std::shared_ptr<shared> shared_;
@@ -124,6 +129,10 @@ struct key_names {
   std::string key, fence, channel, queue, timeout;
 };
 key_names keys_for(std::string_view prefix, mode m, std::string_view name);
+
+// Redisson's "<client uuid>:<thread id>" owner field, with the lock object's owner in place of the
+// thread (a 63-bit hash of it): identity per owner (lock object), never per calling thread.
+std::string redisson_owner_field(const settings& cfg, std::string_view owner);
 
 // Redisson's hash-tagged derived names: prefixName(p, n) = p + ":{" + n + "}" (braces omitted
 // when n already contains '{').

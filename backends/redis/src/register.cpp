@@ -12,6 +12,7 @@ void register_redis(registry& r) {
                                         "wait_after_restart", "min_replicas", "replica_timeout"};
   r.add({.scheme = "redis",
          .caps = redis::redis_caps,
+         .primitives = redis::redis_primitives,
          .scope = lock_scope::network,
          .example_uri = "redis://[user:password@]127.0.0.1:6379/0?ttl=30s",
          .summary = "SET NX PX + fencing counter (INCR raised to the server clock) in one script, "
@@ -22,6 +23,7 @@ void register_redis(registry& r) {
          }});
   r.add({.scheme = "redis+reentrant",
          .caps = redis::redis_reentrant_caps,
+         .primitives = redis::redis_primitives,
          .scope = lock_scope::network,
          .example_uri = "redis+reentrant://127.0.0.1:6379?ttl=30s&client_id=<uuid>",
          .summary = "Redisson RLock/RFencedLock layout: hash of owner -> count, unlock published on its channel",
@@ -33,6 +35,7 @@ void register_redis(registry& r) {
   fair_params.push_back("fair_wait");
   r.add({.scheme = "redis+fair",
          .caps = redis::redis_fair_caps,
+         .primitives = redis::redis_primitives,
          .scope = lock_scope::network,
          .example_uri = "redis+fair://127.0.0.1:6379?ttl=30s&fair_wait=5m",
          .summary = "Redisson RFairLock layout: FIFO queue list + timeout zset, each waiter woken on its own channel",
@@ -55,6 +58,7 @@ void register_redis(registry& r) {
   for (const auto& v : sentinel_schemes) {
     r.add({.scheme = v.scheme,
            .caps = v.caps,
+           .primitives = redis::redis_primitives,  // the same backend, so the same primitives
            .scope = lock_scope::network,
            .example_uri = std::string(v.scheme) + "://[user:password@]s1:26379,s2:26379,s3:26379/mymaster?ttl=30s",
            .summary = std::string(v.layout) + "'s layout on the master the sentinels name (ROLE-checked), following "

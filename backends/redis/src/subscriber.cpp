@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <utility>
 
 #include "dlock/error.hpp"
@@ -33,6 +34,26 @@ void channel_state::wake_one_locked() {
 
 void channel_state::wake_all() {
   std::lock_guard lock(mutex_);
+  wake_all_locked();
+}
+
+void channel_state::on_message_locked(std::string_view payload) {
+  switch (rule_) {
+    case wake_rule::one: wake_one_locked(); return;
+    case wake_rule::all: wake_all_locked(); return;
+    case wake_rule::published_count: {
+      // The permits now free: wake that many (at least one, so an unreadable message still wakes).
+      std::size_t n = 0;
+      const auto [ptr, err] = std::from_chars(payload.data(), payload.data() + payload.size(), n);
+      if (err != std::errc() || n == 0) n = 1;
+      n = std::min(n, parked_.size() + users_);  // more only adds kept wake-ups, capped at users_
+      for (std::size_t i = 0; i < n; ++i) wake_one_locked();
+      return;
+    }
+  }
+}
+
+void channel_state::wake_all_locked() {
   for (auto& [ticket, waiter] : parked_) {
     waiter->woken = true;
     ++retrying_;
@@ -107,13 +128,17 @@ void subscriber::wake() noexcept {
   [[maybe_unused]] auto n = ::write(wake_pipe_[1], &b, 1);
 }
 
-std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel, std::error_code& ec) noexcept {
+std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel, std::error_code& ec,
+                                                     wake_rule rule) noexcept {
   try {
     std::shared_ptr<channel_state> state;
     {
       std::lock_guard lock(mutex_);
       auto& slot = channels_[channel];
-      if (!slot) slot = std::make_shared<channel_state>();
+      if (!slot) {
+        slot = std::make_shared<channel_state>();
+        slot->rule_ = rule;
+      }
       state = slot;
       std::lock_guard state_lock(state->mutex_);
       if (state->users_++ == 0) {
@@ -214,7 +239,7 @@ void subscriber::dispatch(redisReply* r) {
     state->confirmed_cv_.notify_all();
   } else if (kind == "message") {
     std::lock_guard state_lock(state->mutex_);
-    state->wake_one_locked();
+    state->on_message_locked(std::string_view(r->element[2]->str, r->element[2]->len));
   }
 }
 

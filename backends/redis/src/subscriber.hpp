@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -27,6 +28,13 @@
 namespace dlock::redis {
 
 class channel_waiter;
+
+// How a message on a channel wakes this process's waiters. A mutex's release can let one waiter
+// in; a reader-writer lock's release can let every waiting reader in; a semaphore's release
+// publishes the permits now free (Redisson's RPermitExpirableSemaphore), which can let that many in.
+enum class wake_rule { one,
+                       all,
+                       published_count };
 
 // The waiters of this process on one channel, in arrival order, and the wake-ups (release
 // messages) that found none of them parked.
@@ -45,7 +53,11 @@ class channel_state {
     bool woken = false;
   };
   void wake_one_locked();  // a release message: the oldest parked waiter, or a kept wake-up
+  void wake_all_locked();  // every parked waiter, and a kept wake-up for each one between tries
   void wake_all();         // the connection dropped: every waiter retries
+  void on_message_locked(std::string_view payload);  // by `rule_`
+
+  wake_rule rule_ = wake_rule::one;  // set when the channel is first subscribed
 
   mutable std::mutex mutex_;
   std::condition_variable confirmed_cv_;
@@ -94,7 +106,9 @@ class subscriber {
 
   // Subscribes (shared with other waiters of the same channel) and returns once the server has
   // confirmed the subscription, so a release published afterwards is never missed.
-  std::shared_ptr<channel_state> subscribe(const std::string& channel, std::error_code& ec) noexcept;
+  // `rule`: how its messages wake waiters, fixed by the first subscription of the channel.
+  std::shared_ptr<channel_state> subscribe(const std::string& channel, std::error_code& ec,
+                                           wake_rule rule = wake_rule::one) noexcept;
   // The same, only when the channel is subscribed and confirmed already (for another waiter of
   // this process): no server traffic, and nullptr otherwise. A release that runs after this call
   // returns reaches the channel's waiters.

@@ -121,17 +121,32 @@ bool session_share::reserve(const std::string& key, time_point deadline) noexcep
       key_freed_.wait(lk, free);
     else if (!key_freed_.wait_until(lk, deadline, free))
       return false;
-    keys_.insert(key);
+    keys_[key].exclusive = 1;
     return true;
   } catch (...) {
     return false;
   }
 }
 
-void session_share::unreserve(const std::string& key) noexcept {
+session_share::beside session_share::reserve_beside(const std::string& key, bool shared) noexcept {
+  try {
+    std::lock_guard lk(keys_m_);
+    auto [it, inserted] = keys_.try_emplace(key);
+    ++(shared ? it->second.shared : it->second.exclusive);
+    return inserted ? beside::alone : beside::others;
+  } catch (...) {
+    return beside::failed;
+  }
+}
+
+void session_share::unreserve(const std::string& key, bool shared) noexcept {
   {
     std::lock_guard lk(keys_m_);
-    keys_.erase(key);
+    auto it = keys_.find(key);
+    if (it == keys_.end()) return;
+    auto& count = shared ? it->second.shared : it->second.exclusive;
+    if (count > 0) --count;
+    if (it->second.shared == 0 && it->second.exclusive == 0) keys_.erase(it);
   }
   key_freed_.notify_all();
 }

@@ -1,11 +1,17 @@
 #pragma once
 // What the zookeeper_bench sources share: the server under test, raw client sessions, and the
 // percentiles and fairness figures of a timed contended run.
+#include <arpa/inet.h>
+#include <benchmark/benchmark.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +53,43 @@ inline double percentile_us(std::vector<double>& samples, double p) {
   std::sort(samples.begin(), samples.end());
   const auto at = static_cast<std::size_t>(p * static_cast<double>(samples.size() - 1));
   return samples[at];
+}
+
+// The server's packet counters (four-letter word srvr: "Received: N", "Sent: N"), read around a
+// timed loop and reported per iteration: requests (Received) and replies + watch notifications
+// (Sent) per acquire + release. Other sessions' pings add a few hundredths.
+struct packet_counts {
+  double received = 0, sent = 0;
+};
+
+inline packet_counts server_packets() {
+  const auto u = dlock::uri::parse(server_uri());
+  packet_counts out;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(u.hosts()[0].port_or(2181));
+  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &addr.sin_addr);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::write(fd, "srvr", 4) == 4) {
+    char buf[1024];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  const auto number_after = [&](const char* key) {
+    const auto at = reply.find(key);
+    return at == std::string::npos ? 0.0 : std::stod(reply.substr(at + std::strlen(key)));
+  };
+  out.received = number_after("Received: ");
+  out.sent = number_after("Sent: ");
+  return out;
+}
+
+inline void report_packets(benchmark::State& state, const packet_counts& before) {
+  const auto after = server_packets();
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["requests"] = (after.received - before.received) / n;
+  state.counters["server_packets"] = (after.sent - before.sent) / n;
 }
 
 }  // namespace zk_bench

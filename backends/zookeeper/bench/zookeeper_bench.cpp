@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 
@@ -33,42 +34,9 @@ static std::string server() {
 // dlock's exists leaves a watch on its own node (deletion = lost lock) and is pipelined (its reply
 // not awaited), so 3 round trips of latency; the server also sends one watch notification per
 // cycle when the node is deleted. raw_..._watched does exactly that.
-// The server's packet counters (four-letter word srvr: "Received: N", "Sent: N"), read around a
-// timed loop and reported per iteration: requests (Received) and replies + watch notifications
-// (Sent) per acquire + release. Other sessions' pings add a few hundredths.
-struct packet_counts {
-  double received = 0, sent = 0;
-};
-
-static packet_counts server_packets() {
-  const auto u = dlock::uri::parse(server());
-  packet_counts out;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(u.hosts()[0].port_or(2181));
-  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &addr.sin_addr);
-  std::string reply;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::write(fd, "srvr", 4) == 4) {
-    char buf[1024];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  const auto number_after = [&](const char* key) {
-    const auto at = reply.find(key);
-    return at == std::string::npos ? 0.0 : std::stod(reply.substr(at + std::strlen(key)));
-  };
-  out.received = number_after("Received: ");
-  out.sent = number_after("Sent: ");
-  return out;
-}
-
-static void report_packets(benchmark::State& state, const packet_counts& before) {
-  const auto after = server_packets();
-  const auto n = static_cast<double>(state.iterations());
-  state.counters["requests"] = (after.received - before.received) / n;
-  state.counters["server_packets"] = (after.sent - before.sent) / n;
-}
+// The server's packet counters per iteration: bench_common.hpp (zk_bench::report_packets).
+using zk_bench::report_packets;
+using zk_bench::server_packets;
 
 static void noop_watcher(zhandle_t*, int, int, const char*, void*) {}
 

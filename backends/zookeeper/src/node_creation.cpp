@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "dlock/spi.hpp"
 #include "sequence.hpp"
 
 namespace dlock::zookeeper {
@@ -57,7 +58,7 @@ class protected_create {
   };
 
   protected_create(session& s, const lock_node_request& request, clock::time_point patience)
-      : s_(s), request_(request), prefix_(node_prefix(request.uuid)), patience_(patience) {}
+      : s_(s), request_(request), prefix_(node_prefix(request.uuid, request.node_name)), patience_(patience) {}
 
   int run(lock_node& created) {
     while (state_ != state::created && state_ != state::failed) state_ = next();
@@ -146,6 +147,18 @@ class protected_create {
 
 int create_lock_node(session& s, const lock_node_request& request, clock::time_point patience, lock_node& created) {
   return protected_create(s, request, patience).run(created);
+}
+
+int create_lock_node_in_live_session(connection& conn, std::shared_ptr<session>& s, lock_node_request& request,
+                                     clock::time_point patience, lock_node& created) {
+  int rc = create_lock_node(*s, request, patience, created);
+  if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
+    conn.discard(s);
+    s = conn.live();
+    request.uuid = spi::random_uuid();
+    rc = create_lock_node(*s, request, patience, created);
+  }
+  return rc;
 }
 
 }  // namespace dlock::zookeeper

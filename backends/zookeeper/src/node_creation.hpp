@@ -5,20 +5,23 @@
 #include <cstdint>
 #include <string>
 
+#include "connection.hpp"
+#include "sequence.hpp"
 #include "session.hpp"
 
 namespace dlock::zookeeper {
 
 struct lock_node_request {
-  std::string root;    // "/dlock": persistent nodes, made when missing
-  std::string parent;  // "<root>/<mapped name>": container nodes, made when missing
-  std::string uuid;    // the protected prefix is "_c_<uuid>-lock-"
-  std::string data;    // the node's content: the lock object's owner id
+  std::string root;                              // "/dlock": persistent nodes, made when missing
+  std::string parent;                            // "<root>/<mapped name>": container nodes, made when missing
+  std::string uuid;                              // the protected prefix is "_c_<uuid>-<node_name>"
+  std::string_view node_name = mutex_node_name;  // "lock-", "__READ__", "__WRIT__", "lease-"
+  std::string data;                              // the node's content: the lock object's owner id
   const ACL_vector* acl = nullptr;
 };
 
 struct lock_node {
-  std::string name;  // "_c_<uuid>-lock-0000000042", without the parent
+  std::string name;  // "_c_<uuid>-lock-0000000042" (or another node name), without the parent
   std::int64_t czxid = 0;
 };
 
@@ -27,5 +30,10 @@ struct lock_node {
 // that may have been created is then deleted in the background), any other code as the server said.
 int create_lock_node(session& s, const lock_node_request& request, std::chrono::steady_clock::time_point patience,
                      lock_node& created);
+
+// create_lock_node in `s`; when the server says that session expired before its event reached us,
+// once more (with a fresh uuid) in a fresh session of `conn`, which `s` then is.
+int create_lock_node_in_live_session(connection& conn, std::shared_ptr<session>& s, lock_node_request& request,
+                                     std::chrono::steady_clock::time_point patience, lock_node& created);
 
 }  // namespace dlock::zookeeper

@@ -26,9 +26,18 @@ namespace dlock::zookeeper {
 inline constexpr std::string_view lock_marker = "-lock-";    // the text before the sequence number
 inline constexpr std::string_view protected_prefix = "_c_";  // Curator's protected-mode prefix
 
-// "_c_<uuid>-lock-" : what we pass to create; ZooKeeper appends the 10-digit sequence.
-inline std::string node_prefix(std::string_view uuid) {
-  return std::string(protected_prefix) + std::string(uuid) + std::string(lock_marker);
+// Curator's node names (the name given to the protected create, after "_c_<uuid>-"): the mutex's,
+// InterProcessReadWriteLock's two sides (the same length: Curator relies on it) and
+// InterProcessSemaphoreV2's lease nodes (in <path>/leases, its internal mutex in <path>/locks).
+inline constexpr std::string_view mutex_node_name = "lock-";
+inline constexpr std::string_view read_node_name = "__READ__";
+inline constexpr std::string_view write_node_name = "__WRIT__";
+inline constexpr std::string_view lease_node_name = "lease-";
+
+// "_c_<uuid>-<node name>" ("_c_<uuid>-lock-" for the mutex): what we pass to create; ZooKeeper
+// appends the 10-digit sequence.
+inline std::string node_prefix(std::string_view uuid, std::string_view node_name = mutex_node_name) {
+  return std::string(protected_prefix) + std::string(uuid) + "-" + std::string(node_name);
 }
 
 // The text right before the sequence number of a contender node, one per known recipe (above).
@@ -64,6 +73,16 @@ inline std::optional<std::int32_t> sequence_of(std::string_view child) {
     if (auto sequence = parse_sequence(child.substr(at + marker.size()))) return sequence;
   }
   return std::nullopt;
+}
+
+// True for a contender that only shares the lock with other readers: Curator's read node and
+// kazoo's ReadLock node. Every other contender (any recipe's mutex or write node) is exclusive.
+inline bool is_read_node(std::string_view child) {
+  for (const auto marker : {read_node_name, std::string_view("__rlock__")}) {
+    const auto at = child.rfind(marker);
+    if (at != std::string_view::npos && parse_sequence(child.substr(at + marker.size()))) return true;
+  }
+  return false;
 }
 
 // a before b in arrival order, across the wrap.

@@ -2,6 +2,8 @@
 
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
+#include "zk_rw_lock.hpp"
+#include "zk_semaphore.hpp"
 
 namespace dlock::zookeeper {
 
@@ -45,7 +47,7 @@ node_settings node_settings_of(const uri& u, const session_options& o) {
 }  // namespace
 
 zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
-    : backend(zookeeper_caps, lock_scope::network, name_limits{}, defaults, u.redacted()) {
+    : backend(zookeeper_caps, zookeeper_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()) {
   auto options = session_options_of(u);
   settings_ = node_settings_of(u, options);
   connection_ = std::make_shared<connection>(std::move(options), u.redacted());
@@ -54,6 +56,16 @@ zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
 
 std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string name, lock_options options) {
   return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
+}
+
+std::unique_ptr<rw_lock> zookeeper_backend::do_make_rw_lock(std::string name, lock_options options) {
+  return std::make_unique<zk_rw_lock>(std::move(name), rw_caps(), std::move(options), connection_, settings_);
+}
+
+std::unique_ptr<semaphore> zookeeper_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
+                                                                lock_options options) {
+  return std::make_unique<zk_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), connection_,
+                                        settings_);
 }
 
 }  // namespace dlock::zookeeper

@@ -1,6 +1,7 @@
 #pragma once
 // zookeeper://h1:2181[,h2:2181...]/root: the backend reads the URI into session options and node
-// settings, connects at open, and makes zk_locks that share its connection.
+// settings, connects at open, and makes zk_locks, zk_rw_locks and zk_semaphores that share its
+// connection.
 #include <memory>
 
 #include "connection.hpp"
@@ -15,6 +16,8 @@ class zookeeper_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count, lock_options options) override;
 
  private:
   std::shared_ptr<connection> connection_;

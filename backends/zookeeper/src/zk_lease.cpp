@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "zk_nodes_lease.hpp"
+
 namespace dlock::zookeeper {
 
 namespace {
@@ -79,15 +81,18 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
 
 std::optional<clientid_t> session_of(const spi::lease_state& lease) {
   if (auto* z = dynamic_cast<const zk_lease*>(&lease)) return z->client_id();
+  if (auto* z = dynamic_cast<const zk_nodes_lease*>(&lease)) return z->client_id();
   return std::nullopt;
 }
 
 std::optional<std::string> connected_server(const spi::lease_state& lease) {
-  auto* z = dynamic_cast<const zk_lease*>(&lease);
-  if (!z) return std::nullopt;
+  zhandle_t* zh = nullptr;
+  if (auto* z = dynamic_cast<const zk_lease*>(&lease)) zh = z->handle();
+  if (auto* z = dynamic_cast<const zk_nodes_lease*>(&lease)) zh = z->handle();
+  if (!zh) return std::nullopt;
   sockaddr_storage address{};
   socklen_t length = sizeof address;
-  if (!zookeeper_get_connected_host(z->handle(), reinterpret_cast<sockaddr*>(&address), &length)) return std::nullopt;
+  if (!zookeeper_get_connected_host(zh, reinterpret_cast<sockaddr*>(&address), &length)) return std::nullopt;
   char host[INET6_ADDRSTRLEN] = {};
   std::uint16_t port = 0;
   if (address.ss_family == AF_INET) {

@@ -10,11 +10,23 @@
 
 namespace dlock::zookeeper {
 
+namespace {
+// A lock reports its backend's capabilities: the mutex's, plus the offer bits of the primitives.
+constexpr capabilities lock_caps = with_primitives(zookeeper_caps, zookeeper_primitives);
+}  // namespace
+
 zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings)
-    : distributed_lock(std::move(name), zookeeper_caps, std::move(options)),
+    : distributed_lock(std::move(name), lock_caps, std::move(options)),
       conn_(std::move(conn)),
       settings_(std::move(settings)),
       parent_(parent_path(settings_.root, this->name())) {}
+
+zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
+                 std::string parent)
+    : distributed_lock(std::move(name), lock_caps, std::move(options)),
+      conn_(std::move(conn)),
+      settings_(std::move(settings)),
+      parent_(std::move(parent)) {}
 
 std::unique_ptr<spi::lease_state> zk_lock::do_try_acquire(std::error_code& ec) noexcept {
   return attempt(clock::now(), false, ec);

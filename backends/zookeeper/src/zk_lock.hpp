@@ -22,6 +22,9 @@ struct node_settings {
 class zk_lock final : public distributed_lock {
  public:
   zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings);
+  // A lock whose nodes go in `parent` itself (a semaphore's internal mutex at "<path>/locks").
+  zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
+          std::string parent);
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override;

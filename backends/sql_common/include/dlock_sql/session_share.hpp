@@ -8,7 +8,12 @@
 //    it, GET_LOCK succeeds again), so two leases of one process on the same key could both be
 //    "granted" through one session. Every acquisition therefore reserves its key in this process
 //    first, and keeps it until its lease is released or lost: one process never asks the server
-//    twice for a key it holds, whichever session it would use.
+//    twice for a key it holds, whichever session it would use. Locks with a shared mode
+//    (PostgreSQL's pg_advisory_lock_shared) use reserve_beside instead: several leases of one
+//    process may hold such a key at once, and only the one that is alone with it may use a shared
+//    session (the others use sessions of their own, where the server decides, so no session ever
+//    stacks a grant, shared on exclusive, exclusive on shared, or shared on shared past a queued
+//    writer).
 // Only statements that never wait on the server run on shared sessions (try-lock, unlock, the
 // liveness check). A caller that must wait for a lock waits on a session of its own (the
 // backend's choice), so a blocked session never holds up another lease's release.
@@ -20,7 +25,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
-#include <unordered_set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -53,7 +58,13 @@ class session_share {
   // The local key guard. reserve waits until no lease of this process holds or is acquiring
   // `key`, up to `deadline` (false: still reserved then; time_point::max(): no limit).
   bool reserve(const std::string& key, time_point deadline) noexcept;
-  void unreserve(const std::string& key) noexcept;
+  // Never waits: records one more lease of this process holding or acquiring `key` (in shared or
+  // exclusive mode) and says whether it is alone with the key (no other reservation of either
+  // kind: a shared session may be used), beside others (a session of its own only), or failed
+  // (out of memory: nothing recorded).
+  enum class beside { alone, others, failed };
+  beside reserve_beside(const std::string& key, bool shared) noexcept;
+  void unreserve(const std::string& key, bool shared = false) noexcept;
 
   pool& connections() noexcept { return *connections_; }
   std::size_t max_sessions() const noexcept { return max_sessions_; }
@@ -70,7 +81,10 @@ class session_share {
   std::condition_variable opened_;                // a session was opened
   std::mutex keys_m_;
   std::condition_variable key_freed_;
-  std::unordered_set<std::string> keys_;  // under keys_m_
+  struct holds {
+    std::size_t exclusive = 0, shared = 0;
+  };
+  std::unordered_map<std::string, holds> keys_;  // under keys_m_; no entry: nobody
 };
 
 // The reservation of one key, undone once: by whichever comes first of reset() (release), the
@@ -78,18 +92,21 @@ class session_share {
 class key_reservation {
  public:
   key_reservation() = default;
-  key_reservation(session_share* share, std::string key) : share_(share), key_(std::move(key)) {}
-  key_reservation(key_reservation&& o) noexcept : share_(o.share_.exchange(nullptr)), key_(std::move(o.key_)) {}
+  key_reservation(session_share* share, std::string key, bool shared = false)
+      : share_(share), key_(std::move(key)), shared_(shared) {}
+  key_reservation(key_reservation&& o) noexcept
+      : share_(o.share_.exchange(nullptr)), key_(std::move(o.key_)), shared_(o.shared_) {}
   key_reservation& operator=(key_reservation&&) = delete;
   ~key_reservation() { reset(); }
   const std::string& key() const noexcept { return key_; }
   void reset() noexcept {
-    if (auto* s = share_.exchange(nullptr)) s->unreserve(key_);
+    if (auto* s = share_.exchange(nullptr)) s->unreserve(key_, shared_);
   }
 
  private:
   std::atomic<session_share*> share_{nullptr};
   std::string key_;
+  bool shared_ = false;
 };
 
 // A shared-session lease registers this on its lost token (std::stop_callback): the session's

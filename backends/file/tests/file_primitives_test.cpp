@@ -1,0 +1,457 @@
+// file://'s reader-writer lock and semaphore across processes (fork): readers together, a writer
+// alone, a SIGKILLed holder's flocks freed by the kernel, writer preference through the turnstile,
+// a semaphore of N never holding N+1 and reaching N, its stored max_count, fencing tokens, and
+// the file names of the primitives never meeting a mutex's.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "lock_file.hpp"
+#include "shared_files.hpp"
+
+namespace dlock {
+void register_file(registry& r);
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::shared_ptr<dlock::backend> open_file(const std::string& uri) {
+  static dlock::registry* r = [] {
+    auto* reg = new dlock::registry();
+    dlock::register_file(*reg);
+    return reg;
+  }();
+  return r->open(uri);
+}
+
+// Counters in memory shared with forked children: how many hold now, and the most ever at once.
+struct shared_counters {
+  std::atomic<int> holding{0};
+  std::atomic<int> most{0};
+  std::atomic<int> failures{0};
+};
+
+class FilePrimitives : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path("/tmp") / ("dlock-file-prim-" + std::to_string(::getpid()) + "-" +
+                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    uri_ = "file://" + dir_.string() + "?poll=1ms..20ms";
+    backend_ = open_file(uri_);
+    void* mem = ::mmap(nullptr, sizeof(shared_counters), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    counters_ = new (mem) shared_counters();
+  }
+  void TearDown() override {
+    ::munmap(counters_, sizeof(shared_counters));
+    fs::remove_all(dir_);
+  }
+
+  // A child that runs `body` with its own backend, after the parent forked it; returns its pid.
+  // The child reports on `pipe_w` with one byte when told to by the body.
+  template <class F>
+  pid_t spawn(F body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 1;
+      try {
+        code = body(open_file(uri_));
+      } catch (...) {
+      }
+      ::_exit(code);
+    }
+    return pid;
+  }
+
+  static int wait_exit_code(pid_t pid) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // Is the file `name` of the lock directory flock'ed exclusively by someone (a LOCK_SH probe fails)?
+  bool exclusively_locked(const std::string& file_name) const {
+    const auto path = dir_ / file_name;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+    ::close(fd);
+    return held;
+  }
+
+  fs::path dir_;
+  std::string uri_;
+  std::shared_ptr<dlock::backend> backend_;
+  shared_counters* counters_ = nullptr;
+};
+
+// A pipe a child writes one byte to when it holds; the parent reads it.
+struct signal_pipe {
+  int fds[2]{-1, -1};
+  signal_pipe() {
+    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
+  }
+  ~signal_pipe() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+  bool say(char c) const { return ::write(fds[1], &c, 1) == 1; }
+  char hear() const {
+    char c = 0;
+    return ::read(fds[0], &c, 1) == 1 ? c : '?';
+  }
+};
+
+TEST_F(FilePrimitives, DeclaresTheRwLockAndSemaphoreCapabilities) {
+  using dlock::capability;
+  EXPECT_TRUE(backend_->caps().has(capability::read_write));
+  EXPECT_TRUE(backend_->caps().has(capability::semaphore));
+  EXPECT_TRUE(backend_->caps().has(capability::writer_preferred));
+  EXPECT_EQ(backend_->rw_caps(), (dlock::capabilities{capability::expiring, capability::fencing,
+                                                      capability::writer_preferred}));
+  EXPECT_EQ(backend_->semaphore_caps(), (dlock::capabilities{capability::expiring, capability::fencing}));
+}
+
+TEST_F(FilePrimitives, ReadersShareAcrossProcessesAndExcludeAWriter) {
+  signal_pipe held;
+  const pid_t child = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("catalog")->try_acquire_read();
+    held.say(reading ? 'y' : 'n');
+    ::pause();
+    return 0;
+  });
+  ASSERT_EQ(held.hear(), 'y');
+  auto rw = backend_->make_rw_lock("catalog");
+  auto mine = rw->try_acquire_read();
+  EXPECT_TRUE(mine) << "a second reader in another process shares the lock";
+  EXPECT_FALSE(rw->try_acquire_write()) << "a writer is excluded while readers hold";
+  mine.release();
+  EXPECT_FALSE(rw->try_acquire_write()) << "the other process's reader still holds";
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  EXPECT_TRUE(rw->try_acquire_write()) << "the kernel dropped the dead reader's LOCK_SH";
+}
+
+TEST_F(FilePrimitives, AWriterExcludesReadersAndWritersOfOtherProcessesUntilKilled) {
+  signal_pipe held;
+  const pid_t child = spawn([&](auto b) {
+    auto writing = b->make_rw_lock("catalog")->try_acquire_write();
+    held.say(writing ? 'y' : 'n');
+    ::pause();
+    return 0;
+  });
+  ASSERT_EQ(held.hear(), 'y');
+  auto rw = backend_->make_rw_lock("catalog");
+  EXPECT_FALSE(rw->try_acquire_read());
+  EXPECT_FALSE(rw->try_acquire_write());
+  EXPECT_FALSE(rw->try_acquire_read_for(50ms));
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  EXPECT_TRUE(rw->try_acquire_read_for(2s)) << "the kernel dropped the dead writer's LOCK_EX";
+}
+
+TEST_F(FilePrimitives, ReadersAndWritersOfManyProcessesNeverOverlapWrongly) {
+  // counters_->holding: +1 per reader, +1000 per writer. A writer must see exactly 1000, a reader
+  // below 1000; most = the most readers at once (they must overlap at least once).
+  constexpr int processes = 4, rounds = 25;
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    children.push_back(spawn([&, p](auto b) {
+      auto rw = b->make_rw_lock("mixed");
+      for (int i = 0; i < rounds; ++i) {
+        const bool write = (i + p) % 5 == 0;
+        auto held = write ? rw->acquire_write() : rw->acquire_read();
+        const int now = counters_->holding.fetch_add(write ? 1000 : 1) + (write ? 1000 : 1);
+        if (write ? now != 1000 : now >= 1000) counters_->failures.fetch_add(1);
+        if (!write) {
+          int seen = counters_->most.load();
+          while (now > seen && !counters_->most.compare_exchange_weak(seen, now)) {
+          }
+        }
+        std::this_thread::sleep_for(2ms);
+        counters_->holding.fetch_sub(write ? 1000 : 1);
+      }
+      return 0;
+    }));
+  }
+  for (pid_t c : children) EXPECT_EQ(wait_exit_code(c), 0);
+  EXPECT_EQ(counters_->failures.load(), 0) << "a writer overlapped someone, or a reader overlapped a writer";
+  EXPECT_GE(counters_->most.load(), 2) << "readers of different processes never held together";
+}
+
+TEST_F(FilePrimitives, AWaitingWriterHoldsBackNewReadersOfOtherProcesses) {
+  signal_pipe reader_held, reader_go, writer_done;
+  const pid_t reader = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("pref")->try_acquire_read();
+    reader_held.say(reading ? 'y' : 'n');
+    reader_go.hear();  // hold until told
+    return 0;
+  });
+  ASSERT_EQ(reader_held.hear(), 'y');
+  auto rw = backend_->make_rw_lock("pref");
+  {
+    auto before = rw->try_acquire_read();
+    EXPECT_TRUE(before) << "without a waiting writer, readers share";
+  }
+  const pid_t writer = spawn([&](auto b) {
+    auto writing = b->make_rw_lock("pref")->try_acquire_write_for(20s);
+    writer_done.say(writing ? 'w' : 'n');
+    return 0;
+  });
+  // The writer waits once it holds the turnstile.
+  const auto gate = dlock::file::rw_files("pref").gate;
+  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(exclusively_locked(gate)) << "the writer never started waiting";
+  EXPECT_FALSE(rw->try_acquire_read()) << "a reader arriving while a writer waits must not get in before it";
+  EXPECT_FALSE(rw->try_acquire_read_for(100ms));
+  reader_go.say('g');
+  EXPECT_EQ(writer_done.hear(), 'w') << "the writer gets the lock once the readers before it leave";
+  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_EQ(wait_exit_code(writer), 0);
+  EXPECT_TRUE(rw->try_acquire_read());
+}
+
+TEST_F(FilePrimitives, AStreamOfOverlappingReadersOfOtherProcessesDoesNotStarveAWriter) {
+  // Four processes read in a loop, each hold overlapping the next, so the lock itself is never
+  // free: with Linux flock alone a LOCK_EX would wait for ever. The turnstile lets the writer in.
+  std::vector<pid_t> readers;
+  for (int p = 0; p < 4; ++p) {
+    readers.push_back(spawn([&](auto b) {
+      auto rw = b->make_rw_lock("stream");
+      for (;;) {
+        auto reading = rw->acquire_read();
+        counters_->holding.fetch_add(1);
+        std::this_thread::sleep_for(3ms);
+      }
+      return 0;
+    }));
+  }
+  while (counters_->holding.load() < 20) std::this_thread::sleep_for(1ms);  // the stream is flowing
+  auto writing = backend_->make_rw_lock("stream")->try_acquire_write_for(20s);
+  EXPECT_TRUE(writing) << "the readers' stream starved the writer";
+  const int reads_before = counters_->holding.load();
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(counters_->holding.load(), reads_before) << "a reader got in while the writer held";
+  writing.release();
+  for (pid_t r : readers) {
+    ::kill(r, SIGKILL);
+    wait_exit_code(r);
+  }
+}
+
+TEST_F(FilePrimitives, AWaitingWriterIsWokenByTheLastReaderOfAnotherProcessLeaving) {
+  // An hour of backoff: only the inotify wake-up on the reader's close can grant within the wait.
+  signal_pipe held, go;
+  const pid_t reader = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("wake")->try_acquire_read();
+    held.say(reading ? 'y' : 'n');
+    go.hear();
+    return 0;  // the reader's fd closes with the process
+  });
+  ASSERT_EQ(held.hear(), 'y');
+  auto patient = open_file("file://" + dir_.string() + "?poll=1h..1h")->make_rw_lock("wake");
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto waiting = std::async(std::launch::async, [&] {
+    auto got = patient->try_acquire_write_until(deadline);
+    return got && std::chrono::steady_clock::now() < deadline;  // the last attempt at the deadline does not count
+  });
+  const auto gate = dlock::file::rw_files("wake").gate;
+  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  go.say('g');
+  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_TRUE(waiting.get()) << "the waiting writer slept through the reader's release until its deadline";
+}
+
+TEST_F(FilePrimitives, AKilledWaitingWriterLetsReadersInAgain) {
+  signal_pipe reader_held;
+  const pid_t reader = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("pref")->try_acquire_read();
+    reader_held.say(reading ? 'y' : 'n');
+    ::pause();
+    return 0;
+  });
+  ASSERT_EQ(reader_held.hear(), 'y');
+  const pid_t writer = spawn([&](auto b) {
+    auto writing = b->make_rw_lock("pref")->acquire_write();
+    return writing ? 0 : 1;
+  });
+  const auto gate = dlock::file::rw_files("pref").gate;
+  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  auto rw = backend_->make_rw_lock("pref");
+  EXPECT_FALSE(rw->try_acquire_read());
+  ::kill(writer, SIGKILL);
+  EXPECT_EQ(wait_exit_code(writer), 128 + SIGKILL);
+  EXPECT_TRUE(rw->try_acquire_read()) << "the dead writer's turnstile was dropped by the kernel";
+  ::kill(reader, SIGKILL);
+  wait_exit_code(reader);
+}
+
+TEST_F(FilePrimitives, SemaphoreOfNNeverHoldsMoreAcrossProcessesAndReachesN) {
+  constexpr std::uint32_t n = 3;
+  constexpr int processes = 6, rounds = 15;
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    children.push_back(spawn([&](auto b) {
+      auto sem = b->make_semaphore("pool", n);
+      for (int i = 0; i < rounds; ++i) {
+        auto permit = sem->acquire();
+        const int now = counters_->holding.fetch_add(1) + 1;
+        if (now > static_cast<int>(n)) counters_->failures.fetch_add(1);
+        int seen = counters_->most.load();
+        while (now > seen && !counters_->most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(3ms);
+        counters_->holding.fetch_sub(1);
+      }
+      return 0;
+    }));
+  }
+  for (pid_t c : children) EXPECT_EQ(wait_exit_code(c), 0);
+  EXPECT_EQ(counters_->failures.load(), 0) << "more than " << n << " permits were held at once";
+  EXPECT_EQ(counters_->most.load(), static_cast<int>(n)) << "the semaphore never reached its " << n << " permits";
+}
+
+TEST_F(FilePrimitives, SemaphoreTakesAllPermitsOfAnAcquireOrNone) {
+  auto sem = backend_->make_semaphore("batch", 3);
+  auto two = sem->try_acquire(2);
+  ASSERT_TRUE(two);
+  EXPECT_FALSE(sem->try_acquire(2)) << "only one permit is free";
+  auto one = sem->try_acquire(1);
+  EXPECT_TRUE(one) << "the failed acquire of 2 gave back the permit it took";
+  EXPECT_FALSE(sem->try_acquire(1));
+  two.release();
+  EXPECT_TRUE(sem->try_acquire(2));
+}
+
+TEST_F(FilePrimitives, SemaphoreOfAKilledHolderComesBack) {
+  signal_pipe held;
+  const pid_t child = spawn([&](auto b) {
+    auto all = b->make_semaphore("pool", 2)->try_acquire(2);
+    held.say(all ? 'y' : 'n');
+    ::pause();
+    return 0;
+  });
+  ASSERT_EQ(held.hear(), 'y');
+  auto sem = backend_->make_semaphore("pool", 2);
+  EXPECT_FALSE(sem->try_acquire());
+  ::kill(child, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  EXPECT_TRUE(sem->try_acquire(2)) << "the kernel dropped the dead holder's slot flocks";
+}
+
+TEST_F(FilePrimitives, SemaphoreRefusesADifferentMaxCountOnceStored) {
+  { ASSERT_TRUE(backend_->make_semaphore("sized", 3)->try_acquire()); }
+  std::error_code ec;
+  auto other = backend_->make_semaphore("sized", 4)->try_acquire(1, ec);
+  EXPECT_FALSE(other);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+  EXPECT_TRUE(backend_->make_semaphore("sized", 3)->try_acquire());
+}
+
+TEST_F(FilePrimitives, FencingTokensIncreasePerGrantReadsIncludedAndSurviveReopening) {
+  auto rw = backend_->make_rw_lock("fenced");
+  std::uint64_t previous = 0;
+  {
+    auto r1 = rw->try_acquire_read();
+    auto r2 = rw->try_acquire_read();
+    ASSERT_TRUE(r1 && r2);
+    EXPECT_GT(*r1.fencing_token(), previous);
+    EXPECT_GT(*r2.fencing_token(), *r1.fencing_token());
+    previous = *r2.fencing_token();
+  }
+  {
+    auto w = rw->try_acquire_write();
+    ASSERT_TRUE(w);
+    EXPECT_GT(*w.fencing_token(), previous);
+    previous = *w.fencing_token();
+  }
+  auto again = open_file(uri_)->make_rw_lock("fenced")->try_acquire_read();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again.fencing_token(), previous + 1) << "the counter continues (same boot: no jump)";
+
+  auto sem = backend_->make_semaphore("fenced", 2);
+  auto a = sem->try_acquire();
+  auto b = sem->try_acquire();
+  ASSERT_TRUE(a && b);
+  EXPECT_GT(*b.fencing_token(), *a.fencing_token());
+}
+
+TEST_F(FilePrimitives, ANewBootContinuesFromTheFlushedMark) {
+  // The counter file of a previous boot: last 10 handed out, mark 5000 flushed, another boot id.
+  auto rw = backend_->make_rw_lock("rebooted");
+  { ASSERT_TRUE(rw->try_acquire_read()); }
+  const auto path = dir_ / dlock::file::rw_files("rebooted").fence;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::error_code ec;
+  auto state = dlock::file::read_counter_file(fd, path.string(), ec);
+  ASSERT_TRUE(state) << ec.message();
+  EXPECT_GT(state->reserved, state->last) << "the mark is ahead of the tokens handed out";
+  unsigned char bytes[64] = {};
+  bytes[0] = 10;
+  bytes[8] = 0x88;
+  bytes[9] = 0x13;  // 5000
+  std::memset(bytes + 24, 'x', 36);
+  ASSERT_EQ(::pwrite(fd, bytes, 64, 0), 64);
+  ::close(fd);
+  auto after = rw->try_acquire_write();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after.fencing_token(), 5001u) << "tokens of the last boot above [0, 8) may be lost; the mark is not";
+}
+
+TEST_F(FilePrimitives, ReplacedFileMakesReleaseNotOwner) {
+  auto rw = backend_->make_rw_lock("replaced");
+  auto held = rw->try_acquire_write();
+  ASSERT_TRUE(held);
+  const auto path = dir_ / dlock::file::rw_files("replaced").lock;
+  const auto temp = dir_ / ".replacement";
+  fs::copy_file(path, temp);
+  fs::rename(temp, path);
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST_F(FilePrimitives, FileNamesOfEveryKindNeverMeet) {
+  // Names chosen so one kind's suffix reads like another's key: "a.rw" as a mutex, "a" as an rw
+  // lock, "a.sem.1" as a semaphore and "a" as a semaphore of 12 (slot 1 vs slots 10, 11).
+  const std::vector<std::string> names = {"a", "a.rw", "a.sem", "a.sem.1", "a.rw-gate", "a.lock", "a.sem.1.sem"};
+  std::set<std::string> files;
+  std::size_t expected = 0;
+  for (const auto& n : names) {
+    files.insert(dlock::file::lock_file_name(n));
+    const auto rw = dlock::file::rw_files(n);
+    files.insert({rw.lock, rw.gate, rw.fence});
+    const auto sem = dlock::file::semaphore_files(n);
+    files.insert(sem.meta);
+    for (std::uint32_t i = 0; i < 12; ++i) files.insert(sem.slot(i));
+    expected += 1 + 3 + 1 + 12;
+  }
+  EXPECT_EQ(files.size(), expected);
+  // And in use: a mutex "a.sem.0" and a semaphore "a" of one permit are different things.
+  auto mutex = backend_->make_lock("a.sem.0")->try_acquire();
+  auto permit = backend_->make_semaphore("a", 1)->try_acquire();
+  auto writer = backend_->make_rw_lock("a")->try_acquire_write();
+  auto other_writer = backend_->make_rw_lock("a.rw")->try_acquire_write();
+  EXPECT_TRUE(mutex && permit && writer && other_writer);
+}
+
+}  // namespace

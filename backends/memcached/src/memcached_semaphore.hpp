@@ -1,0 +1,85 @@
+#pragma once
+// memcached://'s counting semaphore: N permit slots, each an item taken exactly as the mutex takes
+// its item (`add` with the ttl, the grant's random token as the value), released and renewed with
+// the mutex's CAS-guarded store per slot. So a permit is exactly as safe as a lock of memcached://,
+// with the same caveats (README: eviction, restart, no replication).
+//
+// Keys, all on the server the mapped name (`group`) hashes to:
+//   <prefix>sem:<group>#permit<i>   slot i, 0 <= i < max_count: value = the holder's token
+//   <prefix>semfence:<group>        the fencing base (as the mutex's <prefix>fence:<group>)
+// "sem:" and "semfence:" differ from the mutex's "lock:" and "fence:" at their first bytes, and a
+// slot key ends in "#permit" + digits after the last '#permit', so no two (kind, name, slot) share
+// a key.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client_pool.hpp"
+#include "dlock/spi.hpp"
+#include "memcached_lease.hpp"
+#include "orphan_sweeper.hpp"
+
+namespace dlock::memcached {
+
+struct semaphore_keys {
+  std::string group;
+  std::string slot_prefix;  // + std::to_string(i)
+  std::string fence;
+  // The key_layout of slot i, for the mutex's per-item commands (its `lock` is the slot's key).
+  key_layout slot(std::uint32_t i) const { return {group, slot_prefix + std::to_string(i), fence}; }
+};
+semaphore_keys semaphore_keys_for(std::string_view prefix, std::string_view name);
+
+// One grant of k permits: k slot grants, each a memcached_lease (its own CAS-guarded release and
+// renewal), released and renewed together. The fencing token: the name's base plus the largest
+// CAS unique of the grant's slots (all on one server, whose CAS uniques only grow).
+class memcached_semaphore_lease final : public spi::lease_state {
+ public:
+  memcached_semaphore_lease(std::string name, std::chrono::milliseconds ttl, clock::time_point valid_until,
+                            std::vector<std::unique_ptr<memcached_lease>> slots, std::uint64_t fence);
+
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+
+ protected:
+  // Every slot is released; not_owner when any of them was no longer ours.
+  void do_release(std::error_code& ec) noexcept override;
+  // Every slot renewed; the first failure is the lease's (not_owner: the core marks it lost).
+  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override;
+
+ private:
+  std::vector<std::unique_ptr<memcached_lease>> slots_;
+  std::uint64_t fence_;
+};
+
+class memcached_semaphore final : public semaphore {
+ public:
+  memcached_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
+                      std::shared_ptr<client_pool> pool, std::shared_ptr<orphan_sweeper> sweeper, std::string prefix,
+                      bool restart_delay);
+
+ protected:
+  // `add` of free slots from a random first one until `permits` are ours (one round trip per slot
+  // tried; above scan_above slots, a `get` of all of them first picks the free ones), one `gets` of the taken slots and the fencing base; fewer free: the taken ones are
+  // given back (CAS-guarded). memcached cannot queue or notify: waiting is the core's polling.
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
+
+ private:
+  // A semaphore of more slots reads which are taken (one multi-key `get` per 500) before its `add`s,
+  // instead of trying each slot with an `add` round trip.
+  static constexpr std::uint32_t scan_above = 8;
+  // The slots to try with `add`, from a random first one: every slot, or above scan_above the ones
+  // found free.
+  std::vector<std::uint32_t> slots_to_try(memcached_st* m, std::error_code& ec) const;
+  // Gives back slots we will not hand out: CAS-guarded deletes now, or by the sweeper later.
+  void withdraw(memcached_st* m, const std::vector<std::uint32_t>& taken, const std::string& token,
+                time_t exptime) const noexcept;
+
+  std::shared_ptr<client_pool> pool_;
+  std::shared_ptr<orphan_sweeper> sweeper_;
+  semaphore_keys keys_;
+  bool restart_delay_;
+};
+
+}  // namespace dlock::memcached

@@ -1,0 +1,606 @@
+#include "redis_primitives.hpp"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "shared_scripts.hpp"
+
+namespace dlock::redis {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
+
+// One script call with its keys and arguments owned (a lease keeps its release and renewal).
+struct script_call {
+  const script* s = nullptr;
+  std::vector<std::string> keys, args;
+};
+
+std::vector<std::string_view> views(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+// One grant of a reader-writer lock (a read or a write hold) or of a semaphore (its permits):
+// released and renewed by the scripts given at the grant. Renewal calls put the ttl first.
+class grant_lease final : public spi::lease_state {
+ public:
+  grant_lease(std::shared_ptr<shared> s, std::string name, milliseconds ttl, clock::time_point start,
+              std::uint64_t fencing, script_call release, script_call renew)
+      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
+        shared_(std::move(s)),
+        fencing_(fencing),
+        release_(std::move(release)),
+        renew_(std::move(renew)) {}
+
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
+  spi::renewal_batch* batch() const noexcept override { return shared_->primitive_renewals.get(); }
+
+  // The renewal script's arguments for `ttl_text` (ARGV[1]) and its answer, for the batch too.
+  std::vector<std::string_view> renew_args(const std::string& ttl_text) const {
+    std::vector<std::string_view> args{ttl_text};
+    args.insert(args.end(), renew_.args.begin(), renew_.args.end());
+    return args;
+  }
+  const script_call& renew_call() const noexcept { return renew_; }
+  void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
+    if (is_error(&r, "READONLY")) {  // a demoted master (Sentinel): an outage, tried again on the new one
+      set_error(ec, errc::backend_unavailable, "redis: renewing '" + name() + "': " + std::string(error_text(&r)) +
+                                                   " (the server is a replica now: the master moved)");
+    } else if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
+      set_error(ec, errc::backend_error, "redis: renewing '" + name() + "': " + std::string(error_text(&r)));
+    } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
+      set_error(ec, errc::lock_lost, "redis: '" + name() + "' is gone from the server at renewal (expired, deleted, "
+                                                           "or the server restarted without persistence)");
+    }
+  }
+  // With min_replicas: a renewal the replicas did not confirm is not counted (as the mutex's).
+  void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
+    const auto& repl = shared_->config.replicas;
+    if (!repl.wanted() || replication::confirmed(wait_reply) >= repl.min_replicas) return;
+    repl.set_short_error(ec, shared_->sentinels ? shared_->sentinels->label() : shared_->config.where.label(),
+                         "the renewal of '" + name() + "' was applied", wait_reply,
+                         "not counted: the lease's validity is not extended");
+  }
+  // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
+  clock::time_point connection_deadline() const noexcept {
+    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
+  }
+
+ protected:
+  void do_release(std::error_code& ec) noexcept override {
+    reply_ptr r;
+    try {
+      auto out = shared_->requests->eval(*release_.s, views(release_.keys), views(release_.args), connection_deadline(),
+                                         milliseconds::zero(), ec);
+      if (out.withdrawn) set_busy_error(ec, "releasing");
+      r = std::move(out.reply);
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory releasing");
+      return;
+    }
+    if (ec) return;
+    if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {
+      set_error(ec, errc::backend_error, "redis: releasing '" + name() + "': " + std::string(error_text(r.get())));
+    } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+      set_error(ec, errc::not_owner,
+                "redis: '" + name() + "' was no longer ours at release (it expired or was deleted, and may be held "
+                                      "by someone else now); the work done under it was not protected");
+    }
+  }
+
+  void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
+    reply_ptr r;
+    try {
+      const auto ttl_text = ms_text(ttl);
+      const auto& repl = shared_->config.replicas;
+      auto out = shared_->requests->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
+                                         milliseconds::zero(), ec, false,
+                                         repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
+      if (out.withdrawn) set_busy_error(ec, "renewing");
+      r = std::move(out.reply);
+      if (ec) return;
+      judge_renewal(*r, ec);
+      if (!ec) judge_replicas(out.trailer.get(), ec);
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
+    }
+  }
+
+
+ private:
+  void set_busy_error(std::error_code& ec, std::string_view doing) const {
+    set_error(ec, errc::backend_unavailable,
+              "redis " + shared_->config.where.label() + ": " + std::string(doing) + " '" + name() +
+                  "': not sent: every pooled connection (pool_size) stayed busy until the grant's validity ran out");
+  }
+
+  std::shared_ptr<shared> shared_;
+  std::uint64_t fencing_;
+  script_call release_, renew_;
+};
+
+// The watchdog's renewals of many reader-writer and semaphore leases of one backend: one pipeline
+// on one connection (EVALSHA each, then every reply), as the mutex's pipelined_renewals.
+class grant_renewals final : public spi::renewal_batch {
+ public:
+  explicit grant_renewals(shared& owner) : shared_(owner) {}
+
+  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
+    auto deadline = clock::time_point::max();
+    for (const auto* l : leases) deadline = std::min(deadline, static_cast<const grant_lease&>(*l).connection_deadline());
+    std::error_code ec;
+    auto c = shared_.connections->checkout(deadline, ec);
+    if (ec) {
+      std::fill(outcomes.begin(), outcomes.end(), ec);
+      return;
+    }
+    std::size_t sent = 0;
+    try {
+      for (; sent < leases.size(); ++sent) {
+        const auto& lease = static_cast<const grant_lease&>(*leases[sent]);
+        const auto ttl_text = ms_text(lease.ttl());
+        if (!c->append_eval(*lease.renew_call().s, views(lease.renew_call().keys), lease.renew_args(ttl_text))) break;
+      }
+    } catch (...) {
+      // out of memory: the leases appended so far are sent; the others fail this round
+    }
+    if (sent < leases.size())
+      set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
+    if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
+    std::vector<std::size_t> without_script;
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      const auto& lease = static_cast<const grant_lease&>(*leases[i]);
+      if (i >= sent || (ec && c->broken())) {
+        outcomes[i] = ec;
+        continue;
+      }
+      auto r = c->read(outcomes[i]);
+      if (!r) {
+        ec = outcomes[i];
+        continue;
+      }
+      if (is_error(r.get(), "NOSCRIPT")) {
+        try {
+          without_script.push_back(i);
+        } catch (...) {
+          set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+        }
+        continue;
+      }
+      lease.judge_renewal(*r, outcomes[i]);
+    }
+    // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source.
+    for (const auto i : without_script) {
+      const auto& lease = static_cast<const grant_lease&>(*leases[i]);
+      try {
+        const auto ttl_text = ms_text(lease.ttl());
+        auto r = c->eval_source(*lease.renew_call().s, views(lease.renew_call().keys), lease.renew_args(ttl_text),
+                                outcomes[i]);
+        if (r) lease.judge_renewal(*r, outcomes[i]);
+      } catch (...) {
+        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+      }
+    }
+    // With min_replicas, one WAIT after the batch covers every renewal in it.
+    if (shared_.config.replicas.wanted() && !c->broken() &&
+        std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
+      std::error_code wait_ec;
+      auto r = c->command(shared_.config.replicas.wait_command(), wait_ec);
+      for (std::size_t i = 0; i < leases.size(); ++i)
+        if (!outcomes[i]) static_cast<const grant_lease&>(*leases[i]).judge_replicas(r.get(), outcomes[i]);
+    }
+  }
+
+ private:
+  shared& shared_;
+};
+
+// What an acquire script answered.
+struct answer {
+  bool granted = false;
+  std::uint64_t token = 0;
+  milliseconds wait_hint{-1};  // a miss: how long until it may change (<= 0: no idea)
+};
+
+// One acquire script call through the pipeline. nullopt with ec: an error. nullopt without ec:
+// withdrawn before it was sent (the deadline passed in the queue) or a young server (wait_hint).
+// The acquire's reply was lost on a connection still intact (command_timeout): the server may
+// grant after all, to nobody. Read the late reply in the background and, if it is a grant, send
+// its release on the same connection, so it runs after the grant. (On a broken connection
+// nothing can be read: such a grant runs out at its ttl.)
+void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t index, script_call undo,
+                     clock::time_point expires_at) noexcept {
+  try {
+    s.post([late = std::move(late), index, undo = std::move(undo), expires_at](std::stop_token stop) {
+      constexpr milliseconds slice{100};  // so a stopping backend is not held up
+      auto outcome = late->take(index, slice, stop, expires_at);
+      const auto* r = outcome.get();
+      if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+          r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer != -1)
+        return;
+      (void)late->with_connection([&](connection& c) {
+        std::error_code ec;
+        (void)c.eval_source(*undo.s, views(undo.keys), views(undo.args), ec);
+      });
+    });
+  } catch (...) {
+    // out of memory: the grant, if any, runs out at its ttl
+  }
+}
+
+bool is_grant(const redisReply* r) noexcept {
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+         r->element[0]->integer == -1;
+}
+
+// A grant that must not count (min_replicas not confirmed, or WAIT's reply lost): its release at
+// once, else in the background until it would have expired anyway. Its reply was read, so it has
+// run: a release on any connection comes after it.
+void give_back(shared& s, script_call undo, clock::time_point expires_at) noexcept {
+  try {
+    std::error_code ec;
+    auto out = s.requests->eval(*undo.s, views(undo.keys), views(undo.args),
+                                clock::now() + s.config.where.connect_timeout, milliseconds::zero(), ec);
+    if (!ec && !out.withdrawn) return;
+    s.post([&s, undo = std::move(undo), expires_at](std::stop_token stop) {
+      for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
+           pause = std::min(pause * 2, milliseconds(1000))) {
+        std::error_code ec;
+        if (auto c = s.connections->checkout(ec); !ec) {
+          (void)c->eval(*undo.s, views(undo.keys), views(undo.args), ec);
+          if (!ec) return;
+        }
+        worker::pause(stop, pause);
+      }
+    });
+  } catch (...) {
+    // out of memory: the grant runs out at its ttl
+  }
+}
+
+// `make_undo()`: the release of the grant this call may make, for undo_late_grant.
+template <class MakeUndo>
+std::optional<answer> run_acquire(shared& s, std::string_view what, const script& acquire,
+                                  const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
+                                  milliseconds ttl, std::optional<clock::time_point> deadline, std::uint32_t max_count,
+                                  milliseconds& young, std::error_code& ec, MakeUndo&& make_undo) noexcept {
+  try {
+    const auto& cfg = s.config;
+    const auto start = clock::now();
+    // As the mutex: with wait_after_restart nothing is granted by a server younger than a ttl.
+    const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
+    // With min_replicas, WAIT follows the script on its connection, as for the mutex (replication.hpp).
+    auto out = s.requests->eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
+                                false, cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
+    if (out.withdrawn) {
+      if (!deadline)
+        set_error(ec, errc::backend_unavailable,
+                  "redis " + cfg.where.label() + ": " + std::string(what) +
+                      ": not sent: every pooled connection (pool_size) stayed busy for connect_timeout; raise pool_size");
+      return std::nullopt;
+    }
+    if (out.server_young > milliseconds::zero()) {
+      young = out.server_young;
+      s.note_young_server(out.run_id, out.server_young, ttl);
+      return std::nullopt;
+    }
+    if (ec) {
+      if (out.reply) {  // the grant's reply came, WAIT's did not: a grant nobody may count
+        if (is_grant(out.reply.get())) give_back(s, make_undo(), start + ttl);
+      } else if (out.late) {
+        undo_late_grant(s, std::move(out.late), out.late_index, make_undo(), start + ttl);
+      }
+      return std::nullopt;
+    }
+    const auto* r = out.reply.get();
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+        r->element[1]->type != REDIS_REPLY_INTEGER) {
+      set_error(ec, errc::backend_error,
+                "redis: " + std::string(what) + ": unexpected reply " + std::string(error_text(r)) +
+                    (is_error(r, "WRONGTYPE") ? " (the key holds something else: another client's lock or data)" : ""));
+      return std::nullopt;
+    }
+    const auto first = r->element[0]->integer, second = r->element[1]->integer;
+    if (first == -2) {
+      set_error(ec, errc::invalid_argument,
+                "redis: " + std::string(what) + ": the server's semaphore has " + std::to_string(second) +
+                    " permits (available + held), not max_count " + std::to_string(max_count) +
+                    "; every process must use the same max_count for a name");
+      return std::nullopt;
+    }
+    if (first == -1 && cfg.replicas.wanted() &&
+        replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
+      give_back(s, make_undo(), start + ttl);
+      cfg.replicas.set_short_error(ec, s.sentinels ? s.sentinels->label() : cfg.where.label(),
+                                   std::string(what) + " was granted", out.trailer.get(),
+                                   "released it: a grant counts only once min_replicas replicas have it");
+      return std::nullopt;
+    }
+    if (first == -1) return answer{true, static_cast<std::uint64_t>(second), {}};
+    return answer{false, 0, milliseconds(first)};
+  } catch (...) {
+    set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
+    return std::nullopt;
+  }
+}
+
+// Notified waiting, as the mutex's: try; on a miss subscribe to the release channel, then try
+// again (a release between the miss and the subscription is not lost), and wait for a message or
+// the hint (the holder's PTTL, the next permit's expiry; poll.max without one), and try again.
+// `attempt(ec, hint, deadline)` is one try; `poll` the core's polling wait, used when no
+// subscription can be made; `longest_wait` bounds each wait (a waiting writer's entry must be
+// renewed by its tries before it expires).
+template <class Attempt, class Poll>
+std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& channel, wake_rule rule,
+                                                 clock::time_point deadline, milliseconds poll_max,
+                                                 milliseconds longest_wait, std::error_code& ec, Attempt&& attempt,
+                                                 Poll&& poll) noexcept {
+  milliseconds hint{};
+  auto got = attempt(ec, hint, deadline);
+  if (got || ec) return got;
+  auto sub = s.subscriber_for_waits();
+  auto state = sub ? sub->subscribe(channel, ec, rule) : nullptr;
+  if (!state) {
+    ec.clear();  // no subscriber connection: the core's jittered polling rather than fail
+    return poll();
+  }
+  struct unsubscribe_at_exit {
+    subscriber& s;
+    const std::string& channel;
+    ~unsubscribe_at_exit() { s.unsubscribe(channel); }
+  } guard{*sub, channel};
+  channel_waiter place(state);
+  for (;;) {
+    got = attempt(ec, hint, deadline);
+    if (got) return got;
+    if (ec) {
+      place.pass_on();
+      return nullptr;
+    }
+    const auto now = clock::now();
+    if (now >= deadline) return nullptr;
+    const auto bound = std::min(hint > milliseconds::zero() ? hint + milliseconds(1) : poll_max, longest_wait);
+    place.wait(deadline - now > bound ? now + bound : deadline);
+  }
+}
+
+class redis_rw_lock final : public rw_lock {
+ public:
+  redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps, lock_options options)
+      : rw_lock(name, caps, std::move(options)), shared_(std::move(s)) {
+    const auto key = shared_->config.prefix + name;
+    field_ = redisson_owner_field(shared_->config, owner());
+    write_field_ = field_ + ":write";
+    keys_ = rw_keys_for(key, field_);
+  }
+
+ protected:
+  std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept override {
+    milliseconds hint{};
+    return attempt(side, ec, hint, std::nullopt);
+  }
+
+  std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    // A write release publishes '1' (every waiting reader may go), a read release '0' (the lock
+    // is free): either may let several of this process's waiters in, so both wake them all.
+    std::string entry;  // this wait's entry in the waiting writers' set
+    if (side == access::write) {
+      try {
+        entry = write_field_ + ":" + spi::random_token();
+      } catch (...) {
+        set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
+        return nullptr;
+      }
+    }
+    const auto& waiting = side == access::write ? entry : no_entry_;
+    // A waiting writer's entry expires a ttl after its last try: it tries again at least thrice a ttl.
+    const auto longest_wait = side == access::write ? std::max(options().ttl / 3, milliseconds(1)) : milliseconds::max();
+    bool polled = false;  // no subscription: the core's polling, whose tries leave no entry
+    auto got = wait_for_grant(
+        *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
+        [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(side, e, hint, d, waiting); },
+        [&] {
+          polled = true;
+          return rw_lock::do_acquire_until(side, deadline, ec);
+        });
+    // The entry our tries left: taken out by a grant they made, otherwise here.
+    if (side == access::write && (!got || polled)) give_up(entry);
+    return got;
+  }
+
+ private:
+  // A waiting writer that leaves without the lock takes its entry out of the waiting set (when
+  // this fails, the entry expires a ttl after its last try).
+  void give_up(const std::string& entry) noexcept {
+    try {
+      std::error_code ec;
+      (void)shared_->requests->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
+                                    clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
+    } catch (...) {
+    }
+  }
+
+  std::unique_ptr<spi::lease_state> attempt(access side, std::error_code& ec, milliseconds& hint,
+                                            std::optional<clock::time_point> deadline,
+                                            const std::string& waiting_entry = {}) noexcept {
+    try {
+      const auto ttl = options().ttl;
+      const auto ttl_text = ms_text(ttl);
+      const bool read = side == access::read;
+      const auto start = clock::now();
+      milliseconds young{};
+      const auto what = std::string(read ? "read-locking '" : "write-locking '") + std::string(name()) + "'";
+      const auto got =
+          read ? run_acquire(*shared_, what, scripts::rw_read_acquire,
+                             {keys_.hash, keys_.timeout_prefix, keys_.token, keys_.waiting}, {ttl_text, field_}, ttl,
+                             deadline, 0, young, ec, [&] { return read_release(); })
+               : run_acquire(*shared_, what, scripts::rw_write_acquire, {keys_.hash, keys_.token, keys_.waiting},
+                             {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec,
+                             [&] { return write_release(ttl_text); });
+      if (!got) {
+        hint = young;
+        return nullptr;
+      }
+      if (!got->granted) {
+        hint = got->wait_hint;
+        return nullptr;
+      }
+      if (read)
+        return std::make_unique<grant_lease>(
+            shared_, std::string(name()), ttl, start, got->token, read_release(),
+            script_call{&scripts::rw_read_renew, {keys_.hash, keys_.timeout_prefix}, {field_}});
+      return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token,
+                                           write_release(ttl_text),
+                                           script_call{&scripts::reentrant_renew, {keys_.hash}, {write_field_}});
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
+      return nullptr;
+    }
+  }
+
+  script_call read_release() const {
+    return {&scripts::rw_read_release, {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix}, {field_}};
+  }
+  script_call write_release(const std::string& ttl_text) const {
+    return {&scripts::rw_write_release, {keys_.hash, keys_.channel}, {write_field_, ttl_text}};
+  }
+
+  const std::string no_entry_;
+  std::shared_ptr<shared> shared_;
+  std::string field_, write_field_;
+  rw_key_names keys_;
+};
+
+class redis_semaphore final : public semaphore {
+ public:
+  redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count, capabilities caps,
+                  lock_options options)
+      : semaphore(name, max_count, caps, std::move(options)),
+        shared_(std::move(s)),
+        keys_(semaphore_keys_for(shared_->config.prefix + name)),
+        max_count_text_(std::to_string(max_count)) {}
+
+ protected:
+  std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override {
+    milliseconds hint{};
+    return attempt(permits, ec, hint, std::nullopt);
+  }
+
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return wait_for_grant(
+        *shared_, keys_.channel, wake_rule::published_count, deadline, options().poll.max, milliseconds::max(), ec,
+        [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(permits, e, hint, d); },
+        [&] { return semaphore::do_acquire_until(permits, deadline, ec); });
+  }
+
+ private:
+  // Permit ids of 16 bytes, as Redisson's: 12 random bytes shared by the lease's permits and the
+  // permit's index, big-endian.
+  static std::vector<std::string> permit_ids(std::uint32_t permits) {
+    const auto hex = spi::random_token();
+    std::string base(16, '\0');
+    for (std::size_t i = 0; i < 16; ++i) base[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+    std::vector<std::string> ids(permits, base);
+    for (std::uint32_t i = 0; i < permits; ++i)
+      for (int b = 0; b < 4; ++b) ids[i][12 + b] = static_cast<char>((i >> (8 * (3 - b))) & 0xff);
+    return ids;
+  }
+
+  std::unique_ptr<spi::lease_state> attempt(std::uint32_t permits, std::error_code& ec, milliseconds& hint,
+                                            std::optional<clock::time_point> deadline) noexcept {
+    try {
+      const auto ttl = options().ttl;
+      const auto ttl_text = ms_text(ttl);
+      const auto permits_text = std::to_string(permits);
+      auto ids = permit_ids(permits);
+      std::vector<std::string_view> args{ttl_text, max_count_text_, permits_text};
+      args.insert(args.end(), ids.begin(), ids.end());
+      const auto start = clock::now();
+      milliseconds young{};
+      const auto got = run_acquire(*shared_, "acquiring semaphore '" + std::string(name()) + "'",
+                                   scripts::semaphore_acquire, {keys_.count, keys_.timeouts, keys_.channel, keys_.token},
+                                   args, ttl, deadline, max_count(), young, ec, [&] { return release_of(ids); });
+      if (!got) {
+        hint = young;
+        return nullptr;
+      }
+      if (!got->granted) {
+        hint = got->wait_hint;
+        return nullptr;
+      }
+      auto release = release_of(ids);
+      return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token, std::move(release),
+                                           script_call{&scripts::semaphore_renew, {keys_.timeouts}, std::move(ids)});
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
+      return nullptr;
+    }
+  }
+
+  script_call release_of(const std::vector<std::string>& ids) const {
+    return {&scripts::semaphore_release, {keys_.count, keys_.timeouts, keys_.channel}, ids};
+  }
+
+  std::shared_ptr<shared> shared_;
+  semaphore_key_names keys_;
+  std::string max_count_text_;
+};
+
+}  // namespace
+
+std::string redisson_suffix_name(std::string_view name, std::string_view suffix) {
+  std::string out;
+  if (name.find('{') != std::string_view::npos) {
+    out = name;
+  } else {
+    out = "{";
+    out += name;
+    out += "}";
+  }
+  out += ":";
+  out += suffix;
+  return out;
+}
+
+rw_key_names rw_keys_for(std::string_view key, std::string_view field) {
+  rw_key_names k;
+  k.hash = key;
+  k.channel = redisson_prefix_name("redisson_rwlock", key);
+  k.token = redisson_prefix_name("dlock_rwlock_token", key);
+  k.waiting = redisson_suffix_name(key, "dlock_writers_waiting");
+  k.timeout_prefix = redisson_suffix_name(key, field) + ":rwlock_timeout";
+  // Redisson's getKeyPrefix: the timeout prefix up to ":<field>", i.e. "{name}" (or the name
+  // itself when it has braces), to which the read unlock appends any holder's field.
+  k.holders_prefix = key.find('{') != std::string_view::npos ? std::string(key) : "{" + std::string(key) + "}";
+  return k;
+}
+
+semaphore_key_names semaphore_keys_for(std::string_view key) {
+  semaphore_key_names k;
+  k.count = key;
+  k.timeouts = redisson_suffix_name(key, "timeout");
+  k.channel = redisson_prefix_name("redisson_sc", key);
+  k.token = redisson_prefix_name("dlock_semaphore_token", key);
+  return k;
+}
+
+std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) { return std::make_unique<grant_renewals>(s); }
+
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
+                                            lock_options options) {
+  return std::make_unique<redis_rw_lock>(std::move(s), std::move(name), caps, std::move(options));
+}
+
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count,
+                                                capabilities caps, lock_options options) {
+  return std::make_unique<redis_semaphore>(std::move(s), std::move(name), max_count, caps, std::move(options));
+}
+
+}  // namespace dlock::redis

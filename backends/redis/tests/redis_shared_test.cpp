@@ -1,0 +1,629 @@
+// The reader-writer lock and the semaphore of the redis schemes against a real server
+// (DLOCK_REDIS_URI): Redisson's layouts key by key, holders in other processes (this executable
+// again, running only the Holder test), expiry of a killed holder, pub/sub wake-ups, max_count
+// checks, and a stopped server.
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <atomic>
+#include <cstdio>
+#include <csignal>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "dlock/spi.hpp"
+#include "dlock_test/support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using dlock::testing::server_uri;
+using dlock::testing::unique_name;
+using dlock::testing::with_query;
+using dlock::testing::with_scheme;
+
+const std::string client_id = "6a1d5b2e-0c7f-4c4e-9d3e-2b7a9f0e1c55";
+
+std::shared_ptr<dlock::backend> open_scheme(std::string_view scheme, std::string_view query) {
+  auto uri = with_scheme(server_uri("DLOCK_REDIS_URI"), scheme);
+  return dlock::default_registry().open(
+      with_query(with_query(uri, "wait_after_restart=false&client_id=" + client_id), query));
+}
+std::shared_ptr<dlock::backend> open_redis(std::string_view query) { return open_scheme("redis", query); }
+
+dlock::lock_options owned_by(std::string owner, std::chrono::milliseconds ttl = 5s) {
+  dlock::lock_options o;
+  o.owner = std::move(owner);
+  o.ttl = ttl;
+  return o;
+}
+
+// The Redisson owner field dlock writes for an owner: "<client id>:<63-bit hash of the owner>".
+std::string field_of(const std::string& owner) {
+  return client_id + ":" +
+         std::to_string(static_cast<std::uint64_t>(dlock::spi::sha256_int64(owner)) & 0x7fffffffffffffffULL);
+}
+
+struct ctx_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+ctx_ptr raw() {
+  const auto u = dlock::uri::parse(server_uri("DLOCK_REDIS_URI"));
+  ctx_ptr c(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
+  EXPECT_TRUE(c && !c->err);
+  return c;
+}
+// A redis-cli-like command, every argument binary-safe.
+reply_ptr cmd(redisContext* c, std::vector<std::string> args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return reply_ptr(static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+}
+std::string str(const reply_ptr& r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
+long long num(const reply_ptr& r) { return r ? r->integer : -99; }
+// HGETALL as field -> value.
+std::map<std::string, std::string> hgetall(redisContext* c, const std::string& key) {
+  std::map<std::string, std::string> out;
+  auto r = cmd(c, {"HGETALL", key});
+  for (std::size_t i = 0; r && i + 1 < r->elements; i += 2)
+    out[std::string(r->element[i]->str, r->element[i]->len)] = std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+  return out;
+}
+
+// A raw subscription: the next message's payload, or "" after `timeout`.
+struct raw_subscription {
+  ctx_ptr c;
+  explicit raw_subscription(const std::string& channel) : c(raw()) {
+    auto ok = cmd(c.get(), {"SUBSCRIBE", channel});
+    EXPECT_TRUE(ok && ok->type == REDIS_REPLY_ARRAY);
+  }
+  std::string next(std::chrono::milliseconds timeout) {
+    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    redisSetTimeout(c.get(), tv);
+    void* r = nullptr;
+    if (redisGetReply(c.get(), &r) != REDIS_OK || r == nullptr) return "";
+    reply_ptr reply(static_cast<redisReply*>(r));
+    return reply->elements == 3 ? std::string(reply->element[2]->str, reply->element[2]->len) : "";
+  }
+};
+
+// ---- holders in another process ----------------------------------------------------------------
+// The Holder test below runs only when DLOCK_SHARED_HOLDER is set: "rw <read|write> <name> <ttl ms>"
+// or "sem <name> <max> <permits> <ttl ms>". It takes the grant, prints "held", and holds until killed.
+
+std::unique_ptr<dlock::testing::child_process> spawn_holder(const std::string& spec) {
+  ::setenv("DLOCK_SHARED_HOLDER", spec.c_str(), 1);
+  auto child = std::make_unique<dlock::testing::child_process>(
+      std::vector<std::string>{"/proc/self/exe", "--gtest_filter=RedisSharedHolder.Holder"});
+  ::unsetenv("DLOCK_SHARED_HOLDER");
+  for (auto line = child->read_line(20s); line; line = child->read_line(20s))
+    if (*line == "held") return child;
+  ADD_FAILURE() << "the holder process never said it held: " << spec;
+  return child;
+}
+
+TEST(RedisSharedHolder, Holder) {
+  const char* spec = std::getenv("DLOCK_SHARED_HOLDER");
+  if (spec == nullptr) GTEST_SKIP() << "only run as a holder process by the other tests";
+  std::istringstream in(spec);
+  std::string kind, name;
+  in >> kind;
+  dlock::lease held;
+  if (kind == "rw") {
+    std::string side;
+    long ttl = 0;
+    in >> side >> name >> ttl;
+    auto b = open_redis("ttl=" + std::to_string(ttl) + "ms");
+    auto rw = b->make_rw_lock(name);
+    held = side == "read" ? rw->acquire_read() : rw->acquire_write();
+  } else {
+    std::uint32_t max = 0, permits = 0;
+    long ttl = 0;
+    in >> name >> max >> permits >> ttl;
+    auto b = open_redis("ttl=" + std::to_string(ttl) + "ms");
+    held = b->make_semaphore(name, max)->acquire(permits);
+  }
+  std::printf("held\n");
+  std::fflush(stdout);
+  std::this_thread::sleep_for(1h);
+}
+
+// ---- the reader-writer lock --------------------------------------------------------------------
+
+TEST(RedisShared, RwLayoutIsRedissonsKeyByKey) {
+  auto b = open_redis("ttl=5s");
+  auto c = raw();
+  const auto name = unique_name("rw-layout");
+  auto a = b->make_rw_lock(name, owned_by("reader-a"));
+  auto a2 = b->make_rw_lock(name, owned_by("reader-b"));
+  raw_subscription channel("redisson_rwlock:{" + name + "}");
+
+  auto first = a->try_acquire_read();
+  auto second = a2->try_acquire_read();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", name})), "hash");
+  const auto fa = field_of("reader-a"), fb = field_of("reader-b");
+  EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {fa, "1"}, {fb, "1"}}));
+  for (const auto& f : {fa, fb}) {
+    const auto timeout_key = "{" + name + "}:" + f + ":rwlock_timeout:1";
+    EXPECT_EQ(str(cmd(c.get(), {"TYPE", timeout_key})), "string") << timeout_key;
+    EXPECT_GT(num(cmd(c.get(), {"PTTL", timeout_key})), 0);
+    EXPECT_LE(num(cmd(c.get(), {"PTTL", timeout_key})), 5000);
+  }
+  EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
+  EXPECT_LE(num(cmd(c.get(), {"PTTL", name})), 5000);
+  ASSERT_TRUE(first.fencing_token() && second.fencing_token());
+  EXPECT_LT(*first.fencing_token(), *second.fencing_token());
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", "dlock_rwlock_token:{" + name + "}"})), "string");
+
+  // One reader leaves: its field and timeout key go, nothing is published (a reader still holds).
+  first.release();
+  EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {fb, "1"}}));
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", "{" + name + "}:" + fa + ":rwlock_timeout:1"})), 0);
+  // The last reader leaves: the hash goes and '0' (Redisson's UNLOCK_MESSAGE) is published.
+  second.release();
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0);
+  EXPECT_EQ(channel.next(2s), "0");
+
+  auto w = a->try_acquire_write();
+  ASSERT_TRUE(w);
+  EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "write"}, {fa + ":write", "1"}}));
+  EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
+  EXPECT_LE(num(cmd(c.get(), {"PTTL", name})), 5000);
+  EXPECT_GT(*w.fencing_token(), *second.fencing_token());
+  w.release();
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0);
+  EXPECT_EQ(channel.next(2s), "1") << "a write unlock publishes Redisson's READ_UNLOCK_MESSAGE";
+}
+
+TEST(RedisShared, RwLayoutIsTheSameOnEveryScheme) {
+  for (const auto* scheme : {"redis", "redis+reentrant", "redis+fair"}) {
+    auto b = open_scheme(scheme, "ttl=5s");
+    ASSERT_TRUE(b->caps().has(dlock::capability::read_write)) << scheme;
+    ASSERT_TRUE(b->caps().has(dlock::capability::semaphore)) << scheme;
+    EXPECT_TRUE(b->caps().has(dlock::capability::writer_preferred)) << scheme;
+    auto c = raw();
+    const auto name = unique_name("rw-scheme");
+    auto r = b->make_rw_lock(name, owned_by("o"))->try_acquire_read();
+    ASSERT_TRUE(r) << scheme;
+    EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {field_of("o"), "1"}}))
+        << scheme;
+  }
+}
+
+TEST(RedisShared, RedisSchemesOfferBothAndRedlockNeither) {
+  for (const auto& info : dlock::default_registry().list()) {
+    // The Sentinel schemes are the same backend on the master the sentinels name.
+    const bool safe_single = info.scheme == "redis" || info.scheme == "redis+reentrant" || info.scheme == "redis+fair" ||
+                             info.scheme.ends_with("+sentinel");
+    if (info.scheme.rfind("redis", 0) != 0 && info.scheme != "redlock") continue;
+    EXPECT_EQ(info.primitives.rw_lock.has_value(), safe_single) << info.scheme;
+    EXPECT_EQ(info.primitives.semaphore.has_value(), safe_single) << info.scheme;
+  }
+}
+
+// What Redisson's own scripts leave on the server, written by hand: dlock obeys it.
+TEST(RedisShared, RedissonHoldersAreRespected) {
+  auto b = open_redis("ttl=5s");
+  auto c = raw();
+  const auto name = unique_name("rw-redisson");
+  auto rw = b->make_rw_lock(name);
+  // A Redisson writer (RedissonWriteLock.tryLockInnerAsync on an empty hash).
+  cmd(c.get(), {"HSET", name, "mode", "write", "java-uuid:1:write", "1"});
+  cmd(c.get(), {"PEXPIRE", name, "5000"});
+  EXPECT_FALSE(rw->try_acquire_read());
+  EXPECT_FALSE(rw->try_acquire_write());
+  // A Redisson reader instead (RedissonReadLock.tryLockInnerAsync on an empty hash).
+  cmd(c.get(), {"DEL", name});
+  cmd(c.get(), {"HSET", name, "mode", "read", "java-uuid:7", "1"});
+  cmd(c.get(), {"SET", "{" + name + "}:java-uuid:7:rwlock_timeout:1", "1", "PX", "5000"});
+  cmd(c.get(), {"PEXPIRE", name, "5000"});
+  EXPECT_FALSE(rw->try_acquire_write());
+  auto r = rw->try_acquire_read();
+  ASSERT_TRUE(r) << "readers share with a Redisson reader";
+  r.release();
+  // The Java reader's hold is alive: the hash stays, kept until its timeout key's end.
+  EXPECT_EQ(str(cmd(c.get(), {"HGET", name, "java-uuid:7"})), "1");
+  EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
+  EXPECT_FALSE(rw->try_acquire_write());
+}
+
+TEST(RedisShared, ReadersTogetherAcrossProcessesWriterExcluded) {
+  auto b = open_redis("ttl=5s");
+  const auto name = unique_name("rw-procs");
+  auto other = spawn_holder("rw read " + name + " 5000");
+  auto rw = b->make_rw_lock(name);
+  auto r = rw->try_acquire_read();
+  EXPECT_TRUE(r) << "a reader of another process does not keep this reader out";
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write()) << "nor lets a writer in";
+  r.release();
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write()) << "the other process still reads";
+
+  const auto wname = unique_name("rw-procs-w");
+  auto writer = spawn_holder("rw write " + wname + " 5000");
+  auto rw2 = b->make_rw_lock(wname);
+  EXPECT_FALSE(rw2->try_acquire_read());
+  EXPECT_FALSE(rw2->try_acquire_write());
+}
+
+TEST(RedisShared, KilledReadersHoldExpiresAndAWriterGetsIn) {
+  auto b = open_redis("ttl=1s");
+  const auto name = unique_name("rw-killed");
+  auto reader = spawn_holder("rw read " + name + " 1000");
+  auto rw = b->make_rw_lock(name);
+  // Held past several ttls: the holder's watchdog renews its hold.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_FALSE(rw->try_acquire_write());
+  reader->kill_hard();
+  (void)reader->wait(5s);
+  // Bound: a hang guard well above the ttl; the hold itself expires at most a ttl after its last renewal.
+  auto w = rw->try_acquire_write_for(10s);
+  EXPECT_TRUE(w) << "the killed reader's hold never expired";
+}
+
+TEST(RedisShared, ReleaseAfterLossIsNotOwnerAndLostFires) {
+  auto b = open_redis("ttl=1s");
+  auto c = raw();
+  const auto name = unique_name("rw-lost");
+  auto r = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(r);
+  cmd(c.get(), {"DEL", name});
+  EXPECT_TRUE(dlock::testing::fires_within(r.lost_token(), 5s));
+  std::error_code ec;
+  r.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+
+  auto s = b->make_semaphore(unique_name("sem-lost"), 2);
+  auto p = s->try_acquire();
+  ASSERT_TRUE(p);
+  cmd(c.get(), {"DEL", "{" + std::string(s->name()) + "}:timeout"});
+  EXPECT_TRUE(dlock::testing::fires_within(p.lost_token(), 5s));
+  p.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST(RedisShared, RenewalKeepsOnlyOurOwnReadHolds) {
+  auto b = open_redis("ttl=1s");
+  auto c = raw();
+  const auto name = unique_name("rw-renew");
+  auto r = b->make_rw_lock(name, owned_by("live", 1s))->try_acquire_read();
+  ASSERT_TRUE(r);
+  // A dead reader beside us (a hold that nobody renews).
+  cmd(c.get(), {"HSET", name, "dead:1", "1"});
+  cmd(c.get(), {"SET", "{" + name + "}:dead:1:rwlock_timeout:1", "1", "PX", "1000"});
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_TRUE(r.held());
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", "{" + name + "}:dead:1:rwlock_timeout:1"})), 0);
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", "{" + name + "}:" + field_of("live") + ":rwlock_timeout:1"})), 1);
+  r.release();
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0) << "the last live reader's release drops the dead one's field";
+}
+
+// The watchdog renews many leases of both primitives together (one pipeline per round): all still
+// held, on the server too, after several ttls.
+TEST(RedisShared, ManyLeasesStayHeldByTheirRenewals) {
+  auto b = open_redis("ttl=1s");
+  auto c = raw();
+  const auto name = unique_name("many");
+  std::vector<std::unique_ptr<dlock::rw_lock>> locks;
+  std::vector<dlock::lease> held;
+  for (int i = 0; i < 100; ++i) {
+    locks.push_back(b->make_rw_lock(name + "-" + std::to_string(i % 10)));
+    held.push_back(locks.back()->try_acquire_read());
+    ASSERT_TRUE(held.back());
+  }
+  auto sem = b->make_semaphore(name + "-sem", 100);
+  for (int i = 0; i < 100; ++i) {
+    held.push_back(sem->try_acquire());
+    ASSERT_TRUE(held.back());
+  }
+  std::this_thread::sleep_for(3500ms);
+  for (const auto& l : held) EXPECT_TRUE(l.held());
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(hgetall(c.get(), name + "-" + std::to_string(i)).size(), 11u);
+  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", "{" + name + "-sem}:timeout"})), 100);
+  for (auto& l : held) {
+    std::error_code ec;
+    l.release(ec);
+    EXPECT_FALSE(ec) << ec.message();
+  }
+  EXPECT_EQ(str(cmd(c.get(), {"GET", name + "-sem"})), "100");
+}
+
+TEST(RedisShared, ReleaseWakesWaitersWithoutPolling) {
+  // poll=1h and a holder ttl of 60s: only the release's message can end these waits in time.
+  auto b = open_redis("ttl=60s&poll=1h");
+  const auto name = unique_name("rw-wake");
+  auto holder = b->make_rw_lock(name);
+  auto w = holder->try_acquire_write();
+  ASSERT_TRUE(w);
+  std::vector<std::thread> readers;
+  std::atomic<int> got{0};
+  for (int i = 0; i < 3; ++i)
+    readers.emplace_back([&] {
+      auto r = b->make_rw_lock(name)->try_acquire_read_for(30s);
+      if (r) ++got;
+      std::this_thread::sleep_for(300ms);  // hold together
+    });
+  std::this_thread::sleep_for(500ms);
+  w.release();
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(got.load(), 3) << "a write release wakes every waiting reader";
+
+  auto r = holder->try_acquire_read();
+  ASSERT_TRUE(r);
+  std::thread writer([&] { EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_write_for(30s)); });
+  std::this_thread::sleep_for(500ms);
+  r.release();
+  writer.join();
+
+  auto s1 = b->make_semaphore(unique_name("sem-wake"), 1);
+  auto p = s1->try_acquire();
+  ASSERT_TRUE(p);
+  std::thread waiter([&] { EXPECT_TRUE(b->make_semaphore(s1->name(), 1)->try_acquire_for(30s)); });
+  std::this_thread::sleep_for(500ms);
+  p.release();
+  waiter.join();
+}
+
+TEST(RedisShared, WaitingWriterHoldsBackNewReaders) {
+  auto b = open_redis("ttl=2s&poll=1h");
+  auto c = raw();
+  const auto name = unique_name("rw-pref");
+  auto first = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(first);
+  std::atomic<bool> writer_in{false}, writer_done{false};
+  std::thread writer([&] {
+    auto w = b->make_rw_lock(name)->try_acquire_write_for(30s);
+    EXPECT_TRUE(w);
+    writer_in = true;
+    std::this_thread::sleep_for(300ms);
+    w.release();
+    writer_done = true;
+  });
+  const auto waiting = "{" + name + "}:dlock_writers_waiting";
+  while (num(cmd(c.get(), {"ZCARD", waiting})) == 0) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", waiting})), "zset");
+  auto late_reader = b->make_rw_lock(name);
+  EXPECT_FALSE(late_reader->try_acquire_read()) << "a reader arriving while a writer waits got in first";
+  std::thread reader([&] {
+    auto r = late_reader->try_acquire_read_for(30s);
+    EXPECT_TRUE(r);
+    EXPECT_TRUE(writer_done.load()) << "the waiting reader got in before the waiting writer";
+  });
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(writer_in.load());
+  first.release();
+  writer.join();
+  reader.join();
+  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", waiting})), 0) << "the writer's grant took its entry out";
+
+  // A writer that gives up takes its entry out at once, and readers go on.
+  auto again = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write_for(300ms));
+  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 0);
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read());
+}
+
+TEST(RedisShared, KilledWaitingWritersEntryExpires) {
+  auto b = open_redis("ttl=1s");
+  auto c = raw();
+  const auto name = unique_name("rw-pref-killed");
+  auto r = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(r);
+  ::setenv("DLOCK_SHARED_HOLDER", ("rw write " + name + " 1000").c_str(), 1);
+  dlock::testing::child_process writer({"/proc/self/exe", "--gtest_filter=RedisSharedHolder.Holder"});
+  ::unsetenv("DLOCK_SHARED_HOLDER");
+  const auto waiting = "{" + name + "}:dlock_writers_waiting";
+  for (int i = 0; i < 2000 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1);
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read());
+  writer.kill_hard();
+  (void)writer.wait(5s);
+  // Bound: a hang guard; the entry expires a ttl after the writer's last try.
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read_for(10s)) << "a killed writer's entry held readers back for good";
+}
+
+TEST(RedisShared, ReadersOverlapWritersAloneUnderContention) {
+  auto b = open_redis("ttl=5s&poll=1h");
+  const auto name = unique_name("rw-stress");
+  auto shared_object = b->make_rw_lock(name);  // one owner used by several threads, as well as objects of their own
+  std::atomic<int> readers{0}, writers{0}, most_readers{0}, violations{0}, writes{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 6; ++t)
+    ts.emplace_back([&, t] {
+      auto own = b->make_rw_lock(name);
+      auto& rw = t % 2 == 0 ? *shared_object : *own;
+      for (int k = 0; k < 25; ++k) {
+        const bool write = (k + t) % 5 == 0;
+        auto l = write ? rw.try_acquire_write_for(30s) : rw.try_acquire_read_for(30s);
+        ASSERT_TRUE(l);
+        if (write) {
+          if (++writers != 1 || readers.load() != 0) ++violations;
+          ++writes;
+          std::this_thread::sleep_for(1ms);
+          --writers;
+        } else {
+          const int now = ++readers;
+          if (writers.load() != 0) ++violations;
+          int seen = most_readers.load();
+          while (now > seen && !most_readers.compare_exchange_weak(seen, now)) {
+          }
+          std::this_thread::sleep_for(2ms);
+          --readers;
+        }
+        l.release();
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_GT(most_readers.load(), 1) << "readers never held together";
+  EXPECT_EQ(writes.load(), 30);
+}
+
+// ---- the semaphore -----------------------------------------------------------------------------
+
+TEST(RedisShared, SemaphoreLayoutIsRedissonsKeyByKey) {
+  auto b = open_redis("ttl=5s");
+  auto c = raw();
+  const auto name = unique_name("sem-layout");
+  auto s = b->make_semaphore(name, 3);
+  raw_subscription channel("redisson_sc:{" + name + "}");
+  auto before = cmd(c.get(), {"TIME"});
+  const auto now_ms = std::stoll(before->element[0]->str) * 1000;
+  auto two = s->try_acquire(2);
+  ASSERT_TRUE(two);
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", name})), "string");
+  EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "1") << "available permits";
+  const auto timeouts = "{" + name + "}:timeout";
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", timeouts})), "zset");
+  auto members = cmd(c.get(), {"ZRANGE", timeouts, "0", "-1", "WITHSCORES"});
+  ASSERT_EQ(members->elements, 4u);
+  for (std::size_t i = 0; i < 4; i += 2) {
+    EXPECT_EQ(members->element[i]->len, 16u) << "a 16-byte permit id, as Redisson's";
+    const auto expiry = std::stoll(std::string(members->element[i + 1]->str, members->element[i + 1]->len));
+    EXPECT_GE(expiry, now_ms + 5000 - 1000);
+    EXPECT_LE(expiry, now_ms + 5000 + 2000) << "expiry = server time + ttl, in ms";
+  }
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", "dlock_semaphore_token:{" + name + "}"})), "string");
+  auto one = b->make_semaphore(name, 3)->try_acquire();
+  ASSERT_TRUE(one);
+  EXPECT_GT(*one.fencing_token(), *two.fencing_token());
+  EXPECT_FALSE(s->try_acquire()) << "3 of 3 held";
+  two.release();
+  EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "2");
+  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", timeouts})), 1);
+  EXPECT_EQ(channel.next(2s), "2") << "a release publishes the permits now available";
+}
+
+TEST(RedisShared, SemaphoreTakesRedissonsTrySetPermitsAndRefusesAnotherMaxCount) {
+  auto b = open_redis("ttl=5s");
+  auto c = raw();
+  const auto name = unique_name("sem-max");
+  cmd(c.get(), {"SET", name, "5"});  // RPermitExpirableSemaphore.trySetPermits(5)
+  auto ok = b->make_semaphore(name, 5)->try_acquire(5);
+  EXPECT_TRUE(ok);
+  std::error_code ec;
+  auto wrong = b->make_semaphore(name, 4)->try_acquire(1, ec);
+  EXPECT_FALSE(wrong);
+  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+  EXPECT_NE(dlock::last_error_message().find("5 permits"), std::string::npos) << dlock::last_error_message();
+  EXPECT_THROW((void)b->make_semaphore(name, 6)->try_acquire_for(1s), dlock::error);
+}
+
+TEST(RedisShared, DeadSemaphoreHoldersPermitsExpire) {
+  auto b = open_redis("ttl=1s");
+  const auto name = unique_name("sem-dead");
+  auto holder = spawn_holder("sem " + name + " 2 2 1000");
+  auto s = b->make_semaphore(name, 2);
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_FALSE(s->try_acquire()) << "the holder's watchdog keeps its permits";
+  holder->kill_hard();
+  (void)holder->wait(5s);
+  // Bound: a hang guard; the permits expire at most a ttl after their last renewal, and the
+  // waiter wakes at the expiry the server told it about.
+  auto both = b->make_semaphore(name, 2, owned_by("w", 5s))->try_acquire_for(10s, 2);
+  EXPECT_TRUE(both) << "the killed holder's permits never came back";
+}
+
+TEST(RedisShared, SemaphoreNeverOverAdmits) {
+  auto b = open_redis("ttl=5s");
+  const auto name = unique_name("sem-n");
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i)
+    ts.emplace_back([&] {
+      auto s = b->make_semaphore(name, 3);
+      for (int k = 0; k < 20; ++k) {
+        auto p = s->try_acquire_for(20s);
+        ASSERT_TRUE(p);
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::sleep_for(1ms);
+        --inside;
+        p.release();
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_LE(most.load(), 3);
+  EXPECT_EQ(most.load(), 3) << "the semaphore does reach its count";
+}
+
+// ---- outages (stops and freezes the server: this executable runs alone) ------------------------
+
+// The server frozen (SIGSTOP) for the life of the guard.
+class frozen_redis {
+ public:
+  frozen_redis() : pid_(dlock::testing::launcher_pid("redis")) {
+    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
+  }
+  ~frozen_redis() {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+  }
+  bool frozen() const noexcept { return pid_ > 0; }
+
+ private:
+  pid_t pid_;
+};
+
+// An acquire whose reply is lost to command_timeout may still be run by the server: the late
+// grant is read and released on the same connection, instead of holding the name for a ttl.
+TEST(RedisShared, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
+  auto b = open_redis("ttl=20s&command_timeout=300ms&connect_timeout=300ms");
+  auto c = raw();
+  const auto rw_name = unique_name("rw-paused"), sem_name = unique_name("sem-paused");
+  auto rw = b->make_rw_lock(rw_name);
+  auto sem = b->make_semaphore(sem_name, 2);
+  // Once before, so the scripts are cached: the EVALSHAs sent into the pause then grant.
+  rw->try_acquire_write().release();
+  sem->try_acquire(2).release();
+  {
+    frozen_redis pause;
+    ASSERT_TRUE(pause.frozen());
+    std::error_code ec;
+    EXPECT_FALSE(rw->try_acquire_write(ec));
+    EXPECT_EQ(ec, dlock::errc::backend_unavailable);
+    EXPECT_FALSE(sem->try_acquire(2, ec));
+    EXPECT_EQ(ec, dlock::errc::backend_unavailable);
+    std::this_thread::sleep_for(300ms);  // the requests wait in the server's socket
+  }
+  auto other = open_redis("ttl=20s");
+  EXPECT_TRUE(other->make_rw_lock(rw_name)->try_acquire_write_for(8s)) << "held by a grant nobody received";
+  EXPECT_TRUE(other->make_semaphore(sem_name, 2)->try_acquire_for(8s, 2)) << "permits taken by nobody";
+}
+
+TEST(RedisShared, ServerDownIsBackendUnavailable) {
+  auto b = open_redis("ttl=2s&connect_timeout=300ms&command_timeout=300ms");
+  auto rw = b->make_rw_lock(unique_name("rw-down"));
+  auto s = b->make_semaphore(unique_name("sem-down"), 2);
+  dlock::testing::stopped_server down("redis");
+  ASSERT_TRUE(down.stopped());
+  std::error_code ec;
+  EXPECT_FALSE(rw->try_acquire_read(ec));
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
+  EXPECT_NE(dlock::last_error_message().find("redis"), std::string::npos) << dlock::last_error_message();
+  EXPECT_FALSE(s->try_acquire(1, ec));
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
+  EXPECT_FALSE(rw->try_acquire_write_for(500ms, ec)) << "a wait waits the outage out until its deadline";
+}
+
+}  // namespace

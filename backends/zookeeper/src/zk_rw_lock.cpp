@@ -1,0 +1,125 @@
+#include "zk_rw_lock.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "dlock/error.hpp"
+#include "name_mapping.hpp"
+#include "sequence.hpp"
+#include "zk_lease.hpp"
+#include "zk_nodes_lease.hpp"
+
+namespace dlock::zookeeper {
+
+std::string blocking_node(access side, const std::vector<std::string>& ordered, const std::string& ours) {
+  const auto it = std::find(ordered.begin(), ordered.end(), ours);
+  if (it == ordered.begin() || it == ordered.end()) return {};
+  if (side == access::write) return *(it - 1);
+  // Curator's reader looks for the first write node ahead and watches that one; we watch the
+  // nearest, so a release of an earlier writer does not wake the readers queued behind a later one.
+  // Either way the queue is read again after the wake-up, so the grant rule is the same.
+  for (auto before = it; before != ordered.begin();) {
+    --before;
+    if (!is_read_node(*before)) return *before;
+  }
+  return {};
+}
+
+zk_rw_lock::zk_rw_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<connection> conn,
+                       node_settings settings)
+    : rw_lock(std::move(name), caps, std::move(options)),
+      conn_(std::move(conn)),
+      settings_(std::move(settings)),
+      parent_(parent_path(settings_.root, this->name())) {}
+
+std::unique_ptr<spi::lease_state> zk_rw_lock::do_try_acquire(access side, std::error_code& ec) noexcept {
+  return attempt(side, clock::now(), false, ec);
+}
+
+std::unique_ptr<spi::lease_state> zk_rw_lock::do_acquire_until(access side, clock::time_point deadline,
+                                                               std::error_code& ec) noexcept {
+  return attempt(side, deadline, true, ec);
+}
+
+std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_point deadline, bool wait,
+                                                      std::error_code& ec) noexcept {
+  try {
+    auto s = conn_->live();
+    // Transient failures are ridden out until the deadline, and at least for a session timeout
+    // (as the mutex does: a disconnection that long ends the session and frees our node anyway).
+    const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+    lock_node_request request{.root = settings_.root,
+                              .parent = parent_,
+                              .uuid = spi::random_uuid(),
+                              .node_name = side == access::read ? read_node_name : write_node_name,
+                              .data = owner(),
+                              .acl = settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE};
+    lock_node ours;
+    if (const int rc = create_lock_node_in_live_session(*conn_, s, request, patience, ours); rc != ZOK) {
+      set_zk_error(ec, rc, std::string(to_string(side)) + " acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
+      return nullptr;
+    }
+    s->own_node_created(parent_ + "/" + ours.name);
+    return wait_in_queue(side, s, ours, deadline, patience, wait, ec);
+  } catch (const dlock::error& e) {
+    set_error(ec, e.code(), e.detail());
+    return nullptr;
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
+    return nullptr;
+  }
+}
+
+std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const std::shared_ptr<session>& s,
+                                                            const lock_node& ours, clock::time_point deadline,
+                                                            clock::time_point patience, bool wait, std::error_code& ec) {
+  zhandle_t* zh = s->handle();
+  const std::string our_path = parent_ + "/" + ours.name;
+  const std::string what = std::string(to_string(side)) + " acquire of '" + std::string(name()) + "'";
+  auto give_up = [&] { (void)delete_own_node(*s, our_path); };
+  std::vector<std::string> children;
+  bool final_look = false;
+  for (;;) {
+    const auto asked = clock::now();
+    int rc = children_of(zh, parent_, children);
+    if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
+    if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
+    if (rc != ZOK) {
+      give_up();
+      set_zk_error(ec, rc, what + " (children of " + parent_ + ")");
+      return nullptr;
+    }
+    const auto ordered = lock_nodes_in_order(children);
+    if (std::find(ordered.begin(), ordered.end(), ours.name) == ordered.end()) {
+      set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
+      return nullptr;
+    }
+    const auto blocker = blocking_node(side, ordered, ours.name);
+    if (blocker.empty())
+      return zk_nodes_lease::grant(s, {our_path}, ours.czxid, std::string(name()), options().ttl);
+    if (!wait || final_look) {
+      give_up();
+      return nullptr;
+    }
+    // Watch only the node that blocks us, then read the queue again whatever happened to it: a
+    // reader's blocker may be gone while an earlier exclusive node (one that gave up later) is not.
+    const std::string blocker_path = parent_ + "/" + blocker;
+    session::path_watch watch(*s, blocker_path);
+    Stat st{};
+    rc = zoo_wexists(zh, blocker_path.c_str(), &session::watcher, s.get(), &st);
+    if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
+    if (rc != ZOK && rc != ZNONODE) {
+      give_up();
+      set_zk_error(ec, rc, what + " (watch " + blocker_path + ")");
+      return nullptr;
+    }
+    const auto outcome = rc == ZOK ? watch.wait(deadline) : session::path_watch::outcome::deleted;
+    if (s->expired()) {
+      set_error(ec, errc::backend_unavailable, "zookeeper: the session expired during the " + what);
+      return nullptr;
+    }
+    if (outcome == session::path_watch::outcome::deadline) final_look = true;  // one last look at the deadline
+  }
+}
+
+}  // namespace dlock::zookeeper

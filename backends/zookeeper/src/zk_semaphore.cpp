@@ -1,0 +1,149 @@
+#include "zk_semaphore.hpp"
+
+#include <algorithm>
+
+#include "dlock/error.hpp"
+#include "name_mapping.hpp"
+#include "sequence.hpp"
+#include "zk_lease.hpp"
+#include "zk_nodes_lease.hpp"
+
+namespace dlock::zookeeper {
+
+namespace {
+
+// Zookeeper's children-of with a watch (session::watcher) on the folder.
+int watched_children_of(const session& s, const std::string& parent, std::vector<std::string>& out) {
+  struct freed_after_use {
+    String_vector v{0, nullptr};
+    ~freed_after_use() { deallocate_String_vector(&v); }
+  } children;
+  const int rc = zoo_wget_children(s.handle(), parent.c_str(), &session::watcher, const_cast<session*>(&s), &children.v);
+  out.clear();
+  if (rc == ZOK)
+    for (int i = 0; i < children.v.count; ++i) out.emplace_back(children.v.data[i]);
+  return rc;
+}
+
+}  // namespace
+
+zk_semaphore::zk_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
+                           std::shared_ptr<connection> conn, node_settings settings)
+    : semaphore(std::move(name), max_count, caps, std::move(options)),
+      conn_(std::move(conn)),
+      settings_(std::move(settings)) {
+  const auto path = parent_path(settings_.root, this->name());
+  locks_ = path + "/locks";
+  leases_ = path + "/leases";
+}
+
+// Without the internal mutex. Safe: whoever is granted counted every granted node that existed
+// before its own (the newest grant saw all the others), so at most max_count are granted at once,
+// mutex or not; Curator's mutex is there so that waiters, whose nodes stay in, do not fill the
+// folder beyond max_count together and wait for each other forever. A try's node stays in for one
+// read only. It cannot overtake a waiter either: the waiter's nodes are in the count it reads. And
+// it is not refused merely because another client is inside the mutex at that instant.
+std::unique_ptr<spi::lease_state> zk_semaphore::do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
+  try {
+    return take_leases(permits, clock::now(), false, ec);
+  } catch (const dlock::error& e) {
+    set_error(ec, e.code(), e.detail());
+    return nullptr;
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
+    return nullptr;
+  }
+}
+
+std::unique_ptr<spi::lease_state> zk_semaphore::do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                                 std::error_code& ec) noexcept {
+  return acquire_in_mutex(permits, deadline, ec);
+}
+
+std::unique_ptr<spi::lease_state> zk_semaphore::acquire_in_mutex(std::uint32_t permits, clock::time_point deadline,
+                                                                 std::error_code& ec) noexcept {
+  try {
+    // A fresh mutex object per attempt: zk_lock is reentrant per object, and two threads of one
+    // semaphore must queue at the internal mutex like any two clients.
+    zk_lock internal(std::string(name()) + "/locks", options(), conn_, settings_, locks_);
+    lease mutex = internal.try_acquire_until(deadline, ec);
+    if (!mutex) return nullptr;
+    auto granted = take_leases(permits, deadline, true, ec);
+    std::error_code ignored;  // our leases stand or fall by their own nodes; a mutex node left
+    mutex.release(ignored);   // behind is deleted in the background or goes with its session
+    return granted;
+  } catch (const dlock::error& e) {
+    set_error(ec, e.code(), e.detail());
+    return nullptr;
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
+    return nullptr;
+  }
+}
+
+std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permits, clock::time_point deadline,
+                                                            bool wait, std::error_code& ec) {
+  auto s = conn_->live();
+  const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+  const std::string what = "semaphore acquire of '" + std::string(name()) + "'";
+  std::vector<std::string> ours;  // full paths
+  std::vector<std::string> our_names;
+  std::int64_t token = 0;
+  auto give_up = [&] {
+    for (const auto& path : ours) (void)delete_own_node(*s, path);
+  };
+  for (std::uint32_t i = 0; i < permits; ++i) {
+    lock_node_request request{.root = settings_.root,
+                              .parent = leases_,
+                              .uuid = spi::random_uuid(),
+                              .node_name = lease_node_name,
+                              .data = owner(),
+                              .acl = settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE};
+    lock_node node;
+    // No fresh session here: a waiter's internal mutex node lives in this one.
+    if (const int rc = create_lock_node(*s, request, patience, node); rc != ZOK) {
+      give_up();
+      set_zk_error(ec, rc, what + " (create under " + leases_ + ")");
+      return nullptr;
+    }
+    ours.push_back(leases_ + "/" + node.name);
+    our_names.push_back(node.name);
+    s->own_node_created(ours.back());
+    token = std::max(token, node.czxid);  // later nodes, later zxids: the last one's
+  }
+  std::vector<std::string> children;
+  bool final_look = false;
+  for (;;) {
+    session::path_watch watch(*s, leases_);  // registered before the watch is set: no event missed
+    const auto asked = clock::now();
+    // A try reads once: no watch (it would only bring a notification of our own release).
+    const int rc = wait ? watched_children_of(*s, leases_, children) : children_of(s->handle(), leases_, children);
+    if (rc == ZOK) s->heard_from_server(asked);
+    if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
+    if (rc != ZOK) {
+      give_up();
+      set_zk_error(ec, rc, what + " (children of " + leases_ + ")");
+      return nullptr;
+    }
+    for (const auto& name : our_names)
+      if (std::find(children.begin(), children.end(), name) == children.end()) {
+        give_up();
+        set_error(ec, errc::lock_lost, "zookeeper: our lease node " + leases_ + "/" + name + " vanished while waiting (session expired?)");
+        return nullptr;
+      }
+    // Curator's rule: every child of leases/ is a permit held or wanted, ours included.
+    if (children.size() <= max_count())
+      return zk_nodes_lease::grant(s, std::move(ours), token, std::string(name()), options().ttl);
+    if (!wait || final_look) {
+      give_up();
+      return nullptr;
+    }
+    if (watch.wait(deadline) == session::path_watch::outcome::deadline) final_look = true;
+    if (s->expired()) {
+      set_error(ec, errc::backend_unavailable, "zookeeper: the session expired during the " + what);
+      return nullptr;
+    }
+  }
+}
+
+}  // namespace dlock::zookeeper
