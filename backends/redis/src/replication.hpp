@@ -22,7 +22,7 @@ class uri;
 namespace dlock::redis {
 
 struct replication {
-  int min_replicas = 0;  // 0: no WAIT (the default: a grant counts when the master has it)
+  int min_replicas = 0;                    // 0: no WAIT (the default: a grant counts when the master has it)
   std::chrono::milliseconds timeout{100};  // WAIT's own timeout (replica_timeout)
 
   bool wanted() const noexcept { return min_replicas > 0; }

@@ -72,8 +72,8 @@ class sentinel_watch {
 
   sentinel_settings cfg_;
   std::mutex mutex_;
-  std::optional<address> master_;  // the last answer, until it fails
-  std::size_t preferred_ = 0;      // the sentinel that answered last
+  std::optional<address> master_;     // the last answer, until it fails
+  std::size_t preferred_ = 0;         // the sentinel that answered last
   std::optional<address> announced_;  // the last master a sentinel announced (told once per switch)
   std::function<void()> moved_;
   std::vector<std::jthread> threads_;  // one per sentinel

@@ -187,7 +187,8 @@ int wait_for_failover(int old) {
   wait_for([&] {
     now = master_port();
     return now > 0 && now != old && role_of(now) == "master";
-  }, 40s);
+  },
+           40s);
   return now != old ? now : -1;
 }
 
