@@ -53,6 +53,16 @@ constexpr server_family families[] = {
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_redis,
      .default_port = default_port},
+    // A Sentinel set: the master moves, so no one process is "the server" to restart or pause, and
+    // the holder's connections are to whichever master the sentinels name (the failovers are
+    // redis/RedisSentinel.*'s business, on the set itself).
+    {.prefix = "redis",
+     .suffix = "+sentinel",
+     .variable = "DLOCK_REDIS_SENTINEL_URI",
+     .connection_kill_not_applicable = "a Sentinel set: the connections go to whichever master the sentinels name",
+     .partition_not_applicable = "a Sentinel set: the sentinels name the master by its 127.0.0.1 address, which the "
+                                 "partition's namespaces do not forward",
+     .default_port = 26379},
     // Several masters: losing some of them is the quorum faults' business, not one server's.
     {.prefix = "redlock",
      .variable = "DLOCK_REDLOCK_URI",

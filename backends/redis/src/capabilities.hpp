@@ -28,6 +28,12 @@ inline constexpr capabilities redis_shared_caps{capability::blocking, capability
 inline constexpr primitive_caps redis_primitives{redis_shared_caps.with(capability::writer_preferred),
                                                  redis_shared_caps};
 
+// The Sentinel schemes: the same layouts on the master the sentinels name, so the same promises (a
+// failover can lose a grant, as replication is asynchronous: see the README's "Redis Sentinel").
+inline constexpr capabilities redis_sentinel_caps = redis_caps;
+inline constexpr capabilities redis_reentrant_sentinel_caps = redis_reentrant_caps;
+inline constexpr capabilities redis_fair_sentinel_caps = redis_fair_caps;
+
 // redlock://: no fencing (each master has its own counter, and no construction over them is
 // monotonic across failovers); not blocking (waiters poll with jittered backoff, Redlock's random retry).
 inline constexpr capabilities redlock_caps{capability::expiring, capability::renewable, capability::lost_notification};

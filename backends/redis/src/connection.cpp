@@ -310,7 +310,8 @@ std::int64_t connection::client_id(std::error_code& ec) noexcept {
   return r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 }
 
-pool::pool(endpoint where, std::size_t max_size) : where_(std::move(where)), max_size_(max_size ? max_size : 1) {}
+pool::pool(endpoint where, std::size_t max_size, opener open)
+    : where_(std::move(where)), max_size_(max_size ? max_size : 1), open_(std::move(open)) {}
 
 pool::handle::~handle() {
   if (owner_ && c_) owner_->give_back(std::move(c_));
@@ -388,7 +389,13 @@ pool::handle pool::checkout(std::chrono::steady_clock::time_point deadline, std:
 
 pool::handle pool::open_new(bool closed_found, std::error_code& ec) noexcept {
   if (closed_found) server_changed();
-  auto c = connection::open(where_, ec);
+  std::uint64_t generation = 0;
+  {
+    std::lock_guard lock(mutex_);
+    generation = generation_;
+  }
+  auto c = open_ ? open_(where_, ec) : connection::open(where_, ec);
+  if (c) c->generation_ = generation;
   if (!c) {
     std::lock_guard lock(mutex_);
     --open_count_;
@@ -422,7 +429,7 @@ void pool::give_back(std::unique_ptr<connection> c) noexcept {
   bool dropped = false;
   {
     std::lock_guard lock(mutex_);
-    if (c->broken() || c->unanswered() > 0) {
+    if (c->broken() || c->unanswered() > 0 || c->generation_ != generation_) {
       --open_count_;  // dropped (a late reply would answer the next command): the next checkout reconnects
       dropped = c->broken() && !c->timed_out();
       serve_next_locked(nullptr);
@@ -437,6 +444,19 @@ void pool::give_back(std::unique_ptr<connection> c) noexcept {
 void pool::on_server_change(std::function<void()> listener) {
   std::lock_guard lock(mutex_);
   listener_ = std::move(listener);
+}
+
+void pool::retire_all() noexcept {
+  std::vector<std::unique_ptr<connection>> closing;
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;
+    open_count_ -= idle_.size();
+    closing.swap(idle_);
+    while (!waiting_.empty() && open_count_ < max_size_) serve_next_locked(nullptr);
+  }
+  closing.clear();  // closed outside the lock
+  server_changed();
 }
 
 void pool::server_changed() noexcept {

@@ -81,6 +81,8 @@ class connection {
   reply_ptr read(std::error_code& ec) noexcept;
 
   bool broken() const noexcept { return broken_; }
+  // Marks it unusable (it answered READONLY: a replica now): the pool drops it when it comes back.
+  void discard() noexcept { broken_ = true; }
   // Commands sent whose replies were not read: after a failed read, the server may still have
   // run them (their outcome is unknown).
   std::size_t unanswered() const noexcept { return unanswered_; }
@@ -116,7 +118,14 @@ class connection {
   std::size_t unanswered_ = 0;
   std::string run_id_;
   std::chrono::steady_clock::time_point server_started_by_{};
+  friend class pool;
+  std::uint64_t generation_ = 0;  // the pool's generation when it was opened (pool::retire_all)
 };
+
+// How a pool (and a subscriber) opens a connection to the server it serves: by default
+// connection::open(where). The Sentinel schemes pass one that connects to wherever the sentinels
+// say the master is now, and checks with ROLE that it is (sentinel.hpp).
+using opener = std::function<std::unique_ptr<connection>(const endpoint& where, std::error_code& ec)>;
 
 // Text of an error reply, or empty.
 std::string_view error_text(const redisReply* r) noexcept;
@@ -130,7 +139,7 @@ bool is_error(const redisReply* r, std::string_view prefix) noexcept;
 // open one), until their own deadline.
 class pool : public std::enable_shared_from_this<pool> {
  public:
-  pool(endpoint where, std::size_t max_size);
+  pool(endpoint where, std::size_t max_size, opener open = {});
 
   class handle {
    public:
@@ -162,6 +171,10 @@ class pool : public std::enable_shared_from_this<pool> {
   // a connection was found closed or broken, or a new connection met a server with another
   // run_id than the previous one: the server may have restarted and lost its keys.
   void on_server_change(std::function<void()> listener);
+  // The server moved (a failover): the idle connections are closed, those checked out are closed
+  // when they come back, and the next checkouts open new ones (through the opener). Then the
+  // server-change listener runs, as after a restart.
+  void retire_all() noexcept;
 
  private:
   // A caller in line for a connection; the pool hands it one, or the room to open one.
@@ -178,7 +191,9 @@ class pool : public std::enable_shared_from_this<pool> {
 
   endpoint where_;
   std::size_t max_size_;
+  opener open_;
   std::mutex mutex_;
+  std::uint64_t generation_ = 0;  // raised by retire_all
   std::vector<std::unique_ptr<connection>> idle_;
   std::deque<waiter*> waiting_;  // arrival order
   std::size_t open_count_ = 0;   // connections out, idle or being opened (at most max_size_)

@@ -20,6 +20,15 @@ void append_bulk(std::string& out, std::string_view s) {
   out += "\r\n";
 }
 
+std::string format_command(const std::vector<std::string_view>& args) {
+  std::string out;
+  out += '*';
+  out += std::to_string(args.size());
+  out += "\r\n";
+  for (auto a : args) append_bulk(out, a);
+  return out;
+}
+
 std::string eval_command(std::string_view verb, std::string_view script_ref, const std::vector<std::string_view>& keys,
                          const std::vector<std::string_view>& args) {
   std::string out;
@@ -42,6 +51,7 @@ struct pipeline::node {
 
   // Set by the caller.
   std::string command;  // formatted
+  std::string trailer;  // formatted; empty: none (its reply is read right after the command's)
   const script* fallback = nullptr;  // EVALSHA: sent again as EVAL on NOSCRIPT
   const std::vector<std::string_view>* keys = nullptr;
   const std::vector<std::string_view>* args = nullptr;
@@ -126,10 +136,11 @@ pipeline::pipeline(std::shared_ptr<pool> connections)
 pipeline::outcome pipeline::eval(const script& s, const std::vector<std::string_view>& keys,
                                  const std::vector<std::string_view>& args, clock::time_point deadline,
                                  std::chrono::milliseconds min_server_age, std::error_code& ec,
-                                 bool source_only) noexcept {
+                                 bool source_only, const std::vector<std::string_view>& trailer) noexcept {
   node me;
   try {
     me.command = source_only ? eval_command("EVAL", s.source, keys, args) : eval_command("EVALSHA", s.sha1, keys, args);
+    if (!trailer.empty()) me.trailer = format_command(trailer);
   } catch (...) {
     set_error(ec, errc::backend_unavailable, "redis: out of memory");
     return {};
@@ -147,10 +158,7 @@ pipeline::outcome pipeline::command(const std::vector<std::string_view>& args, c
                                     std::error_code& ec) noexcept {
   node me;
   try {
-    me.command += '*';
-    me.command += std::to_string(args.size());
-    me.command += "\r\n";
-    for (auto a : args) append_bulk(me.command, a);
+    me.command = format_command(args);
   } catch (...) {
     set_error(ec, errc::backend_unavailable, "redis: out of memory");
     return {};
@@ -276,7 +284,7 @@ void pipeline::lead(node& me) noexcept {
           continue;
         }
       }
-      if (!c->append_formatted(n->command)) {
+      if (!c->append_formatted(n->command) || (!n->trailer.empty() && !c->append_formatted(n->trailer))) {
         n->fail(make_error_code(errc::backend_unavailable), "redis " + pool_->where().label() + ": out of memory");
         continue;
       }
@@ -301,18 +309,28 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
   if (nodes.empty()) return;
   batches_.fetch_add(1, std::memory_order_relaxed);
   requests_.fetch_add(nodes.size(), std::memory_order_relaxed);
-  // Every request from `from` on is left without its reply.
-  const auto fail_from = [&](std::size_t from, std::error_code ec, const std::string& message) {
+  // Every request from `from` on is left without its reply (`from`'s trailer only, when
+  // `from_trailer`): their replies are owed in order, commands and trailers alike.
+  const auto fail_from = [&](std::size_t from, bool from_trailer, std::error_code ec, const std::string& message) {
+    std::size_t owed = 0;
+    std::vector<std::size_t> at(nodes.size(), static_cast<std::size_t>(-1));
+    try {
+      for (auto i = from; i < nodes.size(); ++i) {
+        if (!(i == from && from_trailer)) at[i] = owed++;
+        if (!nodes[i]->trailer.empty()) ++owed;
+      }
+    } catch (...) {
+    }
     std::shared_ptr<late_replies> late;
     try {
-      late = std::make_shared<late_replies>(std::move(c), nodes.size() - from);
+      late = std::make_shared<late_replies>(std::move(c), owed);
     } catch (...) {
       c = {};
     }
     for (auto i = from; i < nodes.size(); ++i) {
       nodes[i]->fail(ec, message);
       nodes[i]->out.late = late;
-      nodes[i]->out.late_index = i - from;
+      nodes[i]->out.late_index = at[i];
     }
   };
   if (!c->flush()) {
@@ -320,10 +338,11 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
     set_error(ec, errc::backend_unavailable,
               "redis " + pool_->where().label() + ": sending " + std::to_string(nodes.size()) +
                   " pipelined commands: " + (c->raw() && c->raw()->errstr[0] ? c->raw()->errstr : "connection failed"));
-    fail_from(0, ec, last_error_message());
+    fail_from(0, false, ec, last_error_message());
     return;
   }
   std::vector<node*> without_script;
+  bool replica = false;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     std::error_code ec;
     auto r = c->read(ec);
@@ -331,8 +350,19 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
       const auto message = last_error_message();
       // The ones answered NOSCRIPT did not run: they fail, with nothing to read late.
       for (auto* n : without_script) n->fail(ec, message);
-      fail_from(i, ec, message);
+      fail_from(i, false, ec, message);
       return;
+    }
+    reply_ptr trailer;
+    if (!nodes[i]->trailer.empty()) {
+      trailer = c->read(ec);
+      if (!trailer) {
+        const auto message = last_error_message();
+        for (auto* n : without_script) n->fail(ec, message);
+        nodes[i]->out.reply = std::move(r);
+        fail_from(i, true, ec, message);
+        return;
+      }
     }
     if (nodes[i]->fallback && is_error(r.get(), "NOSCRIPT")) {
       try {
@@ -341,7 +371,22 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
       } catch (...) {
       }
     }
+    if (is_error(r.get(), "READONLY")) {
+      // A replica now (a failover while the connection was open): nothing ran. Not an answer to
+      // judge but an outage: waiting forms try again, on a connection to the master.
+      replica = true;
+      nodes[i]->fail(make_error_code(errc::backend_unavailable),
+                     "redis " + c->where().label() + ": " + std::string(error_text(r.get())) +
+                         " (the server is a replica now: the master moved; its connections are closed and the "
+                         "next ones go to the master)");
+      continue;
+    }
     nodes[i]->out.reply = std::move(r);
+    nodes[i]->out.trailer = std::move(trailer);
+  }
+  if (replica) {
+    c->discard();
+    pool_->retire_all();
   }
   if (without_script.empty()) return;
   // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source (EVAL
@@ -351,7 +396,7 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
     try {
       n->command = eval_command("EVAL", n->fallback->source, *n->keys, *n->args);
       n->fallback = nullptr;
-      if (c->append_formatted(n->command)) {
+      if (c->append_formatted(n->command) && (n->trailer.empty() || c->append_formatted(n->trailer))) {
         again.push_back(n);
         continue;
       }

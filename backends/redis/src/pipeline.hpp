@@ -11,7 +11,9 @@
 // withdrawn, never sent; one sent gets its reply, or the connection has failed (command_timeout,
 // dropped) and every request of the batch not answered yet fails as backend_unavailable, exactly
 // as one command on a broken connection fails. An EVALSHA answered NOSCRIPT is sent again as EVAL
-// with the source, in the same batch's turn on the same connection.
+// with the source, in the same batch's turn on the same connection. A request answered READONLY
+// (the server is a replica now: a failover) fails as backend_unavailable, and the pool closes its
+// connections (retire_all) so the next ones go to the master (through the pool's opener).
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -71,18 +73,23 @@ class pipeline {
     // this much (the connection's server_started_by()): not sent.
     std::chrono::milliseconds server_young{0};
     std::string run_id;  // of that server
-    // Sent, but its reply is missing (ec set): where a late reply may still be read.
+    // Sent, but its reply is missing (ec set): where a late reply may still be read. When only
+    // the trailer's reply is missing, `reply` holds the request's own and late_index is npos.
     std::shared_ptr<late_replies> late;
     std::size_t late_index = 0;
+    // The reply of the trailer (a command sent right after the request, on its connection).
+    reply_ptr trailer;
   };
 
   // EVALSHA of `s` (EVAL with the source on NOSCRIPT), or EVAL with the source when `source_only`
   // (for a request that must run even if its reply is never read). Waits until the reply, or
   // until `deadline` while the request is still queued. ec is set (with last_error_message())
   // when the request failed; not when it was withdrawn or the server is young.
+  // `trailer`: a command that must run right after this one on the same connection (WAIT after a
+  // grant, replication.hpp); its reply is outcome::trailer. Empty: none.
   outcome eval(const script& s, const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
                clock::time_point deadline, std::chrono::milliseconds min_server_age, std::error_code& ec,
-               bool source_only = false) noexcept;
+               bool source_only = false, const std::vector<std::string_view>& trailer = {}) noexcept;
   // Any command, arguments as binary-safe strings.
   outcome command(const std::vector<std::string_view>& args, clock::time_point deadline, std::error_code& ec) noexcept;
 

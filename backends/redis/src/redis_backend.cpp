@@ -68,6 +68,16 @@ reply_ptr release_grant(connection& c, const settings& cfg, const std::string& n
   return run(c, how, *call.s, call.key_views(), call.arg_views(), ec);
 }
 
+// What messages name: the server, or the Sentinel master set and its sentinels.
+std::string server_label(const shared& s) {
+  return s.sentinels ? s.sentinels->label() : s.config.where.label();
+}
+
+// The trailer that makes a grant or a renewal wait for min_replicas replicas (none without it).
+std::vector<std::string_view> replica_wait(const settings& cfg) {
+  return cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{};
+}
+
 // A request the pipeline withdrew: its caller's deadline passed while every connection was busy.
 void set_withdrawn_error(std::error_code& ec, const shared& s, std::string_view doing) {
   set_error(ec, errc::backend_unavailable,
@@ -139,20 +149,34 @@ class redis_lease final : public spi::lease_state {
     try {
       const auto ttl_text = ms_text(ttl);
       auto out = shared_->requests->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(),
-                                         milliseconds::zero(), ec);
+                                         milliseconds::zero(), ec, false, replica_wait(shared_->config));
       if (out.withdrawn) set_withdrawn_error(ec, *shared_, "renewing lock '" + name() + "'");
       r = std::move(out.reply);
+      if (ec) return;
+      judge_renewal(*r, ec);
+      if (!ec) judge_replicas(out.trailer.get(), ec);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
-      return;
     }
-    if (ec) return;
-    judge_renewal(*r, ec);
+  }
+
+  // With min_replicas: a renewal the replicas did not confirm is not counted (the validity is not
+  // extended; the watchdog tries again while the lease is valid).
+  void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
+    const auto& repl = shared_->config.replicas;
+    if (!repl.wanted() || replication::confirmed(wait_reply) >= repl.min_replicas) return;
+    repl.set_short_error(ec, server_label(*shared_), "the renewal of lock '" + name() + "' was applied", wait_reply,
+                         "not counted: the lease's validity is not extended");
   }
 
   // The renewal script's answer: 1 when the grant was ours and was extended.
   void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
-    if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
+    if (is_error(&r, "READONLY")) {
+      // A connection still open to a master the sentinels have demoted: not an answer about the
+      // lease; the renewal is tried again, on a connection to the new master.
+      set_error(ec, errc::backend_unavailable, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)) +
+                                                   " (the server is a replica now: the master moved)");
+    } else if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
       set_error(ec, errc::backend_error, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)));
     } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
       set_error(ec, errc::lock_lost, "redis: lock '" + name() + "' is gone from the server at renewal (expired, deleted, or the server "
@@ -213,6 +237,7 @@ class pipelined_renewals final : public spi::renewal_batch {
       set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
     if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
     std::vector<std::size_t> without_script;
+    bool demoted = false;
     for (std::size_t i = 0; i < leases.size(); ++i) {
       const auto& lease = static_cast<const redis_lease&>(*leases[i]);
       if (i >= sent || (ec && c->broken())) {
@@ -233,6 +258,11 @@ class pipelined_renewals final : public spi::renewal_batch {
         continue;
       }
       lease.judge_renewal(*r, outcomes[i]);
+      demoted = demoted || is_error(r.get(), "READONLY");
+    }
+    if (demoted) {  // a replica now: this connection and the pool's others go (see pipeline.hpp)
+      c->discard();
+      shared_.connections->retire_all();
     }
     // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source, on
     // this connection (another checkout could wait for this very one with a pool of one).
@@ -245,6 +275,14 @@ class pipelined_renewals final : public spi::renewal_batch {
       } catch (...) {
         set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
       }
+    }
+    // With min_replicas, one WAIT after the batch covers every renewal in it.
+    if (shared_.config.replicas.wanted() && !c->broken() &&
+        std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
+      std::error_code wait_ec;
+      auto r = c->command(shared_.config.replicas.wait_command(), wait_ec);
+      for (std::size_t i = 0; i < leases.size(); ++i)
+        if (!outcomes[i]) static_cast<const redis_lease&>(*leases[i]).judge_replicas(r.get(), outcomes[i]);
     }
   }
 
@@ -381,7 +419,10 @@ class redis_lock final : public distributed_lock {
       // every holder from before the restart reach its validity deadline (its watchdog fires
       // lost) before anyone else holds the lock.
       const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
-      auto out = shared_->requests->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec);
+      // With min_replicas, WAIT follows the script on its connection: it counts the replicas that
+      // have the grant and its fencing counter (replication.hpp).
+      auto out = shared_->requests->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
+                                         false, replica_wait(cfg));
       if (out.withdrawn) {
         if (!deadline) set_withdrawn_error(ec, *shared_, "acquiring lock '" + std::string(name()) + "'");
         return nullptr;
@@ -392,7 +433,11 @@ class redis_lock final : public distributed_lock {
         return nullptr;
       }
       if (ec) {
-        if (out.late) undo_unanswered(std::move(out.late), out.late_index, std::move(secret), enqueue, start + ttl);
+        if (out.reply) {  // the grant's reply came, WAIT's did not: a grant nobody may count
+          if (granted_by(out.reply.get(), cfg.lock_mode).value_or(false)) give_back(secret, start + ttl);
+        } else if (out.late) {
+          undo_unanswered(std::move(out.late), out.late_index, std::move(secret), enqueue, start + ttl);
+        }
         return nullptr;
       }
       const auto& r = out.reply;
@@ -408,8 +453,16 @@ class redis_lock final : public distributed_lock {
         pttl = milliseconds(cfg.lock_mode == mode::simple ? r->element[1]->integer : r->element[0]->integer);
         return nullptr;
       }
-      return std::make_unique<redis_lease>(shared_, std::string(name()), key_, std::move(secret), ttl, start,
-                                           static_cast<std::uint64_t>(r->element[1]->integer));
+      const auto token = static_cast<std::uint64_t>(r->element[1]->integer);
+      if (cfg.replicas.wanted() && replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
+        give_back(secret, start + ttl);
+        cfg.replicas.set_short_error(ec, server_label(*shared_),
+                                     "lock '" + std::string(name()) + "' was granted (fencing token " +
+                                         std::to_string(token) + ")",
+                                     out.trailer.get(), "released it: a grant counts only once min_replicas replicas have it");
+        return nullptr;
+      }
+      return std::make_unique<redis_lease>(shared_, std::string(name()), key_, std::move(secret), ttl, start, token);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
       return nullptr;
@@ -458,6 +511,33 @@ class redis_lock final : public distributed_lock {
       shared_->post(std::move(task));
     } catch (...) {
       // out of memory: the grant, if any, expires at its ttl as before
+    }
+  }
+
+  // A grant that must not count (too few replicas confirmed it, or WAIT's reply was lost): given
+  // back at once, else in the background until it would have expired anyway. The grant's reply
+  // was read, so it has run: a release on any connection comes after it.
+  void give_back(const std::string& owner, clock::time_point expires_at) noexcept {
+    try {
+      const auto& cfg = shared_->config;
+      const auto call = release_call(cfg, std::string(name()), key_, owner, options().ttl);
+      std::error_code ec;
+      auto out = shared_->requests->eval(*call.s, call.key_views(), call.arg_views(),
+                                         clock::now() + cfg.where.connect_timeout, milliseconds::zero(), ec);
+      if (!ec && !out.withdrawn) return;
+      shared_->post([s = shared_.get(), call, expires_at](std::stop_token stop) {
+        for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
+             pause = std::min(pause * 2, milliseconds(1000))) {
+          std::error_code ec;
+          if (auto fresh = s->connections->checkout(ec); !ec) {
+            (void)fresh->eval(*call.s, call.key_views(), call.arg_views(), ec);
+            if (!ec) return;
+          }
+          worker::pause(stop, pause);
+        }
+      });
+    } catch (...) {
+      // out of memory: the grant expires at its ttl
     }
   }
 
@@ -516,7 +596,10 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
   std::lock_guard lock(mutex_);
   if (!subscriber_) {
     try {
-      subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); });
+      opener open;
+      if (sentinels)
+        open = [w = sentinels](const endpoint& where, std::error_code& ec) { return w->open_master(where, ec); };
+      subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); }, std::move(open));
     } catch (...) {
       return nullptr;
     }
@@ -525,7 +608,14 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
 }
 
 shared::~shared() {
+  if (sentinels) sentinels->stop();  // its thread calls master_moved()
   if (connections) connections->on_server_change({});  // a handle may outlive us (see the header)
+}
+
+void shared::master_moved() noexcept {
+  connections->retire_all();  // also checks the held leases (the pool's server-change listener)
+  std::lock_guard lock(mutex_);
+  if (subscriber_) subscriber_->reconnect();
 }
 
 namespace {
@@ -646,13 +736,16 @@ void shared::check_held(std::stop_token stop) noexcept {
 settings parse_settings(const uri& u, mode m) {
   settings s;
   s.lock_mode = m;
-  if (u.hosts().size() != 1)
+  const bool via_sentinel = u.scheme().ends_with("+sentinel");
+  if (u.hosts().size() != 1 && !via_sentinel)
     throw error(errc::invalid_uri, "redis: " + u.redacted() + ": expected exactly one host (use redlock:// for several)");
   s.where.host = u.hosts()[0].host.empty() ? "127.0.0.1" : u.hosts()[0].host;
   s.where.port = u.hosts()[0].port_or(6379);
   s.where.user = u.user();
   s.where.password = u.password();
-  if (!u.path().empty() && u.path() != "/") {
+  if (via_sentinel) {
+    if (auto v = u.get_int("db", 0, 1 << 20)) s.where.db = static_cast<int>(*v);  // the path names the master set
+  } else if (!u.path().empty() && u.path() != "/") {
     int db = -1;
     const auto p = std::string_view(u.path()).substr(1);
     auto [ptr, err] = std::from_chars(p.data(), p.data() + p.size(), db);
@@ -668,17 +761,19 @@ settings parse_settings(const uri& u, mode m) {
   if (auto v = u.get_duration("fair_wait")) s.fair_wait = *v;
   if (auto v = u.get_bool("wait_after_restart")) s.wait_after_restart = *v;
   s.where.learn_server_start = s.wait_after_restart;
+  s.replicas = parse_replication(u, s.where.command_timeout);
+  if (via_sentinel) s.sentinel = parse_sentinel_settings(u, s.where);
   return s;
 }
 
 namespace {
 
-// The declared set (capabilities.hpp) of the scheme that serves mode `m`.
-constexpr capabilities declared_caps(mode m) noexcept {
+// The declared set (capabilities.hpp) of the scheme that serves mode `m`, directly or through Sentinel.
+constexpr capabilities declared_caps(mode m, bool via_sentinel) noexcept {
   switch (m) {
-    case mode::simple: return redis_caps;
-    case mode::reentrant: return redis_reentrant_caps;
-    case mode::fair: return redis_fair_caps;
+    case mode::simple: return via_sentinel ? redis_sentinel_caps : redis_caps;
+    case mode::reentrant: return via_sentinel ? redis_reentrant_sentinel_caps : redis_reentrant_caps;
+    case mode::fair: return via_sentinel ? redis_fair_sentinel_caps : redis_fair_caps;
   }
   return redis_caps;
 }
@@ -686,10 +781,16 @@ constexpr capabilities declared_caps(mode m) noexcept {
 }  // namespace
 
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
-    : backend(declared_caps(m), redis_primitives, lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
+    : backend(declared_caps(m, u.scheme().ends_with("+sentinel")), redis_primitives, lock_scope::network,
+              name_limits{4096}, defaults, u.redacted()) {
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
-  s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size);
+  opener open;
+  if (s->config.sentinel) {
+    s->sentinels = std::make_shared<sentinel_watch>(*s->config.sentinel);
+    open = [w = s->sentinels](const endpoint& where, std::error_code& ec) { return w->open_master(where, ec); };
+  }
+  s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size, std::move(open));
   s->requests = std::make_unique<pipeline>(s->connections);
   s->renewals = std::make_unique<pipelined_renewals>(*s);
   s->primitive_renewals = make_grant_renewals(*s);
@@ -698,6 +799,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   std::error_code ec;
   { auto probe = s->connections->checkout(ec); }
   if (ec) throw error(ec, last_error_message());
+  if (s->sentinels) s->sentinels->follow([raw = s.get()] { raw->master_moved(); });
   shared_ = std::move(s);
 }
 

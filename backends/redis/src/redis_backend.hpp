@@ -6,11 +6,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "connection.hpp"
 #include "dlock/spi.hpp"
 #include "pipeline.hpp"
+#include "replication.hpp"
+#include "sentinel.hpp"
 #include "subscriber.hpp"
 #include "worker.hpp"
 
@@ -32,6 +35,9 @@ struct settings {
   // validity deadline (and been told) before anyone else is granted. false only for servers that
   // persist every write (appendfsync always).
   bool wait_after_restart = true;
+  replication replicas;  // min_replicas / replica_timeout (replication.hpp)
+  // redis+...+sentinel://: where the master is comes from these sentinels (sentinel.hpp).
+  std::optional<sentinel_settings> sentinel;
 };
 
 settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_uri)
@@ -50,6 +56,8 @@ struct shared {
   shared& operator=(const shared&) = delete;
 
   settings config;
+  // The Sentinel schemes' view of the master, shared with the pool's opener (null otherwise).
+  std::shared_ptr<sentinel_watch> sentinels;
   std::shared_ptr<pool> connections;
   // The acquire, release and renewal scripts of every thread, auto-pipelined over `connections`
   // (pipeline.hpp); the rest (renewal batches, checks, undos, fair-queue exits) checks out a
@@ -75,6 +83,9 @@ struct shared {
   // is gone, instead of waiting for their next renewal.
   void check_held_soon() noexcept;
   void post(worker::task t) noexcept { background_.post(std::move(t)); }
+  // The sentinels announced a new master: the pooled connections and the subscriber's reconnect
+  // to it, and the held leases are checked there.
+  void master_moved() noexcept;
   // Says once per server run (report_background_error) why acquires answer "held" for now.
   void note_young_server(const std::string& run_id, std::chrono::milliseconds left,
                          std::chrono::milliseconds ttl) noexcept;

@@ -48,12 +48,23 @@ class grant_lease final : public spi::lease_state {
   }
   const script_call& renew_call() const noexcept { return renew_; }
   void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
-    if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
+    if (is_error(&r, "READONLY")) {  // a demoted master (Sentinel): an outage, tried again on the new one
+      set_error(ec, errc::backend_unavailable, "redis: renewing '" + name() + "': " + std::string(error_text(&r)) +
+                                                   " (the server is a replica now: the master moved)");
+    } else if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
       set_error(ec, errc::backend_error, "redis: renewing '" + name() + "': " + std::string(error_text(&r)));
     } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
       set_error(ec, errc::lock_lost, "redis: '" + name() + "' is gone from the server at renewal (expired, deleted, "
                                                            "or the server restarted without persistence)");
     }
+  }
+  // With min_replicas: a renewal the replicas did not confirm is not counted (as the mutex's).
+  void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
+    const auto& repl = shared_->config.replicas;
+    if (!repl.wanted() || replication::confirmed(wait_reply) >= repl.min_replicas) return;
+    repl.set_short_error(ec, shared_->sentinels ? shared_->sentinels->label() : shared_->config.where.label(),
+                         "the renewal of '" + name() + "' was applied", wait_reply,
+                         "not counted: the lease's validity is not extended");
   }
   // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
   clock::time_point connection_deadline() const noexcept {
@@ -86,17 +97,20 @@ class grant_lease final : public spi::lease_state {
     reply_ptr r;
     try {
       const auto ttl_text = ms_text(ttl);
+      const auto& repl = shared_->config.replicas;
       auto out = shared_->requests->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
-                                         milliseconds::zero(), ec);
+                                         milliseconds::zero(), ec, false,
+                                         repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
       if (out.withdrawn) set_busy_error(ec, "renewing");
       r = std::move(out.reply);
+      if (ec) return;
+      judge_renewal(*r, ec);
+      if (!ec) judge_replicas(out.trailer.get(), ec);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
-      return;
     }
-    if (ec) return;
-    judge_renewal(*r, ec);
   }
+
 
  private:
   void set_busy_error(std::error_code& ec, std::string_view doing) const {
@@ -172,6 +186,14 @@ class grant_renewals final : public spi::renewal_batch {
         set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
       }
     }
+    // With min_replicas, one WAIT after the batch covers every renewal in it.
+    if (shared_.config.replicas.wanted() && !c->broken() &&
+        std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
+      std::error_code wait_ec;
+      auto r = c->command(shared_.config.replicas.wait_command(), wait_ec);
+      for (std::size_t i = 0; i < leases.size(); ++i)
+        if (!outcomes[i]) static_cast<const grant_lease&>(*leases[i]).judge_replicas(r.get(), outcomes[i]);
+    }
   }
 
  private:
@@ -211,6 +233,36 @@ void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t 
   }
 }
 
+bool is_grant(const redisReply* r) noexcept {
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+         r->element[0]->integer == -1;
+}
+
+// A grant that must not count (min_replicas not confirmed, or WAIT's reply lost): its release at
+// once, else in the background until it would have expired anyway. Its reply was read, so it has
+// run: a release on any connection comes after it.
+void give_back(shared& s, script_call undo, clock::time_point expires_at) noexcept {
+  try {
+    std::error_code ec;
+    auto out = s.requests->eval(*undo.s, views(undo.keys), views(undo.args),
+                                clock::now() + s.config.where.connect_timeout, milliseconds::zero(), ec);
+    if (!ec && !out.withdrawn) return;
+    s.post([&s, undo = std::move(undo), expires_at](std::stop_token stop) {
+      for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
+           pause = std::min(pause * 2, milliseconds(1000))) {
+        std::error_code ec;
+        if (auto c = s.connections->checkout(ec); !ec) {
+          (void)c->eval(*undo.s, views(undo.keys), views(undo.args), ec);
+          if (!ec) return;
+        }
+        worker::pause(stop, pause);
+      }
+    });
+  } catch (...) {
+    // out of memory: the grant runs out at its ttl
+  }
+}
+
 // `make_undo()`: the release of the grant this call may make, for undo_late_grant.
 template <class MakeUndo>
 std::optional<answer> run_acquire(shared& s, std::string_view what, const script& acquire,
@@ -222,7 +274,9 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
     const auto start = clock::now();
     // As the mutex: with wait_after_restart nothing is granted by a server younger than a ttl.
     const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
-    auto out = s.requests->eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec);
+    // With min_replicas, WAIT follows the script on its connection, as for the mutex (replication.hpp).
+    auto out = s.requests->eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
+                                false, cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
     if (out.withdrawn) {
       if (!deadline)
         set_error(ec, errc::backend_unavailable,
@@ -236,7 +290,11 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
       return std::nullopt;
     }
     if (ec) {
-      if (out.late) undo_late_grant(s, std::move(out.late), out.late_index, make_undo(), start + ttl);
+      if (out.reply) {  // the grant's reply came, WAIT's did not: a grant nobody may count
+        if (is_grant(out.reply.get())) give_back(s, make_undo(), start + ttl);
+      } else if (out.late) {
+        undo_late_grant(s, std::move(out.late), out.late_index, make_undo(), start + ttl);
+      }
       return std::nullopt;
     }
     const auto* r = out.reply.get();
@@ -253,6 +311,14 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
                 "redis: " + std::string(what) + ": the server's semaphore has " + std::to_string(second) +
                     " permits (available + held), not max_count " + std::to_string(max_count) +
                     "; every process must use the same max_count for a name");
+      return std::nullopt;
+    }
+    if (first == -1 && cfg.replicas.wanted() &&
+        replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
+      give_back(s, make_undo(), start + ttl);
+      cfg.replicas.set_short_error(ec, s.sentinels ? s.sentinels->label() : cfg.where.label(),
+                                   std::string(what) + " was granted", out.trailer.get(),
+                                   "released it: a grant counts only once min_replicas replicas have it");
       return std::nullopt;
     }
     if (first == -1) return answer{true, static_cast<std::uint64_t>(second), {}};

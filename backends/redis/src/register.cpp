@@ -9,7 +9,7 @@ namespace dlock {
 
 void register_redis(registry& r) {
   const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id",
-                                        "wait_after_restart"};
+                                        "wait_after_restart", "min_replicas", "replica_timeout"};
   r.add({.scheme = "redis",
          .caps = redis::redis_caps,
          .primitives = redis::redis_primitives,
@@ -43,6 +43,35 @@ void register_redis(registry& r) {
          .open = [](const uri& u, const lock_options& d) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::fair);
          }});
+  // The same three layouts with the master found through Redis Sentinel (sentinel.hpp).
+  struct sentinel_scheme {
+    const char* scheme;
+    redis::mode mode;
+    capabilities caps;
+    const char* layout;
+  };
+  static const sentinel_scheme sentinel_schemes[] = {
+      {"redis+sentinel", redis::mode::simple, redis::redis_sentinel_caps, "redis://"},
+      {"redis+reentrant+sentinel", redis::mode::reentrant, redis::redis_reentrant_sentinel_caps, "redis+reentrant://"},
+      {"redis+fair+sentinel", redis::mode::fair, redis::redis_fair_sentinel_caps, "redis+fair://"},
+  };
+  for (const auto& v : sentinel_schemes) {
+    r.add({.scheme = v.scheme,
+           .caps = v.caps,
+           .primitives = redis::redis_primitives,  // the same backend, so the same primitives
+           .scope = lock_scope::network,
+           .example_uri = std::string(v.scheme) + "://[user:password@]s1:26379,s2:26379,s3:26379/mymaster?ttl=30s",
+           .summary = std::string(v.layout) + "'s layout on the master the sentinels name (ROLE-checked), following "
+                      "failovers (+switch-master, READONLY); min_replicas=N makes a grant wait for N replicas",
+           .parameters = [&] {
+             auto p = v.mode == redis::mode::fair ? fair_params : params;
+             for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.push_back(extra);
+             return p;
+           }(),
+           .open = [m = v.mode](const uri& u, const lock_options& d) {
+             return std::make_shared<redis::redis_backend>(u, d, m);
+           }});
+  }
   r.add({.scheme = "redlock",
          .caps = redis::redlock_caps,
          .scope = lock_scope::network,

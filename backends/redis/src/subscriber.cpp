@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <utility>
 
 #include "dlock/error.hpp"
 
@@ -105,8 +106,8 @@ void channel_waiter::pass_on() {
   state_->wake_one_locked();
 }
 
-subscriber::subscriber(endpoint where, std::function<void()> on_drop)
-    : where_(std::move(where)), on_drop_(std::move(on_drop)) {
+subscriber::subscriber(endpoint where, std::function<void()> on_drop, opener open)
+    : where_(std::move(where)), on_drop_(std::move(on_drop)), open_(std::move(open)) {
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
   thread_ = std::thread([this] { run(); });
 }
@@ -187,9 +188,17 @@ void subscriber::unsubscribe(const std::string& channel) noexcept {
   wake();
 }
 
+void subscriber::reconnect() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    reconnect_ = true;
+  }
+  wake();
+}
+
 bool subscriber::connect_and_resubscribe() {
   std::error_code ec;
-  conn_ = connection::open(where_, ec);
+  conn_ = open_ ? open_(where_, ec) : connection::open(where_, ec);
   if (!conn_) return false;
   // Reads block only when poll() said so; a zero timeout would make hiredis non-blocking.
   timeval forever{0, 0};
@@ -239,6 +248,7 @@ void subscriber::run() {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
+      if (std::exchange(reconnect_, false) && conn_) conn_->discard();
     }
     if (!conn_ || conn_->broken()) {
       conn_.reset();

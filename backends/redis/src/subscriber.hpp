@@ -98,7 +98,8 @@ class subscriber {
  public:
   // `on_drop` runs on the subscriber's thread each time its connection is lost (server stopped,
   // restarted, connection killed); it must not block.
-  explicit subscriber(endpoint where, std::function<void()> on_drop = {});
+  // `open`: how its connection is opened (the pool's opener; default connection::open).
+  explicit subscriber(endpoint where, std::function<void()> on_drop = {}, opener open = {});
   ~subscriber();
   subscriber(const subscriber&) = delete;
   subscriber& operator=(const subscriber&) = delete;
@@ -113,6 +114,9 @@ class subscriber {
   // returns reaches the channel's waiters.
   std::shared_ptr<channel_state> join_subscribed(const std::string& channel) noexcept;
   void unsubscribe(const std::string& channel) noexcept;
+  // The server moved (a failover): closes the connection; the thread opens another (through the
+  // opener), subscribes again and wakes every waiter, as after a drop.
+  void reconnect() noexcept;
 
  private:
   void run();
@@ -122,6 +126,8 @@ class subscriber {
 
   endpoint where_;
   std::function<void()> on_drop_;
+  opener open_;
+  bool reconnect_ = false;  // under mutex_
   bool had_connection_ = false;  // only the thread touches it
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<channel_state>, std::less<>> channels_;

@@ -1,4 +1,4 @@
-// Conformance hooks for redis://, redis+reentrant://, redis+fair:// and redlock://: the saboteur deletes the lock
+// Conformance hooks for redis://, redis+reentrant://, redis+fair://, redlock:// and the Sentinel schemes: the saboteur deletes the lock
 // key out of band (what an operator, an eviction or a restart without persistence does), and the
 // probe asks EXISTS. Raw hiredis, so the probe does not trust the code under test.
 #include <hiredis/hiredis.h>
@@ -63,9 +63,50 @@ bool is_held(const std::string& text, std::string_view name) {
   return holding >= u.hosts().size() / 2 + 1;
 }
 
+// redis+sentinel:// and its reentrant and fair forms: the same DEL and EXISTS, sent to the master
+// the sentinels name (asked with raw hiredis too).
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+// The master the first answering sentinel names, connected (AUTH and db as the URI says).
+ctx_ptr sentinel_master_of(const dlock::uri& u) {
+  const auto name = u.path().substr(1);
+  for (const auto& h : u.hosts()) {
+    ctx_ptr s(redisConnect(h.host.c_str(), h.port_or(26379)));
+    if (!s || s->err) continue;
+    reply_ptr r(static_cast<redisReply*>(redisCommand(s.get(), "SENTINEL get-master-addr-by-name %s", name.c_str())));
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) continue;
+    ctx_ptr c(redisConnect(r->element[0]->str, std::stoi(r->element[1]->str)));
+    if (!c || c->err) continue;
+    if (u.password()) {
+      reply_ptr a(static_cast<redisReply*>(u.user().empty()
+                                               ? redisCommand(c.get(), "AUTH %s", u.password()->c_str())
+                                               : redisCommand(c.get(), "AUTH %s %s", u.user().c_str(), u.password()->c_str())));
+    }
+    if (auto db = u.get("db")) reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "SELECT %s", db->c_str())));
+    return c;
+  }
+  throw std::runtime_error("sentinel hooks: no sentinel named the master of " + u.redacted());
+}
+
+void sentinel_break_lock(const std::string& text, const dlock::lease& held) {
+  const auto u = dlock::uri::parse(text);
+  run(sentinel_master_of(u).get(), "DEL %b", key_of(u, held.name()));
+}
+
+bool sentinel_is_held(const std::string& text, std::string_view name) {
+  const auto u = dlock::uri::parse(text);
+  return run(sentinel_master_of(u).get(), "EXISTS %b", key_of(u, name)) == 1;
+}
+
 }  // namespace
 
 DLOCK_TEST_HOOKS("redis", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redis+reentrant", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redis+fair", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redis+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
+DLOCK_TEST_HOOKS("redis+reentrant+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
+DLOCK_TEST_HOOKS("redis+fair+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});

@@ -8,6 +8,8 @@
 
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/network_partition.hpp"
+#include "dlock_compare/server_family.hpp"
+#include "dlock/uri.hpp"
 #include "fault_steps.hpp"
 
 namespace dlock::compare {
@@ -24,6 +26,9 @@ milliseconds partition_run_length(const scenario_settings& s) {
 }
 
 std::string partition_unavailable_because(const std::string& uri) {
+  if (const auto* family = family_of_scheme(dlock::uri::parse(uri).scheme());
+      family != nullptr && !family->partition_not_applicable.empty())
+    return std::string(family->partition_not_applicable);
   if (auto why = network_partition::unavailable_because(); !why.empty()) return why;
   if (network_partition::loopback_ports(uri).empty())
     return "the server is not on 127.0.0.1 (the forwarder in the partition's namespace reaches loopback only)";

@@ -19,7 +19,9 @@ const char* launcher_process(std::string_view scheme) {
 const server_family* family_of_scheme(std::string_view scheme) noexcept {
   const auto prefix = scheme.substr(0, scheme.find('+'));
   for (const auto* family : server_families())
-    if (family->prefix == prefix) return family;
+    if (family->prefix == prefix && !family->suffix.empty() && scheme.ends_with(family->suffix)) return family;
+  for (const auto* family : server_families())
+    if (family->prefix == prefix && family->suffix.empty()) return family;
   return nullptr;
 }
 

@@ -40,6 +40,9 @@ enum class quorum_kind { none,
 struct server_family {
   // The schemes served: `prefix` itself and `prefix+...` ("redis": redis://, redis+fair://, ...).
   std::string_view prefix = {};
+  // Not empty: only the schemes of `prefix` that end in it ("+sentinel": redis+sentinel://,
+  // redis+fair+sentinel://), and those before the family of `prefix` alone.
+  std::string_view suffix = {};
   const char* variable = nullptr;          // the launcher's variable holding the server's URI
   const char* launcher_process = nullptr;  // its one process for stop/start/pause; nullptr: several
   connection_kill kill = connection_kill::not_applicable;
@@ -47,6 +50,10 @@ struct server_family {
   // `client_ports`, with the URI's own credentials (in the tool's environment, never its argv).
   killed_connections (*kill_connections)(const dlock::uri& u, const std::vector<std::uint16_t>& client_ports) = nullptr;
   std::string_view connection_kill_not_applicable = {};
+  // Not empty: why `partition` cannot cut this family's clients off (it forwards the URI's own
+  // loopback ports into the clients' namespaces, and servers that hand out other addresses,
+  // such as Redis Sentinel naming the master, are not reached through it).
+  std::string_view partition_not_applicable = {};
   quorum_kind quorum = quorum_kind::none;
   const char* quorum_variable = nullptr;  // DLOCK_REDLOCK_URI, DLOCK_ZOOKEEPER_ENSEMBLE_URI
   const char* quorum_server = nullptr;    // the launcher's server of several processes (redlock.1 ...)

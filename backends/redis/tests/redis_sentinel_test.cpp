@@ -1,0 +1,380 @@
+// Redis Sentinel and min_replicas on real servers: the launcher's redis-sentinel set (a master, two
+// replicas, three sentinels). The failover tests SIGSTOP and SIGKILL members of the set and leave
+// it healthy again whatever happens (set_restorer). Run serially: every client of the set sees the
+// faults. They FAIL when a variable is unset (compose/native/dlock-servers up redis redis-sentinel).
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+struct ctx_deleter {
+  void operator()(redisContext* c) const noexcept { redisFree(c); }
+};
+using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+struct reply_deleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+std::string sentinel_uri() { return dlock::testing::server_uri("DLOCK_REDIS_SENTINEL_URI"); }
+
+std::vector<int> ports_of(const char* variable) {
+  std::vector<int> out;
+  std::stringstream in(dlock::testing::server_uri(variable));
+  for (std::string p; std::getline(in, p, ',');) out.push_back(std::stoi(p));
+  return out;
+}
+std::vector<int> data_ports() { return ports_of("DLOCK_REDIS_SENTINEL_DATA_PORTS"); }
+std::vector<int> sentinel_ports() { return ports_of("DLOCK_REDIS_SENTINEL_PORTS"); }
+
+// One command on a short-lived raw connection (the test does not trust the code under test).
+reply_ptr ask(int port, const std::vector<std::string>& args) {
+  ctx_ptr c(redisConnectWithTimeout("127.0.0.1", port, timeval{1, 0}));
+  if (!c || c->err) return nullptr;
+  redisSetTimeout(c.get(), timeval{2, 0});
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return reply_ptr(static_cast<redisReply*>(redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+}
+
+// The master's port as the sentinels name it (the first that answers), or -1.
+int master_port() {
+  for (int s : sentinel_ports())
+    if (auto r = ask(s, {"SENTINEL", "get-master-addr-by-name", "mymaster"});
+        r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+      return std::stoi(r->element[1]->str);
+  return -1;
+}
+
+std::string role_of(int port) {
+  auto r = ask(port, {"ROLE"});
+  return r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? std::string(r->element[0]->str) : std::string("down");
+}
+
+bool exists_on(int port, const std::string& key) {
+  auto r = ask(port, {"EXISTS", key});
+  return r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+}
+
+// The launcher's process of a data port: redis-sentinel.1 .. .3.
+std::string process_of(int port) {
+  const auto ports = data_ports();
+  for (std::size_t i = 0; i < ports.size(); ++i)
+    if (ports[i] == port) return "redis-sentinel." + std::to_string(i + 1);
+  return "?";
+}
+
+std::vector<int> replicas_of(int master) {
+  std::vector<int> out;
+  for (int p : data_ports())
+    if (p != master) out.push_back(p);
+  return out;
+}
+
+// The set is healthy: one master the sentinels agree on, ROLE master, two replicas linked to it,
+// and every sentinel seeing two replicas and two other sentinels.
+bool healthy() {
+  const int m = master_port();
+  if (m < 0 || role_of(m) != "master") return false;
+  for (int s : sentinel_ports()) {
+    auto r = ask(s, {"SENTINEL", "master", "mymaster"});
+    if (!r || r->type != REDIS_REPLY_ARRAY) return false;
+    std::string slaves, others, port;
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
+      const std::string k = r->element[i]->str, v = r->element[i + 1]->str;
+      if (k == "num-slaves") slaves = v;
+      if (k == "num-other-sentinels") others = v;
+      if (k == "port") port = v;
+    }
+    if (slaves != "2" || others != "2" || port != std::to_string(m)) return false;
+  }
+  auto info = ask(m, {"INFO", "replication"});
+  if (!info || info->type != REDIS_REPLY_STRING) return false;
+  // Both replicas linked and done syncing (a replica still loading the master's data acks nothing).
+  const std::string text(info->str, info->len);
+  std::size_t online = 0;
+  for (auto at = text.find("state=online"); at != std::string::npos; at = text.find("state=online", at + 1)) ++online;
+  return online == 2;
+}
+
+bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds bound) {
+  for (const auto until = clock_type::now() + bound; clock_type::now() < until; std::this_thread::sleep_for(100ms))
+    if (done()) return true;
+  return done();
+}
+
+// Leaves the set healthy when the scope ends, whatever the test did: frozen members thawed,
+// stopped ones started again and made replicas of the current master, the sentinels reset (they
+// forget the members they saw go) until they agree again.
+class set_restorer {
+ public:
+  ~set_restorer() {
+    for (int p : data_ports()) {
+      const auto proc = process_of(p);
+      if (auto pid = dlock::testing::launcher_pid(proc); pid > 0) ::kill(pid, SIGCONT);
+    }
+    wait_for([] { return master_port() > 0 && role_of(master_port()) == "master"; }, 30s);
+    const int m = master_port();
+    for (int p : data_ports()) {
+      if (dlock::testing::launcher_pid(process_of(p)) <= 0) dlock::testing::run_launcher("start " + process_of(p));
+      if (p != m && role_of(p) != "slave") ask(p, {"REPLICAOF", "127.0.0.1", std::to_string(m)});
+    }
+    if (wait_for(healthy, 20s)) return;
+    // A sentinel that still names another master cannot learn the switch any more once it has
+    // lost every member it knew (other sentinels announce through the master and replicas):
+    // monitor the current master again there, with the recipe's settings.
+    for (int s : sentinel_ports()) {
+      auto r = ask(s, {"SENTINEL", "get-master-addr-by-name", "mymaster"});
+      if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && std::stoi(r->element[1]->str) == m) continue;
+      ask(s, {"SENTINEL", "REMOVE", "mymaster"});
+      ask(s, {"SENTINEL", "MONITOR", "mymaster", "127.0.0.1", std::to_string(m), "2"});
+      ask(s, {"SENTINEL", "SET", "mymaster", "down-after-milliseconds", "1000", "failover-timeout", "3000",
+              "parallel-syncs", "2"});
+    }
+    if (!wait_for(healthy, 40s)) ADD_FAILURE() << "the Sentinel set is not healthy again after the test";
+  }
+};
+
+// SIGSTOPs a process for the scope (SIGCONT at the end, also after a failed ASSERT).
+class frozen {
+ public:
+  explicit frozen(int port) : pid_(dlock::testing::launcher_pid(process_of(port))) {
+    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
+  }
+  ~frozen() { thaw(); }
+  bool ok() const noexcept { return pid_ > 0; }
+  void thaw() noexcept {
+    if (pid_ > 0) ::kill(pid_, SIGCONT);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+// Closes the master's replication links. A frozen (SIGSTOPped) replica's kernel still receives the
+// replication stream into its socket buffer and applies it on SIGCONT: freezing alone does not
+// keep a write from a replica. With its link closed, nothing reaches it until it reconnects, which
+// a frozen replica cannot do (a network partition between master and replica).
+void cut_replication(int master) { ask(master, {"CLIENT", "KILL", "TYPE", "replica"}); }
+
+std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
+std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-sentinel:" + std::string(what)); }
+
+// Waits until the sentinels name another master than `old` and it says ROLE master.
+int wait_for_failover(int old) {
+  int now = -1;
+  wait_for([&] {
+    now = master_port();
+    return now > 0 && now != old && role_of(now) == "master";
+  },
+           40s);
+  return now != old ? now : -1;
+}
+
+TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStillIncreases) {
+  ASSERT_TRUE(wait_for(healthy, 60s)) << "the Sentinel set is not healthy before the test";
+  set_restorer restore;
+  const int old_master = master_port();
+  const auto name = unique("double-grant");
+  constexpr auto ttl = 20s;
+  auto one = open_uri(sentinel_uri() + "?ttl=20s");
+  auto two = open_uri(sentinel_uri() + "?ttl=20s");  // connected now: once the master is killed, opening would fail
+  std::optional<frozen> r1, r2;
+  r1.emplace(replicas_of(old_master)[0]);
+  r2.emplace(replicas_of(old_master)[1]);
+  ASSERT_TRUE(r1->ok() && r2->ok());
+  cut_replication(old_master);
+  auto first = one->make_lock(name)->try_acquire();
+  const auto granted_at = clock_type::now();
+  ASSERT_TRUE(first) << "client 1 is granted while the replicas are frozen (nothing waits for them)";
+  const auto token1 = *first.fencing_token();
+  ASSERT_EQ(dlock::testing::run_launcher("stop --kill " + process_of(old_master)), 0);
+  r1->thaw();
+  r2->thaw();
+  auto second = two->make_lock(name)->try_acquire_for(40s);
+  const auto second_at = clock_type::now();
+  ASSERT_TRUE(second) << "client 2 was never granted after the failover";
+  const int new_master = master_port();
+  EXPECT_NE(new_master, old_master);
+  // The double grant: client 1's grant had not expired (its ttl runs from before its request)
+  // when client 2 was granted the same name on the promoted replica.
+  EXPECT_LT(second_at, granted_at + ttl) << "client 2 came after client 1's ttl: no double grant shown";
+  std::printf("[ measured ] failover: client 2 granted %lld ms after client 1 (ttl %lld ms); client 1 told lost "
+              "before that: %s\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(second_at - granted_at).count()),
+              static_cast<long long>(std::chrono::milliseconds(ttl).count()),
+              first.lost_token().stop_requested() ? "yes" : "no");
+  // The counter was lost with the grant, but it is raised to the server clock: a fenced resource
+  // still refuses client 1.
+  const auto token2 = *second.fencing_token();
+  std::printf("[ measured ] tokens: client 1 %llu, client 2 %llu\n", static_cast<unsigned long long>(token1),
+              static_cast<unsigned long long>(token2));
+  EXPECT_GT(token2, token1) << "the fencing token went backwards across the failover";
+  // Client 1 is told: its lease's check on the new master finds the key gone.
+  EXPECT_TRUE(dlock::testing::fires_within(first.lost_token(), ttl)) << "client 1 was never told its lock is gone";
+}
+
+TEST(RedisSentinel, WithMinReplicasTheGrantSurvivesTheFailover) {
+  ASSERT_TRUE(wait_for(healthy, 60s)) << "the Sentinel set is not healthy before the test";
+  set_restorer restore;
+  const int old_master = master_port();
+  const auto name = unique("replicated");
+  const auto query = "?ttl=20s&min_replicas=1&replica_timeout=500ms";
+  auto one = open_uri(sentinel_uri() + query);
+  auto two = open_uri(sentinel_uri() + query);
+  // One replica frozen: WAIT 1 is confirmed by the other alone, which must then be promoted (its
+  // replication offset is ahead) and must have the grant.
+  const int behind = replicas_of(old_master)[1];
+  std::optional<frozen> lagging;
+  lagging.emplace(behind);
+  ASSERT_TRUE(lagging->ok());
+  cut_replication(old_master);  // the other replica reconnects at once; the frozen one cannot
+  // Waited for: WAIT is confirmed once the live replica has reconnected (within about a second).
+  auto first = one->make_lock(name)->try_acquire_for(10s);
+  ASSERT_TRUE(first) << "granted with one replica confirming";
+  ASSERT_EQ(dlock::testing::run_launcher("stop --kill " + process_of(old_master)), 0);
+  lagging->thaw();
+  const int new_master = wait_for_failover(old_master);
+  ASSERT_GT(new_master, 0) << "no replica was promoted";
+  EXPECT_NE(new_master, behind) << "the replica that was frozen during the grant was promoted";
+  EXPECT_TRUE(exists_on(new_master, name)) << "the promoted replica does not have the replicated grant";
+  // Client 2 is refused while client 1's ttl runs (waited for 3 s: its attempts ride out the switch).
+  EXPECT_FALSE(two->make_lock(name)->try_acquire_for(3s)) << "client 2 was granted a lock client 1 holds";
+  EXPECT_FALSE(first.lost_token().stop_requested()) << "client 1 was told lost although its grant survived";
+  std::error_code ec;
+  first.release(ec);
+  EXPECT_FALSE(ec) << ec.message();
+}
+
+TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
+  ASSERT_TRUE(wait_for(healthy, 60s)) << "the Sentinel set is not healthy before the test";
+  set_restorer restore;
+  const int old_master = master_port();
+  auto backend = open_uri(sentinel_uri() + "?ttl=5s");
+  {
+    auto warm = backend->make_lock(unique("warm"))->try_acquire();  // pooled connections to the old master
+    ASSERT_TRUE(warm);
+  }
+  auto r = ask(sentinel_ports()[0], {"SENTINEL", "FAILOVER", "mymaster"});
+  ASSERT_TRUE(r && r->type != REDIS_REPLY_ERROR) << (r ? r->str : "no reply");
+  const int new_master = wait_for_failover(old_master);
+  ASSERT_GT(new_master, 0);
+  // The old master stays up, and stays a master until the sentinels reconfigure it (seconds):
+  // a client that did not follow would go on writing there. This one follows within a second of
+  // the sentinels naming the new master, and from then on every grant is on it.
+  const auto named_at = clock_type::now();
+  bool followed = false;
+  while (!followed && clock_type::now() < named_at + 1s) {
+    const auto name = unique("switching");
+    auto lease = backend->make_lock(name)->try_acquire_for(10s);
+    ASSERT_TRUE(lease);
+    followed = exists_on(new_master, name);
+  }
+  std::printf("[ measured ] grants on the new master %lld ms after the sentinels named it\n",
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - named_at).count()));
+  ASSERT_TRUE(followed) << "the client did not follow the switch within a second";
+  for (int i = 0; i < 20; ++i) {
+    const auto name = unique("after-switch");
+    auto lease = backend->make_lock(name)->try_acquire_for(10s);
+    ASSERT_TRUE(lease) << "attempt " << i;
+    std::string where;
+    for (int p : data_ports()) where += std::to_string(p) + (exists_on(p, name) ? ":yes(" : ":no(") + role_of(p) + ") ";
+    EXPECT_TRUE(exists_on(new_master, name)) << "attempt " << i << ": the grant is not on the new master " << new_master
+                                             << ": " << where;
+  }
+}
+
+TEST(RedisMinReplicas, PlainRedisRefusesAGrantFewerReplicasConfirmedAndReleasesIt) {
+  ASSERT_TRUE(wait_for(healthy, 60s)) << "the Sentinel set is not healthy before the test";
+  set_restorer restore;
+  const int m = master_port();
+  const auto uri = "redis://127.0.0.1:" + std::to_string(m) + "?ttl=10s&min_replicas=2&replica_timeout=200ms";
+  auto backend = open_uri(uri);
+  {
+    // Waited for: a replica the previous test's failover reconfigured may still be resyncing.
+    auto lease = backend->make_lock(unique("both-up"))->try_acquire_for(10s);
+    EXPECT_TRUE(lease) << "two replicas up: granted";
+  }
+  const auto name = unique("one-down");
+  {
+    frozen one(replicas_of(m)[0]);
+    ASSERT_TRUE(one.ok());
+    try {
+      (void)backend->make_lock(name)->try_acquire();
+      ADD_FAILURE() << "granted with one of two replicas frozen";
+    } catch (const dlock::error& e) {
+      EXPECT_EQ(e.code(), make_error_code(dlock::errc::backend_unavailable));
+      const std::string what = e.what();
+      EXPECT_NE(what.find("only 1 of the 2 replicas"), std::string::npos) << what;
+      EXPECT_NE(what.find("released"), std::string::npos) << what;
+    }
+    EXPECT_FALSE(exists_on(m, name)) << "the grant that did not count was left on the server";
+    // A waiting form keeps trying until its deadline, then reports the outage.
+    const auto start = clock_type::now();
+    EXPECT_THROW((void)backend->make_lock(name)->try_acquire_for(1s), dlock::error);
+    EXPECT_GE(clock_type::now() - start, 1s);
+  }
+  EXPECT_TRUE(backend->make_lock(name)->try_acquire_for(5s)) << "the replica is back: granted";
+}
+
+TEST(RedisSentinel, BadInputIsRefusedClearly) {
+  const auto sentinels = sentinel_uri().substr(0, sentinel_uri().rfind('/'));
+  const auto code_of = [](const std::string& uri, std::string& what) {
+    try {
+      (void)open_uri(uri);
+    } catch (const dlock::error& e) {
+      what = e.what();
+      return e.code();
+    }
+    return std::error_code();
+  };
+  std::string what;
+  EXPECT_EQ(code_of(sentinels + "/no-such-set", what), make_error_code(dlock::errc::backend_error));
+  EXPECT_NE(what.find("'no-such-set'"), std::string::npos) << what;
+  EXPECT_NE(what.find("127.0.0.1:" + std::to_string(sentinel_ports()[0])), std::string::npos) << what;
+
+  EXPECT_EQ(code_of("redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster?connect_timeout=300ms", what),
+            make_error_code(dlock::errc::backend_unavailable));
+  EXPECT_NE(what.find("127.0.0.1:1"), std::string::npos) << what;
+  EXPECT_NE(what.find("127.0.0.1:2"), std::string::npos) << what;
+
+  const auto plain = "redis+sentinel://127.0.0.1:" + dlock::testing::server_uri("DLOCK_REDIS_PORT") + "/mymaster";
+  EXPECT_EQ(code_of(plain, what), make_error_code(dlock::errc::backend_error));
+  EXPECT_NE(what.find("not a Redis Sentinel"), std::string::npos) << what;
+
+  EXPECT_EQ(code_of(sentinels + "/mymaster?sentinel_user=x", what), make_error_code(dlock::errc::invalid_uri));
+  EXPECT_NE(what.find("sentinel_password"), std::string::npos) << what;
+  EXPECT_EQ(code_of(sentinels + "/", what), make_error_code(dlock::errc::invalid_uri));
+  EXPECT_EQ(code_of(sentinels + "/mymaster?min_replicas=1&replica_timeout=5s", what),
+            make_error_code(dlock::errc::invalid_uri));
+
+  // Credentials never in a message: the sentinels have no password, so AUTH is refused.
+  const auto with_secrets = "redis+sentinel://u:pw-SECRET-1@" + sentinels.substr(sentinels.find("://") + 3) +
+                            "/mymaster?sentinel_password=pw-SECRET-2";
+  EXPECT_EQ(code_of(with_secrets, what), make_error_code(dlock::errc::authentication_failed));
+  EXPECT_EQ(what.find("SECRET"), std::string::npos) << what;
+  EXPECT_NE(what.find("sentinel_password"), std::string::npos) << what;
+}
+
+}  // namespace
