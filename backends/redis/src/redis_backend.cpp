@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "capabilities.hpp"
+#include "renewal.hpp"
 #include "redis_primitives.hpp"
 #include "scripts.hpp"
 
@@ -68,11 +69,6 @@ reply_ptr release_grant(connection& c, const settings& cfg, const std::string& n
   return run(c, how, *call.s, call.key_views(), call.arg_views(), ec);
 }
 
-// What messages name: the server, or the Sentinel master set and its sentinels.
-std::string server_label(const shared& s) {
-  return s.sentinels ? s.sentinels->label() : s.config.where.label();
-}
-
 // The trailer that makes a grant or a renewal wait for min_replicas replicas (none without it).
 std::vector<std::string_view> replica_wait(const settings& cfg) {
   return cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{};
@@ -117,8 +113,19 @@ class redis_lease final : public spi::lease_state {
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
   spi::renewal_batch* batch() const noexcept override { return shared_->renewals.get(); }
 
+  // For renew_in_one_pipeline (renewal.hpp), and do_renew.
+  void judge_renewal(const redisReply& r, std::error_code& ec) const { judge_renewal_reply(r, what(), ec); }
+  void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
+    judge_renewal_replicas(*shared_, wait_reply, what(), ec);
+  }
+  renewal_request renewal(const std::string& ttl_text) const { return {&renew_script(), {key_}, renew_args(ttl_text)}; }
+  // A release or renewal waits for a pooled connection while the grant is valid: after that it
+  // is moot, and before it giving up would leave the lock taken until its ttl.
+  clock::time_point connection_deadline() const noexcept {
+    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
+  }
+
  protected:
-  friend class pipelined_renewals;
 
   void do_release(std::error_code& ec) noexcept override {
     const auto& cfg = shared_->config;
@@ -160,30 +167,6 @@ class redis_lease final : public spi::lease_state {
     }
   }
 
-  // With min_replicas: a renewal the replicas did not confirm is not counted (the validity is not
-  // extended; the watchdog tries again while the lease is valid).
-  void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
-    const auto& repl = shared_->config.replicas;
-    if (!repl.wanted() || replication::confirmed(wait_reply) >= repl.min_replicas) return;
-    repl.set_short_error(ec, server_label(*shared_), "the renewal of lock '" + name() + "' was applied", wait_reply,
-                         "not counted: the lease's validity is not extended");
-  }
-
-  // The renewal script's answer: 1 when the grant was ours and was extended.
-  void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
-    if (is_error(&r, "READONLY")) {
-      // A connection still open to a master the sentinels have demoted: not an answer about the
-      // lease; the renewal is tried again, on a connection to the new master.
-      set_error(ec, errc::backend_unavailable, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)) +
-                                                   " (the server is a replica now: the master moved)");
-    } else if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
-      set_error(ec, errc::backend_error, "redis: renewing lock '" + name() + "': " + std::string(error_text(&r)));
-    } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
-      set_error(ec, errc::lock_lost, "redis: lock '" + name() + "' is gone from the server at renewal (expired, deleted, or the server "
-                                                                "restarted without persistence)");
-    }
-  }
-
   // The renewal script and its arguments for this grant.
   const script& renew_script() const noexcept {
     return shared_->config.lock_mode == mode::simple ? scripts::simple_renew : scripts::reentrant_renew;
@@ -194,11 +177,7 @@ class redis_lease final : public spi::lease_state {
   }
 
  private:
-  // A release or renewal waits for a pooled connection while the grant is valid: after that it
-  // is moot, and before it giving up would leave the lock taken until its ttl.
-  clock::time_point connection_deadline() const noexcept {
-    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
-  }
+  std::string what() const { return "lock '" + name() + "'"; }
 
   std::shared_ptr<shared> shared_;
   std::string key_, secret_;
@@ -213,77 +192,7 @@ class pipelined_renewals final : public spi::renewal_batch {
   explicit pipelined_renewals(shared& owner) : shared_(owner) {}
 
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
-    // A busy pool is waited for as a single renewal would wait for it: as long as the earliest
-    // of these grants is valid.
-    auto deadline = clock::time_point::max();
-    for (const auto* l : leases) deadline = std::min(deadline, static_cast<const redis_lease&>(*l).connection_deadline());
-    std::error_code ec;
-    auto c = shared_.connections->checkout(deadline, ec);
-    if (ec) {
-      std::fill(outcomes.begin(), outcomes.end(), ec);
-      return;
-    }
-    std::size_t sent = 0;
-    try {
-      for (; sent < leases.size(); ++sent) {
-        const auto& lease = static_cast<const redis_lease&>(*leases[sent]);
-        const auto ttl_text = ms_text(lease.ttl());
-        if (!c->append_eval(lease.renew_script(), {lease.key_}, lease.renew_args(ttl_text))) break;
-      }
-    } catch (...) {
-      // out of memory: the leases appended so far are sent; the others retry alone
-    }
-    if (sent < leases.size())
-      set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
-    if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
-    std::vector<std::size_t> without_script;
-    bool demoted = false;
-    for (std::size_t i = 0; i < leases.size(); ++i) {
-      const auto& lease = static_cast<const redis_lease&>(*leases[i]);
-      if (i >= sent || (ec && c->broken())) {
-        outcomes[i] = ec;
-        continue;
-      }
-      auto r = c->read(outcomes[i]);
-      if (!r) {
-        ec = outcomes[i];
-        continue;
-      }
-      if (is_error(r.get(), "NOSCRIPT")) {
-        try {
-          without_script.push_back(i);
-        } catch (...) {
-          set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
-        }
-        continue;
-      }
-      lease.judge_renewal(*r, outcomes[i]);
-      demoted = demoted || is_error(r.get(), "READONLY");
-    }
-    if (demoted) {  // a replica now: this connection and the pool's others go (see pipeline.hpp)
-      c->discard();
-      shared_.connections->retire_all();
-    }
-    // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source, on
-    // this connection (another checkout could wait for this very one with a pool of one).
-    for (const auto i : without_script) {
-      const auto& lease = static_cast<const redis_lease&>(*leases[i]);
-      try {
-        const auto ttl_text = ms_text(lease.ttl());
-        auto r = c->eval_source(lease.renew_script(), {lease.key_}, lease.renew_args(ttl_text), outcomes[i]);
-        if (r) lease.judge_renewal(*r, outcomes[i]);
-      } catch (...) {
-        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
-      }
-    }
-    // With min_replicas, one WAIT after the batch covers every renewal in it.
-    if (shared_.config.replicas.wanted() && !c->broken() &&
-        std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
-      std::error_code wait_ec;
-      auto r = c->command(shared_.config.replicas.wait_command(), wait_ec);
-      for (std::size_t i = 0; i < leases.size(); ++i)
-        if (!outcomes[i]) static_cast<const redis_lease&>(*leases[i]).judge_replicas(r.get(), outcomes[i]);
-    }
+    renew_in_one_pipeline<redis_lease>(shared_, leases, outcomes);
   }
 
  private:

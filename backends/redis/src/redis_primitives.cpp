@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "renewal.hpp"
 #include "shared_scripts.hpp"
 
 namespace dlock::redis {
@@ -46,26 +47,11 @@ class grant_lease final : public spi::lease_state {
     args.insert(args.end(), renew_.args.begin(), renew_.args.end());
     return args;
   }
-  const script_call& renew_call() const noexcept { return renew_; }
-  void judge_renewal(const redisReply& r, std::error_code& ec) const noexcept {
-    if (is_error(&r, "READONLY")) {  // a demoted master (Sentinel): an outage, tried again on the new one
-      set_error(ec, errc::backend_unavailable, "redis: renewing '" + name() + "': " + std::string(error_text(&r)) +
-                                                   " (the server is a replica now: the master moved)");
-    } else if (r.type == REDIS_REPLY_ERROR && !is_error(&r, "WRONGTYPE")) {
-      set_error(ec, errc::backend_error, "redis: renewing '" + name() + "': " + std::string(error_text(&r)));
-    } else if (r.type != REDIS_REPLY_INTEGER || r.integer != 1) {
-      set_error(ec, errc::lock_lost, "redis: '" + name() + "' is gone from the server at renewal (expired, deleted, "
-                                                           "or the server restarted without persistence)");
-    }
-  }
-  // With min_replicas: a renewal the replicas did not confirm is not counted (as the mutex's).
+  void judge_renewal(const redisReply& r, std::error_code& ec) const { judge_renewal_reply(r, "'" + name() + "'", ec); }
   void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
-    const auto& repl = shared_->config.replicas;
-    if (!repl.wanted() || replication::confirmed(wait_reply) >= repl.min_replicas) return;
-    repl.set_short_error(ec, shared_->sentinels ? shared_->sentinels->label() : shared_->config.where.label(),
-                         "the renewal of '" + name() + "' was applied", wait_reply,
-                         "not counted: the lease's validity is not extended");
+    judge_renewal_replicas(*shared_, wait_reply, "'" + name() + "'", ec);
   }
+  renewal_request renewal(const std::string& ttl_text) const { return {renew_.s, views(renew_.keys), renew_args(ttl_text)}; }
   // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
   clock::time_point connection_deadline() const noexcept {
     return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
@@ -131,69 +117,7 @@ class grant_renewals final : public spi::renewal_batch {
   explicit grant_renewals(shared& owner) : shared_(owner) {}
 
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
-    auto deadline = clock::time_point::max();
-    for (const auto* l : leases) deadline = std::min(deadline, static_cast<const grant_lease&>(*l).connection_deadline());
-    std::error_code ec;
-    auto c = shared_.connections->checkout(deadline, ec);
-    if (ec) {
-      std::fill(outcomes.begin(), outcomes.end(), ec);
-      return;
-    }
-    std::size_t sent = 0;
-    try {
-      for (; sent < leases.size(); ++sent) {
-        const auto& lease = static_cast<const grant_lease&>(*leases[sent]);
-        const auto ttl_text = ms_text(lease.ttl());
-        if (!c->append_eval(*lease.renew_call().s, views(lease.renew_call().keys), lease.renew_args(ttl_text))) break;
-      }
-    } catch (...) {
-      // out of memory: the leases appended so far are sent; the others fail this round
-    }
-    if (sent < leases.size())
-      set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
-    if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
-    std::vector<std::size_t> without_script;
-    for (std::size_t i = 0; i < leases.size(); ++i) {
-      const auto& lease = static_cast<const grant_lease&>(*leases[i]);
-      if (i >= sent || (ec && c->broken())) {
-        outcomes[i] = ec;
-        continue;
-      }
-      auto r = c->read(outcomes[i]);
-      if (!r) {
-        ec = outcomes[i];
-        continue;
-      }
-      if (is_error(r.get(), "NOSCRIPT")) {
-        try {
-          without_script.push_back(i);
-        } catch (...) {
-          set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
-        }
-        continue;
-      }
-      lease.judge_renewal(*r, outcomes[i]);
-    }
-    // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source.
-    for (const auto i : without_script) {
-      const auto& lease = static_cast<const grant_lease&>(*leases[i]);
-      try {
-        const auto ttl_text = ms_text(lease.ttl());
-        auto r = c->eval_source(*lease.renew_call().s, views(lease.renew_call().keys), lease.renew_args(ttl_text),
-                                outcomes[i]);
-        if (r) lease.judge_renewal(*r, outcomes[i]);
-      } catch (...) {
-        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
-      }
-    }
-    // With min_replicas, one WAIT after the batch covers every renewal in it.
-    if (shared_.config.replicas.wanted() && !c->broken() &&
-        std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
-      std::error_code wait_ec;
-      auto r = c->command(shared_.config.replicas.wait_command(), wait_ec);
-      for (std::size_t i = 0; i < leases.size(); ++i)
-        if (!outcomes[i]) static_cast<const grant_lease&>(*leases[i]).judge_replicas(r.get(), outcomes[i]);
-    }
+    renew_in_one_pipeline<grant_lease>(shared_, leases, outcomes);
   }
 
  private:

@@ -1,0 +1,121 @@
+#pragma once
+// Renewal, as every redis lease does it (the mutex's redis_lease and the reader-writer lock's and
+// semaphore's grant_lease): what a renewal script's answer and min_replicas' WAIT mean for the
+// lease, and the watchdog's batches, one pipeline on one pooled connection for many leases.
+#include <algorithm>
+#include <chrono>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "connection.hpp"
+#include "dlock/spi.hpp"
+#include "redis_backend.hpp"
+
+namespace dlock::redis {
+
+// One renewal script call: the script, its keys and its arguments (views into the lease and the
+// caller's ttl text).
+struct renewal_request {
+  const script* s = nullptr;
+  std::vector<std::string_view> keys, args;
+};
+
+// A renewal script answers 1 when the grant was ours and was extended. `what` names the grant in
+// messages ("lock 'x'", "'x'"). READONLY (a master the sentinels demoted) is an outage: the
+// renewal is tried again, on a connection to the new master.
+void judge_renewal_reply(const redisReply& r, const std::string& what, std::error_code& ec);
+// With min_replicas, a renewal fewer replicas confirmed is not counted (the validity is not
+// extended; the watchdog tries again while the lease is valid).
+void judge_renewal_replicas(const shared& s, const redisReply* wait_reply, const std::string& what,
+                            std::error_code& ec);
+// What messages name: the server, or the Sentinel master set and its sentinels.
+std::string server_label(const shared& s);
+
+// Renews `leases` (all of type Lease) in one pipeline on one pooled connection: every renewal
+// script appended and written at once, the replies read in order, a NOSCRIPT answer sent again
+// with the source on the same connection (another checkout could wait for this very one with a
+// pool of one), a READONLY answer retiring the pool's connections (a replica now), and with
+// min_replicas one WAIT after the batch covering every renewal in it. Lease provides
+// connection_deadline(), renewal(ttl_text) -> renewal_request, judge_renewal(reply, ec) and
+// judge_replicas(wait_reply, ec).
+template <class Lease>
+void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
+                           std::span<std::error_code> outcomes) noexcept {
+  const auto of = [&](std::size_t i) -> const Lease& { return static_cast<const Lease&>(*leases[i]); };
+  // A busy pool is waited for as a single renewal would wait for it: as long as the earliest of
+  // these grants is valid.
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  for (std::size_t i = 0; i < leases.size(); ++i) deadline = std::min(deadline, of(i).connection_deadline());
+  std::error_code ec;
+  auto c = s.connections->checkout(deadline, ec);
+  if (ec) {
+    std::fill(outcomes.begin(), outcomes.end(), ec);
+    return;
+  }
+  const auto ttl_text = [](const spi::lease_state& l) {
+    return std::to_string(std::max<std::chrono::milliseconds::rep>(l.ttl().count(), 1));
+  };
+  std::size_t sent = 0;
+  try {
+    for (; sent < leases.size(); ++sent) {
+      const auto ttl = ttl_text(of(sent));
+      const auto call = of(sent).renewal(ttl);
+      if (!c->append_eval(*call.s, call.keys, call.args)) break;
+    }
+  } catch (...) {
+    // out of memory: the leases appended so far are sent; the others fail this round
+  }
+  if (sent < leases.size())
+    set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
+  if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
+  std::vector<std::size_t> without_script;
+  bool demoted = false;
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    if (i >= sent || (ec && c->broken())) {
+      outcomes[i] = ec;
+      continue;
+    }
+    auto r = c->read(outcomes[i]);
+    if (!r) {
+      ec = outcomes[i];
+      continue;
+    }
+    if (is_error(r.get(), "NOSCRIPT")) {
+      try {
+        without_script.push_back(i);
+      } catch (...) {
+        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+      }
+      continue;
+    }
+    of(i).judge_renewal(*r, outcomes[i]);
+    demoted = demoted || is_error(r.get(), "READONLY");
+  }
+  if (demoted) {  // a replica now: this connection and the pool's others go (see pipeline.hpp)
+    c->discard();
+    s.connections->retire_all();
+  }
+  // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source.
+  for (const auto i : without_script) {
+    try {
+      const auto ttl = ttl_text(of(i));
+      const auto call = of(i).renewal(ttl);
+      auto r = c->eval_source(*call.s, call.keys, call.args, outcomes[i]);
+      if (r) of(i).judge_renewal(*r, outcomes[i]);
+    } catch (...) {
+      set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+    }
+  }
+  if (s.config.replicas.wanted() && !c->broken() &&
+      std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
+    std::error_code wait_ec;
+    auto r = c->command(s.config.replicas.wait_command(), wait_ec);
+    for (std::size_t i = 0; i < leases.size(); ++i)
+      if (!outcomes[i]) of(i).judge_replicas(r.get(), outcomes[i]);
+  }
+}
+
+}  // namespace dlock::redis
