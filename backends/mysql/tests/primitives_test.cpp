@@ -47,6 +47,17 @@ struct signal_pipe {
   }
 };
 
+// A child process that takes both permits of the 2-permit semaphore `name` through its own backend
+// on `uri`, says so on `held`, and holds them until it is killed (exit 2 if it could not take them).
+pid_t fork_holder_of_both_permits(const std::string& uri, const std::string& name, const signal_pipe& held) {
+  return fork_child([&] {
+    auto permits = dlock::open(uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
+    if (!permits) return 2;
+    held.send();
+    for (;;) std::this_thread::sleep_for(1s);
+  });
+}
+
 // Threads taking and giving back one permit each of a semaphore of `n` named `name`, each through
 // one of `backends` in turn, until `for_how_long` is over: the most permits they held at once and
 // how many grants there were. `failed` when an acquire or release reported an error.
@@ -212,13 +223,7 @@ TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
 TEST_F(Primitives, SigkilledSemaphoreHolderPermitsComeBack) {
   const auto name = test::unique_name("ks");
   signal_pipe held;
-  const std::string child_uri = uri("ttl=2s");
-  const pid_t child = fork_child([&] {
-    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
-    if (!permits) return 2;
-    held.send();
-    for (;;) std::this_thread::sleep_for(1s);
-  });
+  const pid_t child = fork_holder_of_both_permits(uri("ttl=2s"), name, held);
   ASSERT_EQ(held.receive(), 'x');
   auto sem = open("ttl=2s")->make_semaphore(name, 2);
   EXPECT_FALSE(sem->try_acquire());
@@ -407,13 +412,7 @@ TEST_F(GetlockSemaphore, PermitsTakenTogetherOrNotAtAll) {
 TEST_F(GetlockSemaphore, SigkilledHolderPermitsComeBack) {
   const auto name = test::unique_name("gk");
   signal_pipe held;
-  const std::string child_uri = test::uri_for("mysql+getlock", "ttl=2s");
-  const pid_t child = fork_child([&] {
-    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
-    if (!permits) return 2;
-    held.send();
-    for (;;) std::this_thread::sleep_for(1s);
-  });
+  const pid_t child = fork_holder_of_both_permits(test::uri_for("mysql+getlock", "ttl=2s"), name, held);
   ASSERT_EQ(held.receive(), 'x');
   auto sem = open()->make_semaphore(name, 2);
   EXPECT_FALSE(sem->try_acquire());
