@@ -34,14 +34,7 @@ namespace {
 
 using dlock::testing::server_uri;
 using dlock::testing::unique_name;
-using dlock::zookeeper::testing::hosts_of;
-using dlock::zookeeper::testing::children;
-using dlock::zookeeper::testing::kazoo_peer;
-using dlock::zookeeper::testing::raw_connect;
-using dlock::zookeeper::testing::root_of;
-using dlock::zookeeper::testing::steady_seconds;
-using dlock::zookeeper::testing::wait_for_children;
-using dlock::zookeeper::testing::zh_ptr;
+using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 std::string data_of(zhandle_t* zh, const std::string& path) {
   char buffer[1024];

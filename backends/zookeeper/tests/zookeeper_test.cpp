@@ -46,13 +46,7 @@ namespace {
 
 using dlock::testing::server_uri;
 using dlock::testing::unique_name;
-using dlock::zookeeper::testing::children;
-using dlock::zookeeper::testing::kazoo_peer;
-using dlock::zookeeper::testing::raw_connect;
-using dlock::zookeeper::testing::root_of;
-using dlock::zookeeper::testing::steady_seconds;
-using dlock::zookeeper::testing::wait_for_children;
-using dlock::zookeeper::testing::zh_ptr;
+using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 void wait_for_contenders(zhandle_t* zh, const std::string& parent, std::size_t n) {
   for (int i = 0; i < 400 && zk::lock_nodes_in_order(children(zh, parent)).size() < n; ++i) std::this_thread::sleep_for(10ms);
