@@ -6,12 +6,38 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "conformance_test.hpp"
 
 namespace dlock::conformance {
 namespace {
+
+// Raises `high` to `now` if it is lower (the most holders seen inside at once, across threads).
+void raise_to(std::atomic<int>& high, int now) {
+  int seen = high.load();
+  while (now > seen && !high.compare_exchange_weak(seen, now)) {
+  }
+}
+
+// Runs body(t) for t in [0, threads) on threads of their own and joins them; an exception out of a
+// body is a test failure. Returns how many bodies threw.
+int run_threads(int threads, const std::function<void(int)>& body) {
+  std::atomic<int> errors{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      try {
+        body(t);
+      } catch (const std::exception& e) {
+        ++errors;
+        ADD_FAILURE() << e.what();
+      }
+    });
+  for (auto& w : workers) w.join();
+  return errors.load();
+}
 
 // Records how many holders of each kind are inside at once.
 struct occupancy {
@@ -20,10 +46,7 @@ struct occupancy {
     if (side == access::write) {
       if (++writers != 1 || readers.load() != 0) ++violations;
     } else {
-      const int now = ++readers;
-      int seen = max_readers.load();
-      while (now > seen && !max_readers.compare_exchange_weak(seen, now)) {
-      }
+      raise_to(max_readers, ++readers);
       if (writers.load() != 0) ++violations;
     }
   }
@@ -132,33 +155,25 @@ TEST_P(SharedPrimitives, ReadersTogetherWritersAloneAcrossThreads) {
   constexpr int threads = 6, iterations = 12;
   const auto name = dlock::testing::unique_name("rw-threads");
   occupancy inside;
-  std::atomic<int> counter{0}, errors{0};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      try {
-        auto lock = rw(name);
-        const auto side = t % 3 == 0 ? access::write : access::read;
-        for (int i = 0; i < iterations; ++i) {
-          auto held = lock->acquire(side);
-          inside.enter(side);
-          if (side == access::write) {
-            const int v = counter.load(std::memory_order_relaxed);  // lossy on purpose
-            std::this_thread::sleep_for(100us);
-            counter.store(v + 1, std::memory_order_relaxed);
-          } else {
-            std::this_thread::sleep_for(2ms);
-          }
-          inside.leave(side);
-          held.release();
-        }
-      } catch (const std::exception& e) {
-        ++errors;
-        ADD_FAILURE() << e.what();
+  std::atomic<int> counter{0};
+  const int errors = run_threads(threads, [&](int t) {
+    auto lock = rw(name);
+    const auto side = t % 3 == 0 ? access::write : access::read;
+    for (int i = 0; i < iterations; ++i) {
+      auto held = lock->acquire(side);
+      inside.enter(side);
+      if (side == access::write) {
+        const int v = counter.load(std::memory_order_relaxed);  // lossy on purpose
+        std::this_thread::sleep_for(100us);
+        counter.store(v + 1, std::memory_order_relaxed);
+      } else {
+        std::this_thread::sleep_for(2ms);
       }
-    });
-  for (auto& w : workers) w.join();
-  EXPECT_EQ(errors.load(), 0);
+      inside.leave(side);
+      held.release();
+    }
+  });
+  EXPECT_EQ(errors, 0);
   EXPECT_EQ(inside.violations.load(), 0) << "a writer was inside with someone else";
   EXPECT_EQ(counter.load(), 2 * iterations) << "lost updates: writers did not exclude each other";
 }
@@ -357,29 +372,18 @@ TEST_P(SharedPrimitives, SemaphoreNeverExceedsNAcrossThreads) {
   constexpr int threads = 8, iterations = 10;
   constexpr std::uint32_t max = 3;
   const auto name = dlock::testing::unique_name("sem-threads");
-  std::atomic<int> inside{0}, max_inside{0}, errors{0};
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
-      try {
-        auto s = sem(name, max);
-        for (int i = 0; i < iterations; ++i) {
-          auto held = s->acquire();
-          const int now = ++inside;
-          int seen = max_inside.load();
-          while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
-          }
-          std::this_thread::sleep_for(1ms);
-          --inside;
-          held.release();
-        }
-      } catch (const std::exception& e) {
-        ++errors;
-        ADD_FAILURE() << e.what();
-      }
-    });
-  for (auto& w : workers) w.join();
-  EXPECT_EQ(errors.load(), 0);
+  std::atomic<int> inside{0}, max_inside{0};
+  const int errors = run_threads(threads, [&](int) {
+    auto s = sem(name, max);
+    for (int i = 0; i < iterations; ++i) {
+      auto held = s->acquire();
+      raise_to(max_inside, ++inside);
+      std::this_thread::sleep_for(1ms);
+      --inside;
+      held.release();
+    }
+  });
+  EXPECT_EQ(errors, 0);
   EXPECT_LE(max_inside.load(), static_cast<int>(max)) << "more holders than permits";
 }
 

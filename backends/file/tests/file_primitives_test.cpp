@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/fork_child.hpp"
 #include "lock_file.hpp"
 #include "shared_files.hpp"
 
@@ -29,6 +30,7 @@ void register_file(registry& r);
 
 namespace {
 
+using dlock::testing::wait_exit_code;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -69,22 +71,7 @@ class FilePrimitives : public ::testing::Test {
   // The child reports on `pipe_w` with one byte when told to by the body.
   template <class F>
   pid_t spawn(F body) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int code = 1;
-      try {
-        code = body(open_file(uri_));
-      } catch (...) {
-      }
-      ::_exit(code);
-    }
-    return pid;
-  }
-
-  static int wait_exit_code(pid_t pid) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return dlock::testing::fork_child([&] { return body(open_file(uri_)); });
   }
 
   // Is the file `name` of the lock directory flock'ed exclusively by someone (a LOCK_SH probe fails)?

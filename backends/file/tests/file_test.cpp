@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/fork_child.hpp"
 #include "lock_file.hpp"
 
 namespace dlock {
@@ -29,6 +30,8 @@ void register_file(registry& r);
 
 namespace {
 
+using dlock::testing::fork_child;
+using dlock::testing::wait_exit_code;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -56,27 +59,6 @@ class File : public ::testing::Test {
   std::string uri_;
   std::shared_ptr<dlock::backend> backend_;
 };
-
-// Runs `body` in a child process; returns its pid.
-template <class F>
-pid_t spawn(F body) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    int code = 1;
-    try {
-      code = body();
-    } catch (...) {
-    }
-    ::_exit(code);
-  }
-  return pid;
-}
-
-int wait_exit_code(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 TEST_F(File, DeclaresHostScopeAndHonestCapabilities) {
   EXPECT_EQ(backend_->scope(), dlock::lock_scope::host);
@@ -112,7 +94,7 @@ TEST_F(File, ChildProcessHoldingExcludesParentAndSigkillFreesTheLock) {
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const std::string uri = uri_;
-  const pid_t child = spawn([&] {
+  const pid_t child = fork_child([&] {
     ::close(ready[0]);
     dlock::registry r;
     dlock::register_file(r);
@@ -142,7 +124,7 @@ TEST_F(File, ProcessesContendingKeepACounterExactAndTokensIncreasing) {
   std::vector<pid_t> children;
   const std::string uri = uri_;
   for (int p = 0; p < processes; ++p) {
-    children.push_back(spawn([&] {
+    children.push_back(fork_child([&] {
       dlock::registry r;
       dlock::register_file(r);
       auto lock = r.open(uri)->make_lock("counter");
@@ -274,7 +256,7 @@ TEST(FileUri, UnwritableDirectoryIsAClearError) {
   fs::permissions(parent, fs::perms::owner_all);  // 0700, owned by us
   int out[2];
   ASSERT_EQ(::pipe(out), 0);
-  const pid_t child = spawn([&] {
+  const pid_t child = fork_child([&] {
     ::close(out[0]);
     if (::geteuid() == 0 && ::setuid(65534) != 0) return 3;
     std::string message = "opened";
@@ -341,7 +323,7 @@ TEST_F(File, ACrossProcessWaiterWakesOnTheRelease) {
   const std::string uri = uri_;
   // Forked before the parent locks: a child forked after would inherit the held fd, and with it
   // the lock (the kernel frees it when both have closed it).
-  const pid_t child = spawn([&] {
+  const pid_t child = fork_child([&] {
     ::close(go[1]);
     char c = 0;
     if (::read(go[0], &c, 1) != 1) return 2;
@@ -366,7 +348,7 @@ TEST_F(File, AWaiterWakesWhenTheHolderIsKilled) {
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
   const std::string uri = uri_;
-  const pid_t holder = spawn([&] {
+  const pid_t holder = fork_child([&] {
     ::close(ready[0]);
     dlock::registry r;
     dlock::register_file(r);
@@ -381,7 +363,7 @@ TEST_F(File, AWaiterWakesWhenTheHolderIsKilled) {
   ASSERT_EQ(::read(ready[0], &c, 1), 1);
   ::close(ready[0]);
   ASSERT_EQ(c, 'y');
-  const pid_t waiter = spawn([&] {
+  const pid_t waiter = fork_child([&] {
     dlock::registry r;
     dlock::register_file(r);
     const auto deadline = std::chrono::steady_clock::now() + 30s;

@@ -55,11 +55,6 @@ void counting_table::erase_if_idle_locked(const std::string& name) {
   if (it != entries_.end() && it->second.holders.empty() && it->second.queue.empty()) entries_.erase(it);
 }
 
-void counting_table::fire(lost_notes& notes) noexcept {
-  for (auto& [link, reason] : notes) link->notify_lost(reason);
-  notes.clear();
-}
-
 std::optional<unit_ticket> counting_table::try_acquire(const std::string& name, std::uint64_t capacity,
                                                        std::uint64_t units, std::chrono::milliseconds ttl,
                                                        std::error_code& ec) {
@@ -83,7 +78,7 @@ std::optional<unit_ticket> counting_table::acquire_until(const std::string& name
   if (ticket || now >= deadline) {
     erase_if_idle_locked(name);
     lock.unlock();
-    fire(notes);
+    deliver_lost_notes(notes);
     return ticket;
   }
 
@@ -92,7 +87,7 @@ std::optional<unit_ticket> counting_table::acquire_until(const std::string& name
   for (;;) {
     if (!notes.empty()) {
       lock.unlock();
-      fire(notes);
+      deliver_lost_notes(notes);
       lock.lock();
     }
     if (self.granted) return std::move(self.granted);
@@ -103,7 +98,7 @@ std::optional<unit_ticket> counting_table::acquire_until(const std::string& name
       hand_on_locked(*e, now);
       erase_if_idle_locked(name);
       lock.unlock();
-      fire(notes);
+      deliver_lost_notes(notes);
       return std::nullopt;
     }
     // Sleep until granted, the deadline, or the first holder's expiry (a dead holder never
@@ -136,7 +131,7 @@ void counting_table::release(const std::string& name, std::uint64_t id, std::err
     }
     if (it != entries_.end()) erase_if_idle_locked(name);
   }
-  fire(notes);
+  deliver_lost_notes(notes);
 }
 
 void counting_table::renew(const std::string& name, std::uint64_t id, std::chrono::milliseconds ttl,
@@ -159,7 +154,7 @@ void counting_table::renew(const std::string& name, std::uint64_t id, std::chron
     }
     if (it != entries_.end()) erase_if_idle_locked(name);
   }
-  fire(notes);
+  deliver_lost_notes(notes);
 }
 
 std::size_t counting_table::break_grants(const std::string& name) {
@@ -178,7 +173,7 @@ std::size_t counting_table::break_grants(const std::string& name) {
       erase_if_idle_locked(name);
     }
   }
-  fire(notes);
+  deliver_lost_notes(notes);
   return broken;
 }
 
@@ -194,7 +189,7 @@ std::size_t counting_table::holders(const std::string& name) {
       erase_if_idle_locked(name);
     }
   }
-  fire(notes);
+  deliver_lost_notes(notes);
   return live;
 }
 

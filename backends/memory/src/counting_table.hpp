@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "memory_table.hpp"
+#include "lease_link.hpp"
 
 namespace dlock::memory {
 
@@ -76,7 +76,6 @@ class counting_table {
     std::vector<holder> holders;
     std::deque<waiter*> queue;  // arrival order; waiters live on their own threads' stacks
   };
-  using lost_notes = std::vector<std::pair<std::shared_ptr<lease_link>, std::error_code>>;
 
   // The entry of `name`, checked against `capacity` (nullptr and ec set on a mismatch).
   entry* entry_for_locked(const std::string& name, std::uint64_t capacity, std::error_code& ec);
@@ -85,7 +84,6 @@ class counting_table {
   void hand_on_locked(entry& e, clock::time_point now);
   void expire_due_locked(entry& e, clock::time_point now, lost_notes& notes);
   void erase_if_idle_locked(const std::string& name);
-  static void fire(lost_notes& notes) noexcept;
 
   std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;  // only names with holders or waiters

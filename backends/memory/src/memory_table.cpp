@@ -4,35 +4,9 @@
 #include <map>
 
 #include "dlock/error.hpp"
-#include "dlock/lease_state.hpp"
 
 namespace dlock::memory {
 
-// ---- lease_link ------------------------------------------------------------------------------
-
-void lease_link::attach(spi::lease_state* lease) noexcept {
-  std::lock_guard guard(mutex_);
-  lease_ = lease;
-  if (pending_lost_) lease_->mark_lost(pending_lost_);
-}
-
-void lease_link::detach() noexcept {
-  std::lock_guard guard(mutex_);
-  lease_ = nullptr;
-}
-
-void lease_link::notify_lost(std::error_code reason) noexcept {
-  // Holding mutex_ while the lease's lost callbacks run keeps the lease alive for them (its
-  // destructor detaches under the same mutex). A callback may release the lease (that takes the
-  // table mutex, never this one); destroying the lease from inside its own lost callback is not
-  // supported by lease_state anyway.
-  std::lock_guard guard(mutex_);
-  if (lease_) {
-    lease_->mark_lost(reason);
-  } else if (!pending_lost_) {
-    pending_lost_ = reason;
-  }
-}
 
 // ---- table -----------------------------------------------------------------------------------
 
@@ -83,11 +57,6 @@ void table::erase_if_idle_locked(const std::string& name) {
   if (it != entries_.end() && !it->second.held && it->second.queue.empty()) entries_.erase(it);
 }
 
-void table::fire(lost_notes& notes) noexcept {
-  for (auto& [link, reason] : notes) link->notify_lost(reason);
-  notes.clear();
-}
-
 std::optional<grant_ticket> table::try_acquire(const std::string& name, const std::string& owner,
                                                std::chrono::milliseconds ttl) {
   lost_notes notes;
@@ -105,7 +74,7 @@ std::optional<grant_ticket> table::try_acquire(const std::string& name, const st
     }
     erase_if_idle_locked(name);
   }
-  fire(notes);
+  deliver_lost_notes(notes);
   return ticket;
 }
 
@@ -125,7 +94,7 @@ std::optional<grant_ticket> table::acquire_until(const std::string& name, const 
   if (ticket || now >= deadline) {
     erase_if_idle_locked(name);
     lock.unlock();
-    fire(notes);
+    deliver_lost_notes(notes);
     return ticket;
   }
 
@@ -134,7 +103,7 @@ std::optional<grant_ticket> table::acquire_until(const std::string& name, const 
   for (;;) {
     if (!notes.empty()) {
       lock.unlock();
-      fire(notes);
+      deliver_lost_notes(notes);
       lock.lock();
     }
     if (self.granted) return std::move(self.granted);
@@ -174,7 +143,7 @@ void table::release(const std::string& name, std::uint64_t generation, const std
     }
     if (it != entries_.end()) erase_if_idle_locked(name);
   }
-  fire(notes);
+  deliver_lost_notes(notes);
 }
 
 void table::renew(const std::string& name, std::uint64_t generation, std::chrono::milliseconds ttl,
@@ -195,7 +164,7 @@ void table::renew(const std::string& name, std::uint64_t generation, std::chrono
     }
     if (it != entries_.end()) erase_if_idle_locked(name);
   }
-  fire(notes);
+  deliver_lost_notes(notes);
 }
 
 bool table::break_grant(const std::string& name) {
@@ -210,7 +179,7 @@ bool table::break_grant(const std::string& name) {
       erase_if_idle_locked(name);
     }
   }
-  fire(notes);
+  deliver_lost_notes(notes);
   return was_held;
 }
 
@@ -226,7 +195,7 @@ bool table::is_held(const std::string& name) {
       erase_if_idle_locked(name);
     }
   }
-  fire(notes);
+  deliver_lost_notes(notes);
   return held;
 }
 

@@ -16,30 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "lease_link.hpp"
+
 namespace dlock::memory {
-
-}  // namespace dlock::memory
-namespace dlock::spi {
-class lease_state;
-}
-namespace dlock::memory {
-
-// The tie between one grant hold and the lease object that represents it. The table keeps it to
-// mark the lease lost (expiry taken over, test-only break) without owning the lease; the lease
-// attaches itself once it exists and detaches in its destructor. A loss that happens before the
-// lease attaches (a hand-off broken before the waiting thread woke up) is remembered and applied
-// at attach time.
-class lease_link {
- public:
-  void attach(spi::lease_state* lease) noexcept;
-  void detach() noexcept;
-  void notify_lost(std::error_code reason) noexcept;
-
- private:
-  std::mutex mutex_;
-  spi::lease_state* lease_ = nullptr;
-  std::error_code pending_lost_;
-};
 
 // What an acquisition hands back to the lock: enough to build the lease and to find the grant
 // again on release and renew.
@@ -94,14 +73,12 @@ class table {
     std::optional<grant> held;
     std::deque<waiter*> queue;  // arrival order; waiters live on their own threads' stacks
   };
-  using lost_notes = std::vector<std::pair<std::shared_ptr<lease_link>, std::error_code>>;
 
   grant_ticket grant_locked(entry& e, const std::string& owner, std::chrono::milliseconds ttl, clock::time_point now);
   grant_ticket join_locked(entry& e, std::chrono::milliseconds ttl, clock::time_point now);
   void free_locked(entry& e, clock::time_point now, std::error_code reason, lost_notes& notes);
   void expire_if_due_locked(entry& e, clock::time_point now, lost_notes& notes);
   void erase_if_idle_locked(const std::string& name);
-  static void fire(lost_notes& notes) noexcept;
 
   std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;  // only names with a grant or waiters

@@ -1,7 +1,6 @@
 #include "getlock.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <optional>
 #include <span>
@@ -12,6 +11,7 @@
 #include "dlock_sql/session_lease.hpp"
 #include "dlock_sql/session_share.hpp"
 #include "getlock_key.hpp"
+#include "getlock_query.hpp"
 #include "getlock_semaphore.hpp"
 #include "sql_connection.hpp"
 
@@ -21,32 +21,8 @@ namespace {
 namespace sql = dlock::sql;
 
 // One round trip each (the connection prepares each text once). The GET_LOCK statement is built
-// per backend (getlock_backend: it names the fencing sequence).
-constexpr const char* release_lock_sql = "SELECT RELEASE_LOCK(?)";
+// per backend (getlock_backend: it names the fencing sequence); RELEASE_LOCK is getlock_query.hpp's.
 constexpr const char* still_ours_sql = "SELECT IS_USED_LOCK(?) = CONNECTION_ID()";
-
-// The single integer a SELECT of one function returns; nullopt for SQL NULL.
-std::optional<long long> scalar(const sql::result& out) {
-  if (out.rows.empty() || out.rows.front().empty() || !out.rows.front().front()) return std::nullopt;
-  const std::string& text = *out.rows.front().front();
-  long long v = 0;
-  const auto [end, e] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (e != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-// Runs one statement binding the lock's key (and the wait, for GET_LOCK) and reads its integer.
-bool query_scalar(sql::connection& c, const std::string& text, std::span<const sql::param> params,
-                  std::optional<long long>& value, std::error_code& ec, const std::string& what) noexcept {
-  sql::result out;
-  sql::sql_error err;
-  if (!c.execute(text, params, out, err)) {
-    sql::set_sql_error(ec, err, what);
-    return false;
-  }
-  value = scalar(out);
-  return true;
-}
 
 // The lock belongs to the lease's connection, which the session monitor (sql_common) watches:
 // a connection the server closed (KILL, restart) is lost at once, for every lease on it, and

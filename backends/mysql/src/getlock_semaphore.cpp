@@ -6,7 +6,6 @@
 
 #include <sys/socket.h>
 
-#include <charconv>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -16,34 +15,12 @@
 
 #include "dlock_sql/connection.hpp"
 #include "dlock_sql/pool.hpp"
+#include "getlock_query.hpp"
 
 namespace dlock::mysql {
 namespace {
 
 namespace sql = dlock::sql;
-
-constexpr const char* release_lock_sql = "SELECT RELEASE_LOCK(?)";
-
-std::optional<long long> scalar(const sql::result& out) {
-  if (out.rows.empty() || out.rows.front().empty() || !out.rows.front().front()) return std::nullopt;
-  const std::string& text = *out.rows.front().front();
-  long long v = 0;
-  const auto [end, e] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (e != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-bool query_scalar(sql::connection& c, const std::string& text, std::span<const sql::param> params,
-                  std::optional<long long>& value, std::error_code& ec, const std::string& what) noexcept {
-  sql::result out;
-  sql::sql_error err;
-  if (!c.execute(text, params, out, err)) {
-    sql::set_sql_error(ec, err, what);
-    return false;
-  }
-  value = scalar(out);
-  return true;
-}
 
 // SELECT (IS_USED_LOCK(?) = CONNECTION_ID()) + ... for `count` keys: how many are still ours.
 std::string still_ours_sql(std::size_t count) {

@@ -21,41 +21,15 @@
 #include "../src/getlock_key.hpp"
 #include "../src/getlock_semaphore.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/fork_child.hpp"
 #include "test_support.hpp"
 
 namespace {
 
+using dlock::testing::fork_child;
+using dlock::testing::wait_exit_code;
 using namespace std::chrono_literals;
 using namespace dlock::mysql;
-
-std::string fresh_table() {
-  auto n = test::unique_name("p");
-  for (auto& ch : n)
-    if (ch == '-') ch = '_';
-  return n;
-}
-
-// A child process running `body` (its exit code); it opens its own backend (nothing of the parent's
-// connections is used after fork).
-template <class F>
-pid_t spawn(F body) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    int code = 1;
-    try {
-      code = body();
-    } catch (...) {
-    }
-    ::_exit(code);
-  }
-  return pid;
-}
-
-int wait_exit_code(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // One byte through a pipe: the child says "held", the parent says "let go".
 struct signal_pipe {
@@ -73,6 +47,60 @@ struct signal_pipe {
   }
 };
 
+// A child process that takes both permits of the 2-permit semaphore `name` through its own backend
+// on `uri`, says so on `held`, and holds them until it is killed (exit 2 if it could not take them).
+pid_t fork_holder_of_both_permits(const std::string& uri, const std::string& name, const signal_pipe& held) {
+  return fork_child([&] {
+    auto permits = dlock::open(uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
+    if (!permits) return 2;
+    held.send();
+    for (;;) std::this_thread::sleep_for(1s);
+  });
+}
+
+// Threads taking and giving back one permit each of a semaphore of `n` named `name`, each through
+// one of `backends` in turn, until `for_how_long` is over: the most permits they held at once and
+// how many grants there were. `failed` when an acquire or release reported an error.
+struct semaphore_contention {
+  int most_at_once = 0;
+  int grants = 0;
+  bool failed = false;
+};
+
+semaphore_contention contend_for_semaphore(const std::vector<std::shared_ptr<dlock::backend>>& backends,
+                                           const std::string& name, std::uint32_t n, int threads,
+                                           std::chrono::steady_clock::duration for_how_long) {
+  std::atomic<int> inside{0}, most{0}, grants{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> ts;
+  const auto until = std::chrono::steady_clock::now() + for_how_long;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      auto sem = backends[t % backends.size()]->make_semaphore(name, n);
+      while (std::chrono::steady_clock::now() < until) {
+        std::error_code ec;
+        auto permit = sem->try_acquire_for(1s, 1, ec);
+        if (ec) {
+          failed = true;
+          return;
+        }
+        if (!permit) continue;
+        const int now = ++inside;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        ++grants;
+        std::this_thread::sleep_for(10ms);
+        --inside;
+        permit.release(ec);
+        if (ec) failed = true;
+      }
+    });
+  }
+  for (auto& th : ts) th.join();
+  return {most.load(), grants.load(), failed.load()};
+}
+
 class Primitives : public ::testing::Test {
  protected:
   std::string uri(std::string_view extra = "ttl=2s") const {
@@ -88,7 +116,7 @@ class Primitives : public ::testing::Test {
     std::unique_ptr<::sql::ResultSet> rs(st->executeQuery());
     return rs->next() && !rs->isNull(1) && rs->getInt(1) == 1;
   }
-  std::string table_ = fresh_table();
+  std::string table_ = test::unique_table("p");
 };
 
 TEST_F(Primitives, CapabilitiesDeclared) {
@@ -104,7 +132,7 @@ TEST_F(Primitives, ReadersTogetherAcrossBackendsAndProcessesWriterExcluded) {
   const auto name = test::unique_name("rw");
   signal_pipe held, let_go;
   const std::string child_uri = uri();
-  const pid_t child = spawn([&] {
+  const pid_t child = fork_child([&] {
     auto b = dlock::open(child_uri);
     auto reading = b->make_rw_lock(name)->try_acquire_read_for(10s);
     if (!reading) return 2;
@@ -175,7 +203,7 @@ TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
   const auto name = test::unique_name("k");
   signal_pipe held;
   const std::string child_uri = uri("ttl=2s");
-  const pid_t child = spawn([&] {
+  const pid_t child = fork_child([&] {
     auto writing = dlock::open(child_uri)->make_rw_lock(name)->try_acquire_write_for(10s);
     if (!writing) return 2;
     held.send();
@@ -195,13 +223,7 @@ TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
 TEST_F(Primitives, SigkilledSemaphoreHolderPermitsComeBack) {
   const auto name = test::unique_name("ks");
   signal_pipe held;
-  const std::string child_uri = uri("ttl=2s");
-  const pid_t child = spawn([&] {
-    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
-    if (!permits) return 2;
-    held.send();
-    for (;;) std::this_thread::sleep_for(1s);
-  });
+  const pid_t child = fork_holder_of_both_permits(uri("ttl=2s"), name, held);
   ASSERT_EQ(held.receive(), 'x');
   auto sem = open("ttl=2s")->make_semaphore(name, 2);
   EXPECT_FALSE(sem->try_acquire());
@@ -213,40 +235,11 @@ TEST_F(Primitives, SigkilledSemaphoreHolderPermitsComeBack) {
 TEST_F(Primitives, SemaphoreNeverExceedsNFromManyThreadsAndReachesN) {
   constexpr std::uint32_t n = 3;
   constexpr int threads = 12;
-  const auto name = test::unique_name("s");
-  std::vector<std::shared_ptr<dlock::backend>> backends{open(), open(), open()};
-  std::atomic<int> inside{0}, most{0}, grants{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> ts;
-  const auto until = std::chrono::steady_clock::now() + 4s;
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      auto sem = backends[t % backends.size()]->make_semaphore(name, n);
-      while (std::chrono::steady_clock::now() < until) {
-        std::error_code ec;
-        auto permit = sem->try_acquire_for(1s, 1, ec);
-        if (ec) {
-          failed = true;
-          return;
-        }
-        if (!permit) continue;
-        const int now = ++inside;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
-        ++grants;
-        std::this_thread::sleep_for(10ms);
-        --inside;
-        permit.release(ec);
-        if (ec) failed = true;
-      }
-    });
-  }
-  for (auto& th : ts) th.join();
-  EXPECT_FALSE(failed.load());
-  EXPECT_LE(most.load(), static_cast<int>(n)) << "more than N permits were held at once";
-  EXPECT_EQ(most.load(), static_cast<int>(n)) << "N permits were never held at once";
-  EXPECT_GT(grants.load(), threads);
+  const auto seen = contend_for_semaphore({open(), open(), open()}, test::unique_name("s"), n, threads, 4s);
+  EXPECT_FALSE(seen.failed);
+  EXPECT_LE(seen.most_at_once, static_cast<int>(n)) << "more than N permits were held at once";
+  EXPECT_EQ(seen.most_at_once, static_cast<int>(n)) << "N permits were never held at once";
+  EXPECT_GT(seen.grants, threads);
 }
 
 TEST_F(Primitives, SemaphoreGrantsExactlyNPermits) {
@@ -397,39 +390,10 @@ TEST_F(GetlockSemaphore, SlotKeysFitGetLockAndNeverEqualALockKey) {
 
 TEST_F(GetlockSemaphore, NeverExceedsNFromManyThreadsAndReachesN) {
   constexpr std::uint32_t n = 3;
-  constexpr int threads = 10;
-  const auto name = test::unique_name("gs");
-  std::vector<std::shared_ptr<dlock::backend>> backends{open(), open()};
-  std::atomic<int> inside{0}, most{0};
-  std::atomic<bool> failed{false};
-  std::vector<std::thread> ts;
-  const auto until = std::chrono::steady_clock::now() + 3s;
-  for (int t = 0; t < threads; ++t) {
-    ts.emplace_back([&, t] {
-      auto sem = backends[t % backends.size()]->make_semaphore(name, n);
-      while (std::chrono::steady_clock::now() < until) {
-        std::error_code ec;
-        auto permit = sem->try_acquire_for(1s, 1, ec);
-        if (ec) {
-          failed = true;
-          return;
-        }
-        if (!permit) continue;
-        const int now = ++inside;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
-        std::this_thread::sleep_for(10ms);
-        --inside;
-        permit.release(ec);
-        if (ec) failed = true;
-      }
-    });
-  }
-  for (auto& th : ts) th.join();
-  EXPECT_FALSE(failed.load()) << dlock::last_error_message();
-  EXPECT_LE(most.load(), static_cast<int>(n));
-  EXPECT_EQ(most.load(), static_cast<int>(n));
+  const auto seen = contend_for_semaphore({open(), open()}, test::unique_name("gs"), n, 10, 3s);
+  EXPECT_FALSE(seen.failed) << dlock::last_error_message();
+  EXPECT_LE(seen.most_at_once, static_cast<int>(n));
+  EXPECT_EQ(seen.most_at_once, static_cast<int>(n));
 }
 
 TEST_F(GetlockSemaphore, PermitsTakenTogetherOrNotAtAll) {
@@ -448,13 +412,7 @@ TEST_F(GetlockSemaphore, PermitsTakenTogetherOrNotAtAll) {
 TEST_F(GetlockSemaphore, SigkilledHolderPermitsComeBack) {
   const auto name = test::unique_name("gk");
   signal_pipe held;
-  const std::string child_uri = test::uri_for("mysql+getlock", "ttl=2s");
-  const pid_t child = spawn([&] {
-    auto permits = dlock::open(child_uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
-    if (!permits) return 2;
-    held.send();
-    for (;;) std::this_thread::sleep_for(1s);
-  });
+  const pid_t child = fork_holder_of_both_permits(test::uri_for("mysql+getlock", "ttl=2s"), name, held);
   ASSERT_EQ(held.receive(), 'x');
   auto sem = open()->make_semaphore(name, 2);
   EXPECT_FALSE(sem->try_acquire());

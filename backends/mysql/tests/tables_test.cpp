@@ -30,19 +30,12 @@ using dlock::testing::fires_within;
 using namespace std::chrono_literals;
 using namespace dlock::mysql;
 
-std::string fresh_table() {
-  auto n = test::unique_name("t");
-  for (auto& ch : n)
-    if (ch == '-') ch = '_';
-  return n;
-}
-
 class Tables : public ::testing::TestWithParam<std::string> {
  protected:
   std::shared_ptr<dlock::backend> open(std::string_view extra = "ttl=2s") {
     return dlock::open(test::uri_for(GetParam(), "table=" + table_ + "&" + std::string(extra)));
   }
-  std::string table_ = fresh_table();
+  std::string table_ = test::unique_table("t");
 };
 
 TEST_P(Tables, OneHolderAtATimeReleaseFreesAndFencesIncrease) {
@@ -95,7 +88,7 @@ INSTANTIATE_TEST_SUITE_P(Mysql, Tables, ::testing::Values("mysql+index", "mysql+
                          });
 
 TEST(MysqlIndex, ExpiredRowIsTakenOverAndTheOldHolderIsNotOwner) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=1s&watchdog=false"));
   const auto name = test::unique_name("exp");
   auto old = b->make_lock(name)->try_acquire();
@@ -111,7 +104,7 @@ TEST(MysqlIndex, ExpiredRowIsTakenOverAndTheOldHolderIsNotOwner) {
 }
 
 TEST(MysqlIndex, ReentrantThroughTheSameObjectWithACount) {
-  auto b = dlock::open(test::uri_for("mysql+index", "table=" + fresh_table() + "&ttl=5s"));
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + test::unique_table("t") + "&ttl=5s"));
   const auto name = test::unique_name("re");
   auto lock = b->make_lock(name);
   auto outer = lock->try_acquire();
@@ -130,7 +123,7 @@ TEST(MysqlIndex, ReentrantThroughTheSameObjectWithACount) {
 TEST(MysqlTables, WatchdogRenewsLeasesDueTogetherInOneStatement) {
   for (const std::string scheme : {"mysql+index", "mysql+version"}) {
     SCOPED_TRACE(scheme);
-    const auto table = fresh_table();
+    const auto table = test::unique_table("t");
     auto b = dlock::open(test::uri_for(scheme, "table=" + table + "&ttl=3s"));
     auto c = test::raw_connect(test::server_uri());
     dlock::sql::testing::expect_batched_renewal(
@@ -149,7 +142,7 @@ TEST(MysqlTables, WatchdogRenewsLeasesDueTogetherInOneStatement) {
 
 // fair=true: the waiters table grants in arrival order; a newcomer's try never barges in.
 TEST(MysqlIndexFair, WaitersAreGrantedInArrivalOrderAndLeaveTheQueue) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&fair=true&ttl=5s"));
   EXPECT_TRUE(b->caps().has(dlock::capability::fair));
   EXPECT_FALSE(dlock::open(test::uri_for("mysql+index", "table=" + table))->caps().has(dlock::capability::fair));
@@ -171,7 +164,7 @@ TEST(MysqlIndexFair, WaitersAreGrantedInArrivalOrderAndLeaveTheQueue) {
 // The optimistic lock's ABA: A's grant expires, B takes the lock and releases it, so the row looks free
 // again (owner NULL) -- but the version moved on twice, and A's release and renew must fail.
 TEST(MysqlVersion, AbaAStaleHolderCannotReleaseOrRenewAfterTheVersionMoved) {
-  auto b = dlock::open(test::uri_for("mysql+version", "table=" + fresh_table() + "&ttl=1s&watchdog=false"));
+  auto b = dlock::open(test::uri_for("mysql+version", "table=" + test::unique_table("t") + "&ttl=1s&watchdog=false"));
   const auto name = test::unique_name("aba");
   auto a = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(a);
@@ -190,7 +183,7 @@ TEST(MysqlVersion, AbaAStaleHolderCannotReleaseOrRenewAfterTheVersionMoved) {
 }
 
 TEST(MysqlForUpdate, KilledHolderConnectionFreesTheRowAndFiresLost) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + table));
   const auto name = test::unique_name("kill");
   auto held = b->make_lock(name)->try_acquire();
@@ -210,7 +203,7 @@ TEST(MysqlForUpdate, KilledHolderConnectionFreesTheRowAndFiresLost) {
 }
 
 TEST(MysqlForUpdate, TimedTryWaitsOnTheServerForTheHolder) {
-  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + fresh_table()));
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + test::unique_table("t")));
   const auto name = test::unique_name("wait");
   auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
@@ -224,7 +217,7 @@ TEST(MysqlForUpdate, TimedTryWaitsOnTheServerForTheHolder) {
 
 TEST(MysqlTables, KilledConnectionOfATableStrategyKeepsTheLockUntilExpiry) {
   // The table strategies hold no connection: a dead process's row stays until its ttl passes.
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=1s&watchdog=false"));
   const auto name = test::unique_name("keep");
   auto held = b->make_lock(name)->try_acquire();
@@ -236,7 +229,7 @@ TEST(MysqlTables, KilledConnectionOfATableStrategyKeepsTheLockUntilExpiry) {
 
 TEST(MysqlIndexFair, SchemaCreationWithTheWaitersTableRacesFromSeveralProcesses) {
   dlock::sql::testing::expect_schema_race(
-      test::uri_for("mysql+index", "table=" + fresh_table() + "&fair=true&ttl=10s&poll=1ms..20ms"),
+      test::uri_for("mysql+index", "table=" + test::unique_table("t") + "&fair=true&ttl=10s&poll=1ms..20ms"),
       test::unique_name("race"));
 }
 
@@ -253,7 +246,7 @@ std::int64_t count_rows(::sql::Connection& c, const std::string& table, const st
 
 // The sweeper deletes exactly the expired rows, whoever wrote them, and never a live one.
 TEST(MysqlIndexSweep, DeletesExactlyTheExpiredRowsOtherToolsWrote) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=30s"));
   EXPECT_EQ(b->sweep_target(), "\"" + table + "\"");
   EXPECT_EQ(b->sweep_expired(), 0u) << "an empty table has nothing to sweep";
@@ -279,7 +272,7 @@ TEST(MysqlIndexSweep, DeletesExactlyTheExpiredRowsOtherToolsWrote) {
 }
 
 TEST(MysqlIndexSweep, FairModeAlsoDeletesDeadWaitersOnly) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&fair=true&ttl=30s"));
   EXPECT_EQ(b->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
   auto raw = test::raw_connect(test::server_uri());
@@ -297,7 +290,7 @@ TEST(MysqlIndexSweep, FairModeAlsoDeletesDeadWaitersOnly) {
 // The version table's rows carry the fencing token: the sweeper frees expired grants, keeping
 // the row and its version, so the next grant's token is still larger.
 TEST(MysqlVersionSweep, FreesExpiredGrantsButKeepsTheRowAndItsVersion) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+version", "table=" + table + "&ttl=30s"));
   auto raw = test::raw_connect(test::server_uri());
   const auto p = test::unique_name("swv");
@@ -314,14 +307,14 @@ TEST(MysqlVersionSweep, FreesExpiredGrantsButKeepsTheRowAndItsVersion) {
 }
 
 TEST(MysqlForUpdateSweep, HasNothingToSweep) {
-  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + fresh_table()));
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + test::unique_table("t")));
   EXPECT_EQ(b->sweep_target(), "");
   EXPECT_EQ(b->sweep_expired(), 0u);
 }
 
 // Release deletes the row (one statement); releasing one of two re-entries only decrements it.
 TEST(MysqlIndex, ReleaseDeletesTheRowAndAReentryOnlyDecrementsTheCount) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&ttl=30s"));
   auto raw = test::raw_connect(test::server_uri());
   const auto name = test::unique_name("del");
@@ -366,7 +359,7 @@ std::int64_t holder_connection(const std::string& scheme, const std::string& tab
 // process would leave it.
 class Fencing : public ::testing::TestWithParam<std::string> {};
 TEST_P(Fencing, TokensStrictlyIncreaseAcrossAConnectionKillAndAServerRestart) {
-  const auto table = fresh_table();
+  const auto table = test::unique_table("t");
   const auto query = "table=" + table + "&ttl=1s&watchdog=false";
   const bool getlock = GetParam() == "mysql+getlock";
   auto open_backend = [&] { return dlock::open(test::uri_for(GetParam(), getlock ? "ttl=1s&watchdog=false" : query)); };
@@ -403,7 +396,7 @@ TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
   const char* port = std::getenv("DLOCK_MYSQL_PORT");
   ASSERT_TRUE(host && port) << "DLOCK_MYSQL_HOST/PORT are not set: start the servers with dlock-servers up mariadb";
   dlock::testing::tcp_proxy proxy(host, static_cast<std::uint16_t>(std::stoi(port)));
-  auto u = test::uri_for(GetParam(), "ttl=3s&table=" + fresh_table());
+  auto u = test::uri_for(GetParam(), "ttl=3s&table=" + test::unique_table("t"));
   if (GetParam() == "mysql+getlock") u = test::uri_for(GetParam(), "ttl=3s");
   const std::string server = std::string(host) + ":" + port;
   ASSERT_NE(u.find(server), std::string::npos);

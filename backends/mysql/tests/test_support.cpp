@@ -21,6 +21,13 @@ std::string uri_for(std::string_view scheme, std::string_view query) {
   return dlock::testing::with_query(dlock::testing::with_scheme(server_uri(), scheme), query);
 }
 
+std::string unique_table(std::string_view prefix) {
+  auto n = unique_name(prefix);
+  for (auto& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
 std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text) {
   static std::mutex init;
   ::sql::mysql::MySQL_Driver* d;

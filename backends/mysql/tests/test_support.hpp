@@ -22,6 +22,9 @@ std::string server_uri();
 std::string uri_for(std::string_view scheme, std::string_view query = "");
 using dlock::testing::unique_name;
 using dlock::testing::with_scheme;
+// A fresh table name, "<prefix>_<24 random hex digits>": a test on tables of its own (unique_name
+// with '_' for '-', which a MariaDB name needs no quoting for).
+std::string unique_table(std::string_view prefix);
 
 // A raw connection to the URI's server (any scheme). Throws on failure.
 std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text);

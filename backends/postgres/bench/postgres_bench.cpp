@@ -22,6 +22,7 @@
 #include "dlock/spi.hpp"
 #include "dlock_test/held_leases_cpu.hpp"
 #include "pg_connection.hpp"
+#include "raw_pg_session.hpp"
 #include "pg_sql.hpp"
 
 namespace {
@@ -36,54 +37,9 @@ std::string uri_for(const std::string& scheme) {
          (scheme == "postgres+advisory" ? "" : "&table=" + table);
 }
 
-// A raw libpq session sending what pg_connection sends: a statement with parameters is prepared
-// once per connection (PQprepare, the first time only), then run with PQexecPrepared; BEGIN and
-// COMMIT go through PQexec (simple query protocol).
-struct raw_conn {
-  dlock::pg::pgconn_ptr c;
-  std::map<std::string, std::string> names;
-
-  raw_conn() {
-    dlock::sql::sql_error err;
-    c = dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(uri_for("postgres+index"))),
-                               std::chrono::seconds{60}, err);  // 128 connecting at once on a loaded box take a while
-    if (!c) throw std::runtime_error("connect: " + err.message);
-  }
-
-  // One statement, binary bytea name like the backend; returns the first value.
-  std::string exec(const std::string& sql, const std::vector<dlock::sql::param>& ps) {
-    std::vector<std::string> text(ps.size());
-    std::vector<const char*> values(ps.size());
-    std::vector<int> lengths(ps.size()), formats(ps.size());
-    std::vector<Oid> types(ps.size());
-    for (std::size_t i = 0; i < ps.size(); ++i) {
-      if (auto* n = std::get_if<std::int64_t>(&ps[i]))
-        text[i] = std::to_string(*n), types[i] = 20;
-      else if (auto* t = std::get_if<std::string>(&ps[i]))
-        text[i] = *t, types[i] = 25;
-      else
-        text[i] = std::get<dlock::sql::bytes>(ps[i]).data, types[i] = 17, formats[i] = 1;
-      values[i] = text[i].data();
-      lengths[i] = static_cast<int>(text[i].size());
-    }
-    const int n = static_cast<int>(ps.size());
-    auto& name = names[sql];
-    if (name.empty()) {
-      name = "s" + std::to_string(names.size());
-      dlock::pg::pgresult_ptr p(PQprepare(c.get(), name.c_str(), sql.c_str(), n, types.data()));
-      if (PQresultStatus(p.get()) != PGRES_COMMAND_OK) throw std::runtime_error(PQresultErrorMessage(p.get()));
-    }
-    dlock::pg::pgresult_ptr r(PQexecPrepared(c.get(), name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
-    auto st = PQresultStatus(r.get());
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
-    return PQntuples(r.get()) && PQnfields(r.get()) ? PQgetvalue(r.get(), 0, 0) : "";
-  }
-
-  // pg_connection::begin/commit: PQexec (simple query protocol).
-  void simple(const char* sql) {
-    dlock::pg::pgresult_ptr r(PQexec(c.get(), sql));
-    if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
-  }
+// The raw side of each comparison, connected to the index scheme's server.
+struct raw_conn : dlock::pg::bench::raw_pg_session {
+  raw_conn() : raw_pg_session(uri_for("postgres+index")) {}
 };
 
 std::string name_for(const benchmark::State& s, const char* what) {

@@ -24,6 +24,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "pg_connection.hpp"
+#include "raw_pg_session.hpp"
 
 namespace {
 
@@ -48,43 +49,9 @@ const std::string slots_try_sql =
 const std::string slots_unlock_sql =
     "SELECT coalesce(bool_and(pg_advisory_unlock(hi, lo)), false) FROM unnest($1::int4[], $2::int4[]) AS s(hi, lo)";
 
-// A raw libpq session sending what pg_connection sends: each statement prepared once per
-// connection, then PQexecPrepared with text parameters (int8 / text types, as pg_connection).
-struct raw_conn {
-  dlock::pg::pgconn_ptr c;
-  std::map<std::string, std::string> names;
-
-  raw_conn() {
-    dlock::sql::sql_error err;
-    c = dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(advisory_uri())), std::chrono::seconds{60}, err);
-    if (!c) throw std::runtime_error("connect: " + err.message);
-  }
-
-  std::string exec(const std::string& sql, const std::vector<dlock::sql::param>& ps) {
-    std::vector<std::string> text(ps.size());
-    std::vector<const char*> values(ps.size());
-    std::vector<int> lengths(ps.size()), formats(ps.size());
-    std::vector<Oid> types(ps.size());
-    for (std::size_t i = 0; i < ps.size(); ++i) {
-      if (auto* n = std::get_if<std::int64_t>(&ps[i]))
-        text[i] = std::to_string(*n), types[i] = 20;
-      else
-        text[i] = std::get<std::string>(ps[i]), types[i] = 25;
-      values[i] = text[i].data();
-      lengths[i] = static_cast<int>(text[i].size());
-    }
-    const int n = static_cast<int>(ps.size());
-    auto& name = names[sql];
-    if (name.empty()) {
-      name = "s" + std::to_string(names.size());
-      dlock::pg::pgresult_ptr p(PQprepare(c.get(), name.c_str(), sql.c_str(), n, types.data()));
-      if (PQresultStatus(p.get()) != PGRES_COMMAND_OK) throw std::runtime_error(PQresultErrorMessage(p.get()));
-    }
-    dlock::pg::pgresult_ptr r(PQexecPrepared(c.get(), name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
-    auto st = PQresultStatus(r.get());
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
-    return PQntuples(r.get()) && PQnfields(r.get()) && !PQgetisnull(r.get(), 0, 0) ? PQgetvalue(r.get(), 0, 0) : "";
-  }
+// The raw side of each comparison (raw_pg_session.hpp: the same protocol use as pg_connection).
+struct raw_conn : dlock::pg::bench::raw_pg_session {
+  raw_conn() : raw_pg_session(advisory_uri()) {}
 };
 
 std::string name_for(const benchmark::State& s, const char* what) {
@@ -99,45 +66,46 @@ std::shared_ptr<dlock::backend> shared_backend() {
   return b;
 }
 
+// One raw cycle of the advisory lock of `key`: the try-lock statement (its token, "" when refused)
+// then the unlock statement.
+void raw_cycle(benchmark::State& state, raw_conn& c, const std::string& try_sql, const std::string& unlock_sql,
+               std::int64_t key) {
+  if (c.exec(try_sql, {key}).empty()) state.SkipWithError("contended");
+  c.exec(unlock_sql, {key});
+}
+
+// One dlock cycle: the lease a try-acquire returned, then its release.
+void dlock_cycle(benchmark::State& state, dlock::lease l) {
+  if (!l) state.SkipWithError("contended");
+  l.release();
+}
+
 void BM_raw_read(benchmark::State& state) {
   raw_conn c;
   const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "raw-read"));
-  for (auto _ : state) {
-    if (c.exec(try_shared_sql, {key}).empty()) state.SkipWithError("contended");
-    c.exec(unlock_shared_sql, {key});
-  }
+  for (auto _ : state) raw_cycle(state, c, try_shared_sql, unlock_shared_sql, key);
 }
 
 void BM_dlock_read(benchmark::State& state) {
   auto rw = shared_backend()->make_rw_lock(name_for(state, "dlock-read"));
   rw->try_acquire_read().release();  // untimed: the shared session opened, statements prepared
-  for (auto _ : state) {
-    auto l = rw->try_acquire_read();
-    if (!l) state.SkipWithError("contended");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, rw->try_acquire_read());
 }
 
 // The mutex as a reference in the same interleaved run (the statements advisory.cpp sends).
 const std::string try_exclusive_sql =
     "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN got THEN nextval(" + seq +
     ") END FROM l";
+const std::string unlock_exclusive_sql = "SELECT pg_advisory_unlock($1)";
 void BM_raw_mutex(benchmark::State& state) {
   raw_conn c;
   const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "raw-mutex"));
-  for (auto _ : state) {
-    if (c.exec(try_exclusive_sql, {key}).empty()) state.SkipWithError("contended");
-    c.exec("SELECT pg_advisory_unlock($1)", {key});
-  }
+  for (auto _ : state) raw_cycle(state, c, try_exclusive_sql, unlock_exclusive_sql, key);
 }
 void BM_dlock_mutex(benchmark::State& state) {
   auto lock = shared_backend()->make_lock(name_for(state, "dlock-mutex"));
   lock->try_acquire().release();
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("contended");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, lock->try_acquire());
 }
 
 constexpr std::uint32_t permits = 4;
@@ -152,17 +120,16 @@ std::int32_t low_of(std::int64_t k) { return static_cast<std::int32_t>(static_ca
 
 // The same two statements dlock sends for one permit of N = 4: the N slots from a random start
 // (the arrays built per acquire, as dlock does), LIMIT 1; then the unlock of the slot taken.
-void BM_raw_semaphore(benchmark::State& state) {
-  raw_conn c;
-  const std::string name = name_for(state, "raw-semaphore");
-  std::vector<std::int64_t> slots;
-  for (std::uint32_t i = 0; i < permits; ++i) slots.push_back(dlock::pg::semaphore_slot_key(name, i));
-  std::minstd_rand random{std::random_device{}()};
-  for (auto _ : state) {
-    const auto first = random() % permits;
+class raw_permit_cycle {
+ public:
+  explicit raw_permit_cycle(const std::string& name) {
+    for (std::uint32_t i = 0; i < permits; ++i) slots_.push_back(dlock::pg::semaphore_slot_key(name, i));
+  }
+  void operator()(benchmark::State& state, raw_conn& c) {
+    const auto first = random_() % permits;
     std::vector<std::int32_t> hi, lo;
     for (std::uint32_t i = 0; i < permits; ++i) {
-      const auto k = slots[(first + i) % permits];
+      const auto k = slots_[(first + i) % permits];
       hi.push_back(high_of(k));
       lo.push_back(low_of(k));
     }
@@ -171,16 +138,22 @@ void BM_raw_semaphore(benchmark::State& state) {
     const auto ord = std::stoul(taken.substr(1)) - 1;
     c.exec(slots_unlock_sql, {array_text({hi[ord]}), array_text({lo[ord]})});
   }
+
+ private:
+  std::vector<std::int64_t> slots_;
+  std::minstd_rand random_{std::random_device{}()};
+};
+
+void BM_raw_semaphore(benchmark::State& state) {
+  raw_conn c;
+  raw_permit_cycle cycle(name_for(state, "raw-semaphore"));
+  for (auto _ : state) cycle(state, c);
 }
 
 void BM_dlock_semaphore(benchmark::State& state) {
   auto sem = shared_backend()->make_semaphore(name_for(state, "dlock-semaphore"), permits);
   sem->try_acquire().release();  // untimed: the shared session opened, statements prepared
-  for (auto _ : state) {
-    auto l = sem->try_acquire();
-    if (!l) state.SkipWithError("contended");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, sem->try_acquire());
 }
 
 // Readers of ONE name (per benchmark run): items/s is the read throughput.
@@ -196,10 +169,7 @@ std::string one_name(const char* what) {
 void BM_readers_raw(benchmark::State& state) {
   raw_conn c;
   const std::int64_t key = dlock::spi::sha256_int64(one_name("readers-raw"));
-  for (auto _ : state) {
-    if (c.exec(try_shared_sql, {key}).empty()) state.SkipWithError("contended");
-    c.exec(unlock_shared_sql, {key});
-  }
+  for (auto _ : state) raw_cycle(state, c, try_shared_sql, unlock_shared_sql, key);
   state.SetItemsProcessed(state.iterations());
 }
 
@@ -245,44 +215,16 @@ void BM_paired_read(benchmark::State& state) {
   auto rw = shared_backend()->make_rw_lock(name_for(state, "paired-dlock-read"));
   paired(
       state,
-      [&] {
-        if (c.exec(try_shared_sql, {key}).empty()) state.SkipWithError("contended");
-        c.exec(unlock_shared_sql, {key});
-      },
-      [&] {
-        auto l = rw->try_acquire_read();
-        if (!l) state.SkipWithError("contended");
-        l.release();
-      });
+      [&] { raw_cycle(state, c, try_shared_sql, unlock_shared_sql, key); },
+      [&] { dlock_cycle(state, rw->try_acquire_read()); });
 }
 
 void BM_paired_semaphore(benchmark::State& state) {
   raw_conn c;
-  const std::string name = name_for(state, "paired-raw-semaphore");
-  std::vector<std::int64_t> slots;
-  for (std::uint32_t i = 0; i < permits; ++i) slots.push_back(dlock::pg::semaphore_slot_key(name, i));
-  std::minstd_rand random{std::random_device{}()};
+  raw_permit_cycle raw(name_for(state, "paired-raw-semaphore"));
   auto sem = shared_backend()->make_semaphore(name_for(state, "paired-dlock-semaphore"), permits);
   paired(
-      state,
-      [&] {
-        const auto first = random() % permits;
-        std::vector<std::int32_t> hi, lo;
-        for (std::uint32_t i = 0; i < permits; ++i) {
-          const auto k = slots[(first + i) % permits];
-          hi.push_back(high_of(k));
-          lo.push_back(low_of(k));
-        }
-        const auto taken = c.exec(slots_try_sql, {array_text(hi), array_text(lo), std::int64_t{1}});
-        if (taken.size() < 3) state.SkipWithError("contended");
-        const auto ord = std::stoul(taken.substr(1)) - 1;
-        c.exec(slots_unlock_sql, {array_text({hi[ord]}), array_text({lo[ord]})});
-      },
-      [&] {
-        auto l = sem->try_acquire();
-        if (!l) state.SkipWithError("contended");
-        l.release();
-      });
+      state, [&] { raw(state, c); }, [&] { dlock_cycle(state, sem->try_acquire()); });
 }
 
 void BM_paired_mutex(benchmark::State& state) {
@@ -291,15 +233,8 @@ void BM_paired_mutex(benchmark::State& state) {
   auto lock = shared_backend()->make_lock(name_for(state, "paired-dlock-mutex"));
   paired(
       state,
-      [&] {
-        if (c.exec(try_exclusive_sql, {key}).empty()) state.SkipWithError("contended");
-        c.exec("SELECT pg_advisory_unlock($1)", {key});
-      },
-      [&] {
-        auto l = lock->try_acquire();
-        if (!l) state.SkipWithError("contended");
-        l.release();
-      });
+      [&] { raw_cycle(state, c, try_exclusive_sql, unlock_exclusive_sql, key); },
+      [&] { dlock_cycle(state, lock->try_acquire()); });
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "advisory_primitives.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 #include "pg_probe.hpp"
 
@@ -25,6 +26,7 @@ namespace probe = dlock::pg::testing;
 
 namespace {
 
+using dlock::testing::eventually;
 using dlock::testing::fires_within;
 using dlock::testing::unique_name;
 
@@ -37,16 +39,6 @@ std::string advisory_uri(const std::string& query = "ttl=5s") {
 // share a session shares the same one, where PostgreSQL would stack a grant on the session's own
 // locks (shared on exclusive, exclusive on shared, shared past a queued writer) if dlock let it.
 const char* const one_shared_session = "ttl=5s&max_dedicated=3";
-
-template <class P>
-bool eventually(P p, std::chrono::milliseconds bound = 15s) {
-  const auto end = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < end) {
-    if (p()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return p();
-}
 
 std::size_t count(const std::vector<probe::advisory_row>& rows, const std::string& mode, bool granted) {
   return static_cast<std::size_t>(

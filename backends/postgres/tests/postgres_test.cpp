@@ -15,6 +15,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "batched_renewal.hpp"
@@ -30,6 +31,7 @@ namespace probe = dlock::pg::testing;
 
 namespace {
 
+using dlock::testing::eventually;
 using dlock::testing::fires_within;
 
 // postgres://... -> <scheme>://...?<query>
@@ -39,17 +41,6 @@ std::string uri_for(const std::string& scheme, const std::string& query = "") {
 }
 
 using dlock::testing::unique_name;
-
-// Waits (bounded) until the predicate holds; the bound is generous and only prevents a hang.
-template <class P>
-bool eventually(P p, std::chrono::milliseconds bound = 15s) {
-  const auto end = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < end) {
-    if (p()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return p();
-}
 
 const std::vector<std::string> all_schemes{"postgres+index", "postgres+forupdate", "postgres+version",
                                            "postgres+advisory"};

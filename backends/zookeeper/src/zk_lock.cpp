@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "acquire_errors.hpp"
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
@@ -50,7 +51,7 @@ std::unique_ptr<spi::lease_state> zk_lock::reenter() {
 }
 
 std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept {
-  try {
+  return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
     if (auto again = reenter()) return again;
     auto s = conn_->live();
     // Transient failures are ridden out until the caller's deadline, and at least for a session
@@ -63,13 +64,7 @@ std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, b
     }
     s->own_node_created(parent_ + "/" + ours.name);
     return wait_in_queue(s, ours, deadline, patience, wait, ec);
-  } catch (const dlock::error& e) {
-    set_error(ec, e.code(), e.detail());
-    return nullptr;
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
-    return nullptr;
-  }
+  });
 }
 
 int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, lock_node& ours) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "acquire_errors.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
 #include "sequence.hpp"
@@ -43,7 +44,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::do_acquire_until(access side, cloc
 
 std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_point deadline, bool wait,
                                                       std::error_code& ec) noexcept {
-  try {
+  return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
     auto s = conn_->live();
     // Transient failures are ridden out until the deadline, and at least for a session timeout
     // (as the mutex does: a disconnection that long ends the session and frees our node anyway).
@@ -61,13 +62,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_p
     }
     s->own_node_created(parent_ + "/" + ours.name);
     return wait_in_queue(side, s, ours, deadline, patience, wait, ec);
-  } catch (const dlock::error& e) {
-    set_error(ec, e.code(), e.detail());
-    return nullptr;
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
-    return nullptr;
-  }
+  });
 }
 
 std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const std::shared_ptr<session>& s,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "acquire_errors.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
 #include "sequence.hpp"
@@ -44,15 +45,7 @@ zk_semaphore::zk_semaphore(std::string name, std::uint32_t max_count, capabiliti
 // read only. It cannot overtake a waiter either: the waiter's nodes are in the count it reads. And
 // it is not refused merely because another client is inside the mutex at that instant.
 std::unique_ptr<spi::lease_state> zk_semaphore::do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
-  try {
-    return take_leases(permits, clock::now(), false, ec);
-  } catch (const dlock::error& e) {
-    set_error(ec, e.code(), e.detail());
-    return nullptr;
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
-    return nullptr;
-  }
+  return acquire_or_error(ec, [&] { return take_leases(permits, clock::now(), false, ec); });
 }
 
 std::unique_ptr<spi::lease_state> zk_semaphore::do_acquire_until(std::uint32_t permits, clock::time_point deadline,
@@ -62,7 +55,7 @@ std::unique_ptr<spi::lease_state> zk_semaphore::do_acquire_until(std::uint32_t p
 
 std::unique_ptr<spi::lease_state> zk_semaphore::acquire_in_mutex(std::uint32_t permits, clock::time_point deadline,
                                                                  std::error_code& ec) noexcept {
-  try {
+  return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
     // A fresh mutex object per attempt: zk_lock is reentrant per object, and two threads of one
     // semaphore must queue at the internal mutex like any two clients.
     zk_lock internal(std::string(name()) + "/locks", options(), conn_, settings_, locks_);
@@ -72,13 +65,7 @@ std::unique_ptr<spi::lease_state> zk_semaphore::acquire_in_mutex(std::uint32_t p
     std::error_code ignored;  // our leases stand or fall by their own nodes; a mutex node left
     mutex.release(ignored);   // behind is deleted in the background or goes with its session
     return granted;
-  } catch (const dlock::error& e) {
-    set_error(ec, e.code(), e.detail());
-    return nullptr;
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, std::string("zookeeper: ") + e.what());
-    return nullptr;
-  }
+  });
 }
 
 std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permits, clock::time_point deadline,

@@ -25,6 +25,7 @@
 #include "sequence.hpp"
 #include "zk_lease.hpp"
 #include "zk_rw_lock.hpp"
+#include "zk_test_support.hpp"
 
 using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;
@@ -33,34 +34,7 @@ namespace {
 
 using dlock::testing::server_uri;
 using dlock::testing::unique_name;
-
-struct zh_close {
-  void operator()(zhandle_t* zh) const noexcept { zookeeper_close(zh); }
-};
-using zh_ptr = std::unique_ptr<zhandle_t, zh_close>;
-
-std::string hosts_of(const std::string& text) {
-  std::string hosts;
-  for (const auto& h : dlock::uri::parse(text).hosts()) hosts += (hosts.empty() ? "" : ",") + h.to_string();
-  return hosts;
-}
-
-zh_ptr raw_connect(const std::string& text, const clientid_t* id = nullptr) {
-  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  zh_ptr zh(zookeeper_init(hosts_of(text).c_str(), nullptr, 4000, id, nullptr, 0));
-  for (int i = 0; i < 400 && zoo_state(zh.get()) != ZOO_CONNECTED_STATE; ++i) std::this_thread::sleep_for(25ms);
-  EXPECT_EQ(zoo_state(zh.get()), ZOO_CONNECTED_STATE);
-  return zh;
-}
-
-std::vector<std::string> children(zhandle_t* zh, const std::string& path) {
-  String_vector v{0, nullptr};
-  std::vector<std::string> out;
-  if (zoo_get_children(zh, path.c_str(), 0, &v) == ZOK)
-    for (int i = 0; i < v.count; ++i) out.emplace_back(v.data[i]);
-  deallocate_String_vector(&v);
-  return out;
-}
+using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 std::string data_of(zhandle_t* zh, const std::string& path) {
   char buffer[1024];
@@ -68,17 +42,6 @@ std::string data_of(zhandle_t* zh, const std::string& path) {
   Stat st{};
   if (zoo_get(zh, path.c_str(), 0, buffer, &length, &st) != ZOK || length < 0) return {};
   return std::string(buffer, static_cast<std::size_t>(length));
-}
-
-std::string root_of(const std::string& text) {
-  auto p = dlock::uri::parse(text).path();
-  while (!p.empty() && p.back() == '/') p.pop_back();
-  return p;
-}
-
-void wait_for_children(zhandle_t* zh, const std::string& parent, std::size_t n) {
-  for (int i = 0; i < 1000 && children(zh, parent).size() < n; ++i) std::this_thread::sleep_for(10ms);
-  ASSERT_EQ(children(zh, parent).size(), n) << parent;
 }
 
 // Ends the session of `held` from outside: a second handle with its id and password, then closed
@@ -104,10 +67,6 @@ void expire(const std::string& text, const dlock::lease& held) {
     for (int i = 0; i < 100 && !held.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(20ms);
   }
   ASSERT_TRUE(held.lost_token().stop_requested()) << "the holder was not told its session ended";
-}
-
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 const std::regex uuid_text("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
@@ -431,47 +390,6 @@ TEST(zookeeper_semaphore, ExpiredHolderIsToldAndItsPermitsComeBack) {
 }
 
 // ---- kazoo ----
-
-namespace {
-
-// tests/kazoo_peer.py: a kazoo client holding `path` with one of kazoo's recipes until release().
-class kazoo_peer {
- public:
-  kazoo_peer(const std::string& uri, const std::string& path, const std::string& kind, std::vector<std::string> extra_patterns = {})
-      : release_file_(std::filesystem::temp_directory_path() / (unique_name("kazoo-release") + ".flag")),
-        child_(arguments(uri, path, kind, extra_patterns)) {}
-  ~kazoo_peer() {
-    release();
-    (void)child_.wait(20s);
-    std::filesystem::remove(release_file_);
-  }
-  kazoo_peer(const kazoo_peer&) = delete;
-  kazoo_peer& operator=(const kazoo_peer&) = delete;
-
-  std::optional<double> wait_for(std::string_view event, std::chrono::milliseconds timeout) {
-    const auto line = child_.read_line(timeout);
-    if (!line || !line->starts_with(std::string(event) + " ")) {
-      ADD_FAILURE() << "kazoo peer: expected '" << event << " <t>', got '" << line.value_or("<nothing>") << "'";
-      return std::nullopt;
-    }
-    return std::stod(line->substr(event.size() + 1));
-  }
-  void release() { std::ofstream(release_file_).put('\n'); }
-
- private:
-  std::vector<std::string> arguments(const std::string& uri, const std::string& path, const std::string& kind,
-                                     const std::vector<std::string>& extra_patterns) const {
-    std::vector<std::string> argv{"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_peer.py", hosts_of(uri), path,
-                                  kind, release_file_.string()};
-    argv.insert(argv.end(), extra_patterns.begin(), extra_patterns.end());
-    return argv;
-  }
-
-  std::filesystem::path release_file_;
-  dlock::testing::child_process child_;
-};
-
-}  // namespace
 
 // kazoo's WriteLock node (<hex>__lock__<seq>) is exclusive to us, its ReadLock node
 // (<hex>__rlock__<seq>) shares with our readers: no option needed on kazoo's side.
