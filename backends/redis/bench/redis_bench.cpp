@@ -17,6 +17,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/held_leases_cpu.hpp"
+#include "opened_backends.hpp"
 #include "scripts.hpp"
 
 namespace {
@@ -52,25 +53,10 @@ void BM_raw_hiredis(benchmark::State& state) {
   redisFree(c);
 }
 
-std::shared_ptr<dlock::backend> shared_backend(const std::string& query) {
-  static std::mutex m;
-  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
-  std::lock_guard lock(m);
-  auto& b = opened[query];
-  if (!b) b = dlock::default_registry().open(server_uri() + query);
-  return b;
-}
+std::shared_ptr<dlock::backend> shared_backend(const std::string& query) { return dlock_bench::opened_backend(server_uri() + query); }
 
 void dlock_loop(benchmark::State& state, const std::string& query) {
-  auto b = shared_backend(query);
-  std::vector<std::unique_ptr<dlock::distributed_lock>> locks;
-  for (int i = 0; i < 8; ++i) locks.push_back(b->make_lock(name_for(state.thread_index(), i)));
-  int i = 0;
-  for (auto _ : state) {
-    auto l = locks[i++ % 8]->try_acquire();
-    if (!l) state.SkipWithError("dlock acquire failed");
-    l.release();
-  }
+  dlock_bench::dlock_cycles(state, server_uri() + query, name_for);
 }
 void BM_dlock(benchmark::State& state) { dlock_loop(state, "?ttl=30s"); }
 void BM_dlock_no_watchdog(benchmark::State& state) { dlock_loop(state, "?ttl=30s&watchdog=false"); }

@@ -15,6 +15,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "opened_backends.hpp"
 #include "scripts.hpp"
 
 namespace {
@@ -81,25 +82,8 @@ void raw_loop(benchmark::State& state, int replicas) {
 void BM_raw_master(benchmark::State& state) { raw_loop(state, 0); }
 void BM_raw_master_wait1(benchmark::State& state) { raw_loop(state, 1); }
 
-std::shared_ptr<dlock::backend> shared_backend(const std::string& query) {
-  static std::mutex m;
-  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
-  std::lock_guard lock(m);
-  auto& b = opened[query];
-  if (!b) b = dlock::default_registry().open(sentinel_uri() + query);
-  return b;
-}
-
 void dlock_loop(benchmark::State& state, const std::string& query) {
-  auto b = shared_backend(query);
-  std::vector<std::unique_ptr<dlock::distributed_lock>> locks;
-  for (int i = 0; i < 8; ++i) locks.push_back(b->make_lock(name_for(state.thread_index(), i)));
-  int i = 0;
-  for (auto _ : state) {
-    auto l = locks[i++ % 8]->try_acquire();
-    if (!l) state.SkipWithError("dlock acquire failed");
-    l.release();
-  }
+  dlock_bench::dlock_cycles(state, sentinel_uri() + query, name_for);
 }
 void BM_dlock_sentinel(benchmark::State& state) { dlock_loop(state, "?ttl=30s"); }
 void BM_dlock_sentinel_min_replicas1(benchmark::State& state) { dlock_loop(state, "?ttl=30s&min_replicas=1"); }

@@ -18,6 +18,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "opened_backends.hpp"
 #include "shared_scripts.hpp"
 
 namespace {
@@ -27,14 +28,7 @@ std::string server_uri() {
   return v ? v : "redis://127.0.0.1:6379";
 }
 
-std::shared_ptr<dlock::backend> shared_backend(const std::string& query) {
-  static std::mutex m;
-  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
-  std::lock_guard lock(m);
-  auto& b = opened[query];
-  if (!b) b = dlock::default_registry().open(server_uri() + query);
-  return b;
-}
+std::shared_ptr<dlock::backend> shared_backend(const std::string& query) { return dlock_bench::opened_backend(server_uri() + query); }
 
 struct raw_connection {
   redisContext* c;

@@ -185,19 +185,6 @@ class redis_lease final : public spi::lease_state {
   std::uint64_t held_id_;
 };
 
-// The watchdog's renewals of many leases of one backend: one pipeline on one connection (EVALSHA
-// each, then every reply), instead of a connection checkout and a round trip per lease.
-class pipelined_renewals final : public spi::renewal_batch {
- public:
-  explicit pipelined_renewals(shared& owner) : shared_(owner) {}
-
-  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
-    renew_in_one_pipeline<redis_lease>(shared_, leases, outcomes);
-  }
-
- private:
-  shared& shared_;
-};
 
 class redis_lock final : public distributed_lock {
  public:
@@ -701,7 +688,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   }
   s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size, std::move(open));
   s->requests = std::make_unique<pipeline>(s->connections);
-  s->renewals = std::make_unique<pipelined_renewals>(*s);
+  s->renewals = std::make_unique<pipelined_renewals<redis_lease>>(*s);
   s->primitive_renewals = make_grant_renewals(*s);
   s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
   // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.

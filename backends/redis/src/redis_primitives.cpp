@@ -110,19 +110,6 @@ class grant_lease final : public spi::lease_state {
   script_call release_, renew_;
 };
 
-// The watchdog's renewals of many reader-writer and semaphore leases of one backend: one pipeline
-// on one connection (EVALSHA each, then every reply), as the mutex's pipelined_renewals.
-class grant_renewals final : public spi::renewal_batch {
- public:
-  explicit grant_renewals(shared& owner) : shared_(owner) {}
-
-  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
-    renew_in_one_pipeline<grant_lease>(shared_, leases, outcomes);
-  }
-
- private:
-  shared& shared_;
-};
 
 // What an acquire script answered.
 struct answer {
@@ -515,7 +502,11 @@ semaphore_key_names semaphore_keys_for(std::string_view key) {
   return k;
 }
 
-std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) { return std::make_unique<grant_renewals>(s); }
+// The watchdog's renewals of many reader-writer and semaphore leases of one backend: one pipeline
+// on one connection (renewal.hpp), as the mutex's.
+std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) {
+  return std::make_unique<pipelined_renewals<grant_lease>>(s);
+}
 
 std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
                                             lock_options options) {

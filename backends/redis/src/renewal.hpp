@@ -118,4 +118,17 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
   }
 }
 
+// The watchdog's renewals of many leases (of type Lease) of one backend, as one renew_in_one_pipeline.
+template <class Lease>
+class pipelined_renewals final : public spi::renewal_batch {
+ public:
+  explicit pipelined_renewals(shared& owner) : shared_(owner) {}
+  void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
+    renew_in_one_pipeline<Lease>(shared_, leases, outcomes);
+  }
+
+ private:
+  shared& shared_;
+};
+
 }  // namespace dlock::redis
