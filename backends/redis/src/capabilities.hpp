@@ -34,6 +34,13 @@ inline constexpr capabilities redis_sentinel_caps = redis_caps;
 inline constexpr capabilities redis_reentrant_sentinel_caps = redis_reentrant_caps;
 inline constexpr capabilities redis_fair_sentinel_caps = redis_fair_caps;
 
+// The Cluster schemes: the same layouts on the master of each name's slot (all of a lock's keys
+// share it through their hash tag), so the same promises; a master's failover can lose a grant as
+// Sentinel's can (README's "Redis Cluster").
+inline constexpr capabilities redis_cluster_caps = redis_caps;
+inline constexpr capabilities redis_reentrant_cluster_caps = redis_reentrant_caps;
+inline constexpr capabilities redis_fair_cluster_caps = redis_fair_caps;
+
 // redlock://: no fencing (each master has its own counter, and no construction over them is
 // monotonic across failovers); not blocking (waiters poll with jittered backoff, Redlock's random retry).
 inline constexpr capabilities redlock_caps{capability::expiring, capability::renewable, capability::lost_notification};

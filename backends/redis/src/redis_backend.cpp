@@ -77,7 +77,7 @@ std::vector<std::string_view> replica_wait(const settings& cfg) {
 // A request the pipeline withdrew: its caller's deadline passed while every connection was busy.
 void set_withdrawn_error(std::error_code& ec, const shared& s, std::string_view doing) {
   set_error(ec, errc::backend_unavailable,
-            "redis " + s.config.where.label() + ": " + std::string(doing) + ": not sent: all " +
+            "redis " + server_label(s) + ": " + std::string(doing) + ": not sent: all " +
                 std::to_string(s.config.pool_size) +
                 " connections (pool_size) stayed busy with other requests until the deadline (connect_timeout " +
                 std::to_string(s.config.where.connect_timeout.count()) +
@@ -132,7 +132,7 @@ class redis_lease final : public spi::lease_state {
     reply_ptr r;
     try {
       const auto call = release_call(cfg, name(), key_, secret_, ttl());
-      auto out = shared_->requests->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(),
+      auto out = shared_->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(),
                                          milliseconds::zero(), ec);
       if (out.withdrawn) set_withdrawn_error(ec, *shared_, "releasing lock '" + name() + "'");
       r = std::move(out.reply);
@@ -155,7 +155,7 @@ class redis_lease final : public spi::lease_state {
     reply_ptr r;
     try {
       const auto ttl_text = ms_text(ttl);
-      auto out = shared_->requests->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(),
+      auto out = shared_->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(),
                                          milliseconds::zero(), ec, false, replica_wait(shared_->config));
       if (out.withdrawn) set_withdrawn_error(ec, *shared_, "renewing lock '" + name() + "'");
       r = std::move(out.reply);
@@ -317,7 +317,7 @@ class redis_lock final : public distributed_lock {
       const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
       // With min_replicas, WAIT follows the script on its connection: it counts the replicas that
       // have the grant and its fencing counter (replication.hpp).
-      auto out = shared_->requests->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
+      auto out = shared_->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
                                          false, replica_wait(cfg));
       if (out.withdrawn) {
         if (!deadline) set_withdrawn_error(ec, *shared_, "acquiring lock '" + std::string(name()) + "'");
@@ -397,7 +397,7 @@ class redis_lock final : public distributed_lock {
         for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
              pause = std::min(pause * 2, milliseconds(1000))) {
           std::error_code ec;
-          if (auto fresh = s->connections->checkout(ec); !ec) {
+          if (auto fresh = s->checkout_for(key, ec); !ec) {
             (void)release_grant(*fresh, cfg, name, key, owner, ttl, ec);
             if (!ec) return;
           }
@@ -418,14 +418,14 @@ class redis_lock final : public distributed_lock {
       const auto& cfg = shared_->config;
       const auto call = release_call(cfg, std::string(name()), key_, owner, options().ttl);
       std::error_code ec;
-      auto out = shared_->requests->eval(*call.s, call.key_views(), call.arg_views(),
+      auto out = shared_->eval(*call.s, call.key_views(), call.arg_views(),
                                          clock::now() + cfg.where.connect_timeout, milliseconds::zero(), ec);
       if (!ec && !out.withdrawn) return;
       shared_->post([s = shared_.get(), call, expires_at](std::stop_token stop) {
         for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
              pause = std::min(pause * 2, milliseconds(1000))) {
           std::error_code ec;
-          if (auto fresh = s->connections->checkout(ec); !ec) {
+          if (auto fresh = s->checkout_for(call.keys.front(), ec); !ec) {
             (void)fresh->eval(*call.s, call.key_views(), call.arg_views(), ec);
             if (!ec) return;
           }
@@ -440,7 +440,7 @@ class redis_lock final : public distributed_lock {
   // Redisson's acquireFailed: a waiter that gives up leaves the queue.
   void leave_queue() noexcept {
     std::error_code ec;
-    auto c = shared_->connections->checkout(ec);
+    auto c = shared_->checkout_for(key_, ec);
     if (ec) return;  // its queue entry times out after fair_wait, as a crashed Java waiter's does
     try {
       (void)c->eval(scripts::fair_cancel, {queue_key_, timeout_key_, key_, redisson_prefix_name("redisson_lock__channel", key_)},
@@ -495,6 +495,8 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
       opener open;
       if (sentinels)
         open = [w = sentinels](const endpoint& where, std::error_code& ec) { return w->open_master(where, ec); };
+      else if (cluster)
+        open = [c = cluster.get()](const endpoint& where, std::error_code& ec) { return c->open_any(where, ec); };
       subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); }, std::move(open));
     } catch (...) {
       return nullptr;
@@ -505,11 +507,95 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
 
 shared::~shared() {
   if (sentinels) sentinels->stop();  // its thread calls master_moved()
-  if (connections) connections->on_server_change({});  // a handle may outlive us (see the header)
+  // A handle may outlive us (see the header): the pools' listeners must not call back.
+  if (single) single->connections->on_server_change({});
+  if (cluster)
+    for (const auto& n : cluster->known()) n->connections->on_server_change({});
+}
+
+std::shared_ptr<node> shared::node_for(std::string_view key, std::error_code& ec) noexcept {
+  if (single) return single;
+  return cluster->for_slot(key_slot(key), ec);
+}
+
+pool::handle shared::checkout_for(std::string_view key, std::error_code& ec) noexcept {
+  return checkout_for(key, clock::now() + config.where.connect_timeout, ec);
+}
+
+pool::handle shared::checkout_for(std::string_view key, clock::time_point deadline, std::error_code& ec) noexcept {
+  auto n = node_for(key, ec);
+  if (!n) return {};
+  return n->connections->checkout(deadline, ec);
+}
+
+namespace {
+
+// An ASK answer: this one script goes to the node importing the slot, right after ASKING on the
+// same connection. Sent with its source (EVALSHA's NOSCRIPT retry would need a second ASKING);
+// migrations are rare, so it is not pipelined.
+pipeline::outcome eval_after_asking(node& target, const script& s, const std::vector<std::string_view>& keys,
+                                    const std::vector<std::string_view>& args, clock::time_point deadline,
+                                    std::error_code& ec, const std::vector<std::string_view>& trailer) noexcept {
+  pipeline::outcome out;
+  auto c = target.connections->checkout(deadline, ec);
+  if (ec) return out;
+  if (auto asking = c->command({"ASKING"}, ec); ec) return out;
+  out.reply = c->eval_source(s, keys, args, ec);
+  if (!ec && !trailer.empty()) out.trailer = c->command(trailer, ec);
+  return out;
+}
+
+}  // namespace
+
+pipeline::outcome shared::eval(const script& s, const std::vector<std::string_view>& keys,
+                               const std::vector<std::string_view>& args, clock::time_point deadline,
+                               milliseconds min_server_age, std::error_code& ec, bool source_only,
+                               const std::vector<std::string_view>& trailer) noexcept {
+  const auto routing_key = keys.empty() ? std::string_view{} : keys.front();
+  auto n = node_for(routing_key, ec);
+  if (!n) return {};
+  if (!cluster) return n->requests->eval(s, keys, args, deadline, min_server_age, ec, source_only, trailer);
+  // A slot moves at most a few times while one request is routed; more redirections than this
+  // mean the cluster's nodes disagree (a failover in progress): an outage, tried again later.
+  constexpr int max_redirections = 5;
+  auto pause = milliseconds(10);
+  for (int redirections = 0;;) {
+    auto out = n->requests->eval(s, keys, args, deadline, min_server_age, ec, source_only, trailer);
+    if (ec || out.withdrawn || !out.reply || out.reply->type != REDIS_REPLY_ERROR) return out;
+    const auto to = redirection_of(out.reply.get());
+    const bool again = !to && (is_error(out.reply.get(), "TRYAGAIN") || is_error(out.reply.get(), "CLUSTERDOWN"));
+    if (!to && !again) return out;  // the script's own error: the caller judges it
+    if ((to && ++redirections > max_redirections) || (again && clock::now() + pause >= deadline)) {
+      set_error(ec, errc::backend_unavailable,
+                "redis " + cluster->label() + ": slot " + std::to_string(key_slot(routing_key)) +
+                    " is moving (last answer: " + std::string(error_text(out.reply.get())) +
+                    "); the request was not run, try again");
+      out.reply.reset();
+      return out;
+    }
+    if (again) {
+      std::this_thread::sleep_for(pause);  // the migration moves the rest of the slot's keys meanwhile
+      pause = std::min(pause * 2, milliseconds(200));
+      continue;
+    }
+    if (to->ask) {
+      auto target = cluster->at(to->host, to->port);
+      if (!target) {
+        set_error(ec, errc::backend_unavailable, "redis: out of memory following a redirection");
+        return {};
+      }
+      return eval_after_asking(*target, s, keys, args, deadline, ec, trailer);
+    }
+    n = cluster->moved(*to);
+    if (!n) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory following a redirection");
+      return {};
+    }
+  }
 }
 
 void shared::master_moved() noexcept {
-  connections->retire_all();  // also checks the held leases (the pool's server-change listener)
+  single->connections->retire_all();  // also checks the held leases (the pool's server-change listener)
   std::lock_guard lock(mutex_);
   if (subscriber_) subscriber_->reconnect();
 }
@@ -580,9 +666,10 @@ void shared::check_held_soon() noexcept {
   post([this](std::stop_token stop) { check_held(stop); });
 }
 
-// Asks the server, in one pipeline, whether each held key is still ours (GET == token, or HEXISTS
-// of the owner field), retrying until the server answers or every lease's validity has run out
-// anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended here.
+// Asks the server, in one pipeline per node, whether each held key is still ours (GET == token, or
+// HEXISTS of the owner field), retrying until every node answers or every lease's validity has run
+// out anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended here.
+// A key whose slot moved meanwhile (MOVED, ASK) is asked again on the next round, after the map.
 void shared::check_held(std::stop_token stop) noexcept {
   try {
     for (auto pause = std::chrono::milliseconds(50); !stop.stop_requested();
@@ -598,30 +685,58 @@ void shared::check_held(std::stop_token stop) noexcept {
         }
       }
       if (leases.empty() || clock::now() >= latest_validity) return;
-      std::error_code ec;
-      if (auto c = connections->checkout(ec); !ec) {
-        bool sent = true;
-        for (const auto& [id, h] : leases)
-          sent = sent && (config.lock_mode == mode::simple ? c->append({"GET", h.key}) : c->append({"HEXISTS", h.key, h.owner}));
-        std::vector<std::uint64_t> gone;
-        if (sent && c->flush()) {
-          for (const auto& [id, h] : leases) {
-            auto r = c->read(ec);
-            if (ec) break;
-            const bool ours = config.lock_mode == mode::simple
-                                  ? r->type == REDIS_REPLY_STRING && std::string_view(r->str, r->len) == h.owner
-                                  : r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-            if (!ours) gone.push_back(id);
-          }
-        }
-        if (!ec && c->unanswered() == 0) {
-          std::lock_guard lock(held_mutex_);
-          for (auto id : gone)
-            if (auto it = held_.find(id); it != held_.end() && !it->second.lease->released())
-              it->second.lease->mark_lost(make_error_code(errc::lock_lost));
-          return;
+      // The leases by the node serving their key (one group on a single server).
+      std::map<node*, std::pair<std::shared_ptr<node>, std::vector<const std::pair<std::uint64_t, held>*>>> by_node;
+      bool all_answered = true;
+      for (const auto& l : leases) {
+        std::error_code ec;
+        if (auto n = node_for(l.second.key, ec)) {
+          auto& group = by_node[n.get()];
+          group.first = n;
+          group.second.push_back(&l);
+        } else {
+          all_answered = false;
         }
       }
+      std::vector<std::uint64_t> gone;
+      for (const auto& [raw, group] : by_node) {
+        std::error_code ec;
+        auto c = group.first->connections->checkout(ec);
+        if (ec) {
+          all_answered = false;
+          continue;
+        }
+        bool sent = true;
+        for (const auto* l : group.second)
+          sent = sent && (config.lock_mode == mode::simple ? c->append({"GET", l->second.key})
+                                                           : c->append({"HEXISTS", l->second.key, l->second.owner}));
+        if (!sent || !c->flush()) {
+          all_answered = false;
+          continue;
+        }
+        for (const auto* l : group.second) {
+          auto r = c->read(ec);
+          if (ec) break;
+          if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {  // WRONGTYPE: another format's now
+            // Not an answer about the key (a slot moving, a cluster failing over): ask again.
+            if (auto to = redirection_of(r.get()); to && !to->ask && cluster) (void)cluster->moved(*to);
+            all_answered = false;
+            continue;
+          }
+          const bool ours = config.lock_mode == mode::simple
+                                ? r->type == REDIS_REPLY_STRING && std::string_view(r->str, r->len) == l->second.owner
+                                : r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+          if (!ours) gone.push_back(l->first);
+        }
+        all_answered = all_answered && !ec && c->unanswered() == 0;
+      }
+      {
+        std::lock_guard lock(held_mutex_);
+        for (auto id : gone)
+          if (auto it = held_.find(id); it != held_.end() && !it->second.lease->released())
+            it->second.lease->mark_lost(make_error_code(errc::lock_lost));
+      }
+      if (all_answered) return;
       worker::pause(stop, pause);
     }
   } catch (...) {
@@ -633,15 +748,18 @@ settings parse_settings(const uri& u, mode m) {
   settings s;
   s.lock_mode = m;
   const bool via_sentinel = u.scheme().ends_with("+sentinel");
-  if (u.hosts().size() != 1 && !via_sentinel)
-    throw error(errc::invalid_uri, "redis: " + u.redacted() + ": expected exactly one host (use redlock:// for several)");
+  const bool via_cluster = u.scheme().ends_with("+cluster");
+  if (u.hosts().size() != 1 && !via_sentinel && !via_cluster)
+    throw error(errc::invalid_uri, "redis: " + u.redacted() +
+                                       ": expected exactly one host (use redlock:// for several independent masters, "
+                                       "redis+cluster:// for a Redis Cluster, redis+sentinel:// for a Sentinel set)");
   s.where.host = u.hosts()[0].host.empty() ? "127.0.0.1" : u.hosts()[0].host;
   s.where.port = u.hosts()[0].port_or(6379);
   s.where.user = u.user();
   s.where.password = u.password();
   if (via_sentinel) {
     if (auto v = u.get_int("db", 0, 1 << 20)) s.where.db = static_cast<int>(*v);  // the path names the master set
-  } else if (!u.path().empty() && u.path() != "/") {
+  } else if (!via_cluster && !u.path().empty() && u.path() != "/") {
     int db = -1;
     const auto p = std::string_view(u.path()).substr(1);
     auto [ptr, err] = std::from_chars(p.data(), p.data() + p.size(), db);
@@ -659,47 +777,101 @@ settings parse_settings(const uri& u, mode m) {
   s.where.learn_server_start = s.wait_after_restart;
   s.replicas = parse_replication(u, s.where.command_timeout);
   if (via_sentinel) s.sentinel = parse_sentinel_settings(u, s.where);
+  if (via_cluster) s.cluster_seeds = parse_cluster_seeds(u, s.where);
   return s;
 }
 
 namespace {
 
-// The declared set (capabilities.hpp) of the scheme that serves mode `m`, directly or through Sentinel.
-constexpr capabilities declared_caps(mode m, bool via_sentinel) noexcept {
+// The declared set (capabilities.hpp) of the scheme that serves mode `m`: on one server, through
+// Sentinel or on a cluster.
+constexpr capabilities declared_caps(mode m, std::string_view scheme) noexcept {
+  const bool via_sentinel = scheme.ends_with("+sentinel"), via_cluster = scheme.ends_with("+cluster");
   switch (m) {
-    case mode::simple: return via_sentinel ? redis_sentinel_caps : redis_caps;
-    case mode::reentrant: return via_sentinel ? redis_reentrant_sentinel_caps : redis_reentrant_caps;
-    case mode::fair: return via_sentinel ? redis_fair_sentinel_caps : redis_fair_caps;
+    case mode::simple: return via_sentinel ? redis_sentinel_caps : via_cluster ? redis_cluster_caps : redis_caps;
+    case mode::reentrant:
+      return via_sentinel ? redis_reentrant_sentinel_caps : via_cluster ? redis_reentrant_cluster_caps : redis_reentrant_caps;
+    case mode::fair: return via_sentinel ? redis_fair_sentinel_caps : via_cluster ? redis_fair_cluster_caps : redis_fair_caps;
   }
   return redis_caps;
+}
+
+// A node of a cluster: its pool and pipeline; a connection that drops makes the held leases be
+// checked, as on a single server.
+std::shared_ptr<node> make_node(shared& s, const endpoint& where) {
+  auto n = std::make_shared<node>();
+  n->connections = std::make_shared<pool>(where, s.config.pool_size);
+  n->requests = std::make_unique<pipeline>(n->connections);
+  n->connections->on_server_change([raw = &s] { raw->check_held_soon(); });
+  return n;
+}
+
+// redis:// (or a Sentinel scheme) at a cluster node would work for the names whose slot that node
+// serves and fail for the others: refused at open, naming the scheme that fits.
+void refuse_cluster_node(connection& c, const shared& s) {
+  std::error_code ec;
+  auto r = c.command({"INFO", "cluster"}, ec);
+  if (ec || r->type != REDIS_REPLY_STRING) return;  // an old server without the section is no cluster
+  if (std::string_view(r->str, r->len).find("cluster_enabled:1") == std::string_view::npos) return;
+  throw error(errc::backend_error,
+              "redis " + server_label(s) +
+                  ": the server is a Redis Cluster node, which serves only some slots: use redis+cluster://" +
+                  c.where().label() + " (any nodes of the cluster, comma-separated) with the same options");
 }
 
 }  // namespace
 
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
-    : backend(declared_caps(m, u.scheme().ends_with("+sentinel")), redis_primitives, lock_scope::network,
-              name_limits{4096}, defaults, u.redacted()) {
+    : backend(declared_caps(m, u.scheme()), redis_primitives, lock_scope::network, name_limits{4096}, defaults,
+              u.redacted()) {
   auto s = std::make_shared<shared>();
   s->config = parse_settings(u, m);
-  opener open;
-  if (s->config.sentinel) {
-    s->sentinels = std::make_shared<sentinel_watch>(*s->config.sentinel);
-    open = [w = s->sentinels](const endpoint& where, std::error_code& ec) { return w->open_master(where, ec); };
+  std::error_code ec;
+  if (!s->config.cluster_seeds.empty()) {
+    s->cluster = std::make_unique<cluster_map>(
+        s->config.cluster_seeds, [raw = s.get()](const endpoint& where) { return make_node(*raw, where); });
+    // Read the slot map now, so a wrong password, no reachable node or a server that is no cluster
+    // fails at open.
+    s->cluster->refresh(ec);
+    if (ec) throw error(ec, last_error_message());
+  } else {
+    opener open;
+    if (s->config.sentinel) {
+      s->sentinels = std::make_shared<sentinel_watch>(*s->config.sentinel);
+      open = [w = s->sentinels](const endpoint& where, std::error_code& ec) { return w->open_master(where, ec); };
+    }
+    s->single = std::make_shared<node>();
+    s->single->connections = std::make_shared<pool>(s->config.where, s->config.pool_size, std::move(open));
+    s->single->requests = std::make_unique<pipeline>(s->single->connections);
+    s->single->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
+    // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.
+    auto probe = s->single->connections->checkout(ec);
+    if (ec) throw error(ec, last_error_message());
+    refuse_cluster_node(*probe, *s);
   }
-  s->connections = std::make_shared<pool>(s->config.where, s->config.pool_size, std::move(open));
-  s->requests = std::make_unique<pipeline>(s->connections);
   s->renewals = std::make_unique<pipelined_renewals<redis_lease>>(*s);
   s->primitive_renewals = make_grant_renewals(*s);
-  s->connections->on_server_change([raw = s.get()] { raw->check_held_soon(); });
-  // Connect now, so a wrong password, an unreachable host or a non-Redis server fails at open.
-  std::error_code ec;
-  { auto probe = s->connections->checkout(ec); }
-  if (ec) throw error(ec, last_error_message());
   if (s->sentinels) s->sentinels->follow([raw = s.get()] { raw->master_moved(); });
   shared_ = std::move(s);
 }
 
+void require_one_slot(const shared& s, std::string_view name, std::initializer_list<std::string_view> keys) {
+  if (!s.cluster || keys.size() == 0) return;
+  const auto slot = key_slot(*keys.begin());
+  for (const auto k : keys) {
+    if (k.empty() || key_slot(k) == slot) continue;
+    throw error(errc::invalid_name,
+                "redis+cluster: the keys of '" + std::string(name) + "' fall in different slots ('" +
+                    std::string(*keys.begin()) + "' in slot " + std::to_string(slot) + ", '" + std::string(k) +
+                    "' in slot " + std::to_string(key_slot(k)) +
+                    "), and a cluster runs one script only on keys of one slot; a prefix must end in the name's "
+                    "hash tag, or the name must carry one (like '{" + std::string(name) + "}')");
+  }
+}
+
 std::unique_ptr<distributed_lock> redis_backend::do_make_lock(std::string name, lock_options options) {
+  const auto k = keys_for(shared_->config.prefix, shared_->config.lock_mode, name);
+  require_one_slot(*shared_, name, {k.key, k.fence, k.queue, k.timeout});
   return std::make_unique<redis_lock>(shared_, std::move(name), caps(), std::move(options));
 }
 

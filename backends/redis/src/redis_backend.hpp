@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "cluster.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
 #include "pipeline.hpp"
@@ -38,6 +39,8 @@ struct settings {
   replication replicas;  // min_replicas / replica_timeout (replication.hpp)
   // redis+...+sentinel://: where the master is comes from these sentinels (sentinel.hpp).
   std::optional<sentinel_settings> sentinel;
+  // redis+...+cluster://: the nodes first asked for the slot map (cluster.hpp); empty otherwise.
+  std::vector<endpoint> cluster_seeds;
 };
 
 settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_uri)
@@ -58,17 +61,33 @@ struct shared {
   settings config;
   // The Sentinel schemes' view of the master, shared with the pool's opener (null otherwise).
   std::shared_ptr<sentinel_watch> sentinels;
-  std::shared_ptr<pool> connections;
-  // The acquire, release and renewal scripts of every thread, auto-pipelined over `connections`
-  // (pipeline.hpp); the rest (renewal batches, checks, undos, fair-queue exits) checks out a
-  // pooled connection of its own.
-  std::unique_ptr<pipeline> requests;
+  // redis:// and the Sentinel schemes: the one server (its pool, and the auto-pipeline over it that
+  // carries the acquire, release and renewal scripts of every thread: pipeline.hpp). The Cluster
+  // schemes: null, and `cluster` gives each key's node.
+  std::shared_ptr<node> single;
+  std::unique_ptr<cluster_map> cluster;
   // The watchdog's renewals of this backend's leases, pipelined (redis_backend.cpp).
   std::unique_ptr<spi::renewal_batch> renewals;
   // The same for the reader-writer locks' and semaphores' leases (redis_primitives.cpp).
   std::unique_ptr<spi::renewal_batch> primitive_renewals;
+
+  // The node serving `key`: the one server, or the cluster master of its slot. nullptr + ec.
+  std::shared_ptr<node> node_for(std::string_view key, std::error_code& ec) noexcept;
+  // A pooled connection to the node of `key`, waited for until `deadline` (default: connect_timeout).
+  pool::handle checkout_for(std::string_view key, std::error_code& ec) noexcept;
+  pool::handle checkout_for(std::string_view key, std::chrono::steady_clock::time_point deadline,
+                            std::error_code& ec) noexcept;
+  // pipeline::eval on the node of keys[0]. On a cluster, a MOVED answer is followed (the slot map
+  // read again) and an ASK answer sent once to its target after ASKING; TRYAGAIN (a multi-key
+  // script while its slot is half migrated) is tried again until `deadline`. The caller never sees
+  // those replies: past the deadline they fail as backend_unavailable.
+  pipeline::outcome eval(const script& s, const std::vector<std::string_view>& keys,
+                         const std::vector<std::string_view>& args, std::chrono::steady_clock::time_point deadline,
+                         std::chrono::milliseconds min_server_age, std::error_code& ec, bool source_only = false,
+                         const std::vector<std::string_view>& trailer = {}) noexcept;
   // Started on the first wait or the first grant. Its connection is watched all the time, so a
-  // server that goes away is noticed at once, not at the next renewal.
+  // server that goes away is noticed at once, not at the next renewal. On a cluster it is
+  // connected to any node: Redis Cluster delivers a PUBLISH to the subscribers of every node.
   std::shared_ptr<subscriber> subscriber_for_waits() noexcept;
 
   // The leases alive now, so they can be checked at once when the server may have lost them.
@@ -129,6 +148,10 @@ struct key_names {
   std::string key, fence, channel, queue, timeout;
 };
 key_names keys_for(std::string_view prefix, mode m, std::string_view name);
+
+// On a cluster, every key of one lock (or rw lock, or semaphore) must share a slot: throws
+// dlock::error(invalid_name) naming the two slots and the hash-tag fix otherwise.
+void require_one_slot(const shared& s, std::string_view name, std::initializer_list<std::string_view> keys);
 
 // Redisson's "<client uuid>:<thread id>" owner field, with the lock object's owner in place of the
 // thread (a 63-bit hash of it): identity per owner (lock object), never per calling thread.

@@ -61,7 +61,7 @@ class grant_lease final : public spi::lease_state {
   void do_release(std::error_code& ec) noexcept override {
     reply_ptr r;
     try {
-      auto out = shared_->requests->eval(*release_.s, views(release_.keys), views(release_.args), connection_deadline(),
+      auto out = shared_->eval(*release_.s, views(release_.keys), views(release_.args), connection_deadline(),
                                          milliseconds::zero(), ec);
       if (out.withdrawn) set_busy_error(ec, "releasing");
       r = std::move(out.reply);
@@ -84,7 +84,7 @@ class grant_lease final : public spi::lease_state {
     try {
       const auto ttl_text = ms_text(ttl);
       const auto& repl = shared_->config.replicas;
-      auto out = shared_->requests->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
+      auto out = shared_->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
                                          milliseconds::zero(), ec, false,
                                          repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
       if (out.withdrawn) set_busy_error(ec, "renewing");
@@ -101,7 +101,7 @@ class grant_lease final : public spi::lease_state {
  private:
   void set_busy_error(std::error_code& ec, std::string_view doing) const {
     set_error(ec, errc::backend_unavailable,
-              "redis " + shared_->config.where.label() + ": " + std::string(doing) + " '" + name() +
+              "redis " + server_label(*shared_) + ": " + std::string(doing) + " '" + name() +
                   "': not sent: every pooled connection (pool_size) stayed busy until the grant's validity ran out");
   }
 
@@ -155,14 +155,14 @@ bool is_grant(const redisReply* r) noexcept {
 void give_back(shared& s, script_call undo, clock::time_point expires_at) noexcept {
   try {
     std::error_code ec;
-    auto out = s.requests->eval(*undo.s, views(undo.keys), views(undo.args),
+    auto out = s.eval(*undo.s, views(undo.keys), views(undo.args),
                                 clock::now() + s.config.where.connect_timeout, milliseconds::zero(), ec);
     if (!ec && !out.withdrawn) return;
     s.post([&s, undo = std::move(undo), expires_at](std::stop_token stop) {
       for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
            pause = std::min(pause * 2, milliseconds(1000))) {
         std::error_code ec;
-        if (auto c = s.connections->checkout(ec); !ec) {
+        if (auto c = s.checkout_for(undo.keys.front(), ec); !ec) {
           (void)c->eval(*undo.s, views(undo.keys), views(undo.args), ec);
           if (!ec) return;
         }
@@ -186,12 +186,12 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
     // As the mutex: with wait_after_restart nothing is granted by a server younger than a ttl.
     const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
     // With min_replicas, WAIT follows the script on its connection, as for the mutex (replication.hpp).
-    auto out = s.requests->eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
+    auto out = s.eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
                                 false, cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
     if (out.withdrawn) {
       if (!deadline)
         set_error(ec, errc::backend_unavailable,
-                  "redis " + cfg.where.label() + ": " + std::string(what) +
+                  "redis " + server_label(s) + ": " + std::string(what) +
                       ": not sent: every pooled connection (pool_size) stayed busy for connect_timeout; raise pool_size");
       return std::nullopt;
     }
@@ -227,7 +227,7 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
     if (first == -1 && cfg.replicas.wanted() &&
         replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
       give_back(s, make_undo(), start + ttl);
-      cfg.replicas.set_short_error(ec, s.sentinels ? s.sentinels->label() : cfg.where.label(),
+      cfg.replicas.set_short_error(ec, server_label(s),
                                    std::string(what) + " was granted", out.trailer.get(),
                                    "released it: a grant counts only once min_replicas replicas have it");
       return std::nullopt;
@@ -331,7 +331,7 @@ class redis_rw_lock final : public rw_lock {
   void give_up(const std::string& entry) noexcept {
     try {
       std::error_code ec;
-      (void)shared_->requests->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
+      (void)shared_->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
                                     clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
     } catch (...) {
     }
@@ -510,11 +510,15 @@ std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) {
 
 std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
                                             lock_options options) {
+  const auto k = rw_keys_for(s->config.prefix + name, "field");
+  require_one_slot(*s, name, {k.hash, k.channel, k.token, k.timeout_prefix, k.holders_prefix, k.waiting});
   return std::make_unique<redis_rw_lock>(std::move(s), std::move(name), caps, std::move(options));
 }
 
 std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count,
                                                 capabilities caps, lock_options options) {
+  const auto k = semaphore_keys_for(s->config.prefix + name);
+  require_one_slot(*s, name, {k.count, k.timeouts, k.channel, k.token});
   return std::make_unique<redis_semaphore>(std::move(s), std::move(name), max_count, caps, std::move(options));
 }
 

@@ -72,6 +72,25 @@ void register_redis(registry& r) {
              return std::make_shared<redis::redis_backend>(u, d, m);
            }});
   }
+  // The same three layouts on a Redis Cluster, each name on the master of its slot (cluster.hpp).
+  static const sentinel_scheme cluster_schemes[] = {
+      {"redis+cluster", redis::mode::simple, redis::redis_cluster_caps, "redis://"},
+      {"redis+reentrant+cluster", redis::mode::reentrant, redis::redis_reentrant_cluster_caps, "redis+reentrant://"},
+      {"redis+fair+cluster", redis::mode::fair, redis::redis_fair_cluster_caps, "redis+fair://"},
+  };
+  for (const auto& v : cluster_schemes) {
+    r.add({.scheme = v.scheme,
+           .caps = v.caps,
+           .primitives = redis::redis_primitives,
+           .scope = lock_scope::network,
+           .example_uri = std::string(v.scheme) + "://[user:password@]n1:6379,n2:6379,n3:6379?ttl=30s",
+           .summary = std::string(v.layout) + "'s layout on the master of each name's hash slot (CLUSTER SLOTS, "
+                      "MOVED and ASK followed; every key of a lock in one slot, as Redisson places them)",
+           .parameters = v.mode == redis::mode::fair ? fair_params : params,
+           .open = [m = v.mode](const uri& u, const lock_options& d) {
+             return std::make_shared<redis::redis_backend>(u, d, m);
+           }});
+  }
   r.add({.scheme = "redlock",
          .caps = redis::redlock_caps,
          .scope = lock_scope::network,

@@ -23,6 +23,10 @@ void judge_renewal_replicas(const shared& s, const redisReply* wait_reply, const
                        "not counted: the lease's validity is not extended");
 }
 
-std::string server_label(const shared& s) { return s.sentinels ? s.sentinels->label() : s.config.where.label(); }
+std::string server_label(const shared& s) {
+  if (s.sentinels) return s.sentinels->label();
+  if (s.cluster) return s.cluster->label();
+  return s.config.where.label();
+}
 
 }  // namespace dlock::redis

@@ -4,6 +4,9 @@
 // lease, and the watchdog's batches, one pipeline on one pooled connection for many leases.
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <memory>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,16 +44,19 @@ std::string server_label(const shared& s);
 // min_replicas one WAIT after the batch covering every renewal in it. Lease provides
 // connection_deadline(), renewal(ttl_text) -> renewal_request, judge_renewal(reply, ec) and
 // judge_replicas(wait_reply, ec).
+//
+// On a cluster, the leases of each node go in that node's pipeline; a renewal answered with a
+// redirection (its slot moved) is sent again alone through shared::eval, which follows it.
 template <class Lease>
-void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
-                           std::span<std::error_code> outcomes) noexcept {
+void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> leases,
+                   std::span<std::error_code> outcomes) noexcept {
   const auto of = [&](std::size_t i) -> const Lease& { return static_cast<const Lease&>(*leases[i]); };
   // A busy pool is waited for as a single renewal would wait for it: as long as the earliest of
   // these grants is valid.
   auto deadline = std::chrono::steady_clock::time_point::max();
   for (std::size_t i = 0; i < leases.size(); ++i) deadline = std::min(deadline, of(i).connection_deadline());
   std::error_code ec;
-  auto c = s.connections->checkout(deadline, ec);
+  auto c = on.connections->checkout(deadline, ec);
   if (ec) {
     std::fill(outcomes.begin(), outcomes.end(), ec);
     return;
@@ -71,7 +77,7 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
   if (sent < leases.size())
     set_error(ec, errc::backend_unavailable, "redis: could not queue a renewal (out of memory or a broken connection)");
   if (sent > 0 && !c->flush()) set_error(ec, errc::backend_unavailable, "redis: sending renewals: connection failed");
-  std::vector<std::size_t> without_script;
+  std::vector<std::size_t> without_script, redirected;
   bool demoted = false;
   for (std::size_t i = 0; i < leases.size(); ++i) {
     if (i >= sent || (ec && c->broken())) {
@@ -91,12 +97,20 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
       }
       continue;
     }
+    if (s.cluster && (redirection_of(r.get()) || is_error(r.get(), "TRYAGAIN"))) {
+      try {
+        redirected.push_back(i);
+      } catch (...) {
+        set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+      }
+      continue;
+    }
     of(i).judge_renewal(*r, outcomes[i]);
     demoted = demoted || is_error(r.get(), "READONLY");
   }
   if (demoted) {  // a replica now: this connection and the pool's others go (see pipeline.hpp)
     c->discard();
-    s.connections->retire_all();
+    on.connections->retire_all();
   }
   // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source.
   for (const auto i : without_script) {
@@ -109,14 +123,71 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
       set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
     }
   }
-  if (s.config.replicas.wanted() && !c->broken() &&
-      std::any_of(outcomes.begin(), outcomes.end(), [](const auto& e) { return !e; })) {
-    std::error_code wait_ec;
-    auto r = c->command(s.config.replicas.wait_command(), wait_ec);
-    for (std::size_t i = 0; i < leases.size(); ++i)
-      if (!outcomes[i]) of(i).judge_replicas(r.get(), outcomes[i]);
+  const auto is_redirected = [&](std::size_t i) {
+    return std::find(redirected.begin(), redirected.end(), i) != redirected.end();
+  };
+  if (s.config.replicas.wanted() && !c->broken()) {
+    bool any_renewed = false;
+    for (std::size_t i = 0; i < leases.size(); ++i) any_renewed = any_renewed || (!outcomes[i] && !is_redirected(i));
+    if (any_renewed) {
+      std::error_code wait_ec;
+      auto r = c->command(s.config.replicas.wait_command(), wait_ec);
+      for (std::size_t i = 0; i < leases.size(); ++i)
+        if (!outcomes[i] && !is_redirected(i)) of(i).judge_replicas(r.get(), outcomes[i]);
+    }
+  }
+  c = {};  // back to the pool before the redirected ones take connections of their own
+  for (const auto i : redirected) {
+    try {
+      const auto ttl = ttl_text(of(i));
+      const auto call = of(i).renewal(ttl);
+      const std::vector<std::string_view> wait_trailer =
+          s.config.replicas.wanted() ? s.config.replicas.wait_command() : std::vector<std::string_view>{};
+      auto out = s.eval(*call.s, call.keys, call.args, of(i).connection_deadline(), std::chrono::milliseconds::zero(),
+                        outcomes[i], false, wait_trailer);
+      if (outcomes[i]) continue;
+      if (out.withdrawn || !out.reply) {
+        set_error(outcomes[i], errc::backend_unavailable, "redis: renewing: not sent (every connection busy)");
+        continue;
+      }
+      of(i).judge_renewal(*out.reply, outcomes[i]);
+      if (!outcomes[i]) of(i).judge_replicas(out.trailer.get(), outcomes[i]);
+    } catch (...) {
+      set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
+    }
   }
 }
+
+// Renews `leases` (all of type Lease): one renew_on_node per node serving their keys (one on a
+// single server).
+template <class Lease>
+void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
+                           std::span<std::error_code> outcomes) noexcept {
+  if (s.single) return renew_on_node<Lease>(s, *s.single, leases, outcomes);
+  try {
+    std::map<node*, std::pair<std::shared_ptr<node>, std::vector<std::size_t>>> by_node;
+    for (std::size_t i = 0; i < leases.size(); ++i) {
+      const auto ttl = std::string("1");
+      const auto call = static_cast<const Lease&>(*leases[i]).renewal(ttl);
+      if (auto n = s.node_for(call.keys.front(), outcomes[i])) {
+        auto& group = by_node[n.get()];
+        group.first = std::move(n);
+        group.second.push_back(i);
+      }
+    }
+    for (auto& [raw, group] : by_node) {
+      std::vector<spi::lease_state*> some;
+      for (const auto i : group.second) some.push_back(leases[i]);
+      std::vector<std::error_code> their(some.size());
+      renew_on_node<Lease>(s, *group.first, some, their);
+      for (std::size_t k = 0; k < some.size(); ++k) outcomes[group.second[k]] = their[k];
+    }
+  } catch (...) {
+    for (auto& o : outcomes)
+      if (!o) set_error(o, errc::backend_unavailable, "redis: out of memory renewing");
+  }
+}
+
 
 // The watchdog's renewals of many leases (of type Lease) of one backend, as one renew_in_one_pipeline.
 template <class Lease>

@@ -1,4 +1,4 @@
-// Conformance hooks for redis://, redis+reentrant://, redis+fair://, redlock:// and the Sentinel schemes: the saboteur deletes the lock
+// Conformance hooks for redis://, redis+reentrant://, redis+fair://, redlock://, the Sentinel and the Cluster schemes: the saboteur deletes the lock
 // key out of band (what an operator, an eviction or a restart without persistence does), and the
 // probe asks EXISTS. Raw hiredis, so the probe does not trust the code under test.
 #include <hiredis/hiredis.h>
@@ -101,6 +101,27 @@ bool sentinel_is_held(const std::string& text, std::string_view name) {
   return run(sentinel_master_of(u).get(), "EXISTS %b", key_of(u, name)) == 1;
 }
 
+// redis+cluster:// and its reentrant and fair forms: the same DEL and EXISTS, on the node that
+// answers for the key: the URI names every node, and all but the slot's master answer MOVED
+// (found without CLUSTER SLOTS, so the probe shares no routing logic with the code under test).
+reply_ptr on_key_owner(const std::string& text, const char* cmd, std::string_view key) {
+  const auto u = dlock::uri::parse(text);
+  for (const auto& h : u.hosts()) {
+    auto c = connect(u, h);  // a cluster URI has no path: no SELECT
+    reply_ptr r(static_cast<redisReply*>(redisCommand(c.get(), cmd, key.data(), key.size())));
+    if (r && r->type == REDIS_REPLY_INTEGER) return r;
+  }
+  throw std::runtime_error("cluster hooks: no node of " + u.redacted() + " answered for the key");
+}
+
+void cluster_break_lock(const std::string& text, const dlock::lease& held) {
+  (void)on_key_owner(text, "DEL %b", key_of(dlock::uri::parse(text), held.name()));
+}
+
+bool cluster_is_held(const std::string& text, std::string_view name) {
+  return on_key_owner(text, "EXISTS %b", key_of(dlock::uri::parse(text), name))->integer == 1;
+}
+
 }  // namespace
 
 DLOCK_TEST_HOOKS("redis", {.break_lock = break_lock, .is_held_on_server = is_held});
@@ -110,3 +131,6 @@ DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_h
 DLOCK_TEST_HOOKS("redis+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
 DLOCK_TEST_HOOKS("redis+reentrant+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
 DLOCK_TEST_HOOKS("redis+fair+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
+DLOCK_TEST_HOOKS("redis+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
+DLOCK_TEST_HOOKS("redis+reentrant+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
+DLOCK_TEST_HOOKS("redis+fair+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
