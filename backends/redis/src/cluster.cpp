@@ -239,6 +239,11 @@ std::shared_ptr<node> cluster_map::for_slot(std::uint16_t slot, std::error_code&
   return nullptr;
 }
 
+void cluster_map::mark_stale() noexcept {
+  std::lock_guard lock(mutex_);
+  stale_ = true;
+}
+
 std::shared_ptr<node> cluster_map::moved(const redirection& to) noexcept {
   try {
     std::lock_guard lock(mutex_);

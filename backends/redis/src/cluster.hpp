@@ -72,6 +72,8 @@ class cluster_map {
   // A MOVED answer: the slot is served at `to` from now on (the rest of the map is read again
   // before the next lookup of a slot whose owner was not learned meanwhile). Returns that node.
   std::shared_ptr<node> moved(const redirection& to) noexcept;
+  // The map is read again before the next lookup (a node refused or dropped a subscription).
+  void mark_stale() noexcept;
   // The node at an address (an ASK target), made if it was not known.
   std::shared_ptr<node> at(const std::string& host, std::uint16_t port) noexcept;
   // Every node routed to so far.

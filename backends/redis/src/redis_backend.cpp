@@ -54,11 +54,11 @@ script_call release_call(const settings& cfg, const std::string& name, const std
   if (cfg.lock_mode == mode::reentrant)
     return {&scripts::reentrant_release,
             {key, redisson_prefix_name("redisson_lock__channel", key)},
-            {"0", ms_text(ttl), owner, "publish"}};
+            {"0", ms_text(ttl), owner, std::string(publish_command(cfg))}};
   return {&scripts::fair_release,
           {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
            redisson_prefix_name("redisson_lock__channel", key)},
-          {"0", ms_text(ttl), owner, now_ms(), "publish"}};
+          {"0", ms_text(ttl), owner, now_ms(), std::string(publish_command(cfg))}};
 }
 
 // release_call on a connection of one's own (the background clean-ups).
@@ -66,7 +66,7 @@ reply_ptr release_grant(connection& c, const settings& cfg, const std::string& n
                         const std::string& owner, milliseconds ttl, std::error_code& ec,
                         sending how = sending::cached) {
   const auto call = release_call(cfg, name, key, owner, ttl);
-  return run(c, how, *call.s, call.key_views(), call.arg_views(), ec);
+  return run(c, how, as_published(cfg, *call.s), call.key_views(), call.arg_views(), ec);
 }
 
 // The trailer that makes a grant or a renewal wait for min_replicas replicas (none without it).
@@ -388,7 +388,7 @@ class redis_lock final : public distributed_lock {
             else if (cfg.lock_mode == mode::fair && enqueued)
               (void)c.eval_source(scripts::fair_cancel,
                                   {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
-                                  {owner, ms_text(cfg.fair_wait), "publish"}, ec);
+                                  {owner, ms_text(cfg.fair_wait), publish_command(cfg)}, ec);
           });
           if (sent || !granted_by(outcome.get(), cfg.lock_mode).value_or(false)) return;
         }
@@ -426,7 +426,7 @@ class redis_lock final : public distributed_lock {
              pause = std::min(pause * 2, milliseconds(1000))) {
           std::error_code ec;
           if (auto fresh = s->checkout_for(call.keys.front(), ec); !ec) {
-            (void)fresh->eval(*call.s, call.key_views(), call.arg_views(), ec);
+            (void)fresh->eval(as_published(s->config, *call.s), call.key_views(), call.arg_views(), ec);
             if (!ec) return;
           }
           worker::pause(stop, pause);
@@ -444,7 +444,7 @@ class redis_lock final : public distributed_lock {
     if (ec) return;  // its queue entry times out after fair_wait, as a crashed Java waiter's does
     try {
       (void)c->eval(scripts::fair_cancel, {queue_key_, timeout_key_, key_, redisson_prefix_name("redisson_lock__channel", key_)},
-                    {field_, ms_text(shared_->config.fair_wait), "publish"}, ec);
+                    {field_, ms_text(shared_->config.fair_wait), publish_command(shared_->config)}, ec);
     } catch (...) {
     }
   }
@@ -454,6 +454,24 @@ class redis_lock final : public distributed_lock {
 };
 
 }  // namespace
+
+const script& as_published(const settings& cfg, const script& s) {
+  if (!cfg.sharded_pubsub) return s;
+  static std::mutex mutex;
+  static std::map<const script*, std::unique_ptr<script>> sharded;  // the scripts are static too
+  std::lock_guard lock(mutex);
+  auto& variant = sharded[&s];
+  if (!variant) {
+    std::string source = s.source;
+    static constexpr std::string_view plain = "redis.call('publish',", spublish = "redis.call('spublish',";
+    for (auto at = source.find(plain); at != std::string::npos; at = source.find(plain, at + spublish.size()))
+      source.replace(at, plain.size(), spublish);
+    variant = std::make_unique<script>(std::move(source));
+  }
+  return *variant;
+}
+
+std::string_view publish_command(const settings& cfg) noexcept { return cfg.sharded_pubsub ? "spublish" : "publish"; }
 
 key_names keys_for(std::string_view prefix, mode m, std::string_view name) {
   key_names k;
@@ -497,7 +515,18 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
         open = [w = sentinels](const endpoint& where, std::error_code& ec) { return w->open_master(where, ec); };
       else if (cluster)
         open = [c = cluster.get()](const endpoint& where, std::error_code& ec) { return c->open_any(where, ec); };
-      subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); }, std::move(open));
+      std::optional<shard_routing> shards;
+      if (config.sharded_pubsub) {
+        shards.emplace();
+        shards->route = [c = cluster.get()](std::string_view channel) -> std::optional<endpoint> {
+          std::error_code ec;
+          if (auto n = c->for_slot(key_slot(channel), ec)) return n->connections->where();
+          return std::nullopt;
+        };
+        shards->moved = [c = cluster.get()] { c->mark_stale(); };
+      }
+      subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); }, std::move(open),
+                                                 std::move(shards));
     } catch (...) {
       return nullptr;
     }
@@ -555,6 +584,16 @@ pipeline::outcome shared::eval(const script& s, const std::vector<std::string_vi
   auto n = node_for(routing_key, ec);
   if (!n) return {};
   if (!cluster) return n->requests->eval(s, keys, args, deadline, min_server_age, ec, source_only, trailer);
+  return eval_on_cluster(std::move(n), as_published(config, s), keys, args, deadline, min_server_age, ec,
+                         source_only, trailer);
+}
+
+pipeline::outcome shared::eval_on_cluster(std::shared_ptr<node> n, const script& s,
+                                          const std::vector<std::string_view>& keys,
+                                          const std::vector<std::string_view>& args, clock::time_point deadline,
+                                          milliseconds min_server_age, std::error_code& ec, bool source_only,
+                                          const std::vector<std::string_view>& trailer) noexcept {
+  const auto routing_key = keys.empty() ? std::string_view{} : keys.front();
   // A slot moves at most a few times while one request is routed; more redirections than this
   // mean the cluster's nodes disagree (a failover in progress): an outage, tried again later.
   constexpr int max_redirections = 5;
@@ -777,7 +816,16 @@ settings parse_settings(const uri& u, mode m) {
   s.where.learn_server_start = s.wait_after_restart;
   s.replicas = parse_replication(u, s.where.command_timeout);
   if (via_sentinel) s.sentinel = parse_sentinel_settings(u, s.where);
-  if (via_cluster) s.cluster_seeds = parse_cluster_seeds(u, s.where);
+  if (via_cluster) {
+    s.cluster_seeds = parse_cluster_seeds(u, s.where);
+    if (auto v = u.get("pubsub")) {
+      if (*v == "sharded") s.pubsub = settings::pubsub_choice::sharded;
+      else if (*v == "classic") s.pubsub = settings::pubsub_choice::classic;
+      else if (*v != "auto")
+        throw error(errc::invalid_uri, "redis: " + u.redacted() + ": pubsub must be auto, sharded or classic, not '" +
+                                           std::string(*v) + "'");
+    }
+  }
   return s;
 }
 
@@ -819,6 +867,25 @@ void refuse_cluster_node(connection& c, const shared& s) {
                   c.where().label() + " (any nodes of the cluster, comma-separated) with the same options");
 }
 
+// pubsub=auto: sharded when the cluster's nodes know SPUBLISH (Redis 7), as Redisson's default
+// (ShardedSubscriptionMode.AUTO) chooses; a Redisson service on the same names must choose alike.
+bool uses_sharded_pubsub(shared& s, const uri& u) {
+  using choice = settings::pubsub_choice;
+  if (s.config.pubsub == choice::classic) return false;
+  std::error_code ec;
+  const auto masters = s.cluster->known();
+  auto c = masters.empty() ? pool::handle{} : masters.front()->connections->checkout(ec);
+  if (!c) throw error(ec, last_error_message());
+  auto r = c->command({"COMMAND", "INFO", "SPUBLISH"}, ec);
+  if (ec) throw error(ec, last_error_message());
+  const bool known = r->type == REDIS_REPLY_ARRAY && r->elements == 1 && r->element[0]->type == REDIS_REPLY_ARRAY;
+  if (!known && s.config.pubsub == choice::sharded)
+    throw error(errc::backend_error, "redis " + u.redacted() +
+                                         ": pubsub=sharded, but the cluster's nodes do not know SPUBLISH (Redis 7 "
+                                         "or later has it); use pubsub=auto or classic");
+  return known;
+}
+
 }  // namespace
 
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
@@ -834,6 +901,7 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
     // fails at open.
     s->cluster->refresh(ec);
     if (ec) throw error(ec, last_error_message());
+    s->config.sharded_pubsub = uses_sharded_pubsub(*s, u);
   } else {
     opener open;
     if (s->config.sentinel) {

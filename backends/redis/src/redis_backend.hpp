@@ -41,7 +41,17 @@ struct settings {
   std::optional<sentinel_settings> sentinel;
   // redis+...+cluster://: the nodes first asked for the slot map (cluster.hpp); empty otherwise.
   std::vector<endpoint> cluster_seeds;
+  // Releases are published with SPUBLISH and waited for with SSUBSCRIBE on the slot's master
+  // (sharded pub/sub: a cluster of Redis 7 or later, unless pubsub=classic). Set at open.
+  bool sharded_pubsub = false;
+  enum class pubsub_choice { automatic, sharded, classic } pubsub = pubsub_choice::automatic;
 };
+
+// The script as sent with these settings: with sharded pub/sub, its redis.call('publish', ...)
+// calls are SPUBLISH (made once per script). The Redisson scripts that take the command as an
+// argument get publish_command() instead.
+const script& as_published(const settings& cfg, const script& s);
+std::string_view publish_command(const settings& cfg) noexcept;
 
 settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_uri)
 
@@ -85,6 +95,12 @@ struct shared {
                          const std::vector<std::string_view>& args, std::chrono::steady_clock::time_point deadline,
                          std::chrono::milliseconds min_server_age, std::error_code& ec, bool source_only = false,
                          const std::vector<std::string_view>& trailer = {}) noexcept;
+  // shared::eval's part on a cluster, from the node of keys[0].
+  pipeline::outcome eval_on_cluster(std::shared_ptr<node> n, const script& s, const std::vector<std::string_view>& keys,
+                                    const std::vector<std::string_view>& args,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    std::chrono::milliseconds min_server_age, std::error_code& ec, bool source_only,
+                                    const std::vector<std::string_view>& trailer) noexcept;
   // Started on the first wait or the first grant. Its connection is watched all the time, so a
   // server that goes away is noticed at once, not at the next renewal. On a cluster it is
   // connected to any node: Redis Cluster delivers a PUBLISH to the subscribers of every node.

@@ -127,7 +127,7 @@ struct answer {
 void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t index, script_call undo,
                      clock::time_point expires_at) noexcept {
   try {
-    s.post([late = std::move(late), index, undo = std::move(undo), expires_at](std::stop_token stop) {
+    s.post([&s, late = std::move(late), index, undo = std::move(undo), expires_at](std::stop_token stop) {
       constexpr milliseconds slice{100};  // so a stopping backend is not held up
       auto outcome = late->take(index, slice, stop, expires_at);
       const auto* r = outcome.get();
@@ -136,7 +136,7 @@ void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t 
         return;
       (void)late->with_connection([&](connection& c) {
         std::error_code ec;
-        (void)c.eval_source(*undo.s, views(undo.keys), views(undo.args), ec);
+        (void)c.eval_source(as_published(s.config, *undo.s), views(undo.keys), views(undo.args), ec);
       });
     });
   } catch (...) {
@@ -163,7 +163,7 @@ void give_back(shared& s, script_call undo, clock::time_point expires_at) noexce
            pause = std::min(pause * 2, milliseconds(1000))) {
         std::error_code ec;
         if (auto c = s.checkout_for(undo.keys.front(), ec); !ec) {
-          (void)c->eval(*undo.s, views(undo.keys), views(undo.args), ec);
+          (void)c->eval(as_published(s.config, *undo.s), views(undo.keys), views(undo.args), ec);
           if (!ec) return;
         }
         worker::pause(stop, pause);

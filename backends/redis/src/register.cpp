@@ -86,7 +86,11 @@ void register_redis(registry& r) {
            .example_uri = std::string(v.scheme) + "://[user:password@]n1:6379,n2:6379,n3:6379?ttl=30s",
            .summary = std::string(v.layout) + "'s layout on the master of each name's hash slot (CLUSTER SLOTS, "
                       "MOVED and ASK followed; every key of a lock in one slot, as Redisson places them)",
-           .parameters = v.mode == redis::mode::fair ? fair_params : params,
+           .parameters = [&] {
+             auto p = v.mode == redis::mode::fair ? fair_params : params;
+             p.push_back("pubsub");  // auto | sharded | classic
+             return p;
+           }(),
            .open = [m = v.mode](const uri& u, const lock_options& d) {
              return std::make_shared<redis::redis_backend>(u, d, m);
            }});

@@ -106,8 +106,8 @@ void channel_waiter::pass_on() {
   state_->wake_one_locked();
 }
 
-subscriber::subscriber(endpoint where, std::function<void()> on_drop, opener open)
-    : where_(std::move(where)), on_drop_(std::move(on_drop)), open_(std::move(open)) {
+subscriber::subscriber(endpoint where, std::function<void()> on_drop, opener open, std::optional<shard_routing> shards)
+    : where_(std::move(where)), on_drop_(std::move(on_drop)), open_(std::move(open)), shards_(std::move(shards)) {
   if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
   thread_ = std::thread([this] { run(); });
 }
@@ -196,27 +196,133 @@ void subscriber::reconnect() noexcept {
   wake();
 }
 
-bool subscriber::connect_and_resubscribe() {
-  std::error_code ec;
-  conn_ = open_ ? open_(where_, ec) : connection::open(where_, ec);
-  if (!conn_) return false;
-  // Reads block only when poll() said so; a zero timeout would make hiredis non-blocking.
-  timeval forever{0, 0};
-  redisSetTimeout(conn_->raw(), forever);
-  std::lock_guard lock(mutex_);
-  to_subscribe_.clear();
-  for (auto& [name, state] : channels_) {
-    std::lock_guard state_lock(state->mutex_);
-    state->confirmed_ = false;
-    if (state->users_ > 0) to_subscribe_.push_back(name);
-  }
-  return true;
+// Under mutex_.
+void subscriber::resubscribe_locked(const std::string& channel, channel_state& state) {
+  std::lock_guard state_lock(state.mutex_);
+  state.confirmed_ = false;  // join_subscribed waits for the new subscription
+  state.wake_all_locked();   // a release may have been published while it was not subscribed
+  if (state.users_ > 0 && std::find(to_subscribe_.begin(), to_subscribe_.end(), channel) == to_subscribe_.end())
+    to_subscribe_.push_back(channel);
 }
 
-void subscriber::dispatch(redisReply* r) {
+void subscriber::resubscribe_all_at(const std::string& label) {
+  std::lock_guard lock(mutex_);
+  for (auto it = subscribed_at_.begin(); it != subscribed_at_.end();) {
+    if (it->second != label) {
+      ++it;
+      continue;
+    }
+    if (auto ch = channels_.find(it->first); ch != channels_.end()) resubscribe_locked(it->first, *ch->second);
+    it = subscribed_at_.erase(it);
+  }
+}
+
+subscriber::link* subscriber::link_for(const std::string& label, const endpoint& where) {
+  auto& l = links_[label];
+  if (l.conn) return &l;
+  std::error_code ec;
+  l.conn = shards_ || !open_ ? connection::open(where, ec) : open_(where, ec);
+  if (!l.conn) {
+    links_.erase(label);
+    return nullptr;
+  }
+  // Reads block only when poll() said so; a zero timeout would make hiredis non-blocking.
+  timeval forever{0, 0};
+  redisSetTimeout(l.conn->raw(), forever);
+  return &l;
+}
+
+bool subscriber::send_subscriptions() {
+  std::vector<std::string> subs, unsubs;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& ch : to_subscribe_) {
+      auto it = channels_.find(ch);
+      if (it == channels_.end()) continue;
+      std::lock_guard state_lock(it->second->mutex_);
+      if (it->second->users_ > 0) subs.push_back(std::move(ch));
+    }
+    to_subscribe_.clear();
+    for (auto& ch : to_unsubscribe_) {
+      auto it = channels_.find(ch);
+      if (it != channels_.end() && it->second->users_ == 0) unsubs.push_back(ch);
+    }
+    to_unsubscribe_.clear();
+  }
+  const char* subscribe_command = shards_ ? "SSUBSCRIBE" : "SUBSCRIBE";
+  const char* unsubscribe_command = shards_ ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
+  std::vector<std::string> retry;
+  std::vector<link*> written;
+  for (auto& ch : subs) {
+    std::string label;
+    endpoint where = where_;
+    if (shards_) {
+      const auto at = shards_->route(ch);
+      if (!at) {
+        retry.push_back(std::move(ch));
+        continue;
+      }
+      where = *at;
+      label = where.label();
+    }
+    auto* l = link_for(label, where);
+    if (!l) {
+      retry.push_back(std::move(ch));
+      continue;
+    }
+    if (l->conn->append({subscribe_command, ch})) {
+      l->pending.push_back(ch);
+      subscribed_at_[ch] = label;
+      written.push_back(l);
+    }
+  }
+  for (auto& ch : unsubs) {
+    auto at = subscribed_at_.find(ch);
+    if (shards_ && at == subscribed_at_.end()) continue;  // never subscribed anywhere
+    const auto label = at == subscribed_at_.end() ? std::string() : at->second;
+    auto l = links_.find(label);
+    if (l == links_.end() || !l->second.conn) continue;
+    if (l->second.conn->append({unsubscribe_command, ch})) {
+      l->second.leaving.push_back(ch);
+      written.push_back(&l->second);
+    }
+    if (at != subscribed_at_.end()) subscribed_at_.erase(at);
+  }
+  for (auto* l : written) (void)l->conn->flush();  // a failed flush breaks the link: handled next round
+  if (retry.empty()) return true;
+  std::lock_guard lock(mutex_);
+  for (auto& ch : retry) to_subscribe_.push_back(std::move(ch));
+  return false;
+}
+
+void subscriber::dispatch(redisReply* r, const std::string& label) {
+  auto& l = links_[label];
+  if (r->type == REDIS_REPLY_ERROR) {
+    // Sharded: an SSUBSCRIBE refused, the oldest unconfirmed one (replies come in order): MOVED,
+    // its slot is served elsewhere now. Subscribed again after the map is read again.
+    if (!shards_ || l.pending.empty()) return;
+    const auto channel = l.pending.front();
+    l.pending.erase(l.pending.begin());
+    subscribed_at_.erase(channel);
+    if (shards_->moved) shards_->moved();
+    std::lock_guard lock(mutex_);
+    if (auto it = channels_.find(channel); it != channels_.end()) resubscribe_locked(channel, *it->second);
+    return;
+  }
   if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
-  const std::string_view kind(r->element[0]->str, r->element[0]->len);
+  std::string_view kind(r->element[0]->str, r->element[0]->len);
+  // Sharded pub/sub's replies are the same with an 's' in front (ssubscribe, smessage, sunsubscribe).
+  if (shards_ && kind.starts_with('s')) kind.remove_prefix(1);
   const std::string_view channel(r->element[1]->str, r->element[1]->len);
+  if (kind == "subscribe") {
+    if (auto p = std::find(l.pending.begin(), l.pending.end(), channel); p != l.pending.end()) l.pending.erase(p);
+  }
+  bool requested = true;
+  if (kind == "unsubscribe") {
+    auto p = std::find(l.leaving.begin(), l.leaving.end(), channel);
+    requested = p != l.leaving.end();
+    if (requested) l.leaving.erase(p);
+  }
   std::shared_ptr<channel_state> state;
   {
     std::lock_guard lock(mutex_);
@@ -224,11 +330,21 @@ void subscriber::dispatch(redisReply* r) {
     if (it == channels_.end()) return;
     state = it->second;
     if (kind == "unsubscribe") {
-      std::lock_guard state_lock(state->mutex_);
-      if (state->users_ == 0) {
-        channels_.erase(it);
-        return;
+      {
+        std::lock_guard state_lock(state->mutex_);
+        if (state->users_ == 0) {
+          channels_.erase(it);
+          return;
+        }
       }
+      // Sharded: the node dropped the channel unasked, which Redis does once the channel's slot
+      // is no longer served there (migrated, or the node demoted): follow the slot.
+      if (shards_ && !requested) {
+        subscribed_at_.erase(std::string(channel));
+        if (shards_->moved) shards_->moved();
+        resubscribe_locked(std::string(channel), *state);
+      }
+      return;
     }
   }
   if (kind == "subscribe") {
@@ -248,64 +364,70 @@ void subscriber::run() {
     {
       std::lock_guard lock(mutex_);
       if (stopping_) return;
-      if (std::exchange(reconnect_, false) && conn_) conn_->discard();
+      if (std::exchange(reconnect_, false))
+        for (auto& [label, l] : links_)
+          if (l.conn) l.conn->discard();
     }
-    if (!conn_ || conn_->broken()) {
-      conn_.reset();
-      if (had_connection_ && on_drop_) on_drop_();
-      had_connection_ = false;
-      // Waiters fall back to their PTTL-bounded waits; wake them so none sleeps on a dead channel.
-      {
-        std::lock_guard lock(mutex_);
-        for (auto& [name, state] : channels_) state->wake_all();
-      }
-      had_connection_ = connect_and_resubscribe();
-      if (!had_connection_) {
-        pollfd p{wake_pipe_[0], POLLIN, 0};
-        ::poll(&p, 1, 200);
-        char buf[64];
-        while (::read(wake_pipe_[0], buf, sizeof buf) > 0) {
+    bool complete = true;  // every wanted subscription was sent (else try again soon)
+    if (!shards_) {
+      auto& l = links_[""];
+      if (!l.conn || l.conn->broken()) {
+        links_.erase("");
+        if (had_connection_ && on_drop_) on_drop_();
+        had_connection_ = false;
+        {
+          // Waiters fall back to their PTTL-bounded waits; wake them so none sleeps on a dead channel.
+          std::lock_guard lock(mutex_);
+          to_subscribe_.clear();
+          subscribed_at_.clear();
+          for (auto& [name, state] : channels_) resubscribe_locked(name, *state);
         }
-        continue;
+        had_connection_ = link_for("", where_) != nullptr;
+        if (!had_connection_) complete = false;
+      }
+    } else {
+      // A master went away (stopped, failed over, connection killed): its channels follow their slots.
+      std::vector<std::string> gone;
+      for (auto& [label, l] : links_)
+        if (!l.conn || l.conn->broken()) gone.push_back(label);
+      for (const auto& label : gone) {
+        links_.erase(label);
+        if (on_drop_) on_drop_();
+        if (shards_->moved) shards_->moved();
+        resubscribe_all_at(label);
       }
     }
-    std::vector<std::string> subs, unsubs;
-    {
-      std::lock_guard lock(mutex_);
-      subs.swap(to_subscribe_);
-      for (auto& ch : to_unsubscribe_) {
-        auto it = channels_.find(ch);
-        if (it != channels_.end() && it->second->users_ == 0) unsubs.push_back(ch);
-      }
-      to_unsubscribe_.clear();
-    }
-    bool wrote = false;
-    for (auto& ch : subs) wrote |= conn_->append({"SUBSCRIBE", ch});
-    for (auto& ch : unsubs) wrote |= conn_->append({"UNSUBSCRIBE", ch});
-    if (wrote && !conn_->flush()) continue;
+    if (complete) complete = send_subscriptions();
 
-    pollfd fds[2] = {{conn_->raw()->fd, POLLIN, 0}, {wake_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) continue;
-    if (fds[1].revents != 0) {
+    std::vector<pollfd> fds{{wake_pipe_[0], POLLIN, 0}};
+    std::vector<std::string> labels;
+    for (auto& [label, l] : links_) {
+      if (!l.conn || l.conn->broken()) continue;
+      fds.push_back({l.conn->raw()->fd, POLLIN, 0});
+      labels.push_back(label);
+    }
+    if (::poll(fds.data(), fds.size(), complete ? -1 : 200) < 0) continue;
+    if (fds[0].revents != 0) {
       char buf[64];
       while (::read(wake_pipe_[0], buf, sizeof buf) > 0) {
       }
     }
-    if (fds[0].revents != 0) {
-      if (redisBufferRead(conn_->raw()) != REDIS_OK) {
-        std::error_code ignored;
-        conn_.reset();
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto& l = links_[labels[i - 1]];
+      if (redisBufferRead(l.conn->raw()) != REDIS_OK) {
+        l.conn->discard();
         continue;
       }
       for (;;) {
         void* raw_reply = nullptr;
-        if (redisGetReplyFromReader(conn_->raw(), &raw_reply) != REDIS_OK) {
-          conn_.reset();
+        if (redisGetReplyFromReader(l.conn->raw(), &raw_reply) != REDIS_OK) {
+          l.conn->discard();
           break;
         }
         if (raw_reply == nullptr) break;
         reply_ptr r(static_cast<redisReply*>(raw_reply));
-        dispatch(r.get());
+        dispatch(r.get(), labels[i - 1]);
       }
     }
   }

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -94,12 +95,27 @@ class channel_waiter {
   bool holds_wake_ = false;  // under state_->mutex_
 };
 
+// Sharded pub/sub on a Redis Cluster (Redis 7: SSUBSCRIBE, answered by the master of the channel's
+// slot only). The subscriber then keeps a connection per master that serves a subscribed channel.
+// When a slot moves (the node answers an SSUBSCRIBE with MOVED, or drops a channel with an
+// unrequested SUNSUBSCRIBE as Redis does once the slot is gone), the channel is subscribed again on
+// its new master and its waiters are woken, since a release may have been published meanwhile.
+struct shard_routing {
+  // Where the master serving `channel`'s slot is now (credentials from the subscriber's endpoint);
+  // nullopt when no master is known.
+  std::function<std::optional<endpoint>(std::string_view channel)> route;
+  // A node refused or dropped a subscription: the slot map is stale (it must not block long).
+  std::function<void()> moved;
+};
+
 class subscriber {
  public:
-  // `on_drop` runs on the subscriber's thread each time its connection is lost (server stopped,
+  // `on_drop` runs on the subscriber's thread each time a connection is lost (server stopped,
   // restarted, connection killed); it must not block.
   // `open`: how its connection is opened (the pool's opener; default connection::open).
-  explicit subscriber(endpoint where, std::function<void()> on_drop = {}, opener open = {});
+  // `shards`: sharded pub/sub (SSUBSCRIBE) on the master of each channel's slot; `open` is not used.
+  explicit subscriber(endpoint where, std::function<void()> on_drop = {}, opener open = {},
+                      std::optional<shard_routing> shards = {});
   ~subscriber();
   subscriber(const subscriber&) = delete;
   subscriber& operator=(const subscriber&) = delete;
@@ -119,22 +135,36 @@ class subscriber {
   void reconnect() noexcept;
 
  private:
+  // One connection of the subscriber: the only one, or (sharded) the one to one master.
+  struct link {
+    std::unique_ptr<connection> conn;
+    std::vector<std::string> pending;  // subscriptions sent and not confirmed yet, in order
+    std::vector<std::string> leaving;  // unsubscriptions sent and not confirmed yet
+  };
   void run();
   void wake() noexcept;
-  bool connect_and_resubscribe();
-  void dispatch(redisReply* r);
+  // Queues every channel subscribed at `label` to be subscribed again, waking its waiters.
+  void resubscribe_all_at(const std::string& label);
+  void resubscribe_locked(const std::string& channel, channel_state& state);
+  bool send_subscriptions();  // false when a wanted link could not be opened (retried soon)
+  link* link_for(const std::string& label, const endpoint& where);
+  void dispatch(redisReply* r, const std::string& label);
 
   endpoint where_;
   std::function<void()> on_drop_;
   opener open_;
+  std::optional<shard_routing> shards_;
   bool reconnect_ = false;  // under mutex_
-  bool had_connection_ = false;  // only the thread touches it
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<channel_state>, std::less<>> channels_;
   std::vector<std::string> to_subscribe_, to_unsubscribe_;
   bool stopping_ = false;
   int wake_pipe_[2] = {-1, -1};
-  std::unique_ptr<connection> conn_;  // only the thread touches it
+  // Only the thread touches these: the links by endpoint label ("" for the one link of an
+  // unsharded subscriber), and where each channel was last subscribed.
+  std::map<std::string, link> links_;
+  std::map<std::string, std::string, std::less<>> subscribed_at_;
+  bool had_connection_ = false;  // unsharded: the one link was up (on_drop_ runs when it goes)
   std::thread thread_;
 };
 

@@ -22,7 +22,9 @@ TEST(RedisPlugin, EverySchemeOfTheModuleIsFoundWithoutAFileOfItsName) {
   // wait_after_restart=false: the servers may have just been restarted by the fault tests.
   auto backend = plugins.open(redlock + "?wait_after_restart=false");
   ASSERT_TRUE(backend);
-  for (const char* scheme : {"redis", "redis+reentrant", "redis+fair", "redlock", "redis+unsafe-setnx-expire",
+  for (const char* scheme : {"redis", "redis+reentrant", "redis+fair", "redlock", "redis+sentinel",
+                             "redis+reentrant+sentinel", "redis+fair+sentinel", "redis+cluster",
+                             "redis+reentrant+cluster", "redis+fair+cluster", "redis+unsafe-setnx-expire",
                              "redis+unsafe-getset", "redis+unsafe-del", "redis+unsafe-incr"})
     EXPECT_TRUE(plugins.contains(scheme)) << scheme << " was not registered by loading libdlock_redis.so";
   EXPECT_TRUE(backend->make_lock("plugin-redlock")->try_acquire());

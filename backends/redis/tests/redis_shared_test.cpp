@@ -212,9 +212,10 @@ TEST(RedisShared, RwLayoutIsTheSameOnEveryScheme) {
 
 TEST(RedisShared, RedisSchemesOfferBothAndRedlockNeither) {
   for (const auto& info : dlock::default_registry().list()) {
-    // The Sentinel schemes are the same backend on the master the sentinels name.
+    // The Sentinel and Cluster schemes are the same backend on the master the sentinels name, or the
+    // master of the name's slot.
     const bool safe_single = info.scheme == "redis" || info.scheme == "redis+reentrant" || info.scheme == "redis+fair" ||
-                             info.scheme.ends_with("+sentinel");
+                             info.scheme.ends_with("+sentinel") || info.scheme.ends_with("+cluster");
     if (info.scheme.rfind("redis", 0) != 0 && info.scheme != "redlock") continue;
     EXPECT_EQ(info.primitives.rw_lock.has_value(), safe_single) << info.scheme;
     EXPECT_EQ(info.primitives.semaphore.has_value(), safe_single) << info.scheme;
