@@ -594,14 +594,19 @@ pipeline::outcome shared::eval_on_cluster(std::shared_ptr<node> n, const script&
                                           milliseconds min_server_age, std::error_code& ec, bool source_only,
                                           const std::vector<std::string_view>& trailer) noexcept {
   const auto routing_key = keys.empty() ? std::string_view{} : keys.front();
-  // A slot moves at most a few times while one request is routed; more redirections than this
-  // mean the cluster's nodes disagree (a failover in progress): an outage, tried again later.
+  // A slot moves at most a few times while one request is routed; more redirections in a row than
+  // this mean the cluster's nodes disagree (a failover in progress): an outage, tried again later.
   constexpr int max_redirections = 5;
   auto pause = milliseconds(10);
+  std::shared_ptr<node> asking;  // after an ASK: the next try goes there, once, after ASKING
   for (int redirections = 0;;) {
-    auto out = n->requests->eval(s, keys, args, deadline, min_server_age, ec, source_only, trailer);
+    auto out = asking ? eval_after_asking(*asking, s, keys, args, deadline, ec, trailer)
+                      : n->requests->eval(s, keys, args, deadline, min_server_age, ec, source_only, trailer);
+    asking.reset();
     if (ec || out.withdrawn || !out.reply || out.reply->type != REDIS_REPLY_ERROR) return out;
     const auto to = redirection_of(out.reply.get());
+    // TRYAGAIN: a multi-key script while its slot is half migrated (some keys moved, or an importing
+    // node asked for keys it does not have yet); CLUSTERDOWN: a failover in progress.
     const bool again = !to && (is_error(out.reply.get(), "TRYAGAIN") || is_error(out.reply.get(), "CLUSTERDOWN"));
     if (!to && !again) return out;  // the script's own error: the caller judges it
     if ((to && ++redirections > max_redirections) || (again && clock::now() + pause >= deadline)) {
@@ -615,18 +620,15 @@ pipeline::outcome shared::eval_on_cluster(std::shared_ptr<node> n, const script&
     if (again) {
       std::this_thread::sleep_for(pause);  // the migration moves the rest of the slot's keys meanwhile
       pause = std::min(pause * 2, milliseconds(200));
-      continue;
+      redirections = 0;
+      continue;  // from the slot's owner again: it answers ASK, or MOVED once the migration ends
     }
     if (to->ask) {
-      auto target = cluster->at(to->host, to->port);
-      if (!target) {
-        set_error(ec, errc::backend_unavailable, "redis: out of memory following a redirection");
-        return {};
-      }
-      return eval_after_asking(*target, s, keys, args, deadline, ec, trailer);
+      asking = cluster->at(to->host, to->port);
+    } else {
+      n = cluster->moved(*to);
     }
-    n = cluster->moved(*to);
-    if (!n) {
+    if (!asking && !n) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory following a redirection");
       return {};
     }
