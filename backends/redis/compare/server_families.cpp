@@ -63,6 +63,15 @@ constexpr server_family families[] = {
      .partition_not_applicable = "a Sentinel set: the sentinels name the master by its 127.0.0.1 address, which the "
                                  "partition's namespaces do not forward",
      .default_port = 26379},
+    // A Redis Cluster: each name lives on the master of its slot, so no one process is "the server"
+    // (the failovers and slot migrations are redis/RedisCluster.*'s business, on the cluster itself).
+    {.prefix = "redis",
+     .suffix = "+cluster",
+     .variable = "DLOCK_REDIS_CLUSTER_URI",
+     .connection_kill_not_applicable = "a Redis Cluster: the connections go to the master of each name's slot",
+     .partition_not_applicable = "a Redis Cluster: its nodes announce their 127.0.0.1 addresses, which the "
+                                 "partition's namespaces do not forward",
+     .default_port = default_port},
     // Several masters: losing some of them is the quorum faults' business, not one server's.
     {.prefix = "redlock",
      .variable = "DLOCK_REDLOCK_URI",

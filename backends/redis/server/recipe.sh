@@ -135,10 +135,13 @@ redis_sentinel_env() {  # SERVER HOSTS PORTS
 
 # The cluster: six nodes, made one cluster (three masters, a replica each) by the first setup.
 redis_cluster_check() { require_commands "$1" redis-server redis-cli; }
+# --repl-diskless-sync-delay 0: a restarted node is a working replica at once, not 5 s later (the
+# default waits for more replicas to share the transfer; the fault tests restart one at a time).
 redis_cluster_launch() {  # nodes.conf keeps the membership (and its epoch) across stop/start
   spawn "$1" redis-server --bind "$LOOPBACK" --port "$2" --dir "$DIR/$1" --save '' --appendonly no \
     --daemonize no --logfile '' --enable-debug-command local \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
+    --repl-diskless-sync-delay 0 \
     --user "$DB_USER" on ">$DB_PASSWORD" '~*' '&*' '+@all'
 }
 redis_cluster_ready() { redis_ready "$@"; }
