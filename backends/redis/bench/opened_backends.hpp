@@ -1,7 +1,9 @@
 #pragma once
 // What the redis bench programs share: one backend per URI for all of a benchmark's threads (a
-// service opens its backend once), and the uncontended dlock loop the raw loops are measured against.
+// service opens its backend once), the uncontended dlock loop the raw loops are measured against,
+// and the raw loop's one cycle.
 #include <benchmark/benchmark.h>
+#include <hiredis/hiredis.h>
 
 #include <map>
 #include <memory>
@@ -9,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "connection.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock/spi.hpp"
 
 namespace dlock_bench {
 
@@ -34,6 +38,28 @@ void dlock_cycles(benchmark::State& state, const std::string& uri, NameFor&& nam
     if (!l) state.SkipWithError("dlock acquire failed");
     l.release();
   }
+}
+
+// The raw client's cycle on `name`, what redis:// sends for it: EVALSHA of the acquire script
+// (SET NX PX and the fencing counter), `WAIT replicas 100` when replicas > 0, EVALSHA of the
+// release script (both loaded on `c` beforehand).
+inline void raw_cycle(benchmark::State& state, redisContext* c, const std::string& name,
+                      const dlock::redis::script& acquire, const dlock::redis::script& release, int replicas = 0) {
+  const auto fence = "dlock_fencing:{" + name + "}";
+  const auto channel = "dlock__channel:{" + name + "}";
+  const auto token = dlock::spi::random_token();
+  auto* r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 2 %b %b %b 30000", acquire.sha1.c_str(), name.data(),
+                                                  name.size(), fence.data(), fence.size(), token.data(), token.size()));
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->element[0]->integer != 1) state.SkipWithError("raw acquire failed");
+  freeReplyObject(r);
+  if (replicas > 0) {
+    r = static_cast<redisReply*>(redisCommand(c, "WAIT %d 100", replicas));
+    if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < replicas) state.SkipWithError("raw WAIT short");
+    freeReplyObject(r);
+  }
+  r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 2 %b %b %b", release.sha1.c_str(), name.data(), name.size(),
+                                            channel.data(), channel.size(), token.data(), token.size()));
+  freeReplyObject(r);
 }
 
 }  // namespace dlock_bench

@@ -59,24 +59,7 @@ void raw_loop(benchmark::State& state, int replicas) {
   freeReplyObject(redisCommand(c, "SCRIPT LOAD %b", acq.source.data(), acq.source.size()));
   freeReplyObject(redisCommand(c, "SCRIPT LOAD %b", rel.source.data(), rel.source.size()));
   int i = 0;
-  for (auto _ : state) {
-    const auto name = name_for(state.thread_index(), i++);
-    const auto fence = "dlock_fencing:{" + name + "}";
-    const auto channel = "dlock__channel:{" + name + "}";
-    const auto token = dlock::spi::random_token();
-    auto* r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 2 %b %b %b 30000", acq.sha1.c_str(), name.data(),
-                                                    name.size(), fence.data(), fence.size(), token.data(), token.size()));
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->element[0]->integer != 1) state.SkipWithError("raw acquire failed");
-    freeReplyObject(r);
-    if (replicas > 0) {
-      r = static_cast<redisReply*>(redisCommand(c, "WAIT %d 100", replicas));
-      if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < replicas) state.SkipWithError("raw WAIT short");
-      freeReplyObject(r);
-    }
-    r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 2 %b %b %b", rel.sha1.c_str(), name.data(), name.size(),
-                                              channel.data(), channel.size(), token.data(), token.size()));
-    freeReplyObject(r);
-  }
+  for (auto _ : state) dlock_bench::raw_cycle(state, c, name_for(state.thread_index(), i++), acq, rel, replicas);
   redisFree(c);
 }
 void BM_raw_master(benchmark::State& state) { raw_loop(state, 0); }

@@ -152,6 +152,10 @@ std::unique_ptr<connection> cluster_map::open_any(const endpoint& where, std::er
 
 void cluster_map::refresh(std::error_code& ec) noexcept {
   std::lock_guard one_at_a_time(refresh_mutex_);
+  refresh_locked(ec);
+}
+
+void cluster_map::refresh_locked(std::error_code& ec) noexcept {
   try {
     std::vector<endpoint> candidates;
     {
@@ -226,7 +230,13 @@ std::shared_ptr<node> cluster_map::for_slot(std::uint16_t slot, std::error_code&
     std::lock_guard lock(mutex_);
     if (owner_[slot] && !stale_) return owner_[slot];
   }
-  refresh(ec);
+  std::lock_guard one_at_a_time(refresh_mutex_);
+  {
+    // The threads that found the map stale together: the first reads it, the others use its answer.
+    std::lock_guard lock(mutex_);
+    if (owner_[slot] && !stale_) return owner_[slot];
+  }
+  refresh_locked(ec);
   std::lock_guard lock(mutex_);
   if (owner_[slot]) {
     ec.clear();  // a failed refresh still leaves the last map's (or a MOVED's) owner

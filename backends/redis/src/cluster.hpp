@@ -84,6 +84,7 @@ class cluster_map {
   std::string label() const;
 
  private:
+  void refresh_locked(std::error_code& ec) noexcept;  // under refresh_mutex_
   std::shared_ptr<node> node_at_locked(const endpoint& where);
   endpoint with_address(const std::string& host, std::uint16_t port) const;
 
