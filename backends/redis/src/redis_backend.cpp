@@ -106,7 +106,7 @@ class redis_lease final : public spi::lease_state {
         held_id_(shared_->add_held(this, key_, secret_)) {
     // Watch the server from now on: its subscriber connection notices a stop or a restart at
     // once, and the held leases are then checked without waiting for their next renewal.
-    (void)shared_->subscriber_for_waits();
+    shared_->watch_server_of(key_);
   }
   ~redis_lease() override { shared_->remove_held(held_id_); }
 
@@ -525,13 +525,25 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
         };
         shards->moved = [c = cluster.get()] { c->mark_stale(); };
       }
-      subscriber_ = std::make_shared<subscriber>(config.where, [this] { check_held_soon(); }, std::move(open),
-                                                 std::move(shards));
+      // A dropped subscriber connection: the server restarted or stopped, or (cluster) a master
+      // died, whose slots are served elsewhere once its replica is promoted.
+      auto dropped = [this] {
+        if (cluster) cluster->mark_stale();
+        check_held_soon();
+      };
+      subscriber_ = std::make_shared<subscriber>(config.where, std::move(dropped), std::move(open), std::move(shards));
     } catch (...) {
       return nullptr;
     }
   }
   return subscriber_;
+}
+
+void shared::watch_server_of(std::string_view key) noexcept {
+  auto sub = subscriber_for_waits();
+  if (!sub || !cluster) return;  // one server: the subscriber's own connection watches it
+  std::error_code ec;
+  if (auto n = node_for(key, ec)) sub->watch(n->connections->where());
 }
 
 shared::~shared() {
@@ -846,13 +858,23 @@ constexpr capabilities declared_caps(mode m, std::string_view scheme) noexcept {
   return redis_caps;
 }
 
-// A node of a cluster: its pool and pipeline; a connection that drops makes the held leases be
-// checked, as on a single server.
+// A node of a cluster: its pool and pipeline. A node that cannot be reached, or a connection to it
+// that drops, makes the slot map be read again at the next lookup: a dead master never answers
+// MOVED, and its slots are served by its promoted replica once the cluster has failed over. A drop
+// also makes the held leases be checked, as on a single server.
 std::shared_ptr<node> make_node(shared& s, const endpoint& where) {
   auto n = std::make_shared<node>();
-  n->connections = std::make_shared<pool>(where, s.config.pool_size);
+  auto open = [raw = &s](const endpoint& at, std::error_code& ec) {
+    auto c = connection::open(at, ec);
+    if (!c) raw->cluster->mark_stale();
+    return c;
+  };
+  n->connections = std::make_shared<pool>(where, s.config.pool_size, std::move(open));
   n->requests = std::make_unique<pipeline>(n->connections);
-  n->connections->on_server_change([raw = &s] { raw->check_held_soon(); });
+  n->connections->on_server_change([raw = &s] {
+    raw->cluster->mark_stale();
+    raw->check_held_soon();
+  });
   return n;
 }
 

@@ -105,6 +105,9 @@ struct shared {
   // server that goes away is noticed at once, not at the next renewal. On a cluster it is
   // connected to any node: Redis Cluster delivers a PUBLISH to the subscribers of every node.
   std::shared_ptr<subscriber> subscriber_for_waits() noexcept;
+  // A lease on `key` was granted: its server is watched from now on (the subscriber's connection,
+  // and on a cluster one to the key's master), so its death or restart is noticed at once.
+  void watch_server_of(std::string_view key) noexcept;
 
   // The leases alive now, so they can be checked at once when the server may have lost them.
   // `owner` is the token (simple) or the owner field (Redisson layouts).

@@ -196,6 +196,20 @@ void subscriber::reconnect() noexcept {
   wake();
 }
 
+void subscriber::watch(const endpoint& where) noexcept {
+  try {
+    const auto label = where.label();
+    {
+      std::lock_guard lock(mutex_);
+      if (!watched_.insert(label).second) return;
+      to_watch_.push_back(where);
+    }
+    wake();
+  } catch (...) {
+    // out of memory: the master's death is noticed at the next renewal
+  }
+}
+
 // Under mutex_.
 void subscriber::resubscribe_locked(const std::string& channel, channel_state& state) {
   std::lock_guard state_lock(state.mutex_);
@@ -234,8 +248,10 @@ subscriber::link* subscriber::link_for(const std::string& label, const endpoint&
 
 bool subscriber::send_subscriptions() {
   std::vector<std::string> subs, unsubs;
+  std::vector<endpoint> watches;
   {
     std::lock_guard lock(mutex_);
+    watches.swap(to_watch_);
     for (auto& ch : to_subscribe_) {
       auto it = channels_.find(ch);
       if (it == channels_.end()) continue;
@@ -248,6 +264,11 @@ bool subscriber::send_subscriptions() {
       if (it != channels_.end() && it->second->users_ == 0) unsubs.push_back(ch);
     }
     to_unsubscribe_.clear();
+  }
+  for (const auto& where : watches) {
+    if (link_for(where.label(), where)) continue;
+    std::lock_guard lock(mutex_);  // not reachable now: a later watch() may try again
+    watched_.erase(where.label());
   }
   const char* subscribe_command = shards_ ? "SSUBSCRIBE" : "SUBSCRIBE";
   const char* unsubscribe_command = shards_ ? "SUNSUBSCRIBE" : "UNSUBSCRIBE";
@@ -385,15 +406,21 @@ void subscriber::run() {
         had_connection_ = link_for("", where_) != nullptr;
         if (!had_connection_) complete = false;
       }
-    } else {
-      // A master went away (stopped, failed over, connection killed): its channels follow their slots.
+    }
+    {
+      // A master went away (stopped, failed over, connection killed): its channels follow their
+      // slots, and a watch on it ends (the leases' next masters are watched as they are granted).
       std::vector<std::string> gone;
       for (auto& [label, l] : links_)
-        if (!l.conn || l.conn->broken()) gone.push_back(label);
+        if ((shards_ || !label.empty()) && (!l.conn || l.conn->broken())) gone.push_back(label);
       for (const auto& label : gone) {
         links_.erase(label);
+        {
+          std::lock_guard lock(mutex_);
+          watched_.erase(label);
+        }
         if (on_drop_) on_drop_();
-        if (shards_->moved) shards_->moved();
+        if (shards_ && shards_->moved) shards_->moved();
         resubscribe_all_at(label);
       }
     }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -133,6 +134,10 @@ class subscriber {
   // The server moved (a failover): closes the connection; the thread opens another (through the
   // opener), subscribes again and wakes every waiter, as after a drop.
   void reconnect() noexcept;
+  // Keeps a connection to `where` (a cluster master holding this process's leases) even with no
+  // subscription on it, so that its death runs `on_drop` at once, not at the next renewal. Cheap
+  // when it is watched already (no server traffic, no wake-up of the thread).
+  void watch(const endpoint& where) noexcept;
 
  private:
   // One connection of the subscriber: the only one, or (sharded) the one to one master.
@@ -158,6 +163,8 @@ class subscriber {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<channel_state>, std::less<>> channels_;
   std::vector<std::string> to_subscribe_, to_unsubscribe_;
+  std::vector<endpoint> to_watch_;
+  std::set<std::string, std::less<>> watched_;  // labels of the watch links open or being opened
   bool stopping_ = false;
   int wake_pipe_[2] = {-1, -1};
   // Only the thread touches these: the links by endpoint label ("" for the one link of an

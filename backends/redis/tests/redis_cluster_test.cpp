@@ -768,7 +768,9 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   for (int m : master_ports())
     if (m != source) target = m;
   ASSERT_GT(target, 0);
-  const auto uri = cluster_uri() + "?ttl=10s";
+  // ttl and poll 60 s: within the waiters' 20 s only a release message can wake one, so they show
+  // that the subscriptions followed the slot (no restart here: wait_after_restart is not needed).
+  const auto uri = cluster_uri() + "?ttl=60s&poll=60s..60s&wait_after_restart=false";
 
   guarded_resource resource;
   auto holder = dlock::open(uri);
@@ -1160,6 +1162,59 @@ TEST_F(RedisCluster, BadInputIsRefusedClearly) {
             make_error_code(dlock::errc::authentication_failed))
       << what;
   EXPECT_EQ(what.find("SECRET"), std::string::npos) << what;
+}
+
+
+// --- 6. Waiting on release messages ------------------------------------------------------------
+
+// The subscriptions on `channel` the cluster counts: sharded ones on the slot's master
+// (PUBSUB SHARDNUMSUB), classic ones summed over every node (PUBSUB NUMSUB: a classic subscriber is
+// connected to any one node, and a PUBLISH reaches every node's).
+long long subscriptions(const std::string& mode, const std::string& channel, int master) {
+  if (mode == "sharded") {
+    auto r = ask(master, {"PUBSUB", "SHARDNUMSUB", channel});
+    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : 0;
+  }
+  long long total = 0;
+  for (int p : cluster_ports()) {
+    auto r = ask(p, {"PUBSUB", "NUMSUB", channel});
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2) total += r->element[1]->integer;
+  }
+  return total;
+}
+
+// Waiters are woken by the release message, in both pubsub modes: the lock's ttl and the poll
+// interval are 60 s, so within the waiters' 20 s only a message can wake one (the holder's release
+// wakes the first, each waiter's release the next). Without the message the waiters would sleep
+// until the holder's PTTL bound and not be granted in time.
+TEST_F(RedisCluster, WaitersAreWokenByReleaseMessagesInBothPubsubModes) {
+  for (const std::string mode : {"sharded", "classic"}) {
+    SCOPED_TRACE("pubsub=" + mode);
+    const auto name = unique("wake-" + mode);
+    const auto owner = owner_of(keyslot(name));
+    ASSERT_TRUE(owner);
+    const auto uri = cluster_uri() + "?ttl=60s&poll=60s..60s&wait_after_restart=false&pubsub=" + mode;
+    guarded_resource resource;
+    auto holder = dlock::open(uri);
+    auto held = holder->make_lock(name)->try_acquire();
+    ASSERT_TRUE(held);
+    resource.enter(held);
+    constexpr int waiter_count = 3;
+    waiters waiting(waiter_count, uri, name, 20s, resource);
+    const auto channel = prefixed("dlock__channel", name);
+    EXPECT_TRUE(wait_for([&] { return subscriptions(mode, channel, owner->master) >= waiter_count; }, 10s))
+        << "the waiters' " << mode << " subscriptions: " << subscriptions(mode, channel, owner->master);
+    if (mode == "sharded")
+      EXPECT_EQ(subscriptions("classic", channel, owner->master), 0) << "a sharded waiter subscribed the classic way";
+    resource.leave();
+    held.release();
+    waiting.join();
+    EXPECT_EQ(waiting.failed(), 0);
+    EXPECT_EQ(waiting.granted(), waiter_count) << "a waiter was not woken by the release message";
+    EXPECT_EQ(resource.overlaps.load(), 0);
+    EXPECT_EQ(resource.counter.load(), 1 + waiter_count);
+    EXPECT_EQ(resource.token_order(), "");
+  }
 }
 
 }  // namespace
