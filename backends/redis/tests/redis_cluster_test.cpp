@@ -648,6 +648,23 @@ class waiters {
   std::vector<std::thread> threads_;
 };
 
+// The holder leaves the resource and releases (no error: not_owner would mean the lock was lost);
+// then every waiter must have been granted once, in turn: no overlap, an exact count, tokens in
+// order. `why`: what a waiter not granted means in this test.
+void release_and_expect_every_waiter_served(dlock::lease& held, guarded_resource& resource, waiters& waiting,
+                                            int waiter_count, const std::string& why) {
+  resource.leave();
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_FALSE(ec) << "the holder's release: " << ec.message();
+  waiting.join();
+  EXPECT_EQ(waiting.failed(), 0);
+  EXPECT_EQ(waiting.granted(), waiter_count) << why;
+  EXPECT_EQ(resource.overlaps.load(), 0) << "two holders at once";
+  EXPECT_EQ(resource.counter.load(), 1 + waiter_count) << "lost updates: the lock did not exclude";
+  EXPECT_EQ(resource.token_order(), "");
+}
+
 // Until every waiter has made its first attempt and (best effort: the client may also poll) the
 // slot's master counts a sharded subscriber per waiter on the lock's release channel.
 void let_waiters_wait(const waiters& w, int count, int master, const std::string& channel) {
@@ -664,6 +681,21 @@ std::shared_ptr<dlock::backend> open_cluster(const std::string& query = "") {
   return dlock::open(cluster_uri() + query);
 }
 std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-cluster:" + std::string(what)); }
+
+// A fresh name for a failover test, its slot, the slot's master and that master's one replica.
+struct failover_subject {
+  std::string name;
+  int slot = -1, master = -1, replica = -1;
+};
+std::optional<failover_subject> failover_subject_for(std::string_view what) {
+  failover_subject out{unique(what)};
+  out.slot = keyslot(out.name);
+  const auto owner = owner_of(out.slot);
+  if (!owner || owner->replicas.size() != 1) return std::nullopt;
+  out.master = owner->master;
+  out.replica = owner->replicas[0];
+  return out;
+}
 
 class RedisCluster : public ::testing::Test {
  protected:
@@ -746,13 +778,7 @@ TEST_F(RedisCluster, FairWaitersQueueOnTheSlotsMaster) {
   EXPECT_TRUE(wait_for([&] { return stored_on(owner->master, queue); }, 10s)) << "no queue key on the slot's master";
   EXPECT_EQ(masters_storing(queue), std::vector<int>{owner->master});
   EXPECT_EQ(masters_storing(prefixed("redisson_lock_timeout", name)), std::vector<int>{owner->master});
-  resource.leave();
-  held.release();
-  one.join();
-  EXPECT_EQ(one.granted(), 1);
-  EXPECT_EQ(resource.overlaps.load(), 0);
-  EXPECT_EQ(resource.counter.load(), 2);
-  EXPECT_EQ(resource.token_order(), "");
+  release_and_expect_every_waiter_served(held, resource, one, 1, "the fair waiter was not granted after the release");
 }
 
 // --- 2. Slot migration -------------------------------------------------------------------------
@@ -792,17 +818,8 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   EXPECT_EQ(owner_of(slot).value_or(slot_owner{}).master, target) << describe_cluster();
 
   // The holder's release follows the slot (MOVED) and wakes the waiters there.
-  resource.leave();
-  std::error_code ec;
-  held.release(ec);
-  EXPECT_FALSE(ec) << "the holder's release after the migration: " << ec.message();
-  waiting.join();
-  EXPECT_EQ(waiting.failed(), 0);
-  EXPECT_EQ(waiting.not_granted(), 0) << "a waiter was not granted within 20 s after the release";
-  EXPECT_EQ(waiting.granted(), waiter_count);
-  EXPECT_EQ(resource.overlaps.load(), 0) << "two holders at once";
-  EXPECT_EQ(resource.counter.load(), 1 + waiter_count) << "lost updates: the lock did not exclude";
-  EXPECT_EQ(resource.token_order(), "");
+  release_and_expect_every_waiter_served(held, resource, waiting, waiter_count,
+                                         "a waiter was not woken within 20 s after the release");
   EXPECT_TRUE(stored_on(target, prefixed("dlock_fencing", name))) << "the fencing counter did not follow the slot";
   EXPECT_FALSE(stored_on(source, prefixed("dlock_fencing", name)));
 }
@@ -913,11 +930,10 @@ TEST_F(RedisCluster, ALockOfASlotHalfMigratedIsRenewedThroughAskAndANewOneGrante
 
 TEST_F(RedisCluster, WithMinReplicasAGrantSurvivesTheMastersDeath) {
   cluster_restorer restore;
-  const auto name = unique("failover");
-  const int slot = keyslot(name);
-  const auto owner = owner_of(slot);
-  ASSERT_TRUE(owner && owner->replicas.size() == 1) << describe_cluster();
-  const int old_master = owner->master, replica = owner->replicas[0];
+  const auto subject = failover_subject_for("failover");
+  ASSERT_TRUE(subject) << "no master with exactly one replica for the name's slot:" << describe_cluster();
+  const std::string name = subject->name;
+  const int slot = subject->slot, old_master = subject->master, replica = subject->replica;
   // ttl 15 s rather than 5: with min_replicas a renewal after the failover is confirmed only once
   // the killed node is back as the new master's replica (the promoted one has no other), which
   // takes about 8 s from the kill here: the failover 2.5-3 s (node timeout 1 s, election delay up
@@ -964,11 +980,10 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
   // Every node older than the ttl: the master grants nothing before (wait_after_restart).
   ASSERT_TRUE(wait_for(ready_for(ttl), 90s)) << "a node is younger than the ttl:" << describe_cluster();
   cluster_restorer restore;
-  const auto name = unique("double-grant");
-  const int slot = keyslot(name);
-  const auto owner = owner_of(slot);
-  ASSERT_TRUE(owner && owner->replicas.size() == 1) << describe_cluster();
-  const int old_master = owner->master, replica = owner->replicas[0];
+  const auto subject = failover_subject_for("double-grant");
+  ASSERT_TRUE(subject) << "no master with exactly one replica for the name's slot:" << describe_cluster();
+  const std::string name = subject->name;
+  const int slot = subject->slot, old_master = subject->master, replica = subject->replica;
   const auto query = "?ttl=20s&watchdog=true";  // watchdog: renewals every ttl/3, which find the key gone
   auto one = open_cluster(query);
 
@@ -1060,11 +1075,10 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
 
 TEST_F(RedisCluster, AWaiterIsGrantedAfterTheMastersDeathAndNeverAlongsideTheHolder) {
   cluster_restorer restore;
-  const auto name = unique("failover-wait");
-  const int slot = keyslot(name);
-  const auto owner = owner_of(slot);
-  ASSERT_TRUE(owner && owner->replicas.size() == 1) << describe_cluster();
-  const int old_master = owner->master, replica = owner->replicas[0];
+  const auto subject = failover_subject_for("failover-wait");
+  ASSERT_TRUE(subject) << "no master with exactly one replica for the name's slot:" << describe_cluster();
+  const std::string name = subject->name;
+  const int slot = subject->slot, old_master = subject->master, replica = subject->replica;
   // min_replicas: without it the holder's grant may be lost with the master (asynchronous
   // replication), and the waiter granted beside the holder would be that known loss, not a fault
   // of the client; with it, the grant is on the replica that gets promoted. ttl 15 s: the holder's
@@ -1086,16 +1100,7 @@ TEST_F(RedisCluster, AWaiterIsGrantedAfterTheMastersDeathAndNeverAlongsideTheHol
   EXPECT_TRUE(wait_for([&] { return has_online_replicas(new_master, 1); }, 30s)) << describe_cluster();
   EXPECT_EQ(waiting.granted(), 0) << "the waiter was granted while the holder held";
 
-  resource.leave();
-  std::error_code ec;
-  held.release(ec);
-  EXPECT_FALSE(ec) << "the holder's release after the failover: " << ec.message();
-  waiting.join();
-  EXPECT_EQ(waiting.failed(), 0);
-  EXPECT_EQ(waiting.granted(), 1) << "the waiter was never granted after the failover";
-  EXPECT_EQ(resource.overlaps.load(), 0) << "the waiter was granted beside the holder";
-  EXPECT_EQ(resource.counter.load(), 2);
-  EXPECT_EQ(resource.token_order(), "");
+  release_and_expect_every_waiter_served(held, resource, waiting, 1, "the waiter was never granted after the failover");
 }
 
 // --- 4. Bad input ----------------------------------------------------------------------------
@@ -1204,16 +1209,11 @@ TEST_F(RedisCluster, WaitersAreWokenByReleaseMessagesInBothPubsubModes) {
     const auto channel = prefixed("dlock__channel", name);
     EXPECT_TRUE(wait_for([&] { return subscriptions(mode, channel, owner->master) >= waiter_count; }, 10s))
         << "the waiters' " << mode << " subscriptions: " << subscriptions(mode, channel, owner->master);
-    if (mode == "sharded")
+    if (mode == "sharded") {
       EXPECT_EQ(subscriptions("classic", channel, owner->master), 0) << "a sharded waiter subscribed the classic way";
-    resource.leave();
-    held.release();
-    waiting.join();
-    EXPECT_EQ(waiting.failed(), 0);
-    EXPECT_EQ(waiting.granted(), waiter_count) << "a waiter was not woken by the release message";
-    EXPECT_EQ(resource.overlaps.load(), 0);
-    EXPECT_EQ(resource.counter.load(), 1 + waiter_count);
-    EXPECT_EQ(resource.token_order(), "");
+    }
+    release_and_expect_every_waiter_served(held, resource, waiting, waiter_count,
+                                           "a waiter was not woken by the release message");
   }
 }
 
