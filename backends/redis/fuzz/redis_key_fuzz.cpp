@@ -4,7 +4,7 @@
 // queue, timeout) carries the name inside a {hash tag}. Redisson's prefixName omits the braces
 // when the name already has a '{', so "a" and "{a}" share derived names: that is the layout
 // Redisson services use (kept for compatibility), and the only collision allowed below. On a
-// cluster, a name without '{' puts every key of its lock in one slot.
+// cluster, a name without braces puts every key of its lock in one slot.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -40,13 +40,14 @@ void check_one(std::string_view prefix, mode m, const std::string& name) {
   const std::string tagged_name = m == mode::simple ? name : k.key;
   check(k.fence.find(tagged_name) != std::string::npos, "the fencing key carries the name", name, k.fence);
   // On a cluster every key of a lock must share a slot (redis+cluster:// refuses a name whose keys
-  // do not): without a prefix, a name with no '{' always gets one slot, as Redisson's layout promises.
-  if (prefix.empty() && name.find('{') == std::string::npos) {
+  // do not): without a prefix, a name with no brace always gets one slot, as Redisson's layout
+  // promises. (A '}' alone does not: it closes the derived names' tag early, "dlock_fencing:{a}b}".)
+  if (prefix.empty() && name.find_first_of("{}") == std::string::npos) {
     const auto slot = dlock::redis::key_slot(k.key);
     check(dlock::redis::key_slot(k.fence) == slot && dlock::redis::key_slot(k.channel) == slot &&
               (m == mode::simple ||
                (dlock::redis::key_slot(k.queue) == slot && dlock::redis::key_slot(k.timeout) == slot)),
-          "a name without '{' puts all its keys in one cluster slot", name);
+          "a name without braces puts all its keys in one cluster slot", name);
   }
 }
 
