@@ -167,18 +167,29 @@ void cluster_map::refresh_locked(std::error_code& ec) noexcept {
           candidates.push_back(n->connections->where());
     }
     candidates.insert(candidates.end(), seeds_.begin(), seeds_.end());
+    {
+      // The nodes that could not be reached last time are asked last.
+      std::lock_guard lock(mutex_);
+      std::stable_partition(candidates.begin(), candidates.end(),
+                            [&](const endpoint& e) { return !unreachable_.contains(e.label()); });
+    }
     std::error_code failed;
     std::string failed_message;
     for (const auto& where : candidates) {
       std::error_code open_ec;
       auto c = connection::open(where, open_ec);
       if (!c) {
+        if (open_ec == errc::backend_unavailable) {
+          std::lock_guard lock(mutex_);
+          unreachable_.insert(where.label());
+        }
         if (!failed || open_ec == errc::authentication_failed) {
           failed = open_ec;
           failed_message = last_error_message();
         }
         continue;
       }
+      reachable(where);
       auto r = c->command({"CLUSTER", "SLOTS"}, open_ec);
       if (!r) continue;
       if (r->type == REDIS_REPLY_ERROR) {
@@ -252,6 +263,20 @@ std::shared_ptr<node> cluster_map::for_slot(std::uint16_t slot, std::error_code&
 void cluster_map::mark_stale() noexcept {
   std::lock_guard lock(mutex_);
   stale_ = true;
+}
+
+void cluster_map::unreachable(const endpoint& where) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    stale_ = true;
+    unreachable_.insert(where.label());
+  } catch (...) {
+  }
+}
+
+void cluster_map::reachable(const endpoint& where) noexcept {
+  std::lock_guard lock(mutex_);
+  if (!unreachable_.empty()) unreachable_.erase(where.label());
 }
 
 std::shared_ptr<node> cluster_map::moved(const redirection& to) noexcept {

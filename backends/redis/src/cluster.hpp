@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -74,6 +75,11 @@ class cluster_map {
   std::shared_ptr<node> moved(const redirection& to) noexcept;
   // The map is read again before the next lookup (a node refused or dropped a subscription).
   void mark_stale() noexcept;
+  // A connection to `where` could not be opened: the map is stale, and that node is asked for it
+  // last (a dead master's connect timeout is not paid before the live nodes are asked). `reachable`
+  // undoes it once a connection to it opens.
+  void unreachable(const endpoint& where) noexcept;
+  void reachable(const endpoint& where) noexcept;
   // The node at an address (an ASK target), made if it was not known.
   std::shared_ptr<node> at(const std::string& host, std::uint16_t port) noexcept;
   // Every node routed to so far.
@@ -94,6 +100,7 @@ class cluster_map {
   std::map<std::string, std::shared_ptr<node>> nodes_;  // by label: every node ever routed to
   std::array<std::shared_ptr<node>, cluster_slots> owner_{};
   bool stale_ = false;  // a MOVED was seen: read the whole map at the next miss
+  std::set<std::string> unreachable_;  // labels of the nodes whose last connect failed
   std::mutex refresh_mutex_;  // one CLUSTER SLOTS at a time
 };
 

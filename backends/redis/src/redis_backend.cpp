@@ -866,7 +866,11 @@ std::shared_ptr<node> make_node(shared& s, const endpoint& where) {
   auto n = std::make_shared<node>();
   auto open = [raw = &s](const endpoint& at, std::error_code& ec) {
     auto c = connection::open(at, ec);
-    if (!c) raw->cluster->mark_stale();
+    if (c) {
+      raw->cluster->reachable(at);
+    } else {
+      raw->cluster->unreachable(at);
+    }
     return c;
   };
   n->connections = std::make_shared<pool>(where, s.config.pool_size, std::move(open));
