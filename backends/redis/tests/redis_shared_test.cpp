@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,46 +106,17 @@ struct raw_subscription {
 };
 
 // ---- holders in another process ----------------------------------------------------------------
-// The Holder "test" below is the other process of these tests, never a test of its own: it is
-// disabled (and left out of ctest's list), and the tests start this executable again running it
-// alone, with DLOCK_SHARED_HOLDER set to "rw <read|write> <name> <ttl ms>" or
+// The other process of these tests is this executable again, started with `--shared-holder SPEC`
+// (main() below runs it instead of the tests), SPEC being "rw <read|write> <name> <ttl ms>" or
 // "sem <name> <max> <permits> <ttl ms>". It takes the grant, prints "held", and holds until killed.
+std::vector<std::string> holder_command(const std::string& spec) { return {"/proc/self/exe", "--shared-holder", spec}; }
 
 std::unique_ptr<dlock::testing::child_process> spawn_holder(const std::string& spec) {
-  ::setenv("DLOCK_SHARED_HOLDER", spec.c_str(), 1);
-  auto child = std::make_unique<dlock::testing::child_process>(
-      std::vector<std::string>{"/proc/self/exe", "--gtest_also_run_disabled_tests", "--gtest_filter=RedisSharedHolder.DISABLED_Holder"});
-  ::unsetenv("DLOCK_SHARED_HOLDER");
+  auto child = std::make_unique<dlock::testing::child_process>(holder_command(spec));
   for (auto line = child->read_line(20s); line; line = child->read_line(20s))
     if (*line == "held") return child;
   ADD_FAILURE() << "the holder process never said it held: " << spec;
   return child;
-}
-
-TEST(RedisSharedHolder, DISABLED_Holder) {
-  const char* spec = std::getenv("DLOCK_SHARED_HOLDER");
-  ASSERT_NE(spec, nullptr) << "run only by the other tests, with DLOCK_SHARED_HOLDER set";
-  std::istringstream in(spec);
-  std::string kind, name;
-  in >> kind;
-  dlock::lease held;
-  if (kind == "rw") {
-    std::string side;
-    long ttl = 0;
-    in >> side >> name >> ttl;
-    auto b = open_redis("ttl=" + std::to_string(ttl) + "ms");
-    auto rw = b->make_rw_lock(name);
-    held = side == "read" ? rw->acquire_read() : rw->acquire_write();
-  } else {
-    std::uint32_t max = 0, permits = 0;
-    long ttl = 0;
-    in >> name >> max >> permits >> ttl;
-    auto b = open_redis("ttl=" + std::to_string(ttl) + "ms");
-    held = b->make_semaphore(name, max)->acquire(permits);
-  }
-  std::printf("held\n");
-  std::fflush(stdout);
-  std::this_thread::sleep_for(1h);
 }
 
 // ---- the reader-writer lock --------------------------------------------------------------------
@@ -431,9 +403,7 @@ TEST(RedisShared, KilledWaitingWritersEntryExpires) {
   const auto name = unique_name("rw-pref-killed");
   auto r = b->make_rw_lock(name)->try_acquire_read();
   ASSERT_TRUE(r);
-  ::setenv("DLOCK_SHARED_HOLDER", ("rw write " + name + " 1000").c_str(), 1);
-  dlock::testing::child_process writer({"/proc/self/exe", "--gtest_also_run_disabled_tests", "--gtest_filter=RedisSharedHolder.DISABLED_Holder"});
-  ::unsetenv("DLOCK_SHARED_HOLDER");
+  dlock::testing::child_process writer(holder_command("rw write " + name + " 1000"));
   const auto waiting = "{" + name + "}:dlock_writers_waiting";
   for (int i = 0; i < 2000 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(5ms);
   ASSERT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1);
@@ -629,4 +599,36 @@ TEST(RedisShared, ServerDownIsBackendUnavailable) {
   EXPECT_FALSE(rw->try_acquire_write_for(500ms, ec)) << "a wait waits the outage out until its deadline";
 }
 
+// The holder process (see holder_command): takes the grant SPEC names, says "held", holds until killed.
+int hold(const std::string& spec) {
+  std::istringstream in(spec);
+  std::string kind, name;
+  in >> kind;
+  dlock::lease held;
+  if (kind == "rw") {
+    std::string side;
+    long ttl = 0;
+    in >> side >> name >> ttl;
+    auto b = open_redis("ttl=" + std::to_string(ttl) + "ms");
+    auto rw = b->make_rw_lock(name);
+    held = side == "read" ? rw->acquire_read() : rw->acquire_write();
+  } else {
+    std::uint32_t max = 0, permits = 0;
+    long ttl = 0;
+    in >> name >> max >> permits >> ttl;
+    auto b = open_redis("ttl=" + std::to_string(ttl) + "ms");
+    held = b->make_semaphore(name, max)->acquire(permits);
+  }
+  std::printf("held\n");
+  std::fflush(stdout);
+  std::this_thread::sleep_for(1h);
+  return 0;
+}
+
 }  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string_view(argv[1]) == "--shared-holder") return hold(argv[2]);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
