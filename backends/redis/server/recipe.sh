@@ -26,8 +26,8 @@
 
 recipe_packages library 'the Redis client for `redis*://` and `redlock://`' libhiredis-dev
 recipe_packages server 'the Redis server the `redis*://` and `redlock://` tests run against' redis-server
-recipe_packages server 'the Redis Sentinel of the `redis+sentinel://` tests (the package starts a system service: \
-stop it, ours run on their own ports)' redis-sentinel
+recipe_packages server 'the Redis Sentinel of the `redis+sentinel://` tests (the package starts a system service; ours
+  run on their own ports)' redis-sentinel
 recipe_packages clients "interoperability tests against redis-py's \`Lock\` on the same names" python3-redis
 
 recipe_option redis-masters REDIS_MASTERS "${DLOCK_REDIS_MASTERS:-3}" \
