@@ -22,6 +22,7 @@ class dlock_category final : public std::error_category {
       case errc::lock_lost: return "lock lost";
       case errc::not_owner: return "lock is not held by this owner";
       case errc::not_supported: return "not supported by this backend";
+      case errc::name_conflict: return "the name is in use as another kind of lock";
     }
     return "unknown dlock error";
   }

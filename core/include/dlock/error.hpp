@@ -19,6 +19,9 @@ enum class errc {
   lock_lost,              // the lease expired or its session died
   not_owner,              // release/renew found the lock gone or held by someone else
   not_supported,          // the backend cannot do this (e.g. renew on a non-renewable lock)
+  name_conflict,          // the server keeps this name as something this request cannot share: a
+                          // semaphore against a mutex or reader-writer lock of the same name, or a
+                          // semaphore of another size or of a layout that records no holders
 };
 
 const std::error_category& error_category() noexcept;

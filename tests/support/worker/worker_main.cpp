@@ -6,7 +6,8 @@
 //   hold URI NAME [TTL_MS]                   acquire, print "acquired <token>", sleep until killed.
 //   hold-read / hold-write URI NAME [TTL_MS]  the same with a reader-writer lock's side.
 //   hold-permits URI NAME MAX K [TTL_MS]      the same with K permits of a semaphore of MAX.
-//   rw-rmw URI NAME DIR ITERATIONS read|write  under the reader-writer lock's side: a writer does the
+//   rw-rmw URI NAME DIR ITERATIONS read|write|mutex  under the reader-writer lock's side (or the
+//        mutex of the same name, which counts as a writer): a writer does the
 //        lossy read-modify-write of DIR/counter; overlap detector: each holder first creates its
 //        marker (DIR/writer with O_EXCL, or DIR/reader.<pid>), then looks for the markers it must not
 //        meet (a writer: any other; a reader: DIR/writer): exit 3. Creating before looking means two
@@ -117,13 +118,14 @@ bool create_marker(const std::filesystem::path& marker) {
 }
 
 int rw_rmw(const std::string& uri, const std::string& name, const std::filesystem::path& dir, int iterations,
-           dlock::access side) {
+           dlock::access side, bool as_mutex) {
   auto b = dlock::open(uri);
   auto rw = b->make_rw_lock(name, quick_polling(*b));
+  auto mutex = b->make_lock(name, quick_polling(*b));
   const auto mine = side == dlock::access::write ? dir / "writer" : dir / ("reader." + std::to_string(::getpid()));
   const auto counter = (dir / "counter").string();
   for (int i = 0; i < iterations; ++i) {
-    auto held = rw->acquire(side);
+    auto held = as_mutex ? mutex->acquire() : rw->acquire(side);
     if (!create_marker(mine)) {
       std::cerr << "overlap: two writers inside (" << mine << " exists)\n";
       return 3;
@@ -178,15 +180,17 @@ int main(int argc, char** argv) {
       return hold_side(argv[2], argv[3], mode == "hold-read" ? dlock::access::read : dlock::access::write, ttl_at(4));
     if (mode == "hold-permits" && (argc == 6 || argc == 7))
       return hold_permits(argv[2], argv[3], std::stoul(argv[4]), std::stoul(argv[5]), ttl_at(6));
-    if (mode == "rw-rmw" && argc == 7)
+    if (mode == "rw-rmw" && argc == 7) {
+      const std::string side = argv[6];
       return rw_rmw(argv[2], argv[3], argv[4], std::stoi(argv[5]),
-                    std::string(argv[6]) == "write" ? dlock::access::write : dlock::access::read);
+                    side == "read" ? dlock::access::read : dlock::access::write, side == "mutex");
+    }
     if (mode == "permits" && argc == 7) return permits(argv[2], argv[3], std::stoul(argv[4]), argv[5], std::stoi(argv[6]));
     std::cerr << "usage: dlock_conformance_worker rmw URI NAME COUNTER_FILE ITERATIONS\n"
                  "       dlock_conformance_worker hold URI NAME [TTL_MS]\n"
                  "       dlock_conformance_worker hold-read|hold-write URI NAME [TTL_MS]\n"
                  "       dlock_conformance_worker hold-permits URI NAME MAX K [TTL_MS]\n"
-                 "       dlock_conformance_worker rw-rmw URI NAME DIR ITERATIONS read|write\n"
+                 "       dlock_conformance_worker rw-rmw URI NAME DIR ITERATIONS read|write|mutex\n"
                  "       dlock_conformance_worker permits URI NAME MAX DIR ITERATIONS\n";
     return 2;
   } catch (const std::exception& e) {

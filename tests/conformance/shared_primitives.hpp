@@ -1,0 +1,92 @@
+#pragma once
+// The fixture of the reader-writer lock's and the semaphore's properties (shared_primitives_test,
+// one_name_test), and the helpers they share: threads, and an occupancy record of who is inside.
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "conformance_test.hpp"
+
+namespace dlock::conformance {
+
+// Raises `high` to `now` if it is lower (the most holders seen inside at once, across threads).
+inline void raise_to(std::atomic<int>& high, int now) {
+  int seen = high.load();
+  while (now > seen && !high.compare_exchange_weak(seen, now)) {
+  }
+}
+
+// Runs body(t) for t in [0, threads) on threads of their own and joins them; an exception out of a
+// body is a test failure. Returns how many bodies threw.
+inline int run_threads(int threads, const std::function<void(int)>& body) {
+  std::atomic<int> errors{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      try {
+        body(t);
+      } catch (const std::exception& e) {
+        ++errors;
+        ADD_FAILURE() << e.what();
+      }
+    });
+  for (auto& w : workers) w.join();
+  return errors.load();
+}
+
+// Records how many holders of each kind are inside at once.
+struct occupancy {
+  std::atomic<int> readers{0}, writers{0}, max_readers{0}, violations{0};
+  void enter(access side) {
+    if (side == access::write) {
+      if (++writers != 1 || readers.load() != 0) ++violations;
+    } else {
+      raise_to(max_readers, ++readers);
+      if (writers.load() != 0) ++violations;
+    }
+  }
+  void leave(access side) { side == access::write ? --writers : --readers; }
+};
+
+class SharedPrimitives : public Lock {
+ protected:
+  bool offers_rw() const { return has(capability::read_write); }
+  // For the properties of a primitive the backend does not make: it must refuse it (not_supported),
+  // which is then all there is to show. True when refused as it should be.
+  bool refuses_rw() const {
+    if (offers_rw()) return false;
+    std::error_code ec;
+    EXPECT_FALSE(backend_->make_rw_lock("refused", ec));
+    EXPECT_EQ(ec, make_error_code(errc::not_supported)) << label() << " neither declares nor refuses read_write";
+    return true;
+  }
+  bool refuses_semaphore() const {
+    if (offers_semaphore()) return false;
+    std::error_code ec;
+    EXPECT_FALSE(backend_->make_semaphore("refused", 2, ec));
+    EXPECT_EQ(ec, make_error_code(errc::not_supported)) << label() << " neither declares nor refuses semaphore";
+    return true;
+  }
+  bool offers_semaphore() const { return has(capability::semaphore); }
+  bool rw_has(capability c) const { return backend_->rw_caps().has(c); }
+  bool semaphore_has(capability c) const { return backend_->semaphore_caps().has(c); }
+  std::unique_ptr<rw_lock> rw(const std::string& name, lock_options o) const {
+    return backend_->make_rw_lock(name, std::move(o));
+  }
+  std::unique_ptr<rw_lock> rw(const std::string& name) const { return rw(name, options()); }
+  std::unique_ptr<semaphore> sem(const std::string& name, std::uint32_t max, lock_options o) const {
+    return backend_->make_semaphore(name, max, std::move(o));
+  }
+  std::unique_ptr<semaphore> sem(const std::string& name, std::uint32_t max) const { return sem(name, max, options()); }
+  std::filesystem::path fresh_dir(const std::string& prefix) const {
+    const auto dir = std::filesystem::temp_directory_path() / dlock::testing::unique_name(prefix);
+    std::filesystem::create_directories(dir);
+    return dir;
+  }
+};
+
+}  // namespace dlock::conformance
