@@ -13,6 +13,7 @@ namespace dlock::cli {
 
 // sysexits.h codes, documented in `dlock --help`.
 inline constexpr int exit_usage = 64;        // EX_USAGE
+inline constexpr int exit_conflict = 65;     // EX_DATAERR: the server keeps the name as something else
 inline constexpr int exit_unavailable = 69;  // EX_UNAVAILABLE: backend unreachable or failing
 inline constexpr int exit_software = 70;     // EX_SOFTWARE: the lock was lost while running
 inline constexpr int exit_timeout = 75;      // EX_TEMPFAIL: could not get the lock in time

@@ -90,6 +90,24 @@ std::string remember(std::string uri) {
   ::_exit(128 + sig);
 }
 
+// --wait ran out (and deadline_overrun after it) while the helper thread was still connecting or
+// still in a server call that did not return: the process ends now, as the user asked, whatever
+// the server does. A grant the server makes after this moment is never handed over: it is left to
+// its ttl, as a crashed client's would be.
+[[noreturn]] void exit_overrun(const char* verb, const lock_request& request, bool connected) {
+  const std::string wait = format_duration(*request.wait);
+  if (connected)
+    std::fprintf(stderr, "dlock %s: %s: the server did not answer before --wait %s ran out%s\n", verb,
+                 describe(request.primitive, request.name).c_str(), wait.c_str(),
+                 std::strcmp(verb, "run") == 0 ? "; the command was not started" : "");
+  else
+    std::fprintf(stderr, "dlock %s: %s: still connecting when --wait %s ran out%s\n", verb,
+                 scrub_secrets(redact_for_message(request.uri)).c_str(), wait.c_str(),
+                 std::strcmp(verb, "run") == 0 ? "; the command was not started" : "");
+  std::fflush(nullptr);
+  ::_exit(connected ? exit_timeout : exit_unavailable);
+}
+
 // Signals are answered by the main thread alone: the helper thread (and the library threads it
 // starts, which inherit its mask) would otherwise see EINTR in the middle of a server call.
 void block_termination_signals_in_this_thread() {
@@ -104,6 +122,16 @@ void block_termination_signals_in_this_thread() {
 void release_quietly(lease& held) {
   std::error_code ignored;
   if (held) held.release(ignored);
+}
+
+// A scheme followed by "://": what a URI given where the NAME was expected looks like. (With a URI
+// from --uri-file or DLOCK_URI, such an operand is the NAME: names are any bytes.)
+bool looks_like_uri(const std::string& text) {
+  const auto colon = text.find("://");
+  if (colon == std::string::npos || colon == 0) return false;
+  return std::all_of(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+  });
 }
 
 }  // namespace
@@ -124,6 +152,10 @@ uri_and_operands take_uri(const args& a, std::size_t operands, const std::string
     result.uri = remember(read_uri_file(*uri_file));
   } else if (const char* env = std::getenv(uri_environment_variable); env && *env) {
     result.uri = remember(env);
+  } else if (operands > 0 && looks_like_uri(positional.front())) {
+    // `dlock hold redis://h:6379` lacks the NAME, not the URI.
+    remember(positional.front());
+    throw usage_error("no NAME after the URI " + redact_for_message(positional.front()) + ": " + expected);
   }
   return result;
 }
@@ -156,8 +188,14 @@ void check_locally(const lock_request& request) {
   if (request.name.empty()) throw usage_error("the lock NAME is empty; expected a name of at least one byte");
   // The registry checks the scheme and the query keys before it connects; this also checks the
   // values of the common keys and the options make_lock will be given, by the core's own rules.
-  lock_options options = parse_common_options(uri::parse(request.uri));
-  if (request.ttl) options.ttl = *request.ttl;
+  const uri parsed = uri::parse(request.uri);
+  lock_options options = parse_common_options(parsed);
+  if (request.ttl) {
+    options.ttl = *request.ttl;
+    if (const auto info = default_registry().find(parsed.scheme()); info && !info->ttl_set_by.empty())
+      throw usage_error("--ttl is not used by " + parsed.scheme() + "://: " + info->ttl_set_by +
+                        " (give it in the URI instead)");
+  }
   std::error_code ec;
   check_lock_options(options, ec);
   if (ec) throw usage_error(last_error_message());
@@ -220,8 +258,9 @@ lease acquire_from(held_lock& made, const primitive_request& p, std::optional<st
 void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline) {
   made.held = acquire_from(made, request.primitive, deadline);  // a deadline already passed: one try
   if (!made.held)
-    throw error(errc::timeout, describe(request.primitive, request.name) + " " + why_not_free(request.primitive) + "; gave up after " +
-                                   (request.wait->count() == 0 ? std::string("one try") : format_duration(*request.wait)));
+    throw error(errc::timeout, not_free(request.primitive, request.name) + "; " +
+                                   (request.wait->count() == 0 ? std::string("tried once (--wait 0)")
+                                                               : "gave up after waiting " + format_duration(*request.wait)));
 }
 
 }  // namespace
@@ -239,19 +278,24 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
   struct attempt {
     std::mutex mutex;
     bool done = false;
+    bool connected = false;  // open() returned: what is left is the wait for the lock
     held_lock result;
     std::exception_ptr failure;
   };
   auto& events = event_pipe::instance();
   auto shared = std::make_shared<attempt>();
-  std::thread helper([shared, &request, &events] {
+  std::optional<steady::time_point> deadline;
+  if (request.wait) deadline = distributed_lock::deadline_after(*request.wait);
+  std::thread helper([shared, &request, &events, deadline] {
     block_termination_signals_in_this_thread();
     held_lock got;
     std::exception_ptr failure;
     try {
-      std::optional<steady::time_point> deadline;
-      if (request.wait) deadline = distributed_lock::deadline_after(*request.wait);
       got = open_lock_until(request, deadline);
+      {
+        const std::lock_guard guard(shared->mutex);
+        shared->connected = true;
+      }
       acquire_until(got, request, deadline);
     } catch (...) {
       failure = std::current_exception();
@@ -268,7 +312,18 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
   pollfd fd{events.read_fd(), POLLIN, 0};
   int interrupted_by = 0;
   for (bool done = false; !done;) {
-    if (::poll(&fd, 1, -1) < 0) continue;  // EINTR: the handler has written its byte
+    int timeout_ms = -1;
+    if (deadline) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline + deadline_overrun - steady::now());
+      timeout_ms = static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 60'000));
+    }
+    const int ready = ::poll(&fd, 1, timeout_ms);
+    if (ready < 0) continue;  // EINTR: the handler has written its byte
+    if (ready == 0 && deadline && steady::now() >= *deadline + deadline_overrun) {
+      const std::lock_guard guard(shared->mutex);
+      if (!shared->done) exit_overrun(verb, request, shared->connected);
+      continue;  // handed over meanwhile: its event byte is in the pipe
+    }
     char e;
     while (::read(events.read_fd(), &e, 1) == 1) {
       if (e == event_pipe::acquired) done = true;

@@ -62,12 +62,17 @@ struct held_lock {
   lease held;
 };
 
+// With --wait D, run and hold give up at most this long after D has run out, whatever the server
+// does (refuses, accepts and never answers, stalls in a call): connecting is part of the wait.
+inline constexpr std::chrono::milliseconds deadline_overrun{500};
+
 // Opens the URI (refusing, before connecting, a backend that does not make the primitive asked
 // for: errc::missing_capability, exit 64), makes the lock and acquires it within `wait` on a helper thread, while this
 // thread answers signals: SIGINT, SIGTERM or SIGHUP before the lease is ours ends the process at
 // once with 128+signal (130, 143, 129), having started nothing (see the .cpp for what is left on
 // the server). Throws dlock::error: errc::timeout when the lock stayed taken (exit 75), the
-// backend's error otherwise (69, or 64 for a bad URI).
+// backend's error otherwise (69, or 64 for a bad URI). With a wait, the process ends by itself at
+// wait + deadline_overrun: 69 while still connecting, 75 while the server does not answer.
 held_lock open_and_acquire(const lock_request& request, const char* verb);
 
 // For a signal that came after the lease was handed over but before anything was started:

@@ -45,6 +45,8 @@ constexpr const char* usage_text =
     "durations: 500ms, 2s, 1.5s, 1m ('--wait 0' = one try)\n"
     "exit status: the command's own status (run), or\n"
     "  64 usage error (also: the backend lacks the primitive asked for)\n"
+    "  65 the name is in use on the server as something else (a semaphore against a lock, a\n"
+    "     semaphore of another size or of a layout that records no holders)\n"
     "  69 backend unreachable or failing   70 lock lost while running\n"
     "  75 could not get the lock in time   130/143 SIGINT/SIGTERM while waiting for it\n"
     "'dlock <command> --help' shows the command's usage.\n";
@@ -79,12 +81,15 @@ int main(int argc, char** argv) {
                  command.c_str());
     return exit_usage;
   } catch (const dlock::error& e) {
-    std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), scrub_secrets(e.what()).c_str());
+    // A timeout's message is the CLI's own full sentence; other errors keep the category's words.
+    const std::string message = e.code() == dlock::errc::timeout ? e.detail() : e.what();
+    std::fprintf(stderr, "dlock %s: %s\n", command.c_str(), scrub_secrets(message).c_str());
     if (e.code() == dlock::errc::invalid_uri || e.code() == dlock::errc::unknown_scheme ||
         e.code() == dlock::errc::invalid_name || e.code() == dlock::errc::invalid_argument ||
         // Asked for a primitive (or capability) the backend does not have: no retry can help.
         e.code() == dlock::errc::missing_capability || e.code() == dlock::errc::not_supported)
       return exit_usage;
+    if (e.code() == dlock::errc::name_conflict) return exit_conflict;
     if (e.code() == dlock::errc::timeout) return exit_timeout;
     if (e.code() == dlock::errc::lock_lost || e.code() == dlock::errc::not_owner) return exit_software;
     return exit_unavailable;

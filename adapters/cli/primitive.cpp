@@ -55,14 +55,21 @@ std::string describe(const primitive_request& p, const std::string& name) {
   return "lock '" + name + "'";
 }
 
-std::string why_not_free(const primitive_request& p) {
+std::string not_free(const primitive_request& p, const std::string& name) {
   switch (p.what) {
-    case primitive_request::kind::read: return "is not free: a writer holds it (or waits for it, where writers are preferred)";
-    case primitive_request::kind::write: return "is not free: readers or a writer hold it";
-    case primitive_request::kind::permits: return "are not free: fewer are left";
+    case primitive_request::kind::read:
+      return "the read side of rw lock '" + name + "' is not free: a writer or the mutex of the same name holds it " +
+             "(or a writer waits for it, where writers are preferred)";
+    case primitive_request::kind::write:
+      return "the write side of rw lock '" + name + "' is not free: readers, a writer or the mutex of the same name hold it";
+    case primitive_request::kind::permits:
+      if (p.permits == 1)
+        return "no permit of semaphore '" + name + "' (" + std::to_string(p.of) + " in all) is free";
+      return "fewer than " + std::to_string(p.permits) + " of the " + std::to_string(p.of) + " permits of semaphore '" +
+             name + "' are free";
     case primitive_request::kind::mutex: break;
   }
-  return "is held by someone else";
+  return "lock '" + name + "' is held by someone else (a mutex, or readers or a writer of the same name)";
 }
 
 }  // namespace dlock::cli

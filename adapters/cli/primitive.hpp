@@ -1,8 +1,8 @@
 #pragma once
 // Which primitive `dlock run` and `dlock hold` take on NAME: the exclusive mutex (the default),
 // one side of the reader-writer lock (--shared, --write), or N permits of an M-permit semaphore
-// (--permits N --of M). The mutex and the reader-writer lock of one name are different objects on
-// the server: readers and writers must all use --shared / --write, never the default.
+// (--permits N --of M). The mutex of a name counts as a writer of the name's reader-writer lock
+// on every backend; a semaphore of the name is refused while the name is held as a lock.
 #include <cstdint>
 #include <string>
 
@@ -32,7 +32,7 @@ capabilities required_capabilities(const primitive_request& p);
 // For messages: "lock 'x'", "the read side of rw lock 'x'", "2 of the 3 permits of semaphore 'x'".
 std::string describe(const primitive_request& p, const std::string& name);
 
-// Why an attempt came back empty, to follow describe(): "is held by someone else", ...
-std::string why_not_free(const primitive_request& p);
+// Why an attempt came back empty, as a sentence: "no permit of semaphore 'x' (2 in all) is free".
+std::string not_free(const primitive_request& p, const std::string& name);
 
 }  // namespace dlock::cli

@@ -60,6 +60,14 @@ std::vector<backend_info> registry::list() const {
   return out;
 }
 
+std::optional<backend_info> registry::find(std::string_view scheme) const {
+  if (!contains(scheme)) try_load_plugin_for(scheme);
+  std::shared_lock guard(mutex_);
+  const auto it = by_scheme_.find(scheme);
+  if (it == by_scheme_.end()) return std::nullopt;
+  return it->second;
+}
+
 bool registry::contains(std::string_view scheme) const {
   std::shared_lock guard(mutex_);
   return by_scheme_.find(scheme) != by_scheme_.end();

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -35,6 +36,10 @@ struct backend_info {
   // plain-DEL release...): what goes wrong. open() refuses such a scheme unless the URI says
   // unsafe=true, and names this reason.
   std::string unsafe_because{};
+  // Not empty where a grant's ttl is not lock_options::ttl (the `ttl` parameter): what sets it
+  // instead, e.g. ZooKeeper's "the session_timeout parameter: a grant lives as long as its
+  // session". Tools that take a ttl refuse one for such a scheme and say this.
+  std::string ttl_set_by{};
   // Connects. `defaults` holds the common options already parsed from the URI.
   std::function<std::shared_ptr<backend>(const uri&, const lock_options& defaults)> open;
 };
@@ -60,6 +65,9 @@ class registry {
 
   std::vector<backend_info> list() const;  // sorted by scheme
   bool contains(std::string_view scheme) const;
+  // The scheme's entry, loading its module from the plugin folders if it is not registered yet;
+  // nullopt for an unknown scheme. Connects nowhere.
+  std::optional<backend_info> find(std::string_view scheme) const;
 
   // Plugins: a shared module exporting `dlock_plugin_register` (see spi.hpp, DLOCK_PLUGIN).
   // Where open() meets an unknown scheme it loads, from the first plugin folder that has one,
