@@ -41,7 +41,7 @@ std::string_view json_name(verdict_kind k) noexcept;  // "safe", "safe_with_fenc
 // Where no fault-specific rule says (verdict_legend(): a pause, a partition, a majority lost), a
 // grant later than this many ttls after the fault makes a safe cell `unavailable`: a lost grant
 // expires within one ttl (a session-bound one at once), a restarted server's guard keeps it back
-// up to a ttl and a second more (redis's wait_after_restart), and a loaded machine adds to both.
+// up to a ttl and a second more (a restart guard), and a loaded machine adds to both.
 inline constexpr int unavailable_beyond_ttls = 3;
 
 struct cell_verdict {
@@ -50,7 +50,7 @@ struct cell_verdict {
   // the fault without a grant (nullopt: no one was granted in the whole run).
   std::optional<shared_clock::duration> unavailable_for;
   bool never_granted = false;
-  // not_run: why ("DLOCK_REDIS_URI unset", "fault not injected: no holder was caught ...").
+  // not_run: why ("DLOCK_..._URI unset", "fault not injected: no holder was caught ...").
   std::string not_run_because;
   bool fault_not_injected = false;  // not_run although the cell ran: its fault could not be injected
 

@@ -29,7 +29,7 @@ struct worker_options {
   std::filesystem::path stop_once_marker;
   // Clients in this process: ids client .. client + threads - 1, each a thread with its own
   // backend object (its own dlock::open), history writer and fenced resource. More than one is
-  // how a process-scope lock (memory://) is run: its exclusion holds between the threads of one
+  // how a process-scope lock is run: its exclusion holds between the threads of one
   // process only. A stop-once marker then stops every client of the process.
   std::uint32_t threads = 1;
 };
