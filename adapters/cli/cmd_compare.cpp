@@ -1,11 +1,14 @@
 // dlock compare [--backends LIST] [--faults LIST] [--duration D] [--clients N] [--json FILE]
-//               [--markdown FILE] [--html FILE] [--speed-duration D] [--no-speed]
+//               [--markdown FILE] [--html FILE] [--log FILE] [--speed-duration D] [--no-speed]
 // The comparison matrix: for each backend (a scheme, its server taken from the
 // launcher's variables, compose/native/dlock-servers) and each named fault, N client processes
-// contend for one lock and write to a recorded resource while the fault strikes the holder;
-// the checker's observation fills the cell. Every cell is an observation, never a declaration:
-// a backend that cannot run says why in its row. Then each backend's speed, measured in the same
-// run (compare_speed.cpp).
+// (threads of one process for a process-scope lock) contend for one lock and write to a recorded
+// resource while the fault strikes the holder; the checker's observation and its verdict fill the
+// cell (tools/compare's verdict.hpp). Every cell is an observation, never a declaration: a
+// backend that cannot run says why in its row. Then each backend's speed, measured in the same
+// run (compare_speed.cpp). The terminal gets a compact table, one short verdict per cell;
+// --markdown, --html and --json the details. The workers' stderr goes to a log the report names,
+// not between the progress lines.
 //
 // The workers are this program itself (`dlock compare-worker`, hidden), so an installed dlock
 // needs no second executable.
@@ -19,6 +22,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -49,10 +53,17 @@ constexpr milliseconds run_ttl = 1s;
 
 constexpr const char* usage =
     "usage: dlock compare [--backends LIST] [--faults LIST] [--duration D] [--clients N]\n"
-    "                     [--json FILE] [--markdown FILE] [--html FILE] [--speed-duration D] [--no-speed]\n"
+    "                     [--json FILE] [--markdown FILE] [--html FILE] [--log FILE]\n"
+    "                     [--speed-duration D] [--no-speed]\n"
     "For each backend x fault: N client processes (default 3) contend for one lock and write to a\n"
-    "recorded resource while the fault strikes the holder; a checker reads the history. Prints the\n"
-    "table backend x fault and a legend; progress on stderr. Every lock is opened with ttl=1s.\n"
+    "recorded resource while the fault strikes the holder; a checker reads the history and judges\n"
+    "the cell: safe, safe with fencing (overlaps, every stale write refused by the fenced resource),\n"
+    "unavailable for D (no grant for D after the fault: the lock stayed with a paused or cut-off\n"
+    "holder, no majority, or over 3 ttls), unsafe, or not run: why. Prints a compact table (one\n"
+    "short verdict per cell, 160 columns) and its key; the observations, the verdicts' definitions\n"
+    "and the checker's counts go to --markdown, --html, --json. Progress on stderr. Every lock is\n"
+    "opened with ttl=1s. A process-scope lock (memory://) runs its clients as threads of one\n"
+    "process, in healthy only: every other fault strikes a client process.\n"
     "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
     "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
@@ -75,11 +86,15 @@ constexpr const char* usage =
     "                   backend is 'not run: why'.\n"
     "  --duration D     how long the clients contend in the healthy run (default 2s); the fault\n"
     "                   runs last at least as long as the fault and its aftermath need\n"
-    "  --json FILE      every cell with the checker's whole result\n"
-    "  --markdown FILE  the table in Markdown\n"
+    "  --json FILE      every cell with its verdict and the checker's whole result; each row's verdict\n"
+    "  --markdown FILE  the table in Markdown: each row's verdict, each cell's verdict and observation,\n"
+    "                   the legend\n"
     "  --html FILE      a self-contained page (inline CSS and SVG): the matrix as a coloured grid with\n"
     "                   each cell's details on hover, unsafe rows flagged, the run's settings, the\n"
     "                   ops/s bars and the latency distributions of each backend\n"
+    "  --log FILE       where the workers' stderr goes (lease-lost notices, client libraries' logs),\n"
+    "                   each line after its cell's name (default: a file dlock-compare-PID-workers.log\n"
+    "                   in the temporary folder, made at the first line); the report names it\n"
     "Speed (after the matrix, same run, every backend row, unsafe ones flagged): acquire+release\n"
     "cycles/s by 1 and by 8 client threads (each with its own connection and name), and the handoff\n"
     "p50/p99 with 8 clients on one name (release to the next waiting client's grant); the CPUs the\n"
@@ -146,6 +161,69 @@ std::optional<std::ofstream> output_file(const args& a, const char* option) {
   if (!out) throw usage_error(std::string("--") + option + ": cannot write '" + *path + "'");
   return out;
 }
+
+// Every line the workers wrote on stderr, each after its cell's name, in one file the report
+// names, so that none of them lands between the progress lines; dlock compare's own background
+// errors (a lease of the speed phase lost) too. --log FILE is opened (and emptied) before anything
+// runs; the default file is made at the first line.
+class worker_log {
+ public:
+  explicit worker_log(const args& a) {
+    if (const auto path = a.get("log")) {
+      path_ = *path;
+      out_.open(path_, std::ios::trunc);
+      if (!out_) throw usage_error("--log: cannot write '" + path_ + "'");
+    } else {
+      path_ = (fs::temp_directory_path() / ("dlock-compare-" + std::to_string(::getpid()) + "-workers.log")).string();
+    }
+  }
+  // The lines of a cell's workers (their stderr file), kept in the cell and appended here.
+  void add_cell(compare::matrix_cell& cell, const fs::path& workers_stderr) {
+    std::ifstream in(workers_stderr);
+    for (std::string line; std::getline(in, line);) cell.worker_messages.push_back(line);
+    const std::string head = "[" + cell.backend + " x " + std::string(compare::to_string(cell.scenario)) + "] ";
+    for (const auto& line : cell.worker_messages) add(head + line);
+  }
+  void add(const std::string& line) noexcept {
+    try {
+      const std::lock_guard guard(mutex_);
+      if (!out_.is_open()) out_.open(path_, std::ios::trunc);
+      out_ << line << '\n'
+           << std::flush;
+      ++lines_;
+    } catch (...) {
+      // A log that cannot be written must not stop the run; the count says what reached it.
+    }
+  }
+  // The report's view: the file, or none when nothing was written.
+  void name_in(compare::matrix& m) {
+    const std::lock_guard guard(mutex_);
+    m.worker_log = lines_ > 0 ? path_ : std::string();
+    m.worker_log_lines = lines_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::string path_;
+  std::ofstream out_;
+  std::uint64_t lines_ = 0;
+};
+
+// dlock compare's own background errors (report_background_error: a lease of the speed phase
+// lost) go to the log too, while the run lasts.
+class background_errors_to {
+ public:
+  explicit background_errors_to(worker_log& log)
+      : previous_(set_background_error_handler([&log](std::error_code ec, std::string_view message) {
+          log.add("[dlock compare] dlock: " + std::string(message) + " (" + ec.message() + ")");
+        })) {}
+  ~background_errors_to() { set_background_error_handler(std::move(previous_)); }
+  background_errors_to(const background_errors_to&) = delete;
+  background_errors_to& operator=(const background_errors_to&) = delete;
+
+ private:
+  background_error_handler previous_;
+};
 
 // The URI a scheme runs with in `f`, or why it cannot run (cell_setup.hpp: the tests use the same).
 using backend_uri = compare::server_uri;
@@ -304,7 +382,7 @@ class progress {
 
 // Runs the planned cells one after the other, each in its own folder under `work_dir`.
 std::vector<compare::matrix_cell> run_cells(const run_plan& plan, compare::scenario_settings& settings,
-                                            const fs::path& work_dir, progress& shown) {
+                                            const fs::path& work_dir, progress& shown, worker_log& log) {
   std::vector<compare::matrix_cell> cells;
   std::size_t index = 0;
   for (const auto& p : plan.cells) {
@@ -324,9 +402,11 @@ std::vector<compare::matrix_cell> run_cells(const run_plan& plan, compare::scena
     settings.name = "dlock-compare/" + std::to_string(::getpid()) + "/cell-" + std::to_string(index);
     settings.work_dir = work_dir / ("cell-" + std::to_string(index));
     fs::create_directories(settings.work_dir);
+    settings.worker_log = settings.work_dir / "workers.stderr";
     cell.uri = redacted(settings.uri);
     cell.result = compare::run_scenario(p.scenario, settings);
     cell.text = compare::observation(p.scenario, *cell.result);
+    log.add_cell(cell, settings.worker_log);
     shown.done(compare::run_length(p.scenario, settings) + 1s);
     cells.push_back(std::move(cell));
   }
@@ -336,7 +416,7 @@ std::vector<compare::matrix_cell> run_cells(const run_plan& plan, compare::scena
 }  // namespace
 
 int cmd_compare(const arguments& argv) {
-  const args a(argv, {"backends", "faults", "duration", "clients", "json", "markdown", "html", "speed-duration"},
+  const args a(argv, {"backends", "faults", "duration", "clients", "json", "markdown", "html", "log", "speed-duration"},
                {"help", "no-speed"});
   if (a.flag("help")) {
     std::puts(usage);
@@ -349,6 +429,8 @@ int cmd_compare(const arguments& argv) {
   }
   auto request = parse_request(a);
   const auto context = run_context_now(argv);
+  worker_log log(a);
+  const background_errors_to own_errors(log);
 
   temporary_folder work;
   compare::scenario_settings settings;
@@ -371,12 +453,16 @@ int cmd_compare(const arguments& argv) {
   for (const auto& info : infos)
     if (!info.unsafe_because.empty() && std::ranges::find(request.schemes, info.scheme) != request.schemes.end())
       m.unsafe_backends.push_back(info.scheme);
-  m.cells = run_cells(plan, settings, work.path(), shown);
+  m.cells = run_cells(plan, settings, work.path(), shown, log);
   m.speed = measure_speeds(plan.speed_targets, request.speed_duration,
                            "dlock-compare/" + std::to_string(::getpid()) + "/speed/", [&](const speed_target& t) {
                              shown.starting("speed", t.backend);
                              shown.done(compare::backend_speed_length(request.speed_duration));
                            });
+  log.name_in(m);
+  if (!m.worker_log.empty())
+    std::fprintf(stderr, "dlock compare: the workers' stderr (%llu lines): %s\n",
+                 static_cast<unsigned long long>(m.worker_log_lines), m.worker_log.c_str());
 
   std::fputs(compare::to_text(m).c_str(), stdout);
   if (request.json) *request.json << compare::to_json(m);

@@ -2,7 +2,8 @@
 # cli/compare_html: `dlock compare --html` and the speed columns, on memory:// and file:// (no
 # server; ~15 s). The HTML page is well-formed (every element closed in order; each inline SVG
 # parses as XML), self-contained (no script, no stylesheet link, nothing loaded from http(s) or
-# any other URL), names every backend and fault, flags the cells with their colours, and draws the
+# any other URL), names every backend and fault, colours each cell and each row by its verdict
+# (memory:// runs as threads of one process: safe, green, like file://), and draws the
 # speed charts; the JSON has the speed fields, positive, for both backends; --no-speed omits them
 # (JSON "speed": null, no speed table in the text, the page says so); a bad --speed-duration is 64.
 # Usage: cli_compare_html_test.sh DLOCK
@@ -20,7 +21,7 @@ rc=$?
 grep -q "speed-duration" "$work/err" || fail "the bad option is not named: $(cat "$work/err")"
 
 start=$(date +%s)
-"$dlock" compare --backends memory,file --faults healthy --duration 1s --speed-duration 300ms \
+"$dlock" compare --backends memory,file --faults healthy --duration 1s --speed-duration 300ms --log "$work/workers.log" \
   --html "$work/report.html" --json "$work/report.json" >"$work/out" 2>"$work/err"
 rc=$?
 echo "memory,file x healthy, with speed: $(($(date +%s) - start)) s"
@@ -84,13 +85,15 @@ for i, svg in enumerate(svgs):
 # Every backend and fault, the grid's colours, the settings.
 for word in ("memory", "file", "healthy", "dlock compare --backends memory,file", "host CPUs online", "CPU placement"):
     expect(word in page, f"the page does not mention {word!r}")
-cells = re.findall(r'<td class="cell (\w+)" title="([^"]*)">([^<]*)</td>', page)
+cells = re.findall(r'<td class="cell (\w+)" title="([^"]*)"><b>([^<]*)</b>([^<]*)</td>', page)
 expect(len(cells) == 2, f"{len(cells)} matrix cells, expected 2")
-colours = {text: cls for cls, _, text in cells}
-expect(colours.get("ok") == "good", f"file's ok cell is not green: {colours}")
-expect(any(cls == "bad" and text.startswith("overlaps") for cls, _, text in cells),
-       f"memory's overlaps (process scope) are not red: {cells}")
-expect(all("grants" in title for _, title, _ in cells), "a cell's tooltip lacks the checker's counts")
+expect(all(cls == "safe" and verdict == "safe" for cls, _, verdict, _ in cells),
+       f"memory (threads of one process) and file are not both safe and green: {cells}")
+expect(all("grants" in title for _, title, _, _ in cells), "a cell's tooltip lacks the checker's counts")
+rows = re.findall(r'<td class="verdict (\w+)">([^<]*)</td>', page)
+expect(rows == [("safe", "safe (1 safe)")] * 2, f"each row's verdict: {rows}")
+for term in ("safe with fencing", "unavailable for D", "unsafe", "not run: why"):
+    expect(f"</span>{term}</dt>" in page, f"the legend does not define {term!r}")
 
 # The speed fields in the JSON, positive for both backends.
 speed = report.get("speed")

@@ -38,10 +38,11 @@ reports=()
 for i in "${!runs[@]}"; do
   read -r backends faults <<<"${runs[$i]}"
   start=$(date +%s)
-  "$dlock" compare --backends "$backends" --faults "$faults" --json "$work/report-$i.json" >"$work/out" 2>"$work/err"
+  "$dlock" compare --backends "$backends" --faults "$faults" --log "$work/workers-$i.log" --json "$work/report-$i.json" \
+    >"$work/out" 2>"$work/err"
   rc=$?
   echo "$backends x $faults: $(($(date +%s) - start)) s"
-  sed -n '1,/^$/p' "$work/out"  # the table, not the legend
+  sed -n '1,/^$/p' "$work/out"  # the table, not its key
   [[ $rc == 0 ]] || { echo "FAIL: dlock compare exited $rc"; cat "$work/err"; failures=1; }
   reports+=("$work/report-$i.json")
 done

@@ -2,10 +2,12 @@
 """docs/readme_compare_matrix: the matrix README.md carries under "Choosing one" is a whole run.
 
 Between `<!-- dlock compare: begin -->` and `<!-- dlock compare: end -->` (written by
-`./dev compare --readme`) there must be the command and date of the run, one column per fault
-`dlock compare` knows, one row per scheme built into this `dlock`, and a speed row for each. A new
-fault or backend without a new run fails here, so the README cannot silently describe less than
-the tool does.
+`./dev compare --readme`) there must be the command and date of the run, the row's verdict column
+and one column per fault `dlock compare` knows, one row per scheme built into this `dlock`, each
+cell led by its verdict (`**safe**`, `**safe with fencing**`, `**unavailable ...**`, `**unsafe**`,
+`not run: why`), and a speed row for each scheme. A new fault or backend, or a report without
+verdicts, without a new run fails here, so the README cannot silently describe less than the tool
+does.
 
 usage: readme_compare_test.py DLOCK README
 """
@@ -51,9 +53,18 @@ def main() -> int:
     if not matrix:
         print("FAIL: no matrix table in the block")
         return 1
-    header = matrix[0][1:]
+    if matrix[0][:2] != ["backend", "verdict"]:
+        problems.append(f"the matrix does not begin with the columns backend, verdict: {matrix[0][:2]}")
+    header = matrix[0][2:]
     if header != faults:
         problems.append(f"the matrix's columns {header} are not dlock compare's faults {faults}")
+    verdicts = ("safe", "safe with fencing", "unavailable", "unsafe", "not run")
+    for row in matrix[2:]:
+        if not row[1].startswith(verdicts):
+            problems.append(f"{row[0]}: the row's verdict {row[1]!r} is none of {verdicts}")
+        for fault, cell in zip(header, row[2:]):
+            if not (cell.startswith("not run: ") or re.match(r"\*\*(safe|safe with fencing|unavailable[^*]*|unsafe|not run)\*\*", cell)):
+                problems.append(f"{row[0]} x {fault}: the cell does not begin with its verdict: {cell[:60]!r}")
     matrix_rows = {row[0] for row in matrix[2:]}
     for scheme in schemes:
         if scheme not in matrix_rows:

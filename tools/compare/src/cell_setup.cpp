@@ -18,8 +18,9 @@ const char* launcher_variable() {
   return launcher != nullptr && *launcher != '\0' ? launcher : nullptr;
 }
 
-// Why `f` cannot run on `scheme` before any URI is made, or empty.
-std::string not_applicable_because(std::string_view scheme, fault f) {
+// Why `f` cannot run on `info`'s scheme before any URI is made, or empty.
+std::string not_applicable_because(const backend_info& info, fault f) {
+  const std::string_view scheme = info.scheme;
   const bool needs_launcher = f == fault::server_restart || f == fault::server_pause || is_quorum_fault(f);
   if (f == fault::server_restart && launcher_process(scheme) == nullptr) return "no single server to restart";
   if (f == fault::server_pause && launcher_process(scheme) == nullptr) return "no single server to pause";
@@ -28,6 +29,10 @@ std::string not_applicable_because(std::string_view scheme, fault f) {
     if (const auto why = quorum_not_applicable(scheme, f)) return *why;
   if (f == fault::partition && server_variable(scheme) == nullptr) return "no network";
   if (needs_launcher && launcher_variable() == nullptr) return "DLOCK_SERVERS unset";
+  // A process-scope lock excludes the threads of one process only, so its clients are threads of
+  // one worker (clients_in_one_process); every fault but healthy strikes one client process (kill,
+  // stop, its own clock or network), which would strike them all.
+  if (info.scope == lock_scope::process && f != fault::healthy) return process_scope_reason;
   return {};
 }
 
@@ -38,7 +43,7 @@ std::string with_parameter(std::string uri, const std::string& parameter) {
 }
 
 server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl, const std::filesystem::path& work_dir) {
-  if (auto why = not_applicable_because(info.scheme, f); !why.empty()) return {std::nullopt, std::move(why)};
+  if (auto why = not_applicable_because(info, f); !why.empty()) return {std::nullopt, std::move(why)};
   std::string uri;
   if (info.scheme == "memory") {
     uri = "memory://";
@@ -81,6 +86,7 @@ void prepare_settings(scenario_settings& s, const backend_info& info, fault f) {
     s.server_process = quorum_server(f);
   }
   s.acquire_has_two_commands = acquire_has_two_commands(info);
+  s.clients_in_one_process = info.scope == lock_scope::process;
 }
 
 }  // namespace dlock::compare

@@ -52,6 +52,7 @@ overlap make_overlap(const section& a, const section& b) {
   o.newer = id_of(newer);
   o.length = std::min(a.write_finish(), b.write_finish()) - std::max(*a.write_begin, *b.write_begin);
   o.notified_before_newer_grant = older.lost && *older.lost < granted(newer);
+  o.fenced = a.token && b.token && *a.token != *b.token;
   return o;
 }
 
@@ -127,6 +128,8 @@ check_result check(std::span<const section> sections) {
   r.overlaps = find_overlaps(writes);
   r.unnotified_losses = static_cast<std::uint64_t>(
       std::ranges::count_if(r.overlaps, [](const overlap& o) { return !o.notified_before_newer_grant; }));
+  r.unfenced_overlaps =
+      static_cast<std::uint64_t>(std::ranges::count_if(r.overlaps, [](const overlap& o) { return !o.fenced; }));
   count_stale(writes, r);
   measure_unavailability(sections, r);
   return r;

@@ -22,6 +22,8 @@ fleet_plan plan(const scenario_settings& s, std::chrono::milliseconds work, std:
   p.work.assign(s.clients, work);
   p.duration = run;
   p.acquire_timeout = 2 * s.ttl + 1s;
+  p.clients_in_one_process = s.clients_in_one_process;
+  p.worker_log = s.worker_log;
   return p;
 }
 

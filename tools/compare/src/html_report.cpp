@@ -20,7 +20,10 @@ th,td{border:1px solid #ccc;padding:6px 8px;vertical-align:top}
 th{background:#f3f3f3;text-align:left}
 table.settings td:first-child{color:#555}
 td.cell{max-width:220px;font-size:13px}
-.good{background:#c8ebc8}.warn{background:#ffe0a3}.bad{background:#f6b3b3}.none{background:#e4e4e4;color:#666}
+.safe{background:#c8ebc8}.fenced{background:#cfe2f7}.unavailable{background:#ffe0a3}.unsafe{background:#f6b3b3}
+.none{background:#e4e4e4;color:#666}
+td.cell b,td.verdict b{display:block}
+.legend dt{font-weight:600;margin-top:4px}.legend dd{margin:0 0 0 18px}
 tr.unsafe th{background:repeating-linear-gradient(45deg,#fbe3e3,#fbe3e3 6px,#fff 6px,#fff 12px)}
 .badge{display:inline-block;margin-left:6px;padding:0 5px;border-radius:3px;background:#b00;color:#fff;font-size:11px}
 .legend span.swatch{display:inline-block;width:14px;height:14px;border:1px solid #999;vertical-align:middle;margin:0 4px 0 14px}
@@ -30,12 +33,13 @@ svg .small{font-size:10px;fill:#333}svg .unsafe-label{fill:#b00}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 )";
 
-const char* class_of(cell_verdict v) {
-  switch (v) {
-    case cell_verdict::good: return "good";
-    case cell_verdict::warn: return "warn";
-    case cell_verdict::bad: return "bad";
-    case cell_verdict::none: return "none";
+const char* class_of(verdict_kind k) {
+  switch (k) {
+    case verdict_kind::safe: return "safe";
+    case verdict_kind::safe_with_fencing: return "fenced";
+    case verdict_kind::unavailable: return "unavailable";
+    case verdict_kind::unsafe: return "unsafe";
+    case verdict_kind::not_run: return "none";
   }
   return "none";
 }
@@ -45,11 +49,11 @@ std::string ms(shared_clock::duration d) {
 }
 
 // The tooltip: what the checker counted, beyond the cell's short text.
-std::string details(const matrix_cell& cell) {
+std::string details(const matrix_cell& cell, const cell_verdict& v) {
   if (!cell.result) return cell.text;
   const auto& r = *cell.result;
   const auto& c = r.check;
-  std::string out = cell.text + "\nuri: " + cell.uri;
+  std::string out = v.text() + "\n" + cell.text + "\nuri: " + cell.uri;
   if (!r.fault_not_injected.empty()) out += "\nfault not injected: " + r.fault_not_injected;
   if (r.victim) out += "\nvictim: client " + std::to_string(*r.victim);
   if (r.paused_for.count() > 0) out += "\npaused for: " + std::to_string(r.paused_for.count()) + "ms";
@@ -57,7 +61,8 @@ std::string details(const matrix_cell& cell) {
   if (r.recovered_after) out += "\nnext grant after the fault: " + ms(*r.recovered_after);
   out += "\nclients " + std::to_string(c.totals.clients) + ", acquires " + std::to_string(c.totals.acquires) +
          ", grants " + std::to_string(c.totals.grants) + ", writes " + std::to_string(c.totals.writes) +
-         "\noverlaps " + std::to_string(c.overlap_count()) + " (unnotified " + std::to_string(c.unnotified_losses) + ")" +
+         "\noverlaps " + std::to_string(c.overlap_count()) + " (unnotified " + std::to_string(c.unnotified_losses) +
+         ", without two different tokens " + std::to_string(c.unfenced_overlaps) + ")" +
          "\nstale writes: accepted by the naive resource " + std::to_string(c.stale_writes_accepted_by_naive) +
          ", refused by the fenced one " + std::to_string(c.stale_writes_refused_by_fenced) +
          "\nlost notifications " + std::to_string(c.totals.lost_notifications) + ", releases not owner " +
@@ -65,6 +70,9 @@ std::string details(const matrix_cell& cell) {
          ", acquire errors " + std::to_string(c.totals.acquire_errors) + ", release errors " +
          std::to_string(c.totals.release_errors) + "\nlongest unavailable " + ms(c.longest_unavailable) +
          ", longest wait for a grant " + ms(c.longest_wait_for_grant);
+  if (!cell.worker_messages.empty())
+    out += "\nworkers' stderr: " + std::to_string(cell.worker_messages.size()) + " lines, the first: " +
+           cell.worker_messages.front();
   return out;
 }
 
@@ -95,31 +103,53 @@ std::string settings(const matrix& m, const run_context& context) {
   return out + "</table>";
 }
 
-std::string legend() {
-  const auto swatch = [](const char* cls, const char* text) {
-    return std::string("<span class=\"swatch ") + cls + "\"></span>" + text;
+std::string html_legend(const matrix& m) {
+  const auto limit = std::to_string((unavailable_beyond_ttls * m.ttl).count()) + "ms";
+  const auto entry = [](const char* cls, const std::string& term, const std::string& text) {
+    return "<dt><span class=\"swatch " + std::string(cls) + "\"></span>" + html_escaped(term) + "</dt><dd>" +
+           html_escaped(text) + "</dd>";
   };
-  return "<p class=\"legend\">" + swatch("good", "ok: no overlap, no stale write, no error") +
-         swatch("bad", "overlaps, unnotified losses, or stale writes the fence did not refuse") +
-         swatch("warn", "stale writes refused only by the fence, no grant for over 2 ttls after the fault, errors, or "
-                        "a fault not injected") +
-         swatch("none", "not run (the cell says why)") +
-         "<br>Hover over a cell for what the checker counted. Rows marked <span class=\"badge\">UNSAFE</span> are "
-         "the well-known broken recipes, run to show their failures; never use them.</p>";
+  return "<div class=\"legend\"><dl>" +
+         entry("safe", "safe", "no two clients wrote at once, and the fault kept no one from a grant") +
+         entry("fenced", "safe with fencing",
+               "writes overlapped, but each overlapping pair carried two different fencing tokens and the fenced resource "
+               "refused every stale write: a resource that checks the token keeps the data safe, one that does not took "
+               "both writes") +
+         entry("unavailable", "unavailable for D",
+               "no overlap, but no one was granted for D after the fault, or never again: the lock stayed with a paused "
+               "or cut-off holder until it was back, nothing was granted while a majority was down, or no grant for over " +
+                   limit + " (3 ttls); safe, at that cost") +
+         entry("unsafe", "unsafe",
+               "a stale write the fenced resource did not refuse, or an overlap it cannot order (a write without a token, "
+               "or two with the same one)") +
+         entry("none", "not run: why", "the fault does not apply, the server is not set, or the fault could not be injected") +
+         "</dl><p>A row's verdict is its worst cell's, with the counts. Hover over a cell for what the checker counted. "
+         "Rows marked <span class=\"badge\">UNSAFE</span> are the well-known broken recipes, run to show their "
+         "failures; never use them.</p><details><summary>The definitions in full, and the observations' words</summary><pre>" +
+         html_escaped(compare::legend(m)) + "</pre></details><p>" + html_escaped(worker_log_text(m)) + "</p></div>";
 }
 
 std::string grid(const matrix& m) {
-  std::string out = "<table class=\"matrix\"><tr><th>backend</th>";
+  std::string out = "<table class=\"matrix\"><tr><th>backend</th><th>verdict</th>";
   for (const auto f : m.faults) out += "<th>" + html_escaped(std::string(to_string(f))) + "</th>";
   out += "</tr>";
   for (const auto& b : m.backends) {
-    out += std::string("<tr") + (is_unsafe(m, b) ? " class=\"unsafe\"" : "") + ">" + row_header(m, b);
+    const auto row = row_verdict_of(m, b);
+    out += std::string("<tr") + (is_unsafe(m, b) ? " class=\"unsafe\"" : "") + ">" + row_header(m, b) +
+           "<td class=\"verdict " + class_of(row.worst) + "\">" + html_escaped(row.text()) + "</td>";
     for (const auto f : m.faults) {
       const auto* cell = m.find(b, f);
-      const auto verdict = cell ? verdict_of(*cell, m.ttl) : cell_verdict::none;
-      const std::string text = cell ? cell->text : "not run: not reached";
-      out += std::string("<td class=\"cell ") + class_of(verdict) + "\" title=\"" +
-             html_escaped(cell ? details(*cell) : text) + "\">" + html_escaped(text) + "</td>";
+      if (cell == nullptr) {
+        out += "<td class=\"cell none\" title=\"not run: not reached\"><b>not run</b>not reached</td>";
+        continue;
+      }
+      const auto v = verdict_of(*cell, m.ttl);
+      const std::string head = v.kind == verdict_kind::not_run ? "not run" : v.text();
+      const std::string rest = v.kind == verdict_kind::not_run && !v.fault_not_injected ? v.not_run_because
+                               : cell->text == "ok"                                     ? ""
+                                                                                        : cell->text;
+      out += std::string("<td class=\"cell ") + css_class_of(v) + "\" title=\"" + html_escaped(details(*cell, v)) +
+             "\"><b>" + html_escaped(head) + "</b>" + html_escaped(rest) + "</td>";
     }
     out += "</tr>";
   }
@@ -164,27 +194,14 @@ std::string speed_section(const matrix& m) {
 
 }  // namespace
 
-cell_verdict verdict_of(const matrix_cell& cell, milliseconds ttl) {
-  if (!cell.result) return cell_verdict::none;
-  const auto& r = *cell.result;
-  const auto& c = r.check;
-  if (c.overlap_count() > 0 || c.unnotified_losses > 0 || c.stale_writes_accepted_by_naive > c.stale_writes_refused_by_fenced)
-    return cell_verdict::bad;
-  const bool struck = r.victim.has_value() || r.server_down_for.has_value();
-  const bool long_unavailable =
-      struck && cell.scenario != fault::healthy && (!r.recovered_after || *r.recovered_after > 2 * ttl);
-  const bool errors = c.totals.acquire_errors + c.totals.release_errors > 0 || cell.text.find("errors ") != std::string::npos;
-  if (c.stale_writes_refused_by_fenced > 0 || long_unavailable || errors || !r.fault_not_injected.empty())
-    return cell_verdict::warn;
-  return cell_verdict::good;
-}
+const char* css_class_of(const cell_verdict& v) noexcept { return class_of(v.kind); }
 
 std::string to_html(const matrix& m, const run_context& context) {
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dlock compare, " +
          html_escaped(context.date_utc) + "</title><style>" + style + "</style></head><body>\n<h1>dlock compare</h1>" +
          "<p>Each backend under each fault: client processes contend for one lock and write to a recorded resource; a "
          "checker reads the history. Every cell is an observation of this run.</p>" +
-         settings(m, context) + "\n<h2>Faults</h2>" + legend() + grid(m) + "\n" + speed_section(m) + "\n</body></html>\n";
+         settings(m, context) + "\n<h2>Faults</h2>" + html_legend(m) + grid(m) + "\n" + speed_section(m) + "\n</body></html>\n";
 }
 
 }  // namespace dlock::compare

@@ -38,7 +38,8 @@ std::string overlaps_json(const std::vector<overlap>& overlaps, std::size_t max_
     if (i > 0) out += ", ";
     out += "{\"older\": " + section_json(o.older) + ", \"newer\": " + section_json(o.newer) +
            ", \"length_ms\": " + milliseconds(o.length) +
-           ", \"notified_before_newer_grant\": " + (o.notified_before_newer_grant ? "true" : "false") + "}";
+           ", \"notified_before_newer_grant\": " + (o.notified_before_newer_grant ? "true" : "false") +
+           ", \"fenced\": " + (o.fenced ? "true" : "false") + "}";
   }
   return out + "]";
 }
@@ -54,6 +55,7 @@ std::string to_json(const check_result& r, std::size_t max_overlaps_listed) {
          ", \"stale_writes_refused_by_fenced\": " + std::to_string(r.stale_writes_refused_by_fenced) +
          ", \"writes_refused_by_fenced\": " + std::to_string(r.writes_refused_by_fenced) +
          ", \"unnotified_losses\": " + std::to_string(r.unnotified_losses) +
+         ", \"unfenced_overlaps\": " + std::to_string(r.unfenced_overlaps) +
          ", \"longest_unavailable_ms\": " + milliseconds(r.longest_unavailable) +
          ", \"longest_unavailable_from_ns\": " + from +
          ", \"longest_wait_for_grant_ms\": " + milliseconds(r.longest_wait_for_grant) + "}";

@@ -65,6 +65,7 @@ scenario_result run_partition(const scenario_settings& s) {
       net.heal(*r.victim);
       healed_at = shared_clock::now();
       r.paused_for = std::chrono::duration_cast<milliseconds>(healed_at - cut_at);
+      r.watched_after_fault = fleet.stop_at() - cut_at;
     }
     fault_steps::finish(fleet, plan, r);
   }

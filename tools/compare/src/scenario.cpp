@@ -30,23 +30,30 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-constexpr std::array<std::pair<fault, std::string_view>, 16> fault_names = {
-    {{fault::healthy, "healthy"},
-     {fault::holder_kill, "holder-kill"},
-     {fault::holder_pause, "holder-pause"},
-     {fault::pause_before_write, "pause-before-write"},
-     {fault::server_restart, "server-restart"},
-     {fault::connection_kill, "connection-kill"},
-     {fault::server_pause, "server-pause"},
-     {fault::masters_minority_lost, "masters-minority-lost"},
-     {fault::master_restarted_empty, "master-restarted-empty"},
-     {fault::masters_majority_lost, "masters-majority-lost"},
-     {fault::ensemble_leader_lost, "ensemble-leader-lost"},
-     {fault::ensemble_majority_lost, "ensemble-majority-lost"},
-     {fault::partition, "partition"},
-     {fault::clock_step, "clock-step"},
-     {fault::clock_slow, "clock-slow"},
-     {fault::kill_mid_acquire, "kill-mid-acquire"}}};
+// Each fault's name, and the short one (at most 7 characters) heading its column in the terminal's
+// table, where 16 columns and the longest scheme must fit 160 characters.
+struct fault_name {
+  fault value;
+  std::string_view name;
+  std::string_view short_name;
+};
+constexpr std::array<fault_name, 16> fault_names = {
+    {{fault::healthy, "healthy", "healthy"},
+     {fault::holder_kill, "holder-kill", "h-kill"},
+     {fault::holder_pause, "holder-pause", "h-pause"},
+     {fault::pause_before_write, "pause-before-write", "p-b-w"},
+     {fault::server_restart, "server-restart", "restart"},
+     {fault::connection_kill, "connection-kill", "c-kill"},
+     {fault::server_pause, "server-pause", "s-pause"},
+     {fault::masters_minority_lost, "masters-minority-lost", "m-minor"},
+     {fault::master_restarted_empty, "master-restarted-empty", "m-empty"},
+     {fault::masters_majority_lost, "masters-majority-lost", "m-major"},
+     {fault::ensemble_leader_lost, "ensemble-leader-lost", "e-lead"},
+     {fault::ensemble_majority_lost, "ensemble-majority-lost", "e-major"},
+     {fault::partition, "partition", "part"},
+     {fault::clock_step, "clock-step", "c-step"},
+     {fault::clock_slow, "clock-slow", "c-slow"},
+     {fault::kill_mid_acquire, "kill-mid-acquire", "mid-acq"}}};
 
 // A critical section long enough to catch its holder inside it from outside (the history is
 // polled every 10 ms); a healthy run keeps it short, for many handoffs; across a server restart
@@ -108,19 +115,26 @@ void pause_then_resume(worker_fleet& fleet, const fleet_plan& plan, std::uint32_
   r.paused_for = std::chrono::duration_cast<milliseconds>(shared_clock::now() - paused_at);
   r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
   r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), paused_at);
+  r.watched_after_fault = fleet.stop_at() - paused_at;
 }
 
 }  // namespace
 
 std::string_view to_string(fault f) noexcept {
-  for (const auto& [value, name] : fault_names)
-    if (value == f) return name;
+  for (const auto& n : fault_names)
+    if (n.value == f) return n.name;
+  return "?";
+}
+
+std::string_view short_name(fault f) noexcept {
+  for (const auto& n : fault_names)
+    if (n.value == f) return n.short_name;
   return "?";
 }
 
 std::optional<fault> fault_named(std::string_view name) noexcept {
-  for (const auto& [value, n] : fault_names)
-    if (n == name) return value;
+  for (const auto& n : fault_names)
+    if (n.name == name) return n.value;
   return std::nullopt;
 }
 
@@ -177,6 +191,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
         r.server_down_for = restarted->started_at - restarted->stopped_at;
         r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), restarted->started_at);
+        r.watched_after_fault = fleet.stop_at() - restarted->started_at;
       }
     } else if (f == fault::kill_mid_acquire) {
       run_kill_mid_acquire(fleet, plan, s, r);
@@ -200,6 +215,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
         ::kill(fleet.pid(*r.victim), SIGKILL);
         r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
         r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), killed_at);
+        r.watched_after_fault = fleet.stop_at() - killed_at;
       } else {
         pause_then_resume(fleet, plan, *r.victim, s, r);
       }

@@ -64,6 +64,7 @@ void kill_holder_connections(worker_fleet& fleet, const fleet_plan& plan, std::u
   if (killed.count == 0) r.fault_not_injected = killed.not_injected;
   r.worker_exit_codes = fleet.wait(deadline);
   if (killed.count > 0) measure(plan, victim, killed_at, killed_at, r);
+  r.watched_after_fault = fleet.stop_at() - killed_at;
 }
 
 void pause_server(worker_fleet& fleet, const fleet_plan& plan, std::uint32_t victim, const scenario_settings& s,
@@ -84,6 +85,7 @@ void pause_server(worker_fleet& fleet, const fleet_plan& plan, std::uint32_t vic
   }
   r.worker_exit_codes = fleet.wait(deadline);
   if (r.fault_not_injected.empty()) measure(plan, victim, paused_at, resumed_at, r);
+  r.watched_after_fault = fleet.stop_at() - resumed_at;
 }
 
 std::string notification_text(const scenario_result& r, std::string_view fault_word) {

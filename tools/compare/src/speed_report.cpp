@@ -1,5 +1,6 @@
 #include "dlock_compare/speed_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "dlock_compare/text_table.hpp"
@@ -59,9 +60,8 @@ std::string speed_legend(const speed_table& t) {
          n + " clients on one name: from a release to the grant of a client already waiting\n"
              "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
              "  cycle p50     one uncontended acquire+release\n"
-             "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n"
-             "CPU placement: " +
-         t.cpu_placement + ".\n";
+             "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n" +
+         wrapped_words("CPU placement: " + t.cpu_placement + ".", 160, 2);
 }
 
 std::string measurement_json(const std::optional<speed_measurement>& m) {
@@ -91,9 +91,26 @@ std::string rate_text(double per_second) {
   return (per_second >= 100 ? number(per_second, "%.0f") : three_digits(per_second)) + "/s";
 }
 
-std::string speed_text(const speed_table& t) {
+std::string speed_text(const speed_table& t, std::size_t columns) {
   if (t.rows.empty()) return {};
-  return "\n" + aligned_columns(speed_rows(t)) + "\n" + speed_legend(t);
+  // A note too long for the room the other columns leave (an error, a reason it did not run) is
+  // written in full under the table, so that every line fits `columns`.
+  auto rows = speed_rows(t);
+  std::size_t before_note = 0;
+  for (std::size_t i = 0; i + 1 < rows.front().size(); ++i) {
+    std::size_t width = 0;
+    for (const auto& row : rows) width = std::max(width, row[i].size());
+    before_note += width + 2;
+  }
+  const auto room = columns > before_note ? columns - before_note : 0;
+  std::string notes;
+  for (std::size_t r = 1; r < rows.size(); ++r) {
+    auto& note = rows[r].back();
+    if (note.size() <= room) continue;
+    notes += wrapped_words(rows[r].front() + ": " + note, columns, 2);
+    note = "(below)";
+  }
+  return "\n" + aligned_columns(rows) + notes + "\n" + speed_legend(t);
 }
 
 std::string speed_markdown(const speed_table& t) {

@@ -50,6 +50,25 @@ std::string aligned_columns(const text_rows& rows) {
   return out;
 }
 
+std::string wrapped_words(const std::string& text, std::size_t width, std::size_t indent) {
+  std::string out, line;
+  std::size_t from = 0;
+  while (from < text.size()) {
+    auto space = text.find(' ', from);
+    if (space == std::string::npos) space = text.size();
+    const auto word = text.substr(from, space - from);
+    from = space + 1;
+    if (word.empty()) continue;
+    const bool first_of_line = line.empty() || line.find_first_not_of(' ') == std::string::npos;
+    if (!first_of_line && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line = std::string(indent, ' ');
+    }
+    line += (line.empty() || line.find_first_not_of(' ') == std::string::npos ? "" : " ") + word;
+  }
+  return line.empty() ? out : out + line + "\n";
+}
+
 std::string markdown_table(const text_rows& rows) {
   std::string out;
   for (std::size_t r = 0; r < rows.size(); ++r) {

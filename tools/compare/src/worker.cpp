@@ -5,8 +5,10 @@
 
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <stop_token>
 #include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "dlock_compare/fenced_resource.hpp"
@@ -105,7 +107,9 @@ class client_loop {
 
 }  // namespace
 
-worker_summary run_worker(const worker_options& o) {
+namespace {
+
+worker_summary run_client(const worker_options& o) {
   auto backend = dlock::open(o.uri);
   auto lock = backend->make_lock(o.name);
   client_loop loop(o);
@@ -116,6 +120,37 @@ worker_summary run_worker(const worker_options& o) {
     summary.grants += loop.attempt(*lock, n);
   }
   return summary;
+}
+
+}  // namespace
+
+worker_summary run_worker(const worker_options& o) {
+  if (o.threads <= 1) return run_client(o);
+  std::vector<worker_options> clients(o.threads, o);
+  std::vector<worker_summary> summaries(o.threads);
+  std::vector<std::exception_ptr> errors(o.threads);
+  {
+    std::vector<std::jthread> threads;
+    for (std::uint32_t i = 0; i < o.threads; ++i) {
+      clients[i].client = o.client + i;
+      clients[i].threads = 1;
+      threads.emplace_back([&, i] {
+        try {
+          summaries[i] = run_client(clients[i]);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    }
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  worker_summary total;
+  for (const auto& s : summaries) {
+    total.attempts += s.attempts;
+    total.grants += s.grants;
+  }
+  return total;
 }
 
 }  // namespace dlock::compare

@@ -3,6 +3,7 @@
 //   dlock_compare_worker [--uri URI] --name NAME --history FILE --client ID --duration D
 //                        [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]
 //                        [--stop-once-marker FILE]   (see worker_options::stop_once_marker)
+//                        [--threads N]   (N clients, ids ID..ID+N-1, threads of this process)
 // Starts at the shared-clock instant NS (CLOCK_MONOTONIC nanoseconds; default: now) so every
 // client of a run starts contending at once, and stops acquiring D later. The fenced resource's
 // file defaults to FILE.fence. Without --uri, the URI is the environment variable DLOCK_URI (how
@@ -26,12 +27,12 @@ namespace {
 constexpr const char* usage =
     "usage: dlock_compare_worker [--uri URI] --name NAME --history FILE --client ID --duration D\n"
     "                            [--fence FILE] [--start-at-ns NS] [--work D] [--acquire-timeout D]\n"
-    "                            [--stop-once-marker FILE]\n"
+    "                            [--stop-once-marker FILE] [--threads N]\n"
     "The URI: --uri, or else the environment variable DLOCK_URI (kept out of `ps`).\n";
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
   static const std::map<std::string, bool> known = {
-      {"uri", false}, {"name", true}, {"history", true}, {"client", true}, {"duration", true}, {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false}, {"stop-once-marker", false}};
+      {"uri", false}, {"name", true}, {"history", true}, {"client", true}, {"duration", true}, {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false}, {"stop-once-marker", false}, {"threads", false}};
   std::map<std::string, std::string> flags;
   for (std::size_t i = 0; i < args.size(); i += 2) {  // "--flag value" pairs; a value may be empty
     const std::string& flag = args[i];
@@ -65,6 +66,8 @@ dlock::compare::worker_options options_from(const std::map<std::string, std::str
   if (flags.contains("work")) o.work = dlock::parse_duration(flags.at("work"));
   if (flags.contains("acquire-timeout")) o.acquire_timeout = dlock::parse_duration(flags.at("acquire-timeout"));
   if (flags.contains("stop-once-marker")) o.stop_once_marker = flags.at("stop-once-marker");
+  if (flags.contains("threads")) o.threads = static_cast<std::uint32_t>(std::stoul(flags.at("threads")));
+  if (o.threads == 0) throw std::invalid_argument("--threads must be at least 1");
   return o;
 }
 

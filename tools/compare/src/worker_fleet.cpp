@@ -33,11 +33,15 @@ std::vector<std::string> environment_with(const std::vector<std::string>& extra)
   return env;
 }
 
-// Starts argv (argv[0] looked up in PATH when it has no slash: a launch prefix such as `ip`).
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment) {
+// Starts argv (argv[0] looked up in PATH when it has no slash: a launch prefix such as `ip`), its
+// stderr appended to `log` unless that is empty.
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_environment,
+            const std::filesystem::path& log) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  if (!log.empty())
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -48,7 +52,9 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   pid_t pid = -1;
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::system_error(rc, std::generic_category(), "cannot start the worker " + argv[0]);
+  if (rc != 0)
+    throw std::system_error(rc, std::generic_category(),
+                            "cannot start the worker " + argv[0] + (log.empty() ? "" : " (its stderr to " + log.string() + ")"));
   return pid;
 }
 
@@ -71,7 +77,8 @@ std::vector<std::string> worker_command_line(const std::filesystem::path& worker
           "--duration", ms(std::chrono::ceil<std::chrono::milliseconds>(o.stop_at - o.start_at)),
           "--work", ms(o.work),
           "--acquire-timeout", ms(o.acquire_timeout),
-          "--stop-once-marker", o.stop_once_marker.string()};
+          "--stop-once-marker", o.stop_once_marker.string(),
+          "--threads", std::to_string(o.threads)};
 }
 
 worker_fleet::worker_fleet(const fleet_plan& plan) {
@@ -87,7 +94,10 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
   o.stop_at = stop_at_;
   o.acquire_timeout = plan.acquire_timeout;
   o.stop_once_marker = plan.stop_once_marker;
-  for (std::size_t i = 0; i < plan.work.size(); ++i) {
+  clients_ = plan.work.size();
+  clients_per_process_ = plan.clients_in_one_process ? clients_ : 1;
+  o.threads = static_cast<std::uint32_t>(clients_per_process_);
+  for (std::size_t i = 0; i < clients_; i += clients_per_process_) {
     o.client = static_cast<std::uint32_t>(i + 1);
     o.work = plan.work[i];
     try {
@@ -100,7 +110,7 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
       // The URI (a password perhaps) goes in the environment, where `ps` does not show it.
       auto environment = launch.environment;
       environment.push_back(std::string(worker_uri_variable) + "=" + o.uri);
-      pids_.push_back(spawn(command, environment));
+      pids_.push_back(spawn(command, environment, plan.worker_log));
       reaped_.push_back(false);
     } catch (...) {
       wait(shared_clock::now());  // kills and reaps the ones already started
@@ -112,10 +122,10 @@ worker_fleet::worker_fleet(const fleet_plan& plan) {
 worker_fleet::~worker_fleet() { wait(shared_clock::now()); }
 
 pid_t worker_fleet::pid(std::uint32_t client) const {
-  if (client == 0 || client > pids_.size())
-    throw std::out_of_range("no client " + std::to_string(client) + " in a fleet of " + std::to_string(pids_.size()) +
+  if (client == 0 || client > clients_)
+    throw std::out_of_range("no client " + std::to_string(client) + " in a fleet of " + std::to_string(clients_) +
                             " (ids start at 1)");
-  return pids_[client - 1];
+  return pids_[(client - 1) / clients_per_process_];
 }
 
 std::vector<std::optional<int>> worker_fleet::wait(instant deadline) {

@@ -22,6 +22,35 @@ TEST(Checker, IntersectingWritesOfTwoClientsAreAnOverlap) {
   EXPECT_EQ(r.unnotified_losses, 1u) << "client 1 was never told it lost the lock";
 }
 
+TEST(Checker, AnOverlapIsFencedOnlyWhenBothWritesCarryDifferentTokens) {
+  // Different tokens: a fenced resource can order the two writers (and refuse the older's later writes).
+  synthetic_history fenced;
+  fenced.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
+  fenced.add(section_of(2).token(2).granted(35).write(40, 80).released(81));
+  const auto f = check(std::span<const event>(fenced.events()));
+  ASSERT_EQ(f.overlap_count(), 1u);
+  EXPECT_TRUE(f.overlaps[0].fenced);
+  EXPECT_EQ(f.unfenced_overlaps, 0u);
+
+  // The same token twice (two process-local counters), or a write without one: nothing can tell
+  // the writers apart.
+  synthetic_history same;
+  same.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
+  same.add(section_of(2).token(1).granted(35).write(40, 80).released(81));
+  const auto s = check(std::span<const event>(same.events()));
+  ASSERT_EQ(s.overlap_count(), 1u);
+  EXPECT_FALSE(s.overlaps[0].fenced);
+  EXPECT_EQ(s.unfenced_overlaps, 1u);
+
+  synthetic_history tokenless;
+  tokenless.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
+  tokenless.add(section_of(2).granted(35).write(40, 80).released(81).verdict(fence_verdict::no_token));
+  const auto t = check(std::span<const event>(tokenless.events()));
+  ASSERT_EQ(t.overlap_count(), 1u);
+  EXPECT_FALSE(t.overlaps[0].fenced);
+  EXPECT_EQ(t.unfenced_overlaps, 1u);
+}
+
 TEST(Checker, WritesOneAfterTheOtherAreNoOverlap) {
   synthetic_history h;
   h.add(section_of(1).token(1).granted(5).write(10, 30).released(31));
@@ -179,7 +208,8 @@ TEST(Checker, JsonCarriesEveryMeasure) {
   const auto json = to_json(check_history(h));
   for (const char* part : {"\"overlaps\": 1,", "\"stale_writes_accepted_by_naive\": 1,",
                            "\"stale_writes_refused_by_fenced\": 1,", "\"unnotified_losses\": 1,", "\"grants\": 2,",
-                           "\"release_not_owner\": 0,", "\"length_ms\": 10.000", "\"longest_unavailable_ms\": "})
+                           "\"release_not_owner\": 0,", "\"length_ms\": 10.000", "\"longest_unavailable_ms\": ",
+                           "\"unfenced_overlaps\": 0,", "\"fenced\": true"})
     EXPECT_NE(json.find(part), std::string::npos) << "missing " << part << " in " << json;
 }
 

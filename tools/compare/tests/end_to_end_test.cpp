@@ -77,6 +77,50 @@ TEST(CompareEndToEnd, ProcessScopedMemoryLocksOverlapAcrossProcessesAndTheChecke
   EXPECT_EQ(r.totals.release_not_owner, 0u);
 }
 
+// What `dlock compare` does with a process-scope lock: its clients are threads of one worker
+// process (each with its own backend object), where its exclusion holds. The same three clients
+// that overlap as processes above must not overlap as threads.
+TEST(CompareEndToEnd, ProcessScopedMemoryLocksRunAsThreadsOfOneProcessNeverOverlap) {
+  temp_dir dir;
+  auto plan = plan_for("memory://", dir);
+  plan.clients_in_one_process = true;
+  worker_fleet fleet(plan);
+  EXPECT_EQ(fleet.size(), 3u) << "three clients";
+  EXPECT_EQ(fleet.pid(1), fleet.pid(3)) << "one process for every client";
+  const auto codes = fleet.wait(generous_deadline(fleet, plan));
+  ASSERT_EQ(codes.size(), 1u) << "one exit code: one process";
+  EXPECT_EQ(codes[0], std::optional<int>(0));
+  const auto r = check_and_print(plan);
+  EXPECT_EQ(r.totals.clients, 3u) << "every thread recorded its own client id";
+  EXPECT_GT(r.totals.grants, 30u) << "the three threads contended for 1.5 s";
+  EXPECT_EQ(r.overlap_count(), 0u) << "a memory:// lock excludes the threads of its process";
+  EXPECT_EQ(r.stale_writes_accepted_by_naive, 0u) << "one process, one token counter";
+  EXPECT_EQ(r.totals.acquire_errors + r.totals.release_errors, 0u);
+}
+
+// The workers' stderr goes to the plan's log, appended: not to the caller's stderr, where
+// `dlock compare` prints its progress.
+TEST(CompareEndToEnd, TheWorkersStderrGoesToTheWorkerLog) {
+  temp_dir dir;
+  auto plan = plan_for("nosuch-scheme://host", dir, {10ms, 10ms});
+  plan.duration = 200ms;
+  plan.worker_log = dir.path() / "workers.stderr";
+  {
+    std::ofstream earlier(plan.worker_log);
+    earlier << "an earlier line\n";
+  }
+  worker_fleet fleet(plan);
+  const auto codes = fleet.wait(generous_deadline(fleet, plan));
+  for (const auto& code : codes) EXPECT_NE(code, std::optional<int>(0)) << "an unknown scheme is an error";
+  std::ifstream in(plan.worker_log);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_GE(lines.size(), 3u) << "the earlier line and one error per worker";
+  EXPECT_EQ(lines.front(), "an earlier line") << "appended, not truncated";
+  EXPECT_EQ(std::ranges::count_if(lines, [](const std::string& l) { return l.find("nosuch-scheme") != std::string::npos; }), 2)
+      << "each worker's error, naming the scheme";
+}
+
 // The properties of a lock that excludes every client of the run.
 void expect_exclusive(const check_result& r) {
   EXPECT_EQ(r.totals.clients, 3u);

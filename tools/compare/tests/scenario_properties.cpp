@@ -31,14 +31,17 @@ const section* find_section(const std::vector<section>& sections, section_id id)
 // ---- who claims what, from the declaration ----
 
 bool safe(const backend_info& i) { return i.unsafe_because.empty(); }
-// Exclusion across the run's client processes: every safe scheme but memory:// (process scope).
-bool excludes(const backend_info& i) { return safe(i) && i.scope != lock_scope::process; }
-bool expiring(const backend_info& i) { return i.caps.has(capability::expiring); }
-bool fencing(const backend_info& i) { return i.caps.has(capability::fencing); }
-bool fencing_across_processes(const backend_info& i) { return fencing(i) && i.scope != lock_scope::process; }
-bool notifies(const backend_info& i) {
-  return i.caps.has(capability::lost_notification) && i.scope != lock_scope::process;
-}
+// A process-scope lock runs `healthy` only, its clients threads of one process (cell_setup.hpp):
+// every other fault strikes one client process. So its claims are healthy's.
+bool beyond_the_process(const backend_info& i) { return i.scope != lock_scope::process; }
+// Exclusion between the run's clients (processes; threads of one process for a process-scope lock).
+bool excludes_its_clients(const backend_info& i) { return safe(i); }
+bool fences_its_clients(const backend_info& i) { return i.caps.has(capability::fencing); }
+// ... under the faults, which only the locks beyond the process run.
+bool excludes(const backend_info& i) { return safe(i) && beyond_the_process(i); }
+bool expiring(const backend_info& i) { return i.caps.has(capability::expiring) && beyond_the_process(i); }
+bool fencing_across_processes(const backend_info& i) { return fences_its_clients(i) && beyond_the_process(i); }
+bool notifies(const backend_info& i) { return i.caps.has(capability::lost_notification) && beyond_the_process(i); }
 // The server can be restarted through the launcher (not memory, file or redlock's several masters);
 // the unsafe rows claim nothing there.
 bool safe_with_one_server(const backend_info& i) { return safe(i) && launcher_process(i.scheme) != nullptr; }
@@ -276,14 +279,15 @@ void killed_at_its_grant_recovers_within_ttl(const scenario_run& r) {
 
 const std::vector<scenario_property>& scenario_properties() {
   static const std::vector<scenario_property> table = {
-      {fault::healthy, "a safe lock never lets two clients write at once, and nothing fails", excludes,
-       healthy_exclusion},
-      {fault::healthy, "fencing: every write carries a token, larger than every earlier one", fencing_across_processes,
+      {fault::healthy, "a safe lock never lets two clients write at once, and nothing fails (a process-scope lock's "
+                       "clients are threads of one process)",
+       excludes_its_clients, healthy_exclusion},
+      {fault::healthy, "fencing: every write carries a token, larger than every earlier one", fences_its_clients,
        tokens_increase_in_write_order},
       {fault::holder_kill, "expiring: a killed holder's lock is granted again within its ttl (+ margin)", expiring,
        recovered_within_ttl},
       {fault::holder_kill, "a killed holder never overlaps anyone", excludes, no_overlap_stale_write_or_error},
-      {fault::holder_pause, "fencing: the fenced resource refuses every stale write", fencing,
+      {fault::holder_pause, "fencing: the fenced resource refuses every stale write", fencing_across_processes,
        fence_refuses_every_stale_write},
       {fault::holder_pause, "lost_notification: a holder knows by the end of its write that its lock went to another",
        notifies, knows_by_the_end_of_its_write},

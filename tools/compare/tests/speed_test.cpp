@@ -1,6 +1,6 @@
-// The speed module and the HTML report's colours: the histogram's percentiles on known samples,
-// measure_speed on memory:// (real lock objects, real threads; no rate is asserted, only what is
-// counted), and verdict_of on hand-made cells, each colour shown given and not given.
+// The speed module: the histogram's percentiles on known samples, measure_speed on memory://
+// (real lock objects, real threads; no rate is asserted, only what is counted), and the HTML
+// report's escaping. The cells' verdicts and colours: verdict_test.cpp, report_test.cpp.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -81,45 +81,6 @@ TEST(MeasureSpeed, AnUnopenableUriIsAnErrorNotAThrow) {
   EXPECT_EQ(m.errors, 2u);
   EXPECT_FALSE(m.first_error.empty());
   EXPECT_EQ(m.cycles.count(), 0u);
-}
-
-matrix_cell ran_cell(fault f) {
-  matrix_cell c;
-  c.backend = "x";
-  c.scenario = f;
-  c.text = "ok";
-  c.result.emplace();
-  return c;
-}
-
-TEST(VerdictOf, EachColourGivenAndNotGiven) {
-  const auto ttl = 1000ms;
-  EXPECT_EQ(verdict_of(matrix_cell{}, ttl), cell_verdict::none) << "not run";
-  EXPECT_EQ(verdict_of(ran_cell(fault::healthy), ttl), cell_verdict::good);
-
-  auto overlapping = ran_cell(fault::healthy);
-  overlapping.result->check.overlaps.push_back({});
-  EXPECT_EQ(verdict_of(overlapping, ttl), cell_verdict::bad);
-
-  auto fenced = ran_cell(fault::pause_before_write);
-  fenced.result->check.stale_writes_accepted_by_naive = 1;
-  fenced.result->check.stale_writes_refused_by_fenced = 1;
-  EXPECT_EQ(verdict_of(fenced, ttl), cell_verdict::warn) << "refused only by the fence";
-  fenced.result->check.stale_writes_refused_by_fenced = 0;
-  EXPECT_EQ(verdict_of(fenced, ttl), cell_verdict::bad) << "a stale write the fence let through";
-
-  auto killed = ran_cell(fault::holder_kill);
-  killed.result->victim = 1;
-  killed.result->recovered_after = 1500ms;
-  EXPECT_EQ(verdict_of(killed, ttl), cell_verdict::good) << "recovered within 2 ttls";
-  killed.result->recovered_after = 2500ms;
-  EXPECT_EQ(verdict_of(killed, ttl), cell_verdict::warn) << "unavailable over 2 ttls";
-  killed.result->recovered_after.reset();
-  EXPECT_EQ(verdict_of(killed, ttl), cell_verdict::warn) << "never recovered in the run";
-
-  auto erring = ran_cell(fault::healthy);
-  erring.result->check.totals.acquire_errors = 1;
-  EXPECT_EQ(verdict_of(erring, ttl), cell_verdict::warn);
 }
 
 TEST(HtmlEscaped, MarkupCharactersAreEscaped) {

@@ -14,16 +14,23 @@
 
 namespace dlock::compare {
 
+// Why a process-scope backend's cell does not run under any fault but healthy (its clients are
+// threads of one process, which a fault on one client process would strike as a whole).
+inline constexpr const char* process_scope_reason =
+    "process scope (its clients are threads of one process; this fault strikes a client process)";
+
 // `uri` with `parameter` ("key=value") appended to its query.
 std::string with_parameter(std::string uri, const std::string& parameter);
 
 // The URI `info`'s scheme runs with under `f`, every lock with `ttl` (and ZooKeeper's session, as
-// it ignores the ttl), or why not ("no single server to restart", "DLOCK_REDIS_URI unset", ...).
+// it ignores the ttl), or why not ("no single server to restart", "DLOCK_REDIS_URI unset",
+// process_scope_reason, ...).
 // memory:// needs nothing; file:// locks live in `work_dir`.
 server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl, const std::filesystem::path& work_dir);
 
 // Sets s.launcher ($DLOCK_SERVERS) and s.server_process for the faults that act on a server
-// through the launcher, and s.acquire_has_two_commands; leaves the rest of `s` alone.
+// through the launcher, s.acquire_has_two_commands, and s.clients_in_one_process (from the declared
+// scope: a process-scope lock's clients are threads of one process); leaves the rest of `s` alone.
 void prepare_settings(scenario_settings& s, const backend_info& info, fault f);
 
 }  // namespace dlock::compare

@@ -25,6 +25,10 @@ struct overlap {
   // The older holder's lost_token had fired before the newer grant (a lock that tells its holder
   // in time lets the holder stop before the other one starts).
   bool notified_before_newer_grant = false;
+  // Both writes carried a fencing token, and different ones: a fenced resource can order them and
+  // refuse the older holder's writes once the newer one wrote. Without a token (or with equal
+  // ones) nothing can tell the two writers apart: such an overlap is unsafe whatever a fence does.
+  bool fenced = false;
 };
 
 struct counts {
@@ -56,6 +60,9 @@ struct check_result {
   std::uint64_t writes_refused_by_fenced = 0;  // every refusal, stale by the history or not
   // (c) overlaps whose older holder had not been told (lost_token) before the newer grant
   std::uint64_t unnotified_losses = 0;
+  // overlaps a fenced resource cannot order (overlap::fenced false): a write without a token, or
+  // two writes with the same one
+  std::uint64_t unfenced_overlaps = 0;
   // (d) the longest stretch in which someone was waiting and no one held the lock (as each
   // holder saw it: grant to release or lost notification), and where it began
   shared_clock::duration longest_unavailable{};

@@ -1,11 +1,12 @@
 #pragma once
 // The picture of a `dlock compare` run: one self-contained HTML page (inline CSS and SVG, no
-// script, nothing fetched) with the matrix as a coloured grid, each cell's details in its tooltip,
-// the unsafe rows flagged, a legend, the run's settings, the ops/s bars and the latency
+// script, nothing fetched) with the matrix as a grid coloured by verdict, each row's verdict, each
+// cell's details in its tooltip, the unsafe rows flagged, a legend, the run's settings, the ops/s bars and the latency
 // distributions of each backend.
 #include <string>
 
 #include "dlock_compare/report.hpp"
+#include "dlock_compare/verdict.hpp"
 
 namespace dlock::compare {
 
@@ -15,17 +16,9 @@ struct run_context {
   unsigned host_cpus = 0;    // online CPUs
 };
 
-// How a cell is coloured, from its result (not its text):
-//   bad   overlaps, unnotified losses, or stale writes the fenced resource did not refuse
-//   warn  stale writes refused only by the fence, no grant for over 2 ttls after the fault,
-//         errors, or a fault that could not be injected
-//   good  none of these
-//   none  not run
-enum class cell_verdict { good,
-                          warn,
-                          bad,
-                          none };
-cell_verdict verdict_of(const matrix_cell& cell, std::chrono::milliseconds ttl);
+// Each cell is coloured by its verdict (verdict.hpp): green safe, blue safe with fencing, amber
+// unavailable, red unsafe, grey not run.
+const char* css_class_of(const cell_verdict& v) noexcept;
 
 std::string to_html(const matrix& m, const run_context& context);
 

@@ -53,7 +53,8 @@ enum class fault { healthy,
                    clock_step,
                    clock_slow,
                    kill_mid_acquire };
-std::string_view to_string(fault f) noexcept;  // "healthy", "holder-kill", "holder-pause", "pause-before-write", "server-restart"
+std::string_view to_string(fault f) noexcept;   // "healthy", "holder-kill", "holder-pause", "pause-before-write", ...
+std::string_view short_name(fault f) noexcept;  // its terminal column's heading, at most 7 characters: "h-kill"
 std::optional<fault> fault_named(std::string_view name) noexcept;
 const std::vector<fault>& every_fault();
 
@@ -72,6 +73,11 @@ struct scenario_settings {
   // kill-mid-acquire: the backend's acquire is two commands and it accepts unsafe_pause_between
   // (acquire_has_two_commands(backend_info) says so).
   bool acquire_has_two_commands = false;
+  // A process-scope lock: the clients are threads of one worker process (fleet_plan's
+  // clients_in_one_process); only `healthy` can run so, as every fault strikes one client process.
+  bool clients_in_one_process = false;
+  // Where the workers' stderr goes (fleet_plan::worker_log); empty: the caller's stderr.
+  std::filesystem::path worker_log;
 };
 
 // How long the scenario runs (before the workers' last acquire may wait its timeout): the fault
@@ -98,8 +104,10 @@ struct scenario_result {
   std::optional<quorum_outcome> quorum;  // the quorum faults (quorum.hpp): what went down, who was granted
   std::vector<std::string> fault_notes;  // a fault's own observations, appended to the cell's text
   // kill-mid-acquire: where the victim was caught ("between its acquire's two commands", "at its
-  // grant"), and how long the run watched after the kill (what "never granted again" means).
+  // grant").
   std::string victim_caught;
+  // How long the run went on after the instant recovered_after counts from (the kill, the pause,
+  // the cut, the server's start or resume): what "never granted again" means when no grant came.
   std::optional<shared_clock::duration> watched_after_fault;
 };
 

@@ -30,8 +30,9 @@ struct speed_table {
 // The column headers, then a row per backend (in `rows` order): the cells every writer shows.
 text_rows speed_rows(const speed_table& t);
 
-// The text and Markdown writers print nothing for an empty table; JSON prints null.
-std::string speed_text(const speed_table& t);
+// The text and Markdown writers print nothing for an empty table; JSON prints null. The text's
+// lines fit `columns`: a note that does not is written under the table, wrapped.
+std::string speed_text(const speed_table& t, std::size_t columns = 160);
 std::string speed_markdown(const speed_table& t);
 std::string speed_json(const speed_table& t);
 

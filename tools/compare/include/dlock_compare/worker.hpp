@@ -1,6 +1,6 @@
 #pragma once
-// One client of a comparison run, the loop dlock_compare_worker runs in its own process:
-// until `stop_at`: acquire (waiting at most acquire_timeout), write to the resource for
+// One client of a comparison run, the loop dlock_compare_worker runs in its own process (or
+// several, one per thread: worker_options::threads): until `stop_at`: acquire (waiting at most acquire_timeout), write to the resource for
 // `work` (the critical section: lease.held() checked before and after, lost_token watched
 // throughout), release; every step is appended to the history.
 #include <chrono>
@@ -27,10 +27,16 @@ struct worker_options {
   // that does writes its id into it and stops itself (SIGSTOP) until someone sends SIGCONT.
   // Empty: never stops.
   std::filesystem::path stop_once_marker;
+  // Clients in this process: ids client .. client + threads - 1, each a thread with its own
+  // backend object (its own dlock::open), history writer and fenced resource. More than one is
+  // how a process-scope lock is run: its exclusion holds between the threads of one
+  // process only. A stop-once marker then stops every client of the process.
+  std::uint32_t threads = 1;
 };
 
-// What the worker did, for its exit line. Throws dlock::error when the URI cannot be opened,
-// std::system_error when the history or fence file cannot be written.
+// What the worker did (its clients summed), for its exit line. Throws dlock::error when the URI
+// cannot be opened, std::system_error when the history or fence file cannot be written (with
+// several threads: the first client's error, once every thread has ended).
 struct worker_summary {
   std::uint64_t attempts = 0;
   std::uint64_t grants = 0;

@@ -1,7 +1,8 @@
 #pragma once
 // The client processes of one run: one dlock_compare_worker per client, all starting to contend
-// at one shared instant. A scenario starts a fleet, injects its fault (SIGSTOP or SIGKILL a
-// worker found by pid(), restart a server), waits for the fleet, then checks the history.
+// at one shared instant (or one process whose threads are the clients, for a process-scope lock).
+// A scenario starts a fleet, injects its fault (SIGSTOP or SIGKILL a worker found by pid(), restart
+// a server), waits for the fleet, then checks the history.
 #include <sys/types.h>
 
 #include <chrono>
@@ -47,6 +48,12 @@ struct fleet_plan {
   std::filesystem::path stop_once_marker;
   // Per client (index = client id - 1); a client without an entry starts as the plan says.
   std::vector<client_launch> launch;
+  // Every client a thread of one worker process (worker_options::threads), as a process-scope lock
+  // must be run: one process, one pid for every client, the first client's work length and launch.
+  bool clients_in_one_process = false;
+  // Where the workers' stderr goes (appended; created if need be): the lease-lost notices, a
+  // client library's connection logs. Empty: the caller's stderr.
+  std::filesystem::path worker_log;
 };
 
 // The worker's command line for `o` (the one place that knows the worker's flags besides it),
@@ -60,25 +67,28 @@ class worker_fleet {
  public:
   // Starts every client (ids 1..N). Throws std::system_error when a process cannot be started
   // (the ones already started are killed). The workers' stdout goes to /dev/null; their stderr
-  // (dlock errors, redacted) is the caller's.
+  // (dlock errors, redacted) to the plan's worker_log, or else the caller's.
   explicit worker_fleet(const fleet_plan& plan);
   // SIGKILLs and reaps every worker still running (a stopped one too: SIGKILL ends it).
   ~worker_fleet();
   worker_fleet(const worker_fleet&) = delete;
   worker_fleet& operator=(const worker_fleet&) = delete;
 
-  std::size_t size() const noexcept { return pids_.size(); }
-  pid_t pid(std::uint32_t client) const;  // client ids start at 1
+  std::size_t size() const noexcept { return clients_; }  // clients, not processes
+  pid_t pid(std::uint32_t client) const;                  // client ids start at 1; its process
   instant start_at() const noexcept { return start_at_; }
   instant stop_at() const noexcept { return stop_at_; }
 
   // Waits for every worker until `deadline` (shared clock); SIGKILLs the ones still running then.
-  // Per client: the exit code, 128 + signal when killed, nullopt when it had to be killed here.
+  // Per process (per client, unless the clients are threads of one): the exit code, 128 + signal
+  // when killed, nullopt when it had to be killed here.
   std::vector<std::optional<int>> wait(instant deadline);
 
  private:
-  std::vector<pid_t> pids_;
+  std::vector<pid_t> pids_;  // one per process
   std::vector<bool> reaped_;
+  std::size_t clients_ = 0;
+  std::size_t clients_per_process_ = 1;
   instant start_at_{};
   instant stop_at_{};
 };
