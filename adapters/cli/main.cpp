@@ -36,6 +36,7 @@ constexpr const char* usage_text =
     "  sweep URI           delete the expired lock records the server keeps (SQL table schemes:\n"
     "                      expired rows, also other tools'); live locks are never touched\n"
     "  compare [--backends LIST] [--faults LIST] [--duration D] [--clients N] [--json FILE] [--markdown FILE]\n"
+    "          [--log FILE]\n"
     "                      every backend side by side under faults (holder killed, paused past its\n"
     "                      ttl in or before its write): client processes, a recorded resource, a\n"
     "                      checker; a table backend x fault\n"
