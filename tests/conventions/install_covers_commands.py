@@ -45,29 +45,36 @@ def aliases(path):
     return names
 
 
-def owning_package(path):
-    """The package that ships `path`, trying each link on the way to the real file
-    (/usr/bin/java -> /etc/alternatives/java -> /usr/lib/jvm/.../java): the first owned one."""
-    seen = set()
-    candidates = [path]
-    while candidates:
-        p = candidates.pop(0)
+def link_chain(path):
+    """`path` and every name on its way to the real file (/usr/bin/java -> /etc/alternatives/java ->
+    /usr/lib/jvm/.../java), each with its merged-/usr aliases."""
+    names, seen, todo = [], set(), [path]
+    while todo:
+        p = todo.pop(0)
         if p in seen:
             continue
         seen.add(p)
-        for name in aliases(p):
-            found = subprocess.run(["dpkg", "-S", name], text=True, capture_output=True)
-            if found.returncode == 0:
-                # "pkg[:arch][, pkg2]: /path" -- a diverted or shared path may name several.
-                owners = found.stdout.splitlines()[0].rsplit(": ", 1)[0]
-                return [o.strip().split(":")[0] for o in owners.split(",")]
+        names.extend(aliases(p))
         if os.path.islink(p):
             target = os.readlink(p)
-            candidates.append(target if target.startswith("/") else os.path.join(os.path.dirname(p), target))
+            todo.append(target if target.startswith("/") else os.path.join(os.path.dirname(p), target))
         real = os.path.realpath(p)
         if real != p:
-            candidates.append(real)
-    return []
+            todo.append(real)
+    return list(dict.fromkeys(names))
+
+
+def owners_of(paths):
+    """path -> the packages that ship it, for every path dpkg knows (one dpkg -S for all)."""
+    found = subprocess.run(["dpkg", "-S"] + paths, text=True, capture_output=True)  # exit 1: some unknown
+    owners = {}
+    for line in found.stdout.splitlines():
+        if ": " not in line:
+            continue
+        packages, path = line.rsplit(": ", 1)
+        # "pkg[:arch][, pkg2]": a path shared by several packages names them all.
+        owners[path] = [o.strip().split(":")[0] for o in packages.split(",")]
+    return owners
 
 
 def install_closure(packages):
@@ -107,13 +114,16 @@ def main():
     base = base_system()
     needed = [line.split(" ", 1) for line in
               run([os.path.join(root, "compose/native/dlock-servers"), "commands"], cwd=root).splitlines()]
+    paths = {program: program_path(program) for _, program in needed}
+    chains = {program: link_chain(path) for program, path in paths.items() if path}
+    known = owners_of(sorted({name for chain in chains.values() for name in chain}))
     failures = []
     for server, program in needed:
-        path = program_path(program)
+        path = paths[program]
         if path is None:
             failures.append(f"{server}: '{program}' is not on this machine, although './dev install all' ran")
             continue
-        owners = owning_package(path)
+        owners = next((known[name] for name in chains[program] if name in known), [])
         if not owners:
             failures.append(f"{server}: no Debian package owns {path} ('{program}'): it cannot come from './dev install'")
         elif not any(o in closure or o in base for o in owners):
