@@ -259,25 +259,34 @@ TEST(RedisShared, OneOwnerIdOnTheMutexAndTheReaderWriterLockStillExcludes) {
 }
 
 // The reader-writer lock is writer-preferred, and the mutex counts as a writer: a waiting mutex
-// holds back new readers, is woken by the last reader's release (ttl and poll at 60 s: only the
-// message can wake it within its 20 s), and its grant takes its entry out of the waiting set.
+// holds back new readers, is woken by the last reader's release, and its grant takes its entry out
+// of the waiting set. ttl 90 s and poll 90 s: without a message the waiting mutex would try again
+// only a third of its ttl (30 s) after its last try, so a grant within 15 s of the release is the
+// message's.
 TEST(RedisShared, AWaitingMutexHoldsBackNewReadersAndTheLastReaderWakesIt) {
+  using clock = std::chrono::steady_clock;
   for (const auto* scheme : {"redis", "redis+reentrant", "redis+fair"}) {
     SCOPED_TRACE(scheme);
-    auto b = open_scheme(scheme, "ttl=60s&poll=60s..60s");
+    auto b = open_scheme(scheme, "ttl=90s&poll=90s..90s");
     auto c = raw();
     const auto name = unique_name("mutex-waits");
     const auto waiting = "{" + name + "}:dlock_writers_waiting";
     auto first = b->make_rw_lock(name)->try_acquire_read();
     ASSERT_TRUE(first);
     dlock::lease got;
-    std::thread mutex_waits([&] { got = b->make_lock(name)->try_acquire_for(20s); });
+    clock::time_point granted_at{};
+    std::thread mutex_waits([&] {
+      got = b->make_lock(name)->try_acquire_for(60s);
+      granted_at = clock::now();
+    });
     for (int i = 0; i < 500 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(10ms);
     EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1) << "the waiting mutex has no entry among the waiting writers";
     EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a new reader got in while a mutex waited";
+    const auto released_at = clock::now();
     first.release();
     mutex_waits.join();
-    ASSERT_TRUE(got) << "the waiting mutex was not woken by the last reader's release";
+    ASSERT_TRUE(got) << "the waiting mutex was never granted";
+    EXPECT_LT(granted_at - released_at, 15s) << "the waiting mutex was not woken by the last reader's release";
     EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 0) << "the mutex's grant left its entry";
     EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a reader got in beside the mutex";
     got.release();
