@@ -41,15 +41,19 @@ void dlock_cycles(benchmark::State& state, const std::string& uri, NameFor&& nam
 }
 
 // The raw client's cycle on `name`, what redis:// sends for it: EVALSHA of the acquire script
-// (SET NX PX and the fencing counter), `WAIT replicas 100` when replicas > 0, EVALSHA of the
-// release script (both loaded on `c` beforehand).
+// (SET NX PX and the fencing counter; its other keys are read only when the name is taken),
+// `WAIT replicas 100` when replicas > 0, EVALSHA of the release script, which publishes to the
+// mutex's waiters and to the name's reader-writer lock waiters (both loaded on `c` beforehand).
 inline void raw_cycle(benchmark::State& state, redisContext* c, const std::string& name,
                       const dlock::redis::script& acquire, const dlock::redis::script& release, int replicas = 0) {
-  const auto fence = "dlock_fencing:{" + name + "}";
-  const auto channel = "dlock__channel:{" + name + "}";
-  const auto token = dlock::spi::random_token();
-  auto* r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 2 %b %b %b 30000", acquire.sha1.c_str(), name.data(),
-                                                  name.size(), fence.data(), fence.size(), token.data(), token.size()));
+  const auto fence = "redisson_lock_token:{" + name + "}";
+  const auto waiting = "{" + name + "}:dlock_writers_waiting", permits = "{" + name + "}:timeout";
+  const auto channel = "redisson_lock__channel:{" + name + "}", rw_channel = "redisson_rwlock:{" + name + "}";
+  const auto token = "dlock:" + dlock::spi::random_token();
+  auto* r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 4 %b %b %b %b %b 30000 %s", acquire.sha1.c_str(),
+                                                  name.data(), name.size(), fence.data(), fence.size(), waiting.data(),
+                                                  waiting.size(), permits.data(), permits.size(), token.data(),
+                                                  token.size(), ""));
   if (!r || r->type != REDIS_REPLY_ARRAY || r->element[0]->integer != 1) state.SkipWithError("raw acquire failed");
   freeReplyObject(r);
   if (replicas > 0) {
@@ -57,8 +61,9 @@ inline void raw_cycle(benchmark::State& state, redisContext* c, const std::strin
     if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < replicas) state.SkipWithError("raw WAIT short");
     freeReplyObject(r);
   }
-  r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 2 %b %b %b", release.sha1.c_str(), name.data(), name.size(),
-                                            channel.data(), channel.size(), token.data(), token.size()));
+  r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 3 %b %b %b %b", release.sha1.c_str(), name.data(), name.size(),
+                                            channel.data(), channel.size(), rw_channel.data(), rw_channel.size(),
+                                            token.data(), token.size()));
   freeReplyObject(r);
 }
 

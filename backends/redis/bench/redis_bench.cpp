@@ -100,15 +100,19 @@ void BM_raw_pubsub_handoff(benchmark::State& state) {
     freeReplyObject(redisCommand(holder, "SCRIPT LOAD %b", acq.source.data(), acq.source.size()));
     freeReplyObject(redisCommand(holder, "SCRIPT LOAD %b", rel.source.data(), rel.source.size()));
     const auto name = "bench:raw-handoff:" + dlock::spi::random_token();
-    const auto fence = "dlock_fencing:{" + name + "}";
-    const auto channel = "dlock__channel:{" + name + "}";
+    const auto fence = "redisson_lock_token:{" + name + "}";
+    const auto writers = "{" + name + "}:dlock_writers_waiting", permits = "{" + name + "}:timeout";
+    const auto channel = "redisson_lock__channel:{" + name + "}";
     const std::string nobody = channel + ":nobody";  // the waiter's own release wakes no one
     freeReplyObject(redisCommand(subscriber, "SUBSCRIBE %b", channel.data(), channel.size()));
+    // The acquire (with_ttl) and the release, as dlock sends them (without the release's
+    // reader-writer lock channel: nobody listens there in this loop).
     const auto eval = [&](redisContext* c, const dlock::redis::script& script, const std::string& key2,
                           const std::string& token, bool with_ttl) {
       auto* r = static_cast<redisReply*>(
-          with_ttl ? redisCommand(c, "EVALSHA %s 2 %b %b %b 30000", script.sha1.c_str(), name.data(), name.size(),
-                                  key2.data(), key2.size(), token.data(), token.size())
+          with_ttl ? redisCommand(c, "EVALSHA %s 4 %b %b %b %b %b 30000 %s", script.sha1.c_str(), name.data(),
+                                  name.size(), key2.data(), key2.size(), writers.data(), writers.size(), permits.data(),
+                                  permits.size(), token.data(), token.size(), "")
                    : redisCommand(c, "EVALSHA %s 2 %b %b %b", script.sha1.c_str(), name.data(), name.size(),
                                   key2.data(), key2.size(), token.data(), token.size()));
       const bool ok = r && ((r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1) ||
@@ -125,7 +129,7 @@ void BM_raw_pubsub_handoff(benchmark::State& state) {
         void* message = nullptr;
         if (redisGetReply(subscriber, &message) != REDIS_OK) return;
         freeReplyObject(message);
-        const auto token = dlock::spi::random_token();
+        const auto token = "dlock:" + dlock::spi::random_token();
         if (eval(waiter, acq, fence, token, true)) {
           samples.push_back(std::chrono::duration<double, std::micro>(
                                 clock::now().time_since_epoch() - clock::duration(released_at.load()))
@@ -136,7 +140,7 @@ void BM_raw_pubsub_handoff(benchmark::State& state) {
       }
     });
     for (int k = 0; k < rounds; ++k) {
-      const auto token = dlock::spi::random_token();
+      const auto token = "dlock:" + dlock::spi::random_token();
       while (!eval(holder, acq, fence, token, true)) std::this_thread::yield();
       std::this_thread::sleep_for(std::chrono::microseconds(300));  // the waiter is back in its read
       released_at = clock::now().time_since_epoch().count();

@@ -90,11 +90,14 @@ void raw_read(benchmark::State& state, bool one_name) {
     const auto name = name_for(state, i++, one_name);
     const auto timeouts = "{" + name + "}:" + field + ":rwlock_timeout";
     if (rc.evalsha(dlock::redis::scripts::rw_read_acquire,
-                   {name, timeouts, "dlock_rwlock_token:{" + name + "}", "{" + name + "}:dlock_writers_waiting"},
+                   {name, timeouts, "redisson_lock_token:{" + name + "}", "{" + name + "}:dlock_writers_waiting",
+                    "{" + name + "}:timeout"},
                    {"30000", field}) != -1)
       state.SkipWithError("raw read acquire failed");
     rc.evalsha(dlock::redis::scripts::rw_read_release,
-               {name, "redisson_rwlock:{" + name + "}", timeouts, "{" + name + "}"}, {field});
+               {name, "redisson_rwlock:{" + name + "}", timeouts, "{" + name + "}", "redisson_lock__channel:{" + name + "}",
+                "redisson_lock_queue:{" + name + "}"},
+               {field});
   }
   state.SetItemsProcessed(state.iterations());
 }

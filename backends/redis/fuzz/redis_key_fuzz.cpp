@@ -1,10 +1,11 @@
 // Fuzzes the Redis backends' key layout (keys_for, redisson_prefix_name) for every mode.
 // Properties: deterministic; the lock key is prefix + name, so distinct names never share a lock
-// key; one lock's keys are pairwise distinct; every derived name (fencing counter, channel,
-// queue, timeout) carries the name inside a {hash tag}. Redisson's prefixName omits the braces
-// when the name already has a '{', so "a" and "{a}" share derived names: that is the layout
-// Redisson services use (kept for compatibility), and the only collision allowed below. On a
-// cluster, a name without braces puts every key of its lock in one slot.
+// key; one lock's keys are pairwise distinct; every derived name (fencing counter, channels,
+// queue, timeout, the waiting-writers set, the semaphore's permits) carries the lock key inside a
+// {hash tag}. Redisson's prefixName omits the braces when the key already has a '{', so "a" and
+// "{a}" share derived names: that is the layout Redisson services use (kept for compatibility),
+// and the only collision allowed below. On a cluster, a key without braces (a name without
+// braces, with or without a prefix that has none) puts every key of its lock in one slot.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,22 +33,26 @@ void check_one(std::string_view prefix, mode m, const std::string& name) {
   const key_names k = dlock::redis::keys_for(prefix, m, name);
   const key_names again = dlock::redis::keys_for(prefix, m, name);
   check(k.key == again.key && k.fence == again.fence && k.channel == again.channel && k.queue == again.queue &&
-            k.timeout == again.timeout,
+            k.timeout == again.timeout && k.waiting == again.waiting && k.permits == again.permits &&
+            k.rw_channel == again.rw_channel,
         "deterministic", name);
   check(k.key == std::string(prefix) + name, "the lock key is prefix + name", name, k.key);
-  check(k.fence != k.key && k.channel != k.key && k.channel != k.fence, "one lock's keys are distinct", name);
-  if (m != mode::simple) check(k.queue != k.timeout && k.queue != k.key, "one lock's queue keys are distinct", name);
-  const std::string tagged_name = m == mode::simple ? name : k.key;
-  check(k.fence.find(tagged_name) != std::string::npos, "the fencing key carries the name", name, k.fence);
+  check(k.fence != k.key && k.channel != k.key && k.channel != k.fence && k.waiting != k.key && k.permits != k.key &&
+            k.rw_channel != k.key && k.waiting != k.permits && k.rw_channel != k.channel,
+        "one lock's keys are distinct", name);
+  if (m == mode::fair) check(k.queue != k.timeout && k.queue != k.key, "one lock's queue keys are distinct", name);
+  check(k.fence.find(k.key) != std::string::npos, "the fencing key carries the lock key", name, k.fence);
   // On a cluster every key of a lock must share a slot (redis+cluster:// refuses a name whose keys
-  // do not): without a prefix, a name with no brace always gets one slot, as Redisson's layout
-  // promises. (A '}' alone does not: it closes the derived names' tag early, "dlock_fencing:{a}b}".)
-  if (prefix.empty() && name.find_first_of("{}") == std::string::npos) {
+  // do not): a lock key with no brace always gets one slot, as Redisson's layout promises. (A '}'
+  // alone does not: it closes the derived names' tag early, "redisson_lock_token:{a}b}".)
+  if (k.key.find_first_of("{}") == std::string::npos) {
     const auto slot = dlock::redis::key_slot(k.key);
     check(dlock::redis::key_slot(k.fence) == slot && dlock::redis::key_slot(k.channel) == slot &&
-              (m == mode::simple ||
+              dlock::redis::key_slot(k.waiting) == slot && dlock::redis::key_slot(k.permits) == slot &&
+              dlock::redis::key_slot(k.rw_channel) == slot &&
+              (m != mode::fair ||
                (dlock::redis::key_slot(k.queue) == slot && dlock::redis::key_slot(k.timeout) == slot)),
-          "a name without braces puts all its keys in one cluster slot", name);
+          "a lock key without braces puts all its keys in one cluster slot", name);
   }
 }
 
@@ -64,8 +69,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const key_names ka = dlock::redis::keys_for(prefix, m, a);
       const key_names kb = dlock::redis::keys_for(prefix, m, b);
       check((a == b) == (ka.key == kb.key), "distinct names, distinct lock keys", a, b);
-      // The derived names are made from the name (simple) or from the lock key (Redisson's).
-      const bool twins = m == mode::simple ? redisson_twins(a, b) : redisson_twins(ka.key, kb.key);
+      // The derived names are made from the lock key, as Redisson's.
+      const bool twins = redisson_twins(ka.key, kb.key);
       if (a != b && !twins)
         check(ka.fence != kb.fence && ka.channel != kb.channel, "distinct names, distinct derived keys", a, b);
     }

@@ -10,6 +10,7 @@
 #include "renewal.hpp"
 #include "redis_primitives.hpp"
 #include "scripts.hpp"
+#include "shared_scripts.hpp"
 
 namespace dlock::redis {
 
@@ -45,19 +46,20 @@ struct script_call {
 };
 
 // Undoes one grant (one hold in the Redisson layouts) of `key` by `owner` (the token, or the owner
-// field): compare-and-delete, publishing the release. The lease's release and the clean-up of a
-// grant whose reply was lost both use it.
+// field): compare-and-delete, publishing the release to the mutex's waiters and to the name's
+// reader-writer lock waiters. The lease's release and the clean-up of a grant whose reply was lost
+// both use it.
 script_call release_call(const settings& cfg, const std::string& name, const std::string& key, const std::string& owner,
                          milliseconds ttl) {
+  auto k = keys_for(cfg.prefix, cfg.lock_mode, name);
   if (cfg.lock_mode == mode::simple)
-    return {&scripts::simple_release, {key, cfg.prefix + redisson_prefix_name("dlock__channel", name)}, {owner}};
+    return {&scripts::simple_release, {key, std::move(k.channel), std::move(k.rw_channel)}, {owner}};
   if (cfg.lock_mode == mode::reentrant)
     return {&scripts::reentrant_release,
-            {key, redisson_prefix_name("redisson_lock__channel", key)},
+            {key, std::move(k.channel), std::move(k.rw_channel)},
             {"0", ms_text(ttl), owner, std::string(publish_command(cfg))}};
   return {&scripts::fair_release,
-          {key, redisson_prefix_name("redisson_lock_queue", key), redisson_prefix_name("redisson_lock_timeout", key),
-           redisson_prefix_name("redisson_lock__channel", key)},
+          {key, std::move(k.queue), std::move(k.timeout), std::move(k.channel), std::move(k.rw_channel)},
           {"0", ms_text(ttl), owner, now_ms(), std::string(publish_command(cfg))}};
 }
 
@@ -84,13 +86,21 @@ void set_withdrawn_error(std::error_code& ec, const shared& s, std::string_view 
                 "ms for a call without one, the lease's validity for a release or renewal); raise pool_size");
 }
 
-// The acquire scripts answer {1, token} | {0, pttl} (simple) or {-1, token} | {pttl, -1}
-// (Redisson layouts). nullopt: not such an answer (an error reply, WRONGTYPE).
+// The acquire scripts answer {1, token} | {0, pttl, quiet} (simple) or {-1, token} |
+// {pttl, -1, quiet} (Redisson layouts), or {-3, permits, what} when the name is a semaphore's.
+// nullopt: not such an answer (an error reply).
 std::optional<bool> granted_by(const redisReply* r, mode m) noexcept {
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
-      r->element[1]->type != REDIS_REPLY_INTEGER)
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->element[0]->type != REDIS_REPLY_INTEGER)
     return std::nullopt;
+  if (r->element[0]->integer == -3) return false;
+  if (r->element[1]->type != REDIS_REPLY_INTEGER) return std::nullopt;
   return m == mode::simple ? r->element[0]->integer == 1 : r->element[0]->integer == -1;
+}
+
+// A "held" answer's third element: 1 when the holder publishes nothing on release (a redis-py
+// Lock), so only another try can find it gone.
+bool holder_is_quiet(const redisReply* r) noexcept {
+  return r->elements >= 3 && r->element[2]->type == REDIS_REPLY_INTEGER && r->element[2]->integer == 1;
 }
 
 // One grant. Simple mode: the token on the STRING key. Reentrant: one hold of the owner field.
@@ -197,6 +207,9 @@ class redis_lock final : public distributed_lock {
     channel_ = std::move(keys.channel);
     queue_key_ = std::move(keys.queue);
     timeout_key_ = std::move(keys.timeout);
+    waiting_key_ = std::move(keys.waiting);
+    permits_key_ = std::move(keys.permits);
+    rw_channel_ = std::move(keys.rw_channel);
     if (cfg.lock_mode != mode::simple) {
       field_ = redisson_owner_field(cfg, owner());
       // RFairLock wakes each waiter on its own channel: redisson_lock__channel:{name}:<owner>.
@@ -206,8 +219,8 @@ class redis_lock final : public distributed_lock {
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
-    milliseconds pttl{};
-    return attempt(ec, pttl);
+    held_answer held;
+    return attempt(ec, held);
   }
 
   // Notified waiting: subscribe, then try again (a release between the failed try and the
@@ -215,7 +228,39 @@ class redis_lock final : public distributed_lock {
   // message wakes one waiter of this process (subscriber.hpp), the oldest; a newcomer finding
   // waiters of this process already in line joins it instead of trying first. No pooled
   // connection is held while waiting: each try checks one out for its script only.
+  // A holder that publishes nothing (a redis-py Lock: the script says so) is tried again at
+  // least every poll.max. The mutex counts as a writer of the name's reader-writer lock: each try
+  // keeps an entry in its waiting-writers set, which holds new readers back, so the waits are also
+  // bounded by a third of the ttl (the entry expires a ttl after the last try); leaving without
+  // the lock takes the entry out.
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    std::string entry;
+    try {
+      entry = "mutex:" + spi::random_token();
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
+      return nullptr;
+    }
+    held_answer held;
+    auto got = wait_notified(deadline, ec, entry, held);
+    // The core's polling (no subscriber) grants by tries that leave the set alone.
+    if (held.entry_written && (!got || held.polled)) give_up_waiting(entry);
+    return got;
+  }
+
+ private:
+  // What a try that was not granted learnt: how long the holder may keep the lock (its PTTL, or
+  // for a fair waiter the time until its turn could come), whether a release message can come,
+  // and whether the try left an entry in the waiting-writers set.
+  struct held_answer {
+    milliseconds pttl{};
+    bool quiet = false;
+    bool entry_written = false;
+    bool polled = false;  // the wait went on as the core's polling
+  };
+
+  std::unique_ptr<spi::lease_state> wait_notified(clock::time_point deadline, std::error_code& ec,
+                                                  const std::string& entry, held_answer& held) noexcept {
     const bool fair = shared_->config.lock_mode == mode::fair;
     auto sub = shared_->subscriber_for_waits();
     // Already subscribed for another waiter here: releases from now on reach this process, so
@@ -230,16 +275,16 @@ class redis_lock final : public distributed_lock {
     } guard{channel ? sub.get() : nullptr, channel_};
     std::optional<channel_waiter> place;
     if (channel) place.emplace(channel);
-    milliseconds pttl{};
     bool try_now = !place || !place->has_others_waiting() ||
                    (shared_->config.lock_mode == mode::reentrant && shared_->holds(key_, field_));
     if (!channel) {
-      auto got = attempt(ec, pttl, false, deadline);
+      auto got = attempt(ec, held, false, deadline, entry);
       if (got || ec) return got;
       if (sub) channel = sub->subscribe(channel_, ec);
       if (!channel) {
         // No subscriber connection: fall back to the core's jittered polling rather than fail.
         ec.clear();
+        held.polled = true;
         return distributed_lock::do_acquire_until(deadline, ec);
       }
       guard.s = sub.get();
@@ -248,7 +293,7 @@ class redis_lock final : public distributed_lock {
     }
     for (;;) {
       if (try_now) {
-        auto got = attempt(ec, pttl, fair, deadline);
+        auto got = attempt(ec, held, fair, deadline, entry);
         if (got) return got;
         if (ec) {
           place->pass_on();
@@ -262,26 +307,41 @@ class redis_lock final : public distributed_lock {
         if (fair) leave_queue();
         return nullptr;
       }
+      auto pttl = held.pttl;
       // Fair: the script answers with the time until our turn could come; never trust it beyond
       // the lock's own ttl, and never spin on a zero answer.
       if (fair) pttl = std::clamp(pttl, milliseconds(10), options().ttl);
-      // PTTL -1 (a key without expiry, e.g. a redis-py Lock with timeout=None) never publishes:
-      // bound that wait by the poll ceiling, as the wait of a newcomer that queued without a try.
-      // Otherwise the holder's TTL bounds it.
-      const auto bound = pttl > milliseconds::zero() ? pttl + milliseconds(1) : options().poll.max;
+      // PTTL -1 (a key without expiry, e.g. a redis-py Lock with timeout=None) bounds the wait by
+      // the poll ceiling, as the wait of a newcomer that queued without a try; otherwise the
+      // holder's TTL bounds it, and poll.max too when no release message will come.
+      auto bound = pttl > milliseconds::zero() ? pttl + milliseconds(1) : options().poll.max;
+      if (held.quiet) bound = std::min(bound, options().poll.max);
+      if (held.entry_written) bound = std::min(bound, std::max(options().ttl / 3, milliseconds(1)));
       const auto until = deadline - now > bound ? now + bound : deadline;
       place->wait(until);
     }
   }
 
- private:
+  // A waiter that leaves without the lock takes its entry out of the waiting-writers set, and
+  // wakes the readers it held back (when this fails, the entry expires a ttl after its last try).
+  void give_up_waiting(const std::string& entry) noexcept {
+    try {
+      std::error_code ec;
+      (void)shared_->eval(scripts::rw_writer_gives_up, {waiting_key_, key_, rw_channel_}, {entry},
+                          clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
+    } catch (...) {
+    }
+  }
+
   // One try. Fair mode: `enqueue` joins the queue on a miss (a waiter); otherwise a miss leaves
-  // the queue untouched (try_acquire).
+  // the queue untouched (try_acquire). `entry`: a waiter's entry in the waiting-writers set,
+  // written by a miss and taken out by the grant ('' for try_acquire).
   // `deadline`: how long the request may wait for its turn on a connection (the caller's own
   // deadline; for try_acquire, connect_timeout). When it passes first, an acquire_until gets a
   // plain miss (pttl 0: its own deadline ends the wait) and a try_acquire an error.
-  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, milliseconds& pttl, bool enqueue = false,
-                                            std::optional<clock::time_point> deadline = std::nullopt) noexcept {
+  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, held_answer& held, bool enqueue = false,
+                                            std::optional<clock::time_point> deadline = std::nullopt,
+                                            std::string_view entry = {}) noexcept {
     try {
       const auto& cfg = shared_->config;
       const auto ttl = options().ttl;
@@ -291,22 +351,24 @@ class redis_lock final : public distributed_lock {
       std::string secret;
       std::string fair_wait_text, now_text;
       if (cfg.lock_mode == mode::simple) {
-        secret = spi::random_token();  // 128 random bits per grant
+        // 128 random bits per grant, marked as dlock's: a waiter that finds this token knows a
+        // release message will come (a redis-py token has no such mark).
+        secret = "dlock:" + spi::random_token();
         s = &scripts::simple_acquire;
-        keys = {key_, fence_key_};
-        args = {secret, ttl_text};
+        keys = {key_, fence_key_, waiting_key_, permits_key_};
+        args = {secret, ttl_text, entry};
       } else if (cfg.lock_mode == mode::reentrant) {
         secret = field_;
         s = &scripts::reentrant_acquire;
-        keys = {key_, fence_key_};
-        args = {ttl_text, field_};
+        keys = {key_, fence_key_, waiting_key_, permits_key_};
+        args = {ttl_text, field_, entry};
       } else {
         secret = field_;
         fair_wait_text = ms_text(cfg.fair_wait);
         now_text = now_ms();
         s = enqueue ? &scripts::fair_enqueue : &scripts::fair_try;
-        keys = {key_, queue_key_, timeout_key_, fence_key_};
-        args = {ttl_text, field_, fair_wait_text, now_text};
+        keys = {key_, queue_key_, timeout_key_, fence_key_, waiting_key_, permits_key_};
+        args = {ttl_text, field_, fair_wait_text, now_text, entry};
       }
       // Before the request can reach the server: the grant's validity counts from here.
       const auto start = clock::now();
@@ -321,10 +383,14 @@ class redis_lock final : public distributed_lock {
                                          false, replica_wait(cfg));
       if (out.withdrawn) {
         if (!deadline) set_withdrawn_error(ec, *shared_, "acquiring lock '" + std::string(name()) + "'");
+        held.pttl = milliseconds::zero();
+        held.quiet = false;
         return nullptr;
       }
       if (out.server_young > milliseconds::zero()) {
-        pttl = out.server_young;  // "held by someone else" until then: waiters wait, try_acquire says no
+        // "held by someone else" until then: waiters wait, try_acquire says no
+        held.pttl = out.server_young;
+        held.quiet = false;
         shared_->note_young_server(out.run_id, out.server_young, ttl);
         return nullptr;
       }
@@ -337,16 +403,22 @@ class redis_lock final : public distributed_lock {
         return nullptr;
       }
       const auto& r = out.reply;
+      if (is_name_conflict(r.get())) {
+        set_name_conflict(ec, name(), key_, *r, "a mutex");
+        return nullptr;
+      }
       const auto acquired = granted_by(r.get(), cfg.lock_mode);
       if (!acquired) {
         set_error(ec, errc::backend_error,
                   "redis: acquiring lock '" + std::string(name()) + "': unexpected reply " +
                       std::string(error_text(r.get())) +
-                      (is_error(r.get(), "WRONGTYPE") ? " (the key holds another client's lock format)" : ""));
+                      (is_error(r.get(), "WRONGTYPE") ? " (the key holds something else: another client's data)" : ""));
         return nullptr;
       }
       if (!*acquired) {
-        pttl = milliseconds(cfg.lock_mode == mode::simple ? r->element[1]->integer : r->element[0]->integer);
+        held.pttl = milliseconds(cfg.lock_mode == mode::simple ? r->element[1]->integer : r->element[0]->integer);
+        held.quiet = holder_is_quiet(r.get());
+        held.entry_written = held.entry_written || !entry.empty();
         return nullptr;
       }
       const auto token = static_cast<std::uint64_t>(r->element[1]->integer);
@@ -450,7 +522,7 @@ class redis_lock final : public distributed_lock {
   }
 
   std::shared_ptr<shared> shared_;
-  std::string key_, fence_key_, channel_, field_, queue_key_, timeout_key_;
+  std::string key_, fence_key_, channel_, field_, queue_key_, timeout_key_, waiting_key_, permits_key_, rw_channel_;
 };
 
 }  // namespace
@@ -473,18 +545,43 @@ const script& as_published(const settings& cfg, const script& s) {
 
 std::string_view publish_command(const settings& cfg) noexcept { return cfg.sharded_pubsub ? "spublish" : "publish"; }
 
+bool is_name_conflict(const redisReply* r) noexcept {
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_INTEGER &&
+         r->element[0]->integer == -3 && r->element[1]->type == REDIS_REPLY_INTEGER &&
+         r->element[2]->type == REDIS_REPLY_STRING;
+}
+
+void set_name_conflict(std::error_code& ec, std::string_view name, std::string_view key, const redisReply& r,
+                       std::string_view wanted) {
+  const std::string in_use_as(r.element[2]->str, r.element[2]->len);
+  const auto permits = r.element[1]->integer;
+  std::string what = "redis: '" + std::string(name) + "' is in use as a " + in_use_as;
+  if (in_use_as == "semaphore") {
+    // Redisson's layout keeps a semaphore's count key after its last permit is returned; taking
+    // the name for a lock would mean deleting it under a Redisson client that relies on it.
+    what += permits > 0 ? " (" + std::to_string(permits) + (permits == 1 ? " permit" : " permits") + " held on the server)"
+                        : " (no permit is held now, but its count key '" + std::string(key) +
+                              "' stays after the last permit is returned, as Redisson keeps it; deleting that key "
+                              "frees the name for a lock)";
+  } else {
+    what += " (held now)";
+  }
+  set_error(ec, errc::name_conflict,
+            what + "; " + std::string(wanted) + " of the same name cannot be taken: use another name");
+}
+
 key_names keys_for(std::string_view prefix, mode m, std::string_view name) {
   key_names k;
   k.key = std::string(prefix) + std::string(name);
-  if (m == mode::simple) {
-    k.fence = std::string(prefix) + redisson_prefix_name("dlock_fencing", name);
-    k.channel = std::string(prefix) + redisson_prefix_name("dlock__channel", name);
-  } else {
+  k.fence = redisson_prefix_name("redisson_lock_token", k.key);
+  k.channel = redisson_prefix_name("redisson_lock__channel", k.key);
+  if (m == mode::fair) {
     k.queue = redisson_prefix_name("redisson_lock_queue", k.key);
     k.timeout = redisson_prefix_name("redisson_lock_timeout", k.key);
-    k.fence = redisson_prefix_name("redisson_lock_token", k.key);
-    k.channel = redisson_prefix_name("redisson_lock__channel", k.key);
   }
+  k.waiting = redisson_suffix_name(k.key, "dlock_writers_waiting");
+  k.permits = redisson_suffix_name(k.key, "timeout");
+  k.rw_channel = redisson_prefix_name("redisson_rwlock", k.key);
   return k;
 }
 
@@ -720,7 +817,8 @@ void shared::check_held_soon() noexcept {
 }
 
 // Asks the server, in one pipeline per node, whether each held key is still ours (GET == token, or
-// HEXISTS of the owner field), retrying until every node answers or every lease's validity has run
+// the owner field present in a hash without 'mode': HMGET key owner mode, so a reader of the
+// name's reader-writer lock with the same owner id is not taken for us), retrying until every node answers or every lease's validity has run
 // out anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended here.
 // A key whose slot moved meanwhile (MOVED, ASK) is asked again on the next round, after the map.
 void shared::check_held(std::stop_token stop) noexcept {
@@ -762,7 +860,7 @@ void shared::check_held(std::stop_token stop) noexcept {
         bool sent = true;
         for (const auto* l : group.second)
           sent = sent && (config.lock_mode == mode::simple ? c->append({"GET", l->second.key})
-                                                           : c->append({"HEXISTS", l->second.key, l->second.owner}));
+                                                           : c->append({"HMGET", l->second.key, l->second.owner, "mode"}));
         if (!sent || !c->flush()) {
           all_answered = false;
           continue;
@@ -778,7 +876,8 @@ void shared::check_held(std::stop_token stop) noexcept {
           }
           const bool ours = config.lock_mode == mode::simple
                                 ? r->type == REDIS_REPLY_STRING && std::string_view(r->str, r->len) == l->second.owner
-                                : r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+                                : r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                                      r->element[0]->type != REDIS_REPLY_NIL && r->element[1]->type == REDIS_REPLY_NIL;
           if (!ours) gone.push_back(l->first);
         }
         all_answered = all_answered && !ec && c->unanswered() == 0;
@@ -967,7 +1066,7 @@ void require_one_slot(const shared& s, std::string_view name, std::initializer_l
 
 std::unique_ptr<distributed_lock> redis_backend::do_make_lock(std::string name, lock_options options) {
   const auto k = keys_for(shared_->config.prefix, shared_->config.lock_mode, name);
-  require_one_slot(*shared_, name, {k.key, k.fence, k.queue, k.timeout});
+  require_one_slot(*shared_, name, {k.key, k.fence, k.channel, k.queue, k.timeout, k.waiting, k.permits, k.rw_channel});
   return std::make_unique<redis_lock>(shared_, std::move(name), caps(), std::move(options));
 }
 

@@ -160,17 +160,32 @@ class redis_backend final : public backend {
   std::shared_ptr<shared> shared_;
 };
 
-// The server keys of one lock. simple: redis-py's layout (key = prefix + name) plus our fencing
-// counter and release channel; reentrant and fair: Redisson's (only fair uses queue and timeout).
-// Fair mode's per-waiter channel suffix is added by the lock, which knows its owner.
+// The server keys of one lock (key = prefix + name). simple: redis-py's layout at the key;
+// reentrant and fair: Redisson's hash (only fair uses queue and timeout). The derived keys are
+// Redisson's for every layout, hash-tagged by the key: the fencing counter is RFencedLock's
+// redisson_lock_token:{key}, which the name's reader-writer lock counts with too (one sequence per
+// name), and releases publish on redisson_lock__channel:{key} (fair: per waiter, the lock adds the
+// owner) and on the reader-writer lock's channel rw_channel, whose waiters the mutex holds back.
+// `waiting` is the reader-writer lock's waiting-writers set (a waiting mutex holds back readers),
+// `permits` the semaphore's permit zset of the same name (what a conflict reports).
 struct key_names {
-  std::string key, fence, channel, queue, timeout;
+  std::string key, fence, channel, queue, timeout, waiting, permits, rw_channel;
 };
 key_names keys_for(std::string_view prefix, mode m, std::string_view name);
 
 // On a cluster, every key of one lock (or rw lock, or semaphore) must share a slot: throws
 // dlock::error(invalid_name) naming the two slots and the hash-tag fix otherwise.
 void require_one_slot(const shared& s, std::string_view name, std::initializer_list<std::string_view> keys);
+
+// The name is in use as another kind of primitive: an acquire script answered {-3, permits held,
+// what the name is} (scripts.hpp). Sets errc::name_conflict with a message saying what the name is
+// in use as (the words "in use as a semaphore", "a mutex", "a reader-writer lock") and that
+// `wanted` ("a mutex", "a reader-writer lock", "a semaphore") of the same name cannot be taken;
+// `key` is the name's raw key (a semaphore's count key stays after its last permit is returned).
+void set_name_conflict(std::error_code& ec, std::string_view name, std::string_view key, const redisReply& r,
+                       std::string_view wanted);
+// Whether an acquire script answered so.
+bool is_name_conflict(const redisReply* r) noexcept;
 
 // Redisson's "<client uuid>:<thread id>" owner field, with the lock object's owner in place of the
 // thread (a 63-bit hash of it): identity per owner (lock object), never per calling thread.

@@ -116,6 +116,14 @@ struct answer {
   bool granted = false;
   std::uint64_t token = 0;
   milliseconds wait_hint{-1};  // a miss: how long until it may change (<= 0: no idea)
+  bool quiet = false;          // a miss: the holder publishes nothing on release (a redis-py Lock)
+};
+
+// What the name is asked for, for the conflict's message: "a reader-writer lock", "a semaphore".
+struct request_kind {
+  std::string_view wanted;
+  std::string_view name;
+  std::string_view key;  // the name's raw key (prefix + name)
 };
 
 // One acquire script call through the pipeline. nullopt with ec: an error. nullopt without ec:
@@ -176,7 +184,7 @@ void give_back(shared& s, script_call undo, clock::time_point expires_at) noexce
 
 // `make_undo()`: the release of the grant this call may make, for undo_late_grant.
 template <class MakeUndo>
-std::optional<answer> run_acquire(shared& s, std::string_view what, const script& acquire,
+std::optional<answer> run_acquire(shared& s, std::string_view what, request_kind kind, const script& acquire,
                                   const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
                                   milliseconds ttl, std::optional<clock::time_point> deadline, std::uint32_t max_count,
                                   milliseconds& young, std::error_code& ec, MakeUndo&& make_undo) noexcept {
@@ -209,19 +217,29 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
       return std::nullopt;
     }
     const auto* r = out.reply.get();
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
+    if (is_name_conflict(r)) {
+      set_name_conflict(ec, kind.name, kind.key, *r, kind.wanted);
+      return std::nullopt;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 || r->element[0]->type != REDIS_REPLY_INTEGER ||
         r->element[1]->type != REDIS_REPLY_INTEGER) {
       set_error(ec, errc::backend_error,
                 "redis: " + std::string(what) + ": unexpected reply " + std::string(error_text(r)) +
-                    (is_error(r, "WRONGTYPE") ? " (the key holds something else: another client's lock or data)" : ""));
+                    (is_error(r, "WRONGTYPE") ? " (the key holds something else: another client's data)" : ""));
       return std::nullopt;
     }
     const auto first = r->element[0]->integer, second = r->element[1]->integer;
     if (first == -2) {
-      set_error(ec, errc::invalid_argument,
+      // Not necessarily a wrong max_count here: a client that keeps its permits in the count alone
+      // (Redisson's RSemaphore) makes the held permits invisible, so the total looks short.
+      set_error(ec, errc::name_conflict,
                 "redis: " + std::string(what) + ": the server's semaphore has " + std::to_string(second) +
-                    " permits (available + held), not max_count " + std::to_string(max_count) +
-                    "; every process must use the same max_count for a name");
+                    " permits (available + held: the count key '" + std::string(kind.key) +
+                    "' plus the permits recorded in '" + redisson_suffix_name(kind.key, "timeout") +
+                    "'), not max_count " + std::to_string(max_count) +
+                    ": either another process uses this name with another max_count (every process must use "
+                    "the same max_count for a name), or a client that records no permits (Redisson's plain "
+                    "RSemaphore) holds some of them");
       return std::nullopt;
     }
     if (first == -1 && cfg.replicas.wanted() &&
@@ -233,17 +251,27 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, const script
       return std::nullopt;
     }
     if (first == -1) return answer{true, static_cast<std::uint64_t>(second), {}};
-    return answer{false, 0, milliseconds(first)};
+    const bool quiet = r->elements >= 3 && r->element[2]->type == REDIS_REPLY_INTEGER && r->element[2]->integer == 1;
+    return answer{false, 0, milliseconds(first), quiet};
   } catch (...) {
     set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
     return std::nullopt;
   }
 }
 
+// What a try that was not granted learnt: how long until it may change (the holder's PTTL, the
+// next permit's expiry, a young server's wait; <= 0: no idea) and whether a release message can
+// come at all (not from a redis-py Lock holding the name as a mutex).
+struct miss {
+  milliseconds hint{};
+  bool quiet = false;
+};
+
 // Notified waiting, as the mutex's: try; on a miss subscribe to the release channel, then try
 // again (a release between the miss and the subscription is not lost), and wait for a message or
-// the hint (the holder's PTTL, the next permit's expiry; poll.max without one), and try again.
-// `attempt(ec, hint, deadline)` is one try; `poll` the core's polling wait, used when no
+// the hint (the holder's PTTL, the next permit's expiry; poll.max without one, and at most poll.max
+// when no message will come), and try again.
+// `attempt(ec, miss, deadline)` is one try; `poll` the core's polling wait, used when no
 // subscription can be made; `longest_wait` bounds each wait (a waiting writer's entry must be
 // renewed by its tries before it expires).
 template <class Attempt, class Poll>
@@ -251,8 +279,8 @@ std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& c
                                                  clock::time_point deadline, milliseconds poll_max,
                                                  milliseconds longest_wait, std::error_code& ec, Attempt&& attempt,
                                                  Poll&& poll) noexcept {
-  milliseconds hint{};
-  auto got = attempt(ec, hint, deadline);
+  miss last;
+  auto got = attempt(ec, last, deadline);
   if (got || ec) return got;
   auto sub = s.subscriber_for_waits();
   auto state = sub ? sub->subscribe(channel, ec, rule) : nullptr;
@@ -267,7 +295,7 @@ std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& c
   } guard{*sub, channel};
   channel_waiter place(state);
   for (;;) {
-    got = attempt(ec, hint, deadline);
+    got = attempt(ec, last, deadline);
     if (got) return got;
     if (ec) {
       place.pass_on();
@@ -275,7 +303,8 @@ std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& c
     }
     const auto now = clock::now();
     if (now >= deadline) return nullptr;
-    const auto bound = std::min(hint > milliseconds::zero() ? hint + milliseconds(1) : poll_max, longest_wait);
+    auto bound = std::min(last.hint > milliseconds::zero() ? last.hint + milliseconds(1) : poll_max, longest_wait);
+    if (last.quiet) bound = std::min(bound, poll_max);
     place.wait(deadline - now > bound ? now + bound : deadline);
   }
 }
@@ -292,8 +321,8 @@ class redis_rw_lock final : public rw_lock {
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept override {
-    milliseconds hint{};
-    return attempt(side, ec, hint, std::nullopt);
+    miss m;
+    return attempt(side, ec, m, std::nullopt);
   }
 
   std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
@@ -315,7 +344,7 @@ class redis_rw_lock final : public rw_lock {
     bool polled = false;  // no subscription: the core's polling, whose tries leave no entry
     auto got = wait_for_grant(
         *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
-        [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(side, e, hint, d, waiting); },
+        [&](std::error_code& e, miss& m, clock::time_point d) { return attempt(side, e, m, d, waiting); },
         [&] {
           polled = true;
           return rw_lock::do_acquire_until(side, deadline, ec);
@@ -337,7 +366,7 @@ class redis_rw_lock final : public rw_lock {
     }
   }
 
-  std::unique_ptr<spi::lease_state> attempt(access side, std::error_code& ec, milliseconds& hint,
+  std::unique_ptr<spi::lease_state> attempt(access side, std::error_code& ec, miss& m,
                                             std::optional<clock::time_point> deadline,
                                             const std::string& waiting_entry = {}) noexcept {
     try {
@@ -347,19 +376,21 @@ class redis_rw_lock final : public rw_lock {
       const auto start = clock::now();
       milliseconds young{};
       const auto what = std::string(read ? "read-locking '" : "write-locking '") + std::string(name()) + "'";
+      const request_kind kind{"a reader-writer lock", name(), keys_.hash};
       const auto got =
-          read ? run_acquire(*shared_, what, scripts::rw_read_acquire,
-                             {keys_.hash, keys_.timeout_prefix, keys_.token, keys_.waiting}, {ttl_text, field_}, ttl,
-                             deadline, 0, young, ec, [&] { return read_release(); })
-               : run_acquire(*shared_, what, scripts::rw_write_acquire, {keys_.hash, keys_.token, keys_.waiting},
+          read ? run_acquire(*shared_, what, kind, scripts::rw_read_acquire,
+                             {keys_.hash, keys_.timeout_prefix, keys_.token, keys_.waiting, keys_.permits},
+                             {ttl_text, field_}, ttl, deadline, 0, young, ec, [&] { return read_release(); })
+               : run_acquire(*shared_, what, kind, scripts::rw_write_acquire,
+                             {keys_.hash, keys_.token, keys_.waiting, keys_.permits},
                              {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec,
                              [&] { return write_release(ttl_text); });
       if (!got) {
-        hint = young;
+        m = {young, false};
         return nullptr;
       }
       if (!got->granted) {
-        hint = got->wait_hint;
+        m = {got->wait_hint, got->quiet};
         return nullptr;
       }
       if (read)
@@ -368,7 +399,7 @@ class redis_rw_lock final : public rw_lock {
             script_call{&scripts::rw_read_renew, {keys_.hash, keys_.timeout_prefix}, {field_}});
       return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token,
                                            write_release(ttl_text),
-                                           script_call{&scripts::reentrant_renew, {keys_.hash}, {write_field_}});
+                                           script_call{&scripts::rw_write_renew, {keys_.hash}, {write_field_}});
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
       return nullptr;
@@ -376,10 +407,14 @@ class redis_rw_lock final : public rw_lock {
   }
 
   script_call read_release() const {
-    return {&scripts::rw_read_release, {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix}, {field_}};
+    return {&scripts::rw_read_release,
+            {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix, keys_.mutex_channel,
+             keys_.mutex_queue},
+            {field_}};
   }
   script_call write_release(const std::string& ttl_text) const {
-    return {&scripts::rw_write_release, {keys_.hash, keys_.channel}, {write_field_, ttl_text}};
+    return {&scripts::rw_write_release, {keys_.hash, keys_.channel, keys_.mutex_channel, keys_.mutex_queue},
+            {write_field_, ttl_text}};
   }
 
   const std::string no_entry_;
@@ -399,15 +434,15 @@ class redis_semaphore final : public semaphore {
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override {
-    milliseconds hint{};
-    return attempt(permits, ec, hint, std::nullopt);
+    miss m;
+    return attempt(permits, ec, m, std::nullopt);
   }
 
   std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
     return wait_for_grant(
         *shared_, keys_.channel, wake_rule::published_count, deadline, options().poll.max, milliseconds::max(), ec,
-        [&](std::error_code& e, milliseconds& hint, clock::time_point d) { return attempt(permits, e, hint, d); },
+        [&](std::error_code& e, miss& m, clock::time_point d) { return attempt(permits, e, m, d); },
         [&] { return semaphore::do_acquire_until(permits, deadline, ec); });
   }
 
@@ -424,7 +459,7 @@ class redis_semaphore final : public semaphore {
     return ids;
   }
 
-  std::unique_ptr<spi::lease_state> attempt(std::uint32_t permits, std::error_code& ec, milliseconds& hint,
+  std::unique_ptr<spi::lease_state> attempt(std::uint32_t permits, std::error_code& ec, miss& m,
                                             std::optional<clock::time_point> deadline) noexcept {
     try {
       const auto ttl = options().ttl;
@@ -436,14 +471,14 @@ class redis_semaphore final : public semaphore {
       const auto start = clock::now();
       milliseconds young{};
       const auto got = run_acquire(*shared_, "acquiring semaphore '" + std::string(name()) + "'",
-                                   scripts::semaphore_acquire, {keys_.count, keys_.timeouts, keys_.channel, keys_.token},
+                                   request_kind{"a semaphore", name(), keys_.count}, scripts::semaphore_acquire, {keys_.count, keys_.timeouts, keys_.channel, keys_.token},
                                    args, ttl, deadline, max_count(), young, ec, [&] { return release_of(ids); });
       if (!got) {
-        hint = young;
+        m = {young, false};
         return nullptr;
       }
       if (!got->granted) {
-        hint = got->wait_hint;
+        m = {got->wait_hint, got->quiet};
         return nullptr;
       }
       auto release = release_of(ids);
@@ -484,8 +519,13 @@ rw_key_names rw_keys_for(std::string_view key, std::string_view field) {
   rw_key_names k;
   k.hash = key;
   k.channel = redisson_prefix_name("redisson_rwlock", key);
-  k.token = redisson_prefix_name("dlock_rwlock_token", key);
+  // The name's one fencing counter, the mutex's too (keys_for), so their tokens are one sequence.
+  k.token = redisson_prefix_name("redisson_lock_token", key);
   k.waiting = redisson_suffix_name(key, "dlock_writers_waiting");
+  // The semaphore's permits (a conflict reports them), and where the mutex's waiters listen.
+  k.permits = redisson_suffix_name(key, "timeout");
+  k.mutex_channel = redisson_prefix_name("redisson_lock__channel", key);
+  k.mutex_queue = redisson_prefix_name("redisson_lock_queue", key);
   k.timeout_prefix = redisson_suffix_name(key, field) + ":rwlock_timeout";
   // Redisson's getKeyPrefix: the timeout prefix up to ":<field>", i.e. "{name}" (or the name
   // itself when it has braces), to which the read unlock appends any holder's field.
@@ -511,7 +551,9 @@ std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) {
 std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
                                             lock_options options) {
   const auto k = rw_keys_for(s->config.prefix + name, "field");
-  require_one_slot(*s, name, {k.hash, k.channel, k.token, k.timeout_prefix, k.holders_prefix, k.waiting});
+  require_one_slot(*s, name,
+                   {k.hash, k.channel, k.token, k.timeout_prefix, k.holders_prefix, k.waiting, k.permits,
+                    k.mutex_channel, k.mutex_queue});
   return std::make_unique<redis_rw_lock>(std::move(s), std::move(name), caps, std::move(options));
 }
 

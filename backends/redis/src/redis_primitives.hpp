@@ -1,7 +1,8 @@
 #pragma once
 // The reader-writer lock and the semaphore of redis://, redis+reentrant:// and redis+fair://: one
-// implementation for the three schemes (their mutex layouts differ; these are separate objects on
-// the server, in Redisson's RReadWriteLock and RPermitExpirableSemaphore layouts, shared_scripts.hpp).
+// implementation for the three schemes, in Redisson's RReadWriteLock and RPermitExpirableSemaphore
+// layouts (shared_scripts.hpp). All of them, and the mutex, live at the name's raw key: one name
+// is one lock (the mutex counts as a writer), and a semaphore never shares its name with either.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,9 +24,10 @@ std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::
 // Redisson's suffixName(n, s): "{" + n + "}:" + s, or n + ":" + s when n already contains '{'.
 std::string redisson_suffix_name(std::string_view name, std::string_view suffix);
 
-// The server keys of one reader-writer lock (key = prefix + name) for the holder field `field`.
+// The server keys of one reader-writer lock (key = prefix + name) for the holder field `field`,
+// with those of the name's mutex and semaphore that its scripts read or publish to.
 struct rw_key_names {
-  std::string hash, channel, token, timeout_prefix, holders_prefix, waiting;
+  std::string hash, channel, token, timeout_prefix, holders_prefix, waiting, permits, mutex_channel, mutex_queue;
 };
 rw_key_names rw_keys_for(std::string_view key, std::string_view field);
 

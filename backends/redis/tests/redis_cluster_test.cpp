@@ -747,14 +747,14 @@ TEST_F(RedisCluster, EachLockLivesOnTheMasterOfItsSlot) {
   std::vector<std::string> names;
   for (int i = 0; i < 40; ++i) names.push_back(unique("route"));
   // Hash tags: the slot of the tag alone, for every name carrying it (and its fencing key, which
-  // then has no braces of its own: dlock_fencing:{user}:a).
+  // then has no braces of its own: redisson_lock_token:{user}:a).
   const auto tag = unique("user");
   for (const char* rest : {":a", ":b", ":c", ":d", ":e"}) names.push_back("{" + tag + "}" + rest);
   for (const char* head : {"x", "y", "z", "w", "v"}) names.push_back(std::string(head) + "{" + tag + "}");
   const int tagged_slot = keyslot(tag);
   for (std::size_t i = 40; i < names.size(); ++i) ASSERT_EQ(keyslot(names[i]), tagged_slot) << names[i];
 
-  const auto used = check_routing("redis+cluster", names, "string", "dlock_fencing");
+  const auto used = check_routing("redis+cluster", names, "string", "redisson_lock_token");
   EXPECT_EQ(used.size(), 3u) << "the names did not cover the three masters";
 
   // The reentrant and fair schemes: a hash, and Redisson's token key.
@@ -807,7 +807,7 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
 
   constexpr int waiter_count = 3;
   waiters waiting(waiter_count, uri, name, 20s, resource);
-  let_waiters_wait(waiting, waiter_count, source, prefixed("dlock__channel", name));
+  let_waiters_wait(waiting, waiter_count, source, prefixed("redisson_lock__channel", name));
 
   slot_move move(slot, source, target);
   ASSERT_EQ(move.open(), "");
@@ -820,8 +820,8 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   // The holder's release follows the slot (MOVED) and wakes the waiters there.
   release_and_expect_every_waiter_served(held, resource, waiting, waiter_count,
                                          "a waiter was not woken within 20 s after the release");
-  EXPECT_TRUE(stored_on(target, prefixed("dlock_fencing", name))) << "the fencing counter did not follow the slot";
-  EXPECT_FALSE(stored_on(source, prefixed("dlock_fencing", name)));
+  EXPECT_TRUE(stored_on(target, prefixed("redisson_lock_token", name))) << "the fencing counter did not follow the slot";
+  EXPECT_FALSE(stored_on(source, prefixed("redisson_lock_token", name)));
 }
 
 // While a slot is half moved (MIGRATING on the source, IMPORTING on the target, some keys moved),
@@ -856,7 +856,7 @@ TEST_F(RedisCluster, ALockOfASlotHalfMigratedIsRenewedThroughAskAndANewOneGrante
 
   slot_move move(slot, source, target);
   ASSERT_EQ(move.open(), "");
-  ASSERT_EQ(move.move_keys({moved_name, prefixed("dlock_fencing", moved_name)}), "");
+  ASSERT_EQ(move.move_keys({moved_name, prefixed("redisson_lock_token", moved_name)}), "");
   ASSERT_TRUE(stored_on(target, moved_name));
   ASSERT_FALSE(stored_on(source, moved_name));
   for (const auto& name : {moved_name, new_name}) {
@@ -1091,7 +1091,7 @@ TEST_F(RedisCluster, AWaiterIsGrantedAfterTheMastersDeathAndNeverAlongsideTheHol
   resource.enter(held);
 
   waiters waiting(1, uri, name, 60s, resource);
-  let_waiters_wait(waiting, 1, old_master, prefixed("dlock__channel", name));
+  let_waiters_wait(waiting, 1, old_master, prefixed("redisson_lock__channel", name));
   ASSERT_EQ(dlock::testing::run_launcher("stop --kill " + process_of(old_master)), 0);
   const int new_master = wait_for_promotion(slot, old_master);
   ASSERT_EQ(new_master, replica) << "the replica was not promoted:" << describe_cluster();
@@ -1125,26 +1125,25 @@ TEST_F(RedisCluster, BadInputIsRefusedClearly) {
   EXPECT_EQ(open_error(node, what), make_error_code(dlock::errc::backend_error)) << what;
   EXPECT_NE(what.find("redis+cluster://"), std::string::npos) << what;
 
-  // prefix=p: makes the key p:<name> but the fencing key p:dlock_fencing:{<name>}: two slots.
+  // prefix=p: makes the key p:<name> and tags every derived key with it (redisson_lock_token:{p:<name>}):
+  // one slot, that of p:<name>, whatever the name's own slot.
   {
     std::string name;
     do name = unique("prefixed");
     while (keyslot("p:" + name) == keyslot(name));
-    auto backend = open_cluster("?prefix=p:");
-    try {
-      (void)backend->make_lock(name);
-      ADD_FAILURE() << "a lock whose keys span two slots was made";
-    } catch (const dlock::error& e) {
-      EXPECT_EQ(e.code(), make_error_code(dlock::errc::invalid_name)) << e.what();
-      EXPECT_NE(std::string(e.what()).find("slot"), std::string::npos) << e.what();
-    }
+    auto held = open_cluster("?prefix=p:")->make_lock(name)->try_acquire();
+    ASSERT_TRUE(held) << "a prefixed name was not granted";
+    const auto owner = owner_of(keyslot("p:" + name));
+    ASSERT_TRUE(owner);
+    EXPECT_EQ(masters_storing("p:" + name), std::vector<int>{owner->master});
+    EXPECT_EQ(masters_storing(prefixed("redisson_lock_token", "p:" + name)), std::vector<int>{owner->master});
   }
-  // An empty hash tag is no tag: "{}x" hashes whole, but its fencing key dlock_fencing:{}x too,
+  // An empty hash tag is no tag: "{}x" hashes whole, but its fencing key redisson_lock_token:{}x too,
   // which is another slot.
   {
     std::string name;
     do name = "{}" + unique("empty-tag");
-    while (keyslot(prefixed("dlock_fencing", name)) == keyslot(name));
+    while (keyslot(prefixed("redisson_lock_token", name)) == keyslot(name));
     try {
       (void)open_cluster()->make_lock(name);
       ADD_FAILURE() << "a lock whose keys span two slots was made: " << name;
@@ -1206,7 +1205,7 @@ TEST_F(RedisCluster, WaitersAreWokenByReleaseMessagesInBothPubsubModes) {
     resource.enter(held);
     constexpr int waiter_count = 3;
     waiters waiting(waiter_count, uri, name, 20s, resource);
-    const auto channel = prefixed("dlock__channel", name);
+    const auto channel = prefixed("redisson_lock__channel", name);
     EXPECT_TRUE(wait_for([&] { return subscriptions(mode, channel, owner->master) >= waiter_count; }, 10s))
         << "the waiters' " << mode << " subscriptions: " << subscriptions(mode, channel, owner->master);
     if (mode == "sharded") {

@@ -145,7 +145,8 @@ TEST(RedisShared, RwLayoutIsRedissonsKeyByKey) {
   EXPECT_LE(num(cmd(c.get(), {"PTTL", name})), 5000);
   ASSERT_TRUE(first.fencing_token() && second.fencing_token());
   EXPECT_LT(*first.fencing_token(), *second.fencing_token());
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", "dlock_rwlock_token:{" + name + "}"})), "string");
+  // The name's one fencing counter: its mutex (and Redisson's RFencedLock) counts with it too.
+  EXPECT_EQ(str(cmd(c.get(), {"TYPE", "redisson_lock_token:{" + name + "}"})), "string");
 
   // One reader leaves: its field and timeout key go, nothing is published (a reader still holds).
   first.release();
@@ -218,6 +219,127 @@ TEST(RedisShared, RedissonHoldersAreRespected) {
   EXPECT_EQ(str(cmd(c.get(), {"HGET", name, "java-uuid:7"})), "1");
   EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
   EXPECT_FALSE(rw->try_acquire_write());
+}
+
+// ---- one name, one lock ------------------------------------------------------------------------
+// The mutex of a name, its reader-writer lock and its semaphore all live at the name's raw key.
+
+// Redisson's RLock / RFairLock field and a reader's are both "<client id>:<owner id>": one owner
+// (lock_options::owner) using both the mutex and the reader-writer lock of a name. The mutex's
+// hash is no reader's, and a reader's hash no mutex's: they exclude each other, and neither is
+// written into the other's hash.
+TEST(RedisShared, OneOwnerIdOnTheMutexAndTheReaderWriterLockStillExcludes) {
+  for (const auto* scheme : {"redis+reentrant", "redis+fair"}) {
+    SCOPED_TRACE(scheme);
+    auto b = open_scheme(scheme, "ttl=5s");
+    auto c = raw();
+    const auto name = unique_name("same-owner");
+    auto mutex = b->make_lock(name, owned_by("same"));
+    auto rw = b->make_rw_lock(name, owned_by("same"));
+    {
+      auto read = rw->try_acquire_read();
+      ASSERT_TRUE(read);
+      std::error_code ec;
+      EXPECT_FALSE(mutex->try_acquire(ec)) << "the mutex re-entered a reader's hold of the same owner id";
+      EXPECT_FALSE(ec) << dlock::last_error_message();
+      EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {field_of("same"), "1"}}));
+    }
+    {
+      auto held = mutex->try_acquire();
+      ASSERT_TRUE(held);
+      std::error_code ec;
+      EXPECT_FALSE(rw->try_acquire_read(ec)) << "a read was granted into the mutex's hash";
+      EXPECT_FALSE(ec) << dlock::last_error_message();
+      EXPECT_FALSE(rw->try_acquire_write(ec)) << "a write was granted beside the mutex";
+      EXPECT_FALSE(ec) << dlock::last_error_message();
+      EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{field_of("same"), "1"}}))
+          << "the mutex's hash was changed";
+    }
+  }
+}
+
+// The reader-writer lock is writer-preferred, and the mutex counts as a writer: a waiting mutex
+// holds back new readers, is woken by the last reader's release, and its grant takes its entry out
+// of the waiting set. ttl 90 s and poll 90 s: without a message the waiting mutex would try again
+// only a third of its ttl (30 s) after its last try, so a grant within 15 s of the release is the
+// message's.
+TEST(RedisShared, AWaitingMutexHoldsBackNewReadersAndTheLastReaderWakesIt) {
+  using clock = std::chrono::steady_clock;
+  for (const auto* scheme : {"redis", "redis+reentrant", "redis+fair"}) {
+    SCOPED_TRACE(scheme);
+    auto b = open_scheme(scheme, "ttl=90s&poll=90s..90s");
+    auto c = raw();
+    const auto name = unique_name("mutex-waits");
+    const auto waiting = "{" + name + "}:dlock_writers_waiting";
+    auto first = b->make_rw_lock(name)->try_acquire_read();
+    ASSERT_TRUE(first);
+    dlock::lease got;
+    clock::time_point granted_at{};
+    std::thread mutex_waits([&] {
+      got = b->make_lock(name)->try_acquire_for(60s);
+      granted_at = clock::now();
+    });
+    for (int i = 0; i < 500 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1) << "the waiting mutex has no entry among the waiting writers";
+    EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a new reader got in while a mutex waited";
+    const auto released_at = clock::now();
+    first.release();
+    mutex_waits.join();
+    ASSERT_TRUE(got) << "the waiting mutex was never granted";
+    EXPECT_LT(granted_at - released_at, 15s) << "the waiting mutex was not woken by the last reader's release";
+    EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 0) << "the mutex's grant left its entry";
+    EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a reader got in beside the mutex";
+    got.release();
+    EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read_for(5s)) << "no read after the mutex's release";
+  }
+}
+
+// A waiting mutex that gives up takes its entry out, and the reader it held back gets in.
+TEST(RedisShared, AMutexThatGivesUpLetsTheReadersItHeldBackIn) {
+  auto b = open_redis("ttl=60s&poll=60s..60s");
+  auto c = raw();
+  const auto name = unique_name("mutex-gives-up");
+  auto first = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(first);
+  EXPECT_FALSE(b->make_lock(name)->try_acquire_for(500ms));
+  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", "{" + name + "}:dlock_writers_waiting"})), 0);
+  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read()) << "a reader is still held back by a mutex that gave up";
+}
+
+// A semaphore's count key stays after its last permit is returned (Redisson's layout: a Redisson
+// client may rely on it), so the name stays a semaphore's: a mutex or a reader-writer lock of it
+// is refused at once, the waiting forms too, without touching the count, until the key is deleted.
+TEST(RedisShared, ASemaphoresCountKeyKeepsItsNameFromLocksUntilDeleted) {
+  for (const auto* scheme : {"redis", "redis+reentrant", "redis+fair"}) {
+    SCOPED_TRACE(scheme);
+    auto b = open_scheme(scheme, "ttl=5s");
+    auto c = raw();
+    const auto name = unique_name("sem-kept");
+    b->make_semaphore(name, 2)->try_acquire(2).release();
+    ASSERT_EQ(str(cmd(c.get(), {"GET", name})), "2");
+    const auto expect_refused = [&](const std::error_code& ec, const dlock::lease& l, std::chrono::steady_clock::time_point start) {
+      EXPECT_FALSE(l);
+      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+      const auto message = dlock::last_error_message();
+      EXPECT_NE(message.find("in use as a semaphore"), std::string::npos) << message;
+      EXPECT_NE(message.find("count key '" + name + "'"), std::string::npos) << message;
+      EXPECT_LT(std::chrono::steady_clock::now() - start, 3s) << "the waiting form waited instead of being refused";
+    };
+    std::error_code ec;
+    auto start = std::chrono::steady_clock::now();
+    auto l = b->make_lock(name)->try_acquire_for(5s, ec);
+    expect_refused(ec, l, start);
+    start = std::chrono::steady_clock::now();
+    l = b->make_rw_lock(name)->try_acquire_write_for(5s, ec);
+    expect_refused(ec, l, start);
+    start = std::chrono::steady_clock::now();
+    l = b->make_rw_lock(name)->try_acquire_read_for(5s, ec);
+    expect_refused(ec, l, start);
+    EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "2") << "a refused lock touched the semaphore's count";
+    // Deleted, as Redisson's delete() does, the name is free for a lock.
+    cmd(c.get(), {"DEL", name, "{" + name + "}:timeout"});
+    EXPECT_TRUE(b->make_lock(name)->try_acquire());
+  }
 }
 
 TEST(RedisShared, ReadersTogetherAcrossProcessesWriterExcluded) {
@@ -496,9 +618,32 @@ TEST(RedisShared, SemaphoreTakesRedissonsTrySetPermitsAndRefusesAnotherMaxCount)
   std::error_code ec;
   auto wrong = b->make_semaphore(name, 4)->try_acquire(1, ec);
   EXPECT_FALSE(wrong);
-  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
   EXPECT_NE(dlock::last_error_message().find("5 permits"), std::string::npos) << dlock::last_error_message();
   EXPECT_THROW((void)b->make_semaphore(name, 6)->try_acquire_for(1s), dlock::error);
+}
+
+// Redisson's plain RSemaphore keeps its permits in the count alone: a holder's permit is a DECR
+// with no record of who holds it. The total then looks short of max_count; dlock cannot tell that
+// from another max_count, so it refuses as a conflict naming both causes and the key, and leaves
+// the count alone.
+TEST(RedisShared, ARedissonRSemaphoreHoldingPermitsIsAConflictNamingBothCauses) {
+  auto b = open_redis("ttl=5s");
+  auto c = raw();
+  const auto name = unique_name("sem-rsemaphore");
+  cmd(c.get(), {"SET", name, "2"});     // RSemaphore.trySetPermits(2)
+  cmd(c.get(), {"DECRBY", name, "1"});  // RSemaphore.acquire(): one permit held, recorded nowhere
+  std::error_code ec;
+  auto permit = b->make_semaphore(name, 2)->try_acquire(1, ec);
+  EXPECT_FALSE(permit);
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+  const auto message = dlock::last_error_message();
+  EXPECT_NE(message.find("another max_count"), std::string::npos) << message;
+  EXPECT_NE(message.find("Redisson's plain RSemaphore"), std::string::npos) << message;
+  EXPECT_NE(message.find("'" + name + "'"), std::string::npos) << message;
+  permit = b->make_semaphore(name, 2)->try_acquire_for(1s, 1, ec);
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << "the waiting form: " << dlock::last_error_message();
+  EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "1") << "the count was touched";
 }
 
 TEST(RedisShared, DeadSemaphoreHoldersPermitsExpire) {

@@ -55,6 +55,23 @@ reply_ptr cmd(redisContext* c, const char* fmt, std::string_view a) {
   return reply_ptr(static_cast<redisReply*>(redisCommand(c, fmt, a.data(), a.size())));
 }
 
+// A raw subscription to `channels`: the next message as "channel payload", or "" after `timeout`.
+struct raw_subscriber {
+  ctx_ptr c;
+  raw_subscriber(const std::string& uri, const std::vector<std::string>& channels) : c(raw(uri)) {
+    for (const auto& ch : channels) freeReplyObject(redisCommand(c.get(), "SUBSCRIBE %b", ch.data(), ch.size()));
+  }
+  std::string next(std::chrono::milliseconds timeout) {
+    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    redisSetTimeout(c.get(), tv);
+    void* msg = nullptr;
+    if (redisGetReply(c.get(), &msg) != REDIS_OK || msg == nullptr) return "";
+    reply_ptr m(static_cast<redisReply*>(msg));
+    if (m->elements != 3 || std::string(m->element[0]->str) != "message") return "";
+    return std::string(m->element[1]->str, m->element[1]->len) + " " + std::string(m->element[2]->str, m->element[2]->len);
+  }
+};
+
 TEST(Redis, SimpleLayoutIsRedisPys) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=5s");
@@ -65,13 +82,23 @@ TEST(Redis, SimpleLayoutIsRedisPys) {
   auto type = cmd(c.get(), "TYPE %b", name);
   EXPECT_EQ(std::string(type->str), "string");
   auto value = cmd(c.get(), "GET %b", name);
-  EXPECT_EQ(value->len, 32u) << "128-bit hex token";
+  const std::string token(value->str, value->len);
+  EXPECT_EQ(token.size(), 38u) << "'dlock:' and a 128-bit hex token: " << token;
+  EXPECT_EQ(token.rfind("dlock:", 0), 0u) << "dlock's mark (its holders publish their release): " << token;
   auto pttl = cmd(c.get(), "PTTL %b", name);
   EXPECT_GT(pttl->integer, 0);
   EXPECT_LE(pttl->integer, 5000);
   ASSERT_TRUE(l.fencing_token());
+  // The name's one fencing counter (Redisson's RFencedLock key), which its reader-writer lock
+  // counts with too.
+  EXPECT_EQ(cmd(c.get(), "TYPE redisson_lock_token:{%b}", name)->str, std::string("string"));
+  // The release is published to the mutex's waiters and to the name's reader-writer lock waiters.
+  const auto mutex_channel = "redisson_lock__channel:{" + name + "}", rw_channel = "redisson_rwlock:{" + name + "}";
+  raw_subscriber sub(uri, {mutex_channel, rw_channel});
   l.release();
   EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0);
+  EXPECT_EQ(sub.next(2s), mutex_channel + " 0");
+  EXPECT_EQ(sub.next(2s), rw_channel + " 1");
 }
 
 TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
@@ -223,6 +250,149 @@ TEST(Redis, InteropWithRedisPyLock) {
   EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "dlock took a lock redis-py holds";
   auto c = raw(uri);
   cmd(c.get(), "DEL %b", name);
+}
+
+// A redis-py Lock held by a Python process (Debian's python3-redis) with timeout=30 s; the
+// process says "held", holds for `hold_s` seconds (forever when negative), releases and says
+// "released". The name is passed as an argument, never pasted into the code.
+std::unique_ptr<dlock::testing::child_process> redis_py_holder(const std::string& uri, const std::string& name,
+                                                               double hold_s) {
+  const auto u = dlock::uri::parse(uri);
+  const std::string code =
+      "import redis, sys, time\n"
+      "r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))\n"
+      "l = r.lock(sys.argv[3], timeout=30)\n"
+      "if not l.acquire(blocking=False): sys.exit(2)\n"
+      "print('held', flush=True)\n"
+      "hold = float(sys.argv[4])\n"
+      "time.sleep(hold if hold >= 0 else 3600)\n"
+      "l.release()\n"
+      "print('released', flush=True)\n";
+  // Debian's interpreter, where python3-redis lives (a pyenv shim may come first on PATH).
+  auto child = std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
+      "/usr/bin/python3", "-c", code, u.hosts()[0].host, std::to_string(u.hosts()[0].port_or(6379)), name,
+      std::to_string(hold_s)});
+  EXPECT_EQ(child->read_line(20s), std::optional<std::string>("held")) << "the redis-py holder did not take " << name;
+  return child;
+}
+
+// redis-py publishes nothing when it releases, so a waiter behind it can only find out by trying
+// again: it does so at least every poll.max (400 ms here), whatever the holder's ttl (30 s). Each
+// kind of waiter, on the name redis-py holds as a Lock, is granted within 5 s of the release 1 s in
+// (sleeping the holder's PTTL it would try again 29 s later).
+TEST(Redis, AWaiterBehindARedisPyLockTriesAgainAtPollMax) {
+  using clock = std::chrono::steady_clock;
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  struct waiter_case {
+    const char* what;
+    const char* scheme;
+    int kind;  // 0 mutex, 1 write, 2 read
+  };
+  for (const auto& w : {waiter_case{"redis:// mutex", "redis", 0}, waiter_case{"redis+reentrant:// mutex", "redis+reentrant", 0},
+                        waiter_case{"redis+fair:// mutex", "redis+fair", 0}, waiter_case{"writer", "redis", 1},
+                        waiter_case{"reader", "redis", 2}}) {
+    SCOPED_TRACE(w.what);
+    const auto name = unique_name("py-waiter");
+    auto b = open_uri(with_scheme(uri, w.scheme) + "?ttl=10s&poll=100ms..400ms");
+    auto holder = redis_py_holder(uri, name, 1.0);
+    std::error_code ec;
+    dlock::lease got;
+    clock::time_point granted_at{};
+    std::thread waiter([&] {
+      if (w.kind == 0) {
+        got = b->make_lock(name)->try_acquire_for(20s, ec);
+      } else {
+        got = b->make_rw_lock(name)->try_acquire_until(w.kind == 1 ? dlock::access::write : dlock::access::read,
+                                                       dlock::distributed_lock::deadline_after(20s), ec);
+      }
+      granted_at = clock::now();
+    });
+    const auto released = holder->read_line(20s);
+    const auto released_at = clock::now();
+    waiter.join();
+    EXPECT_EQ(released, std::optional<std::string>("released"));
+    EXPECT_FALSE(ec) << dlock::last_error_message();
+    ASSERT_TRUE(got) << "never granted";
+    EXPECT_LT(granted_at - released_at, 5s) << "not granted within 5 s of redis-py's release (its key's ttl was 30 s)";
+    EXPECT_EQ(holder->wait(10s), std::optional<int>(0)) << "the redis-py holder failed";
+  }
+}
+
+// The scripts run on `name` as their first key (MONITOR), counted on a thread until stop(): while
+// nothing is released or renewed, the acquire scripts of waiters.
+class script_counter {
+ public:
+  script_counter(const std::string& uri, std::string name) : c_(raw(uri)), name_(std::move(name)) {
+    freeReplyObject(redisCommand(c_.get(), "MONITOR"));
+    thread_ = std::thread([this] {
+      const timeval tv{0, 100000};
+      redisSetTimeout(c_.get(), tv);
+      while (!stop_) {
+        void* r = nullptr;
+        if (redisGetReply(c_.get(), &r) != REDIS_OK) {
+          if (c_->err != REDIS_ERR_IO) return;  // anything but a read timeout ends the count
+          c_->err = 0;
+          continue;
+        }
+        reply_ptr line(static_cast<redisReply*>(r));
+        if (line->type == REDIS_REPLY_STATUS && is_script_on_name(std::string_view(line->str, line->len))) ++count_;
+      }
+    });
+  }
+  ~script_counter() { stop(); }
+  int stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return count_;
+  }
+
+ private:
+  // A MONITOR line: `<time> [<db> <client>] "EVALSHA" "<sha>" "<numkeys>" "<key 1>" ...`.
+  bool is_script_on_name(std::string_view line) const {
+    std::vector<std::string> words;
+    auto at = line.find("] \"");
+    if (at == std::string_view::npos) return false;
+    for (at += 2; words.size() < 4 && at < line.size() && line[at] == '"';) {
+      std::string word;
+      std::size_t i = at + 1;
+      for (; i < line.size() && line[i] != '"'; ++i) word += line[i] == '\\' && i + 1 < line.size() ? line[++i] : line[i];
+      words.push_back(std::move(word));
+      at = i + 2;  // past the closing quote and the space
+    }
+    return words.size() == 4 && (words[0] == "EVALSHA" || words[0] == "EVAL") && words[3] == name_;
+  }
+  ctx_ptr c_;
+  std::string name_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> count_{0};
+  std::thread thread_;
+};
+
+// The waits behind each kind of holder, counted in acquire scripts over 2 s with poll.max 50 ms
+// and ttls of 60 s: behind a redis-py Lock (no release message) the waiter tries every poll.max;
+// behind a dlock holder (which publishes its release) it does not poll at all.
+TEST(Redis, AWaiterPollsOnlyBehindAHolderThatPublishesNothing) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  auto b = open_uri(uri + "?ttl=60s&poll=50ms..50ms");
+  {
+    const auto name = unique_name("quiet-holder");
+    auto holder = redis_py_holder(uri, name, -1);
+    script_counter count(uri, name);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire_for(2s));
+    const int tries = count.stop();
+    EXPECT_GE(tries, 10) << "behind redis-py, tries in 2 s with poll.max 50 ms";
+    holder->kill_hard();
+    cmd(raw(uri).get(), "DEL %b", name);
+  }
+  {
+    const auto name = unique_name("loud-holder");
+    auto held = b->make_lock(name)->try_acquire();
+    ASSERT_TRUE(held);
+    script_counter count(uri, name);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire_for(2s));
+    const int tries = count.stop();
+    EXPECT_LE(tries, 4) << "behind a dlock holder, tries in 2 s (it publishes its release: no polling)";
+  }
 }
 
 TEST(Redis, ReentrantLayoutIsRedissons) {
