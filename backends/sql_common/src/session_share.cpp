@@ -139,6 +139,11 @@ session_share::beside session_share::reserve_beside(const std::string& key, bool
   }
 }
 
+bool session_share::reserved(const std::string& key) noexcept {
+  std::lock_guard lk(keys_m_);
+  return keys_.contains(key);
+}
+
 void session_share::unreserve(const std::string& key, bool shared) noexcept {
   {
     std::lock_guard lk(keys_m_);
