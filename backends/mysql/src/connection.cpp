@@ -173,6 +173,10 @@ int find_socket(const std::string& processlist_host, int server_port) {
 
 session::session(connection_ptr c, int server_port) : connection_(std::move(c)) {
   std::unique_ptr<::sql::Statement> st(connection_->createStatement());
+  // Whatever the server's default: mysql+index's grants rely on REPEATABLE READ's locking reads
+  // in INSERT ... SELECT (shared next-key locks on what the check reads), which READ COMMITTED
+  // would turn into plain snapshot reads (units.hpp: one name, one lock).
+  st->execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
       "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
   if (rs->next() && !rs->isNull(1)) socket_fd_ = find_socket(std::string(rs->getString(1)), server_port);

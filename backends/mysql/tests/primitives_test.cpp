@@ -277,7 +277,7 @@ TEST_F(Primitives, ReleaseAfterExpiryReportsNotOwner) {
   o.watchdog = false;
   const auto name = test::unique_name("e");
   auto permit = b->make_semaphore(name, 1, o)->try_acquire();
-  auto reading = b->make_rw_lock(name, o)->try_acquire_read();
+  auto reading = b->make_rw_lock(name + "-rw", o)->try_acquire_read();  // one name, one kind of lock
   ASSERT_TRUE(permit && reading);
   std::this_thread::sleep_for(1300ms);
   EXPECT_TRUE(b->make_semaphore(name, 1, o)->try_acquire()) << "the expired permit is free again";
@@ -329,7 +329,10 @@ TEST_F(Primitives, HostileNamesAreBoundNotPasted) {
   for (const auto& n : names) {
     auto w = b->make_rw_lock(n)->try_acquire_write();
     ASSERT_TRUE(w);
-    EXPECT_TRUE(b->make_semaphore(n, 1)->try_acquire()) << "a semaphore and a rw lock of one name are two pools";
+    std::error_code ec;
+    EXPECT_FALSE(b->make_semaphore(n, 1)->try_acquire(ec));
+    EXPECT_EQ(ec, dlock::errc::name_conflict) << "the semaphore of the very same name (bytes and all) is refused";
+    EXPECT_TRUE(b->make_semaphore(n + "s", 1)->try_acquire()) << "and only that name";
   }
 }
 
@@ -337,16 +340,19 @@ TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
   auto b = open("ttl=1s");
   auto o = b->default_options();
   o.watchdog = false;
-  const auto name = test::unique_name("sw");
+  const auto name = test::unique_name("sw"), rw_name = name + "-rw";  // one name, one kind of lock
   auto kept = b->make_semaphore(name, 2)->try_acquire();  // renewed by the watchdog: stays
   auto left = b->make_semaphore(name, 2, o)->try_acquire();
-  auto idle = b->make_rw_lock(name)->try_acquire_read();
+  auto idle = b->make_rw_lock(rw_name)->try_acquire_read();
   ASSERT_TRUE(kept && left && idle);
   idle.release();
   std::this_thread::sleep_for(1300ms);  // `left` expired
   auto count = [&](const std::string& suffix) {
     auto c = test::raw_connect(uri());
-    return test::query_int(*c, "SELECT COUNT(*) FROM `" + table_ + suffix + "` WHERE name = ?", name).value_or(-1);
+    const auto rows = [&](const std::string& n) {
+      return test::query_int(*c, "SELECT COUNT(*) FROM `" + table_ + suffix + "` WHERE name = ?", n).value_or(-100);
+    };
+    return rows(name) + rows(rw_name);
   };
   EXPECT_EQ(count("_holders"), 2);
   EXPECT_EQ(count("_units"), 2);
@@ -356,7 +362,78 @@ TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
   EXPECT_EQ(count("_holders"), 1) << "the live holder stays";
   EXPECT_EQ(count("_units"), 1) << "the semaphore's anchor stays while it has a holder";
   EXPECT_FALSE(b->make_semaphore(name, 2)->try_acquire(2)) << "the live permit still counts";
-  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_write()) << "a swept anchor is made again";
+  EXPECT_TRUE(b->make_rw_lock(rw_name)->try_acquire_write()) << "a swept anchor is made again";
+}
+
+// One name, one lock: the mutex (its row in the lock table), the reader-writer lock and the
+// semaphore (holder rows) of one name, racing from two backends: a semaphore permit is never held
+// beside a mutex or a reader, and the mutex never beside a reader or writer (the grants read each
+// other's rows with shared locks; a deadlock between them is retried, never a double grant).
+TEST_F(Primitives, RacingKindsOfOneNameAreNeverGrantedTogether) {
+  const auto name = test::unique_name("race");
+  auto a = open("ttl=5s"), b = open("ttl=5s");
+  std::atomic<int> mutexes_in{0}, readers_in{0}, permits_in{0}, overlaps{0}, errors{0};
+  std::atomic<int> granted[3] = {0, 0, 0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      const int kind = t % 3;  // 0 mutex, 1 reader, 2 semaphore
+      auto mutex = backend->make_lock(name);
+      auto rw = backend->make_rw_lock(name);
+      auto sem = backend->make_semaphore(name, 3);
+      for (int i = 0; i < 40; ++i) {
+        std::error_code ec;
+        auto l = kind == 0 ? mutex->try_acquire(ec) : kind == 1 ? rw->try_acquire_read(ec) : sem->try_acquire(ec);
+        if (!l) {
+          if (ec && ec != dlock::errc::name_conflict) ++errors;
+          continue;
+        }
+        auto& mine = kind == 0 ? mutexes_in : kind == 1 ? readers_in : permits_in;
+        ++mine;
+        if ((kind == 0 && (readers_in.load() || permits_in.load())) || (kind == 1 && (mutexes_in.load() || permits_in.load())) ||
+            (kind == 2 && (mutexes_in.load() || readers_in.load())))
+          ++overlaps;
+        ++granted[kind];
+        std::this_thread::sleep_for(1ms);
+        --mine;
+        l.release(ec);
+        if (ec) ++errors;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "two kinds of lock of one name were held at once";
+  EXPECT_EQ(errors.load(), 0);
+  for (int k = 0; k < 3; ++k) EXPECT_GT(granted[k].load(), 0) << "kind " << k << " was never granted";
+}
+
+// A mutex waiting behind readers is granted once they leave (it polls, at most poll.max apart),
+// and a waiting acquire refused as a conflict returns at once instead of waiting.
+TEST_F(Primitives, AWaitingMutexIsGrantedAfterReadersAndAConflictDoesNotWait) {
+  const auto name = test::unique_name("wait");
+  auto a = open("ttl=20s&poll=10ms..200ms"), b = open("ttl=20s&poll=10ms..200ms");
+  auto reading = a->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(reading);
+  std::thread release([&] {
+    std::this_thread::sleep_for(300ms);
+    reading.release();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto mutex = b->make_lock(name)->try_acquire_for(10s);
+  release.join();
+  ASSERT_TRUE(mutex);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "the mutex slept out the reader's ttl";
+  mutex.release();
+  auto permit = a->make_semaphore(name, 2)->try_acquire();
+  ASSERT_TRUE(permit);
+  std::error_code ec;
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_FALSE(b->make_lock(name)->try_acquire_for(5s, ec));
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s) << "a conflict must not wait";
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write_for(5s, ec));
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 4s) << "a conflict must not wait";
 }
 
 // mysql+getlock: a semaphore as N GET_LOCK slots; no reader-writer lock.

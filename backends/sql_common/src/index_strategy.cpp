@@ -96,7 +96,15 @@ class index_lock final : public distributed_lock {
       set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
       return nullptr;
     }
-    // No row, or a row with a NULL fence: another owner's live row holds the lock.
+    // No row (fair: a row (NULL, NULL)) from a dialect with reader-writer locks and semaphores:
+    // those hold the name; a row with a NULL fence: another owner's live row holds the lock.
+    const bool units_hold = fair ? !out.rows.empty() && out.rows.front().size() > 1 && !out.rows.front()[0] &&
+                                       !out.rows.front()[1]
+                                 : out.rows.empty();
+    if (units_hold && !st_->sql.units_in_use.empty()) {
+      refuse_beside_a_semaphore(*h, v, ec);
+      return nullptr;
+    }
     if (out.rows.empty() || out.rows.front().empty() || !out.rows.front()[0]) return nullptr;
     auto fence = to_int(out.rows.front()[0]);
     if (!fence) {
@@ -109,6 +117,29 @@ class index_lock final : public distributed_lock {
     } catch (...) {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
+    }
+  }
+
+  // The mutex's attempt found live holders of the name's reader-writer lock or semaphore: the
+  // lock is held (a reader or writer: a miss, as for another mutex holder), or refused (a
+  // semaphore: name_conflict, at once, also for a waiting acquire). The holders may be gone
+  // already: then it is a miss, and the next attempt decides.
+  void refuse_beside_a_semaphore(connection& c, const values& v, std::error_code& ec) noexcept {
+    result use;
+    sql_error err;
+    if (!run(c, st_->sql.units_in_use, v, use, err, index_attempts)) {
+      if (!transient(err.kind)) set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
+      return;
+    }
+    for (const auto& row : use.rows) {
+      if (row.size() < 2 || to_int(row[0]) != semaphore_kind) continue;
+      const auto permits = to_int(row[1]).value_or(0);
+      if (permits <= 0) continue;
+      set_error(ec, errc::name_conflict,
+                "lock " + quoted_name(v.name) + " is in use as a semaphore (" + std::to_string(permits) +
+                    (permits == 1 ? " permit" : " permits") +
+                    " held on the server); a mutex of the same name cannot be taken: use another name");
+      return;
     }
   }
 

@@ -137,7 +137,7 @@ class units_pool {
           return std::make_unique<units_lease>(st_, kind_, name_, grant_id, ttl, start,
                                                static_cast<std::uint64_t>(*fence));
         }
-        if (round == 1 || !explain_miss(*h, ec)) return nullptr;
+        if (!explain_miss(*h, ec) || round == 1) return nullptr;
       }
       return nullptr;
     } catch (...) {
@@ -200,7 +200,31 @@ class units_pool {
     const std::int64_t stored = r.size() > 0 ? to_int(r[0]).value_or(-1) : -1;
     const std::int64_t live = r.size() > 1 ? to_int(r[1]).value_or(0) : 0;
     const std::int64_t expired = r.size() > 2 ? to_int(r[2]).value_or(0) : 0;
+    const bool mutex_live = r.size() > 3 && to_int(r[3]).value_or(0) != 0;
+    const std::int64_t other_kind = r.size() > 4 ? to_int(r[4]).value_or(0) : 0;
     if (expired > 0) execute(c, st_->sql.delete_expired, {kind_, bytes{name_}}, out, err);
+    // One name, one lock: the mutex of the name holds it as a writer would (a miss for the
+    // reader-writer lock), and refuses the semaphore; the other pool of the name refuses this one.
+    const char* conflict = nullptr;
+    std::string held;
+    if (other_kind > 0) {
+      conflict = kind_ == rw_kind ? "a semaphore" : "a reader-writer lock";
+      held = kind_ == rw_kind ? std::to_string(other_kind) + (other_kind == 1 ? " permit" : " permits") + " held on the server"
+                              : (other_kind >= rw_units ? std::string("held by a writer")
+                                                        : "held by " + std::to_string(other_kind) +
+                                                              (other_kind == 1 ? " reader" : " readers"));
+    } else if (mutex_live && kind_ == semaphore_kind) {
+      conflict = "a mutex";
+      held = "held on the server";
+    }
+    if (conflict) {
+      set_error(ec, errc::name_conflict,
+                "lock " + quoted_name(name_) + " is in use as " + conflict + " (" + held + "); " +
+                    (kind_ == rw_kind ? "a reader-writer lock" : "a semaphore") +
+                    " of the same name cannot be taken: use another name");
+      return false;
+    }
+    if (mutex_live) return false;  // a reader-writer lock waits for the mutex as for a writer
     if (stored == max_count_) return false;  // not enough free (or a writer waits): a miss
     if (live == 0) {             // idle: it takes our max_count if nobody came meanwhile
       if (!execute(c, st_->sql.reset_max_count, {max_count_, kind_, bytes{name_}, kind_, bytes{name_}}, out, err)) {
