@@ -531,4 +531,101 @@ TEST_F(GetlockSemaphore, UnrenewedLeaseIsCutAtItsValidityAndThePermitComesBack) 
   EXPECT_EQ(ec, dlock::errc::not_owner);
 }
 
+// One name, one lock on mysql+getlock: the mutex (GET_LOCK of the name) and the semaphore (N
+// GET_LOCK slots) of one name refuse each other, each side checking the other once it holds its
+// own lock. Racing from two backends, never both granted.
+TEST_F(GetlockSemaphore, AMutexAndASemaphoreOfOneNameRefuseEachOtherAndNeverHoldTogether) {
+  const auto name = test::unique_name("gone");
+  auto a = open(), b = open();
+  std::error_code ec;
+  {
+    auto mutex = a->make_lock(name)->try_acquire();
+    ASSERT_TRUE(mutex);
+    EXPECT_FALSE(b->make_semaphore(name, 3)->try_acquire_for(2s, ec));
+    EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+    EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos);
+  }
+  {
+    auto permit = a->make_semaphore(name, 3)->try_acquire(2);
+    ASSERT_TRUE(permit);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire_for(2s, ec));
+    EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+    EXPECT_NE(dlock::last_error_message().find("in use as a semaphore (2 permits held"), std::string::npos)
+        << dlock::last_error_message();
+    auto c = test::raw_connect(test::uri_for("mysql+getlock"));
+    EXPECT_EQ(test::query_int(*c, "SELECT IS_USED_LOCK(?) IS NULL", getlock_key(name)), 1) << "the refused mutex gave the name back";
+  }
+  EXPECT_TRUE(b->make_lock(name)->try_acquire()) << "a name once used as a semaphore is a mutex again when no permit is held";
+
+  const auto raced = test::unique_name("grace");
+  std::atomic<int> mutex_in{0}, permits_in{0}, overlaps{0}, errors{0}, mutexes{0}, permits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      auto mutex = backend->make_lock(raced);
+      auto sem = backend->make_semaphore(raced, 4);
+      for (int i = 0; i < 40; ++i) {
+        std::error_code e;
+        auto l = t < 3 ? mutex->try_acquire(e) : sem->try_acquire(e);
+        if (!l) {
+          if (e && e != dlock::errc::name_conflict) ++errors;
+          continue;
+        }
+        auto& mine = t < 3 ? mutex_in : permits_in;
+        auto& other = t < 3 ? permits_in : mutex_in;
+        ++mine;
+        if (other.load()) ++overlaps;
+        ++(t < 3 ? mutexes : permits);
+        std::this_thread::sleep_for(1ms);
+        --mine;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "a mutex and a permit of one name were held at once";
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(mutexes.load(), 0);
+  EXPECT_GT(permits.load(), 0);
+}
+
+// The mutex checks the semaphores' table after GET_LOCK granted, not before it waited: a
+// semaphore recorded and its slot taken while the mutex waits on the server for the name is seen
+// once the name is granted (a check evaluated before GET_LOCK would miss both, and grant).
+TEST_F(GetlockSemaphore, AMutexGrantedAfterAWaitSeesASemaphoreTakenMeanwhile) {
+  const auto name = test::unique_name("gwait");
+  auto holder = test::raw_connect(test::uri_for("mysql+getlock"));
+  ASSERT_EQ(test::query_int(*holder, "SELECT GET_LOCK(?, 0)", getlock_key(name)), 1);
+  auto waiter = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto l = open()->make_lock(name)->try_acquire_for(10s, ec);
+    return std::make_pair(static_cast<bool>(l), ec);
+  });
+  std::this_thread::sleep_for(500ms);  // the mutex waits in GET_LOCK on the server now
+  // A semaphore's steps, by hand (a dlock semaphore would see the name held and give up): record
+  // the name, then take slot 0.
+  auto sem = test::raw_connect(test::uri_for("mysql+getlock"));
+  {
+    std::unique_ptr<::sql::PreparedStatement> st(sem->prepareStatement(
+        "INSERT INTO dlock_getlock_semaphores (name, max_count) VALUES (?, 2) ON DUPLICATE KEY UPDATE max_count = 2"));
+    st->setString(1, getlock_key(name));
+    st->executeUpdate();
+  }
+  ASSERT_EQ(test::query_int(*sem, "SELECT GET_LOCK(?, 0)", semaphore_slot_key(name, 0)), 1);
+  ASSERT_EQ(test::query_int(*holder, "SELECT RELEASE_LOCK(?)", getlock_key(name)), 1);
+  const auto [granted, ec] = waiter.get();
+  EXPECT_FALSE(granted) << "the mutex was granted beside a held permit";
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+}
+
+TEST_F(GetlockSemaphore, WithoutCreateSequenceTheSemaphoresTableMustExist) {
+  std::error_code ec;
+  try {
+    dlock::open(test::uri_for("mysql+getlock", "create_sequence=false&semaphore_table=" + test::unique_table("absent")));
+    ADD_FAILURE() << "opened without its semaphores' table";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_error);
+    EXPECT_NE(std::string(e.what()).find("semaphores' table"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
