@@ -89,6 +89,7 @@ key_layout keys_for(std::string_view prefix, std::string_view name) {
       name, room, [](unsigned char c) { return c > 0x20 && c < 0x7f; }, "#");
   k.lock = std::string(prefix) + "lock:" + k.group;
   k.fence = std::string(prefix) + "fence:" + k.group;
+  k.semaphores = std::string(prefix) + "sems:" + k.group;
   return k;
 }
 
@@ -202,16 +203,16 @@ std::string fence_base_for(std::chrono::seconds unix_time, std::uint64_t cas) {
 }
 
 grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc) {
-  const char* keys[2] = {k.lock.data(), k.fence.data()};
-  const size_t lens[2] = {k.lock.size(), k.fence.size()};
+  const char* keys[3] = {k.lock.data(), k.fence.data(), k.semaphores.data()};
+  const size_t lens[3] = {k.lock.size(), k.fence.size(), k.semaphores.size()};
   grant_items found;
-  rc = memcached_mget_by_key(m, k.group.data(), k.group.size(), keys, lens, 2);
+  rc = memcached_mget_by_key(m, k.group.data(), k.group.size(), keys, lens, k.semaphores.empty() ? 2 : 3);
   if (memcached_failed(rc)) return found;
   memcached_result_st* r = nullptr;
   memcached_return_t frc = MEMCACHED_SUCCESS;
   while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
     const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
-    auto& slot = key == k.lock ? found.lock : found.fence;
+    auto& slot = key == k.lock ? found.lock : key == k.fence ? found.fence : found.semaphores;
     slot = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
     memcached_result_free(r);
   }

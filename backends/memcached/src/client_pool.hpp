@@ -63,6 +63,9 @@ struct key_layout {
   std::string group;  // the mapped name (safe_key): what consistent hashing sees
   std::string lock;   // prefix + "lock:" + group; value = the grant's token
   std::string fence;  // prefix + "fence:" + group; the fencing base (read, written once)
+  // prefix + "sems:" + group: the record that the name is used as a semaphore, value = its
+  // max_count (memcached_semaphore.hpp: one name, one lock). Empty in a semaphore slot's layout.
+  std::string semaphores;
 };
 // memcached keys: at most 250 bytes, no spaces or control bytes. Names that fit are used as they
 // are; any other name is "#<readable start>.<sha256 hex>" (dlock::spi::safe_key), which no name
@@ -130,8 +133,9 @@ std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string
 struct grant_items {
   std::optional<item> lock;
   std::optional<item> fence;
+  std::optional<item> semaphores;  // k.semaphores, read in the same `gets` when k has it
 };
-// rc: MEMCACHED_SUCCESS when the server answered (either item may be absent), else why not.
+// rc: MEMCACHED_SUCCESS when the server answered (any item may be absent), else why not.
 grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc);
 
 // What a CAS-guarded store of our own grant found.

@@ -1,5 +1,6 @@
 #include "memcached_lock.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -87,12 +88,13 @@ class memcached_lock final : public distributed_lock {
  public:
   memcached_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<client_pool> pool,
                  std::shared_ptr<orphan_sweeper> sweeper, std::shared_ptr<memcached_renewals> renewals,
-                 key_layout keys, bool restart_delay)
+                 key_layout keys, semaphore_keys semaphore, bool restart_delay)
       : distributed_lock(std::move(name), caps, std::move(options)),
         pool_(std::move(pool)),
         sweeper_(std::move(sweeper)),
         renewals_(std::move(renewals)),
         keys_(std::move(keys)),
+        semaphore_(std::move(semaphore)),
         restart_delay_(restart_delay) {}
 
  protected:
@@ -122,6 +124,29 @@ class memcached_lock final : public distributed_lock {
       }
       // Our item is already gone (deleted or evicted in between): nothing to hand out.
       if (!found.lock || found.lock->value != token) return nullptr;
+      // The name is recorded as a semaphore's (memcached_semaphore.hpp: one name, one lock): our
+      // item is in place, so a permit taken from now on sees it; count those taken before.
+      if (found.semaphores) {
+        std::uint32_t recorded = 0;
+        try {
+          recorded = static_cast<std::uint32_t>(std::min<unsigned long long>(std::stoull(found.semaphores->value), max_semaphore_count));
+        } catch (...) {
+        }
+        const auto held = semaphore_permits_held(h.get(), semaphore_, recorded, rc);
+        if (!held) {
+          set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (get of its semaphore's permits)");
+          withdraw(h.get(), std::move(token), exptime);
+          return nullptr;
+        }
+        if (*held > 0) {
+          withdraw(h.get(), std::move(token), exptime);
+          set_error(ec, errc::name_conflict,
+                    "lock '" + std::string(name()) + "' is in use as a semaphore (" + std::to_string(*held) +
+                        (*held == 1 ? " permit" : " permits") +
+                        " held on the server); a mutex of the same name cannot be taken: use another name");
+          return nullptr;
+        }
+      }
       const auto cas = found.lock->cas;
       std::string base;
       switch (fence_base(h.get(), keys_, name(), restart_delay_, ttl, cas, std::move(found.fence), base, ec)) {
@@ -160,6 +185,7 @@ class memcached_lock final : public distributed_lock {
   std::shared_ptr<orphan_sweeper> sweeper_;
   std::shared_ptr<memcached_renewals> renewals_;
   key_layout keys_;
+  semaphore_keys semaphore_;  // the semaphore of the same name, whose permits refuse this lock
   bool restart_delay_;
 };
 
@@ -195,8 +221,9 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
 std::unique_ptr<distributed_lock> memcached_backend::do_make_lock(std::string name, lock_options options) {
   check_ttl_fits(options.ttl, errc::invalid_argument, "lock '" + name + "':");
   auto keys = keys_for(prefix_, name);
+  auto semaphore = semaphore_keys_for(prefix_, name);
   return std::make_unique<memcached_lock>(std::move(name), caps(), std::move(options), pool_, sweeper_, renewals_,
-                                          std::move(keys), restart_delay_);
+                                          std::move(keys), std::move(semaphore), restart_delay_);
 }
 
 std::unique_ptr<semaphore> memcached_backend::do_make_semaphore(std::string name, std::uint32_t max_count,

@@ -554,7 +554,9 @@ TEST(memcached, AnUncontendedCycleIsAddOneGetsAndACas) {
   const auto after = server.counters();
   EXPECT_EQ(delta(before, after, "cmd_set"), 2 * cycles) << "stores per cycle: add and the release's cas";
   EXPECT_EQ(delta(before, after, "cas_hits"), cycles);
-  EXPECT_EQ(delta(before, after, "cmd_get"), 2 * cycles) << "keys read per cycle: the lock item and the base, in one gets";
+  EXPECT_EQ(delta(before, after, "cmd_get"), 3 * cycles)
+      << "keys read per cycle: the lock item, the base and the name's semaphore record, in one gets";
+  EXPECT_EQ(delta(before, after, "get_hits"), 2 * cycles) << "the semaphore record is absent: no semaphore of the name";
   EXPECT_EQ(delta(before, after, "incr_hits") + delta(before, after, "incr_misses"), 0u) << "an incr per cycle";
   EXPECT_EQ(delta(before, after, "cmd_touch"), 0u);
   EXPECT_EQ(delta(before, after, "delete_hits") + delta(before, after, "delete_misses"), 0u);
