@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "acquire_deadline.hpp"
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
 
@@ -47,8 +48,12 @@ memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, st
   return m;
 }
 
-client_pool::client_pool(memc_ptr prototype, std::size_t max_size)
-    : prototype_(std::move(prototype)), max_size_(max_size == 0 ? 1 : max_size) {}
+client_pool::client_pool(memc_ptr prototype, std::size_t max_size, std::chrono::milliseconds connect_timeout,
+                         std::chrono::milliseconds io_timeout)
+    : prototype_(std::move(prototype)),
+      max_size_(max_size == 0 ? 1 : max_size),
+      connect_timeout_(connect_timeout),
+      io_timeout_(io_timeout) {}
 
 client_pool::handle::~handle() {
   if (m_) pool_->give_back(std::move(m_));
@@ -56,7 +61,13 @@ client_pool::handle::~handle() {
 
 client_pool::handle client_pool::borrow() {
   std::unique_lock lock(mutex_);
-  returned_.wait(lock, [&] { return !idle_.empty() || out_ < max_size_; });
+  const auto free = [&] { return !idle_.empty() || out_ < max_size_; };
+  const auto until = io_deadline();
+  if (until == std::chrono::steady_clock::time_point::max())
+    returned_.wait(lock, free);
+  else if (!returned_.wait_until(lock, until, free))
+    throw error(errc::backend_unavailable, "memcached: every client handle stayed in use until the caller's deadline (pool_size=" +
+                                               std::to_string(max_size_) + ")");
   ++out_;
   if (!idle_.empty()) {
     memc_ptr m = std::move(idle_.back());

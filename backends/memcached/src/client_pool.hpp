@@ -31,7 +31,12 @@ memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, st
 
 class client_pool {
  public:
-  client_pool(memc_ptr prototype, std::size_t max_size);
+  // connect_timeout, io_timeout: the prototype's (make_handle's), which an acquire cuts to its
+  // deadline for a while (acquire_deadline.hpp: io_bound) and puts back.
+  client_pool(memc_ptr prototype, std::size_t max_size, std::chrono::milliseconds connect_timeout,
+              std::chrono::milliseconds io_timeout);
+  std::chrono::milliseconds connect_timeout() const noexcept { return connect_timeout_; }
+  std::chrono::milliseconds io_timeout() const noexcept { return io_timeout_; }
 
   class handle {
    public:
@@ -44,13 +49,16 @@ class client_pool {
     client_pool* pool_;
     memc_ptr m_;
   };
-  // Blocks while max_size handles are out. Never returns an empty handle (clone failure throws).
+  // Blocks while max_size handles are out, inside an acquire's deadline scope until its
+  // io_deadline() (then throws dlock::error backend_unavailable). Never returns an empty handle
+  // (clone failure throws).
   handle borrow();
 
  private:
   void give_back(memc_ptr m) noexcept;
   memc_ptr prototype_;
   std::size_t max_size_;
+  std::chrono::milliseconds connect_timeout_, io_timeout_;
   std::size_t out_ = 0;
   std::mutex mutex_;
   std::condition_variable returned_;

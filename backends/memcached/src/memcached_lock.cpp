@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "acquire_deadline.hpp"
 #include "capabilities.hpp"
 #include "grant_fence.hpp"
 #include "memcached_lease.hpp"
@@ -103,6 +104,7 @@ class memcached_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
     try {
       auto h = pool_->borrow();
+      io_bound bound(h.get(), pool_->connect_timeout(), pool_->io_timeout());  // inside an acquire's deadline
       const auto ttl = options().ttl;
       const auto exptime = exptime_for(ttl);
       const auto start = clock::now();
@@ -116,6 +118,7 @@ class memcached_lock final : public distributed_lock {
         if (is_network_failure(rc)) sweeper_->sweep(keys_, std::move(token), exptime);
         return nullptr;
       }
+      bound.refresh();
       auto found = read_grant(h.get(), keys_, rc);
       if (rc != MEMCACHED_SUCCESS) {
         set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (gets)");
@@ -132,6 +135,7 @@ class memcached_lock final : public distributed_lock {
           recorded = static_cast<std::uint32_t>(std::min<unsigned long long>(std::stoull(found.semaphores->value), max_semaphore_count));
         } catch (...) {
         }
+        bound.refresh();
         const auto held = semaphore_permits_held(h.get(), semaphore_, recorded, rc);
         if (!held) {
           set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (get of its semaphore's permits)");
@@ -149,6 +153,7 @@ class memcached_lock final : public distributed_lock {
       }
       const auto cas = found.lock->cas;
       std::string base;
+      bound.refresh();
       switch (fence_base(h.get(), keys_, name(), restart_delay_, ttl, cas, std::move(found.fence), base, ec)) {
         case fence_status::issued:
           if (const auto fence = fence_from(base, cas))
@@ -172,10 +177,19 @@ class memcached_lock final : public distributed_lock {
     }
   }
 
+  // The core's wait, within the deadline whatever the servers do (acquire_deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
+      return distributed_lock::do_acquire_until(d, e);
+    });
+  }
+
  private:
   // Takes back a grant we will not hand out: an owner-checked delete now, or by the sweeper once
   // the server answers again.
   void withdraw(memcached_st* m, std::string token, time_t exptime) const noexcept {
+    // Bounded like the attempt (io_bound): what this cannot do in time, the sweeper does.
+    const io_bound bound(m, pool_->connect_timeout(), pool_->io_timeout());
     memcached_return_t rc;
     if (store_if_ours(m, keys_, token, expired_exptime, rc) == ownership::failed)
       sweeper_->sweep(keys_, std::move(token), exptime);
@@ -202,7 +216,8 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
   if (prefix_.size() > 64) throw error(errc::invalid_uri, u.redacted() + ": prefix must be at most 64 bytes");
   for (unsigned char c : prefix_)
     if (c <= 0x20 || c >= 0x7f) throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
-  pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size));
+  pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size),
+                                        connect_timeout, io_timeout);
   sweeper_ = std::make_shared<orphan_sweeper>(pool_);
   renewals_ = std::make_shared<memcached_renewals>(pool_, connect_timeout, io_timeout);
   // Reach every server once so a wrong address fails at open, not at the first acquire.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "acquire_deadline.hpp"
 #include "grant_fence.hpp"
 
 namespace dlock::memcached {
@@ -126,6 +127,8 @@ bool memcached_semaphore::mutex_holds(memcached_st* m, std::optional<item> lock,
 
 void memcached_semaphore::withdraw(memcached_st* m, const std::vector<std::uint32_t>& taken, const std::string& token,
                                    time_t exptime) const noexcept {
+  // Bounded like the attempt (io_bound): what this cannot do in time, the sweeper does.
+  const io_bound bound(m, pool_->connect_timeout(), pool_->io_timeout());
   for (const auto i : taken) {
     try {
       const auto slot = keys_.slot(i);
@@ -181,22 +184,31 @@ std::vector<std::uint32_t> memcached_semaphore::slots_to_try(memcached_st* m, st
   return order;
 }
 
+std::unique_ptr<spi::lease_state> memcached_semaphore::do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                                        std::error_code& ec) noexcept {
+  return wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+    return semaphore::do_acquire_until(permits, d, e);
+  });
+}
+
 std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint32_t permits,
                                                                       std::error_code& ec) noexcept {
   try {
     auto h = pool_->borrow();
     memcached_st* m = h.get();
+    io_bound bound(m, pool_->connect_timeout(), pool_->io_timeout());  // inside an acquire's deadline
     const auto ttl = options().ttl;
     const auto exptime = exptime_for(ttl);
     const auto start = clock::now();
     // One token for every slot of this grant: each slot is checked against it as the mutex's item.
     const std::string token = spi::random_token();
-    const auto order = slots_to_try(m, ec);
+    const auto order = slots_to_try(m, ec);  // bounded by `bound` as set above
     if (ec) return nullptr;
     std::vector<std::uint32_t> taken;
     for (std::size_t n = 0; n < order.size() && taken.size() < permits; ++n) {
       const std::uint32_t i = order[n];
       const auto key = keys_.slot_prefix + std::to_string(i);
+      bound.refresh();
       const auto rc = memcached_add_by_key(m, keys_.group.data(), keys_.group.size(), key.data(), key.size(),
                                            token.data(), token.size(), exptime, 0);
       if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) continue;  // held
@@ -229,6 +241,7 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
       key_ptrs.push_back(k.data());
       lengths.push_back(k.size());
     }
+    bound.refresh();
     auto rc = memcached_mget_by_key(m, keys_.group.data(), keys_.group.size(), key_ptrs.data(), lengths.data(),
                                     key_ptrs.size());
     std::vector<std::optional<item>> found(keys.size());
@@ -265,6 +278,7 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
       mutex_item = std::move(other.lock);
       record = std::move(other.semaphores);
     }
+    bound.refresh();
     const bool refused = mutex_holds(m, std::move(mutex_item), std::move(record), ec);
     if (refused || ec) {
       withdraw(m, taken, token, exptime);
@@ -285,6 +299,7 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
       newest_cas = std::max(newest_cas, found[j]->cas);
     }
     std::string base;
+    bound.refresh();
     const key_layout fence_keys{keys_.group, keys_.slot_prefix, keys_.fence, {}};
     switch (fence_base(m, fence_keys, name(), restart_delay_, ttl, newest_cas, std::move(found.back()), base, ec)) {
       case fence_status::issued:

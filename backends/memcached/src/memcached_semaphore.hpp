@@ -75,6 +75,9 @@ class memcached_semaphore final : public semaphore {
   // tried; above scan_above slots, a `get` of all of them first picks the free ones), one `gets` of the taken slots and the fencing base; fewer free: the taken ones are
   // given back (CAS-guarded). memcached cannot queue or notify: waiting is the core's polling.
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
+  // The core's polling, within the deadline whatever the servers do (acquire_deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override;
 
  private:
   // A semaphore of more slots reads which are taken (one multi-key `get` per 500) before its `add`s,

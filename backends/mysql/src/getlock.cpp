@@ -7,6 +7,7 @@
 #include <stop_token>
 
 #include "capabilities.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/session_lease.hpp"
 #include "dlock_sql/session_share.hpp"
@@ -156,7 +157,14 @@ class getlock_lock final : public distributed_lock {
   // most one caller per name and process waits on the server; the others wait for its local
   // reservation. Fractional seconds are honoured by MariaDB. A wait longer than the socket read
   // timeout is cut into pieces.
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    return sql::wait_out_outages(deadline, options().poll, ec,
+                                 [this](clock::time_point d, std::error_code& e) { return wait(d, e); });
+  }
+
+ private:
+  std::unique_ptr<spi::lease_state> wait(clock::time_point deadline, std::error_code& ec) noexcept {
     if (!shared_->share->reserve(key_, deadline)) return nullptr;
     sql::key_reservation reserved(shared_->share.get(), key_);
     if (auto l = try_shared(reserved, deadline, ec); l || ec) return l;

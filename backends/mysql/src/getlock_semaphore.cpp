@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dlock_sql/connection.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/pool.hpp"
 #include "getlock_key.hpp"
 #include "getlock_query.hpp"
@@ -204,6 +205,14 @@ class getlock_semaphore final : public semaphore {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
+  }
+
+  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return sql::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return semaphore::do_acquire_until(permits, d, e);
+    });
   }
 
   std::shared_ptr<const getlock_backend::shared> shared_;

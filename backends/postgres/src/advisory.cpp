@@ -5,6 +5,7 @@
 #include "advisory_grant.hpp"
 #include "advisory_primitives.hpp"
 #include "capabilities.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/strategies.hpp"
 #include "pg_connection.hpp"
@@ -25,8 +26,11 @@ class advisory_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
     return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), false, clock::now(), ec);
   }
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
-    return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), true, deadline, ec);
+    return sql::wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
+      return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), true, d, e);
+    });
   }
 
   std::shared_ptr<advisory_state> st_;

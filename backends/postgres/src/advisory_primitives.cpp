@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "capabilities.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 #include "pg_connection.hpp"
 
@@ -28,7 +29,9 @@ class advisory_rw_lock final : public rw_lock {
   // the readers that come after it (polled try-locks would not queue).
   std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
-    return acquire_advisory_key(st_, key_, kind_of(side), options(), true, deadline, ec);
+    return sql::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return acquire_advisory_key(st_, key_, kind_of(side), options(), true, d, e);
+    });
   }
 
   std::shared_ptr<advisory_state> st_;
@@ -135,6 +138,14 @@ class advisory_semaphore final : public semaphore {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
+  }
+
+  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return sql::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return semaphore::do_acquire_until(permits, d, e);
+    });
   }
 
   // Under s->mutex().

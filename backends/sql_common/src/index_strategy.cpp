@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "strategy_common.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "units_strategy.hpp"
 
 namespace dlock::sql {
@@ -143,8 +144,14 @@ class index_lock final : public distributed_lock {
     }
   }
 
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec,
+                            [this](clock::time_point d, std::error_code& e) { return wait(d, e); });
+  }
+
+  std::unique_ptr<spi::lease_state> wait(clock::time_point deadline, std::error_code& ec) noexcept {
     if (st_->setup.params.fair) return fair_acquire_until(deadline, ec);
     // The core's fair line, its head sleeping on the notifier (do_watch_release): without it every
     // waiter of the process woke at each NOTIFY, all but one missed, and the releasing thread

@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 #include <vector>
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql::detail {
 
@@ -259,8 +260,14 @@ class units_rw_lock final : public rw_lock {
   // A waiting writer marks the anchor after each miss, so readers arriving meanwhile stay out
   // (writer preference); attempts come at least every ttl/3, keeping the mark live. Readers wait
   // as the core's default does.
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec,
+                            [&](clock::time_point d, std::error_code& e) { return wait(side, d, e); });
+  }
+
+  std::unique_ptr<spi::lease_state> wait(access side, clock::time_point deadline, std::error_code& ec) noexcept {
     if (side == access::read) return rw_lock::do_acquire_until(side, deadline, ec);
     const auto ttl = options().ttl;
     auto recheck = std::min<std::chrono::milliseconds>(options().poll.max, ttl / 3);
@@ -294,6 +301,13 @@ class units_semaphore final : public semaphore {
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override {
     return pool_.attempt(permits, false, owner(), options().ttl, ec);
+  }
+  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return semaphore::do_acquire_until(permits, d, e);
+    });
   }
 
   units_pool pool_;
