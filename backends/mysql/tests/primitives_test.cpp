@@ -199,6 +199,28 @@ TEST_F(Primitives, WaitingWriterHoldsBackNewReaders) {
   EXPECT_TRUE(late->try_acquire_read()) << "readers enter again after the writer";
 }
 
+// The mutex counts as a writer here too: waiting behind readers, it marks the anchor as a waiting
+// writer does, so new readers stay out and it gets in once the readers before it leave.
+TEST_F(Primitives, AWaitingMutexHoldsBackNewReaders) {
+  auto b = open();
+  const auto name = test::unique_name("mp");
+  auto first_reader = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(first_reader);
+  auto mutex = open()->make_lock(name);
+  auto waiting = std::async(std::launch::async, [&] { return mutex->try_acquire_for(20s); });
+  for (int i = 0; i < 200 && !writer_mark_live(name); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(writer_mark_live(name)) << "the waiting mutex left no mark";
+  auto late = open()->make_rw_lock(name);
+  EXPECT_FALSE(late->try_acquire_read()) << "a reader arriving while the mutex waits must not get in before it";
+  first_reader.release();
+  auto held = waiting.get();
+  ASSERT_TRUE(held) << "the mutex gets in once the reader that held before it leaves";
+  EXPECT_FALSE(writer_mark_live(name)) << "the mutex clears its mark once granted";
+  EXPECT_FALSE(late->try_acquire_read()) << "the mutex excludes readers";
+  held.release();
+  EXPECT_TRUE(late->try_acquire_read()) << "readers enter again after the mutex";
+}
+
 TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
   const auto name = test::unique_name("k");
   signal_pipe held;
@@ -618,9 +640,8 @@ TEST_F(GetlockSemaphore, AMutexGrantedAfterAWaitSeesASemaphoreTakenMeanwhile) {
 }
 
 TEST_F(GetlockSemaphore, WithoutCreateSequenceTheSemaphoresTableMustExist) {
-  std::error_code ec;
   try {
-    dlock::open(test::uri_for("mysql+getlock", "create_sequence=false&semaphore_table=" + test::unique_table("absent")));
+    (void)dlock::open(test::uri_for("mysql+getlock", "create_sequence=false&semaphore_table=" + test::unique_table("absent")));
     ADD_FAILURE() << "opened without its semaphores' table";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_error);

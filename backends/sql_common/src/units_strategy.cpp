@@ -348,6 +348,22 @@ std::unique_ptr<semaphore> units_primitives::make_semaphore(std::string name, st
   return std::make_unique<units_semaphore>(st_, std::move(name), max_count, caps, std::move(options));
 }
 
+void units_primitives::mark_writer(const std::string& name, const std::string& owner, std::chrono::milliseconds ttl,
+                                   std::error_code& ec) const noexcept {
+  try {
+    units_pool(st_, rw_kind, name, rw_units).mark_writer(owner, ttl, ec);
+  } catch (...) {
+    set_error(ec, errc::backend_error, "out of memory");
+  }
+}
+
+void units_primitives::clear_writer(const std::string& name, const std::string& owner) const noexcept {
+  try {
+    units_pool(st_, rw_kind, name, rw_units).clear_writer(owner);
+  } catch (...) {
+  }
+}
+
 std::size_t units_primitives::sweep(std::error_code& ec) const noexcept {
   return sweep_with(*st_, {&st_->sql.sweep, &st_->sql.sweep_anchors}, ec);
 }
