@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "acquire_deadline.hpp"
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
 
@@ -47,8 +48,12 @@ memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, st
   return m;
 }
 
-client_pool::client_pool(memc_ptr prototype, std::size_t max_size)
-    : prototype_(std::move(prototype)), max_size_(max_size == 0 ? 1 : max_size) {}
+client_pool::client_pool(memc_ptr prototype, std::size_t max_size, std::chrono::milliseconds connect_timeout,
+                         std::chrono::milliseconds io_timeout)
+    : prototype_(std::move(prototype)),
+      max_size_(max_size == 0 ? 1 : max_size),
+      connect_timeout_(connect_timeout),
+      io_timeout_(io_timeout) {}
 
 client_pool::handle::~handle() {
   if (m_) pool_->give_back(std::move(m_));
@@ -56,7 +61,13 @@ client_pool::handle::~handle() {
 
 client_pool::handle client_pool::borrow() {
   std::unique_lock lock(mutex_);
-  returned_.wait(lock, [&] { return !idle_.empty() || out_ < max_size_; });
+  const auto free = [&] { return !idle_.empty() || out_ < max_size_; };
+  const auto until = io_deadline();
+  if (until == std::chrono::steady_clock::time_point::max())
+    returned_.wait(lock, free);
+  else if (!returned_.wait_until(lock, until, free))
+    throw error(errc::backend_unavailable, "memcached: every client handle stayed in use until the caller's deadline (pool_size=" +
+                                               std::to_string(max_size_) + ")");
   ++out_;
   if (!idle_.empty()) {
     memc_ptr m = std::move(idle_.back());
@@ -89,6 +100,7 @@ key_layout keys_for(std::string_view prefix, std::string_view name) {
       name, room, [](unsigned char c) { return c > 0x20 && c < 0x7f; }, "#");
   k.lock = std::string(prefix) + "lock:" + k.group;
   k.fence = std::string(prefix) + "fence:" + k.group;
+  k.semaphores = std::string(prefix) + "sems:" + k.group;
   return k;
 }
 
@@ -202,16 +214,16 @@ std::string fence_base_for(std::chrono::seconds unix_time, std::uint64_t cas) {
 }
 
 grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc) {
-  const char* keys[2] = {k.lock.data(), k.fence.data()};
-  const size_t lens[2] = {k.lock.size(), k.fence.size()};
+  const char* keys[3] = {k.lock.data(), k.fence.data(), k.semaphores.data()};
+  const size_t lens[3] = {k.lock.size(), k.fence.size(), k.semaphores.size()};
   grant_items found;
-  rc = memcached_mget_by_key(m, k.group.data(), k.group.size(), keys, lens, 2);
+  rc = memcached_mget_by_key(m, k.group.data(), k.group.size(), keys, lens, k.semaphores.empty() ? 2 : 3);
   if (memcached_failed(rc)) return found;
   memcached_result_st* r = nullptr;
   memcached_return_t frc = MEMCACHED_SUCCESS;
   while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
     const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
-    auto& slot = key == k.lock ? found.lock : found.fence;
+    auto& slot = key == k.lock ? found.lock : key == k.fence ? found.fence : found.semaphores;
     slot = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
     memcached_result_free(r);
   }

@@ -31,7 +31,12 @@ memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, st
 
 class client_pool {
  public:
-  client_pool(memc_ptr prototype, std::size_t max_size);
+  // connect_timeout, io_timeout: the prototype's (make_handle's), which an acquire cuts to its
+  // deadline for a while (acquire_deadline.hpp: io_bound) and puts back.
+  client_pool(memc_ptr prototype, std::size_t max_size, std::chrono::milliseconds connect_timeout,
+              std::chrono::milliseconds io_timeout);
+  std::chrono::milliseconds connect_timeout() const noexcept { return connect_timeout_; }
+  std::chrono::milliseconds io_timeout() const noexcept { return io_timeout_; }
 
   class handle {
    public:
@@ -44,13 +49,16 @@ class client_pool {
     client_pool* pool_;
     memc_ptr m_;
   };
-  // Blocks while max_size handles are out. Never returns an empty handle (clone failure throws).
+  // Blocks while max_size handles are out, inside an acquire's deadline scope until its
+  // io_deadline() (then throws dlock::error backend_unavailable). Never returns an empty handle
+  // (clone failure throws).
   handle borrow();
 
  private:
   void give_back(memc_ptr m) noexcept;
   memc_ptr prototype_;
   std::size_t max_size_;
+  std::chrono::milliseconds connect_timeout_, io_timeout_;
   std::size_t out_ = 0;
   std::mutex mutex_;
   std::condition_variable returned_;
@@ -63,6 +71,9 @@ struct key_layout {
   std::string group;  // the mapped name (safe_key): what consistent hashing sees
   std::string lock;   // prefix + "lock:" + group; value = the grant's token
   std::string fence;  // prefix + "fence:" + group; the fencing base (read, written once)
+  // prefix + "sems:" + group: the record that the name is used as a semaphore, value = its
+  // max_count (memcached_semaphore.hpp: one name, one lock). Empty in a semaphore slot's layout.
+  std::string semaphores;
 };
 // memcached keys: at most 250 bytes, no spaces or control bytes. Names that fit are used as they
 // are; any other name is "#<readable start>.<sha256 hex>" (dlock::spi::safe_key), which no name
@@ -130,8 +141,9 @@ std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string
 struct grant_items {
   std::optional<item> lock;
   std::optional<item> fence;
+  std::optional<item> semaphores;  // k.semaphores, read in the same `gets` when k has it
 };
-// rc: MEMCACHED_SUCCESS when the server answered (either item may be absent), else why not.
+// rc: MEMCACHED_SUCCESS when the server answered (any item may be absent), else why not.
 grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc);
 
 // What a CAS-guarded store of our own grant found.

@@ -1,9 +1,11 @@
 #include "memcached_lock.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "acquire_deadline.hpp"
 #include "capabilities.hpp"
 #include "grant_fence.hpp"
 #include "memcached_lease.hpp"
@@ -87,12 +89,13 @@ class memcached_lock final : public distributed_lock {
  public:
   memcached_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<client_pool> pool,
                  std::shared_ptr<orphan_sweeper> sweeper, std::shared_ptr<memcached_renewals> renewals,
-                 key_layout keys, bool restart_delay)
+                 key_layout keys, semaphore_keys semaphore, bool restart_delay)
       : distributed_lock(std::move(name), caps, std::move(options)),
         pool_(std::move(pool)),
         sweeper_(std::move(sweeper)),
         renewals_(std::move(renewals)),
         keys_(std::move(keys)),
+        semaphore_(std::move(semaphore)),
         restart_delay_(restart_delay) {}
 
  protected:
@@ -101,6 +104,7 @@ class memcached_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
     try {
       auto h = pool_->borrow();
+      io_bound bound(h.get(), pool_->connect_timeout(), pool_->io_timeout());  // inside an acquire's deadline
       const auto ttl = options().ttl;
       const auto exptime = exptime_for(ttl);
       const auto start = clock::now();
@@ -114,6 +118,7 @@ class memcached_lock final : public distributed_lock {
         if (is_network_failure(rc)) sweeper_->sweep(keys_, std::move(token), exptime);
         return nullptr;
       }
+      bound.refresh();
       auto found = read_grant(h.get(), keys_, rc);
       if (rc != MEMCACHED_SUCCESS) {
         set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (gets)");
@@ -122,8 +127,33 @@ class memcached_lock final : public distributed_lock {
       }
       // Our item is already gone (deleted or evicted in between): nothing to hand out.
       if (!found.lock || found.lock->value != token) return nullptr;
+      // The name is recorded as a semaphore's (memcached_semaphore.hpp: one name, one lock): our
+      // item is in place, so a permit taken from now on sees it; count those taken before.
+      if (found.semaphores) {
+        std::uint32_t recorded = 0;
+        try {
+          recorded = static_cast<std::uint32_t>(std::min<unsigned long long>(std::stoull(found.semaphores->value), max_semaphore_count));
+        } catch (...) {
+        }
+        bound.refresh();
+        const auto held = semaphore_permits_held(h.get(), semaphore_, recorded, rc);
+        if (!held) {
+          set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (get of its semaphore's permits)");
+          withdraw(h.get(), std::move(token), exptime);
+          return nullptr;
+        }
+        if (*held > 0) {
+          withdraw(h.get(), std::move(token), exptime);
+          set_error(ec, errc::name_conflict,
+                    "lock '" + std::string(name()) + "' is in use as a semaphore (" + std::to_string(*held) +
+                        (*held == 1 ? " permit" : " permits") +
+                        " held on the server); a mutex of the same name cannot be taken: use another name");
+          return nullptr;
+        }
+      }
       const auto cas = found.lock->cas;
       std::string base;
+      bound.refresh();
       switch (fence_base(h.get(), keys_, name(), restart_delay_, ttl, cas, std::move(found.fence), base, ec)) {
         case fence_status::issued:
           if (const auto fence = fence_from(base, cas))
@@ -147,10 +177,19 @@ class memcached_lock final : public distributed_lock {
     }
   }
 
+  // The core's wait, within the deadline whatever the servers do (acquire_deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
+      return distributed_lock::do_acquire_until(d, e);
+    });
+  }
+
  private:
   // Takes back a grant we will not hand out: an owner-checked delete now, or by the sweeper once
   // the server answers again.
   void withdraw(memcached_st* m, std::string token, time_t exptime) const noexcept {
+    // Bounded like the attempt (io_bound): what this cannot do in time, the sweeper does.
+    const io_bound bound(m, pool_->connect_timeout(), pool_->io_timeout());
     memcached_return_t rc;
     if (store_if_ours(m, keys_, token, expired_exptime, rc) == ownership::failed)
       sweeper_->sweep(keys_, std::move(token), exptime);
@@ -160,6 +199,7 @@ class memcached_lock final : public distributed_lock {
   std::shared_ptr<orphan_sweeper> sweeper_;
   std::shared_ptr<memcached_renewals> renewals_;
   key_layout keys_;
+  semaphore_keys semaphore_;  // the semaphore of the same name, whose permits refuse this lock
   bool restart_delay_;
 };
 
@@ -176,7 +216,8 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
   if (prefix_.size() > 64) throw error(errc::invalid_uri, u.redacted() + ": prefix must be at most 64 bytes");
   for (unsigned char c : prefix_)
     if (c <= 0x20 || c >= 0x7f) throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
-  pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size));
+  pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size),
+                                        connect_timeout, io_timeout);
   sweeper_ = std::make_shared<orphan_sweeper>(pool_);
   renewals_ = std::make_shared<memcached_renewals>(pool_, connect_timeout, io_timeout);
   // Reach every server once so a wrong address fails at open, not at the first acquire.
@@ -195,8 +236,9 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
 std::unique_ptr<distributed_lock> memcached_backend::do_make_lock(std::string name, lock_options options) {
   check_ttl_fits(options.ttl, errc::invalid_argument, "lock '" + name + "':");
   auto keys = keys_for(prefix_, name);
+  auto semaphore = semaphore_keys_for(prefix_, name);
   return std::make_unique<memcached_lock>(std::move(name), caps(), std::move(options), pool_, sweeper_, renewals_,
-                                          std::move(keys), restart_delay_);
+                                          std::move(keys), std::move(semaphore), restart_delay_);
 }
 
 std::unique_ptr<semaphore> memcached_backend::do_make_semaphore(std::string name, std::uint32_t max_count,

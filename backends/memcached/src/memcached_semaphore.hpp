@@ -28,9 +28,20 @@ struct semaphore_keys {
   std::string slot_prefix;  // + std::to_string(i)
   std::string fence;
   // The key_layout of slot i, for the mutex's per-item commands (its `lock` is the slot's key).
-  key_layout slot(std::uint32_t i) const { return {group, slot_prefix + std::to_string(i), fence}; }
+  key_layout slot(std::uint32_t i) const { return {group, slot_prefix + std::to_string(i), fence, {}}; }
 };
 semaphore_keys semaphore_keys_for(std::string_view prefix, std::string_view name);
+
+// One name, one lock. The mutex of a name (keys_for: <prefix>lock:<g>) and its semaphore never
+// hold together. A semaphore records that the name is one: <prefix>sems:<g> on the mutex's
+// server (the mutex's group g), value = its max_count, never expiring (an eviction loses it, as
+// it loses a lock item), and each grant reads the mutex's item after taking its slots, with the
+// record in place by then. The mutex reads the record in the `gets` that follows its `add`, and
+// then counts the slots held. Of a mutex and a semaphore racing for one name at least one sees
+// the other and gives its grant back (errc::name_conflict): never both granted.
+// How many of the first `max_count` slots of `keys` are held (a multi-key `get`, 500 keys each).
+std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys, std::uint32_t max_count,
+                                                    memcached_return_t& rc);
 
 // One grant of k permits: k slot grants, each a memcached_lease (its own CAS-guarded release and
 // renewal), released and renewed together. The fencing token: the name's base plus the largest
@@ -64,6 +75,9 @@ class memcached_semaphore final : public semaphore {
   // tried; above scan_above slots, a `get` of all of them first picks the free ones), one `gets` of the taken slots and the fencing base; fewer free: the taken ones are
   // given back (CAS-guarded). memcached cannot queue or notify: waiting is the core's polling.
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
+  // The core's polling, within the deadline whatever the servers do (acquire_deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override;
 
  private:
   // A semaphore of more slots reads which are taken (one multi-key `get` per 500) before its `add`s,
@@ -76,9 +90,15 @@ class memcached_semaphore final : public semaphore {
   void withdraw(memcached_st* m, const std::vector<std::uint32_t>& taken, const std::string& token,
                 time_t exptime) const noexcept;
 
+  // After the slots are ours: the mutex's item of the name, with the semaphore record in place
+  // first (written when missing or below max_count). True when the mutex holds the name (then
+  // the caller gives the slots back); false with ec when the server failed.
+  bool mutex_holds(memcached_st* m, std::optional<item> lock, std::optional<item> record, std::error_code& ec) const;
+
   std::shared_ptr<client_pool> pool_;
   std::shared_ptr<orphan_sweeper> sweeper_;
   semaphore_keys keys_;
+  key_layout mutex_keys_;  // the mutex's keys of the same name (its item and the semaphore record)
   bool restart_delay_;
 };
 

@@ -81,7 +81,8 @@ class unsafe_delete_backend final : public backend {
     const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
     const auto io_timeout = u.get_duration("command_timeout").value_or(std::chrono::seconds{2});
     const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(128);
-    pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size));
+    pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size),
+                                        connect_timeout, io_timeout);
     // Reach every server once so a wrong address fails at open, as memcached:// does.
     auto h = pool_->borrow();
     memcached_version(h.get());

@@ -110,6 +110,93 @@ void never_more_than_n_and_n_is_reached(std::uint32_t n, int threads_count) {
   EXPECT_EQ(most.load(), static_cast<int>(n)) << "never reached " << n;
   EXPECT_EQ(raw_slots(name).present(n), 0) << "every slot item deleted at release";
 }
+// One name, one lock: the mutex and the semaphore of one name refuse each other (name_conflict),
+// saying what the name is in use as, and leave nothing behind; a name whose mutex and semaphore
+// keys hash to different groups (a long name) too.
+TEST(memcached_semaphore, AMutexAndASemaphoreOfOneNameRefuseEachOther) {
+  for (const auto& name : {unique_name("one-name"), unique_name("one-name-long-") + std::string(200, 'x')}) {
+    SCOPED_TRACE(name.size());
+    auto a = open_backend(), b = open_backend();
+    std::error_code ec;
+    {
+      auto mutex = a->make_lock(name)->try_acquire();
+      ASSERT_TRUE(mutex);
+      EXPECT_FALSE(b->make_semaphore(name, 3)->try_acquire_for(1s, ec));
+      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos) << dlock::last_error_message();
+      EXPECT_EQ(raw_slots(name).present(3), 0) << "the refused semaphore left a permit behind";
+    }
+    {
+      auto permit = a->make_semaphore(name, 3)->try_acquire(2);
+      ASSERT_TRUE(permit);
+      EXPECT_FALSE(b->make_lock(name)->try_acquire_for(1s, ec));
+      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+      EXPECT_NE(dlock::last_error_message().find("in use as a semaphore (2 permits held"), std::string::npos)
+          << dlock::last_error_message();
+      mc::memc_ptr m = mc::make_handle(dlock::uri::parse(server_uri()), 2s, 2s);
+      const auto k = mc::keys_for("dlock:", name);
+      memcached_return_t rc;
+      EXPECT_FALSE(mc::gets(m.get(), k, k.lock, rc)) << "the refused mutex left its item behind";
+    }
+    EXPECT_TRUE(b->make_lock(name)->try_acquire()) << "once no permit is held, the name is a mutex again";
+  }
+}
+
+// The semaphore's record of the name may be evicted (or deleted): the next permit writes it again
+// before it looks for the mutex, so a mutex taken afterwards still sees the permit.
+TEST(memcached_semaphore, ALostRecordIsWrittenAgainByTheNextPermit) {
+  const auto name = unique_name("one-name-record");
+  auto b = open_backend();
+  ASSERT_TRUE(b->make_semaphore(name, 2)->try_acquire());
+  mc::memc_ptr m = mc::make_handle(dlock::uri::parse(server_uri()), 2s, 2s);
+  const auto k = mc::keys_for("dlock:", name);
+  memcached_return_t rc;
+  ASSERT_TRUE(mc::gets(m.get(), k, k.semaphores, rc)) << "a permit records the name";
+  memcached_delete_by_key(m.get(), k.group.data(), k.group.size(), k.semaphores.data(), k.semaphores.size(), 0);
+  auto permit = b->make_semaphore(name, 2)->try_acquire();
+  ASSERT_TRUE(permit);
+  const auto record = mc::gets(m.get(), k, k.semaphores, rc);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->value, "2");
+  std::error_code ec;
+  EXPECT_FALSE(b->make_lock(name)->try_acquire(ec));
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+}
+
+// Racing from two backends, a mutex and permits of one name are never held at once.
+TEST(memcached_semaphore, AMutexAndASemaphoreRacingForOneNameAreNeverBothGranted) {
+  const auto name = unique_name("one-name-race");
+  auto a = open_backend("ttl=5s&restart_delay=off"), b = open_backend("ttl=5s&restart_delay=off");
+  std::atomic<int> mutex_in{0}, permits_in{0}, overlaps{0}, errors{0}, mutexes{0}, permits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      auto mutex = backend->make_lock(name);
+      auto sem = backend->make_semaphore(name, 4);
+      for (int i = 0; i < 60; ++i) {
+        std::error_code e;
+        auto l = t < 3 ? mutex->try_acquire(e) : sem->try_acquire(e);
+        if (!l) {
+          if (e && e != dlock::errc::name_conflict) ++errors;
+          continue;
+        }
+        auto& mine = t < 3 ? mutex_in : permits_in;
+        auto& other = t < 3 ? permits_in : mutex_in;
+        ++mine;
+        if (other.load()) ++overlaps;
+        ++(t < 3 ? mutexes : permits);
+        std::this_thread::sleep_for(1ms);
+        --mine;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "a mutex and a permit of one name were held at once";
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(mutexes.load(), 0);
+  EXPECT_GT(permits.load(), 0);
+}
+
 }  // namespace
 
 TEST(memcached_semaphore, NeverMoreThanNHoldAndNIsReached) { never_more_than_n_and_n_is_reached(3, 8); }

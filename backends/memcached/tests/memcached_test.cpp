@@ -12,6 +12,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <future>
+#include <optional>
 #include <iostream>
 #include <map>
 #include <set>
@@ -24,6 +26,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
+#include "dlock_test/tcp_proxy.hpp"
 
 using namespace std::chrono_literals;
 namespace mc = dlock::memcached;
@@ -526,6 +529,67 @@ std::uint64_t delta(const counters& before, const counters& after, const std::st
   return (a == after.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
 }
 
+// A waiting acquire (the mutex's, the semaphore's) ends by its deadline + 2 s whatever the server
+// does, on the real server through a tcp_proxy: it accepts connections and never answers (the
+// handle connects inside the acquire), it stops answering on its connections, it refuses. Before,
+// connect_timeout and command_timeout (2 s each) were paid on top of the deadline, several times
+// in an attempt of several commands. The bound is a correctness bound, never a speed claim.
+TEST(memcached, WaitingAcquiresEndByTheirDeadlineWhateverTheServerDoes) {
+  constexpr auto wait = 1000ms, slack = 2000ms;
+  const auto target = dlock::uri::parse(server_uri());
+  const auto host = target.hosts().front().host;
+  const auto port = target.hosts().front().port_or(11211);
+  const auto check = [&](const char* fault, const std::shared_ptr<dlock::backend>& b, auto heal) {
+    const auto name = unique_name("deadline");
+    auto lock = b->make_lock(name);
+    auto sem = b->make_semaphore(name + "-sem", 2);
+    std::future<std::pair<std::chrono::milliseconds, std::error_code>> runs[2];
+    for (int form = 0; form < 2; ++form)
+      runs[form] = std::async(std::launch::async, [&, form] {
+        std::error_code ec;
+        const auto start = std::chrono::steady_clock::now();
+        auto l = form == 0 ? lock->try_acquire_for(wait, ec) : sem->try_acquire_for(wait, ec);
+        if (l) ec = make_error_code(dlock::errc::invalid_argument);  // granted through a silent link: wrong
+        return std::make_pair(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start), ec);
+      });
+    for (int form = 0; form < 2; ++form) {
+      const char* what = form == 0 ? "mutex" : "semaphore";
+      if (runs[form].wait_for(30s) != std::future_status::ready) {
+        ADD_FAILURE() << fault << ": the " << what << " acquire still ran after 30 s";
+        continue;
+      }
+      const auto [took, ec] = runs[form].get();
+      EXPECT_LE(took, wait + slack) << fault << ": the " << what << " acquire took " << took.count() << " ms";
+      EXPECT_EQ(ec, dlock::errc::backend_unavailable) << fault << ": " << what << ": " << ec.message();
+    }
+    heal();
+    for (auto& r : runs)
+      if (r.valid()) r.wait();
+  };
+  // Timeouts longer than the deadline: the deadline bounds the acquire, not them.
+  const std::string query = "?ttl=5s&restart_delay=off&connect_timeout=5s&command_timeout=5s";
+  {
+    dlock::testing::tcp_proxy proxy(host, port);
+    auto b = dlock::open("memcached://" + proxy.address() + query);
+    proxy.partition();
+    proxy.reset_connections();
+    check("a server that accepts and never answers", b, [&] { proxy.heal(); });
+  }
+  {
+    dlock::testing::tcp_proxy proxy(host, port);
+    auto b = dlock::open("memcached://" + proxy.address() + query);
+    ASSERT_TRUE(b->make_lock(unique_name("warm"))->try_acquire());  // a connection in the pool
+    proxy.partition();
+    check("a server that stops answering", b, [&] { proxy.heal(); });
+  }
+  {
+    std::optional<dlock::testing::tcp_proxy> proxy(std::in_place, host, port);
+    auto b = dlock::open("memcached://" + proxy->address() + query);
+    proxy.reset();
+    check("a server that refuses connections", b, [] {});
+  }
+}
+
 }  // namespace
 
 // An uncontended cycle is `add`, one `gets` of the lock item and the fencing base, and one `cas`
@@ -554,7 +618,9 @@ TEST(memcached, AnUncontendedCycleIsAddOneGetsAndACas) {
   const auto after = server.counters();
   EXPECT_EQ(delta(before, after, "cmd_set"), 2 * cycles) << "stores per cycle: add and the release's cas";
   EXPECT_EQ(delta(before, after, "cas_hits"), cycles);
-  EXPECT_EQ(delta(before, after, "cmd_get"), 2 * cycles) << "keys read per cycle: the lock item and the base, in one gets";
+  EXPECT_EQ(delta(before, after, "cmd_get"), 3 * cycles)
+      << "keys read per cycle: the lock item, the base and the name's semaphore record, in one gets";
+  EXPECT_EQ(delta(before, after, "get_hits"), 2 * cycles) << "the semaphore record is absent: no semaphore of the name";
   EXPECT_EQ(delta(before, after, "incr_hits") + delta(before, after, "incr_misses"), 0u) << "an incr per cycle";
   EXPECT_EQ(delta(before, after, "cmd_touch"), 0u);
   EXPECT_EQ(delta(before, after, "delete_hits") + delta(before, after, "delete_misses"), 0u);

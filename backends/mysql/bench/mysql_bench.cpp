@@ -117,6 +117,55 @@ void BM_raw_index(benchmark::State& state) {
   }
 }
 
+// The cost of the one-name rule on the server, raw Connector/C++ on both sides: the granting
+// statement of mysql+index's mutex and of mysql+getlock's before the rule and with it (index: the
+// INSERT offered only while the name has no live holder row of a reader-writer lock or semaphore;
+// getlock: GET_LOCK in a derived table and a primary-key look-up of the semaphores' table), each
+// with its release. Same round trips.
+void BM_raw_index_statement(benchmark::State& state, bool with_rule) {
+  raw_session r;
+  backend_for("mysql+index");  // creates the tables
+  const auto sql = index_dialect({"", "bench_index"});
+  const auto name = test::unique_name("bench"), owner = test::unique_name("owner");
+  const std::string before =
+      "INSERT INTO `bench_index` (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(`bench_index_fence`),"
+      " TIMESTAMPADD(MICROSECOND, ? * 1000, NOW(6))) ON DUPLICATE KEY UPDATE"
+      " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
+      " fence = IF(expires_at <= NOW(6), VALUES(fence), fence), owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
+      " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)"
+      " RETURNING IF(owner = ?, fence, NULL), hold_count";
+  using dlock::sql::arg;
+  const dlock::sql::statement old_acquire{before, {arg::name, arg::owner, arg::ttl_ms, arg::owner}};
+  for (auto _ : state) {
+    run_statement(r, with_rule ? sql.acquire[0] : old_acquire, name, owner);
+    run_statement(r, sql.release[0], name, owner);
+  }
+}
+
+void BM_raw_getlock_statement(benchmark::State& state, bool with_rule) {
+  raw_session r;
+  backend_for("mysql+getlock");  // creates the sequence and the semaphores' table
+  const auto key = getlock_key(test::unique_name("bench"));
+  auto& before = r.p("SELECT CASE GET_LOCK(?, ?) WHEN 1 THEN NEXTVAL(`dlock_getlock_fence`) WHEN 0 THEN 0 END");
+  auto& now = r.p("SELECT CASE g WHEN 1 THEN IF(EXISTS (SELECT 1 FROM `dlock_getlock_semaphores` s WHERE s.name = ? AND"
+                  " g = 1), -1, NEXTVAL(`dlock_getlock_fence`)) WHEN 0 THEN 0 END FROM (SELECT GET_LOCK(?, ?) AS g) AS t");
+  auto& release = r.p("SELECT RELEASE_LOCK(?)");
+  for (auto _ : state) {
+    if (with_rule) {
+      now.setString(1, key);
+      now.setString(2, key);
+      now.setString(3, "0");
+      std::unique_ptr<::sql::ResultSet>(now.executeQuery())->next();
+    } else {
+      before.setString(1, key);
+      before.setString(2, "0");
+      std::unique_ptr<::sql::ResultSet>(before.executeQuery())->next();
+    }
+    release.setString(1, key);
+    std::unique_ptr<::sql::ResultSet>(release.executeQuery())->next();
+  }
+}
+
 void BM_raw_forupdate(benchmark::State& state) {
   raw_session r;
   backend_for("mysql+forupdate");
@@ -239,6 +288,10 @@ BENCHMARK(BM_raw_getlock)->Apply(configure);
 BENCHMARK(BM_dlock_getlock)->Apply(configure);
 BENCHMARK(BM_raw_index)->Apply(configure);
 BENCHMARK(BM_dlock_index)->Apply(configure);
+BENCHMARK_CAPTURE(BM_raw_index_statement, before_the_rule, false)->Apply(configure);
+BENCHMARK_CAPTURE(BM_raw_index_statement, with_the_rule, true)->Apply(configure);
+BENCHMARK_CAPTURE(BM_raw_getlock_statement, before_the_rule, false)->Apply(configure);
+BENCHMARK_CAPTURE(BM_raw_getlock_statement, with_the_rule, true)->Apply(configure);
 BENCHMARK(BM_raw_forupdate)->Apply(configure);
 BENCHMARK(BM_dlock_forupdate)->Apply(configure);
 BENCHMARK(BM_raw_version)->Apply(configure);

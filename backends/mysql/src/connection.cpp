@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include <charconv>
 #include <cstring>
 #include <mutex>
+#include <set>
+
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::mysql {
 
@@ -94,6 +98,11 @@ namespace {
 int whole_seconds(std::chrono::milliseconds d) {
   return static_cast<int>(std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(d).count()));
 }
+// Inside an acquire's deadline the connect may not outlast it: the client library counts whole
+// seconds, so what is left is rounded down.
+int whole_seconds_within(std::chrono::milliseconds d) {
+  return static_cast<int>(std::max<std::int64_t>(1, std::chrono::floor<std::chrono::seconds>(d).count()));
+}
 }  // namespace
 
 connection_ptr connect(const connection_settings& s) {
@@ -109,7 +118,9 @@ connection_ptr connect(const connection_settings& s) {
   options["userName"] = ::sql::SQLString(s.user);
   options["password"] = ::sql::SQLString(s.password);
   options["schema"] = ::sql::SQLString(s.database);
-  options["OPT_CONNECT_TIMEOUT"] = whole_seconds(s.connect_timeout);
+  options["OPT_CONNECT_TIMEOUT"] = dlock::sql::io_deadline() == std::chrono::steady_clock::time_point::max()
+                                      ? whole_seconds(s.connect_timeout)
+                                      : whole_seconds_within(s.connect_timeout);
   options["OPT_READ_TIMEOUT"] = whole_seconds(s.command_timeout);
   options["OPT_WRITE_TIMEOUT"] = whole_seconds(s.command_timeout);
   options["OPT_RECONNECT"] = false;
@@ -169,10 +180,61 @@ int find_socket(const std::string& processlist_host, int server_port) {
   }
   return found;
 }
+
+std::set<ino_t> socket_inodes() {
+  std::set<ino_t> out;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
+  if (!dir) return out;
+  while (dirent* e = readdir(dir.get())) {
+    int fd = -1;
+    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) out.insert(st.st_ino);
+  }
+  return out;
+}
+
+// The socket of a connection just opened: the one socket to the server's port that did not exist
+// before (by inode: a number freed and reused meanwhile is not mistaken for it). -1 when there is
+// none or more than one (connections opened at the same instant by other threads).
+int new_socket_to(int server_port, const std::set<ino_t>& before) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
+  if (!dir) return -1;
+  int found = -1;
+  while (dirent* e = readdir(dir.get())) {
+    int fd = -1;
+    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || before.contains(st.st_ino)) continue;
+    sockaddr_storage peer{};
+    socklen_t pl = sizeof peer;
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0 || port_of(peer) != server_port) continue;
+    if (found != -1) return -1;
+    found = fd;
+  }
+  return found;
+}
 }  // namespace
 
-session::session(connection_ptr c, int server_port) : connection_(std::move(c)) {
+std::set<ino_t> sockets_before_connect() {
+  try {
+    return socket_inodes();
+  } catch (...) {
+    return {};
+  }
+}
+
+session::session(connection_ptr c, int server_port, const std::set<ino_t>& sockets_before) : connection_(std::move(c)) {
+  socket_fd_ = new_socket_to(server_port, sockets_before);
+  // The setup statements belong to the connect: inside an acquire's deadline they are bounded by
+  // it (dlock_sql/deadline.hpp) when the socket is known.
+  const dlock::sql::socket_guard guard(socket_fd_);
   std::unique_ptr<::sql::Statement> st(connection_->createStatement());
+  // Whatever the server's default: mysql+index's grants rely on REPEATABLE READ's locking reads
+  // in INSERT ... SELECT (shared next-key locks on what the check reads), which READ COMMITTED
+  // would turn into plain snapshot reads (units.hpp: one name, one lock).
+  st->execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+  if (socket_fd_ >= 0) return;
   std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
       "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
   if (rs->next() && !rs->isNull(1)) socket_fd_ = find_socket(std::string(rs->getString(1)), server_port);

@@ -7,9 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include <sys/types.h>
 
 #include "dlock/error.hpp"
 #include "dlock/uri.hpp"
@@ -79,9 +82,13 @@ using statement_ptr = std::unique_ptr<::sql::PreparedStatement, statement_delete
 
 // One connection with its prepared statements cached (prepare once per connection: a statement
 // then costs one round trip to execute).
+// The inodes of this process's sockets, taken just before connecting: the session finds its own
+// socket as the one new socket to the server's port (no round trip), else asks the server.
+std::set<ino_t> sockets_before_connect();
+
 class session {
  public:
-  session(connection_ptr c, int server_port);
+  session(connection_ptr c, int server_port, const std::set<ino_t>& sockets_before);
   ~session();
   ::sql::Connection& connection() noexcept { return *connection_; }
   // The statement for this SQL text, prepared on first use. Throws ::sql::SQLException.

@@ -19,6 +19,7 @@ constexpr const char* expiry_from_now = "TIMESTAMPADD(MICROSECOND, ? * 1000, NOW
 // transaction of several statements (run() retries a deadlock once, then it counts as a miss).
 void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   const std::string tbl = quoted_table(t);
+  const std::string holders = quoted_table(t, "_holders");
   const std::string seq = quoted_table(t, "_fence");
   const std::string waiters = quoted_table(t, "_waiters");
   s.create_fair = {
@@ -45,26 +46,32 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
       {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at)"
                               " SELECT ?, ?, 1, NEXTVAL(" +
            seq + "), " + expiry_from_now + " FROM DUAL"
-                                           " WHERE EXISTS (SELECT 1 FROM " +
+                                           " WHERE (EXISTS (SELECT 1 FROM " +
            tbl + " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
                  " OR NOT EXISTS (SELECT 1 FROM " +
            waiters + " w WHERE w.name = ? AND w.owner <> ?"
                      "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " +
            waiters +
-           "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807))"
+           "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807)))"
+           " AND NOT EXISTS (SELECT 1 FROM " +
+           holders + " u WHERE u.name = ? AND u.expires_at > NOW(6))"
            " ON DUPLICATE KEY UPDATE"
            " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
            " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
            " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
            " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner}},
+       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner, arg::name}},
       {"DELETE FROM " + waiters + " WHERE name = ? AND owner = ? AND EXISTS (SELECT 1 FROM " + tbl +
            " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))",
        {arg::name, arg::owner, arg::name, arg::owner}},
       {"UPDATE " + waiters + " SET expires_at = " + expiry_from_now + " WHERE name = ? AND owner = ?",
        {arg::ttl_ms, arg::name, arg::owner}},
-      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
-       {arg::name, arg::owner}},
+      // Our row, or (NULL, NULL) when the name's reader-writer lock or semaphore has live holders
+      // (index_sql::units_in_use says which), or nothing.
+      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+                                                 " UNION ALL SELECT NULL, NULL FROM DUAL WHERE EXISTS (SELECT 1 FROM " +
+           holders + " u WHERE u.name = ? AND u.expires_at > NOW(6)) LIMIT 1",
+       {arg::name, arg::owner, arg::name}},
   };
 }
 // The watchdog's batched renewal (index_sql::renew_many, version_sql::renew_many): one UPDATE of
@@ -85,6 +92,7 @@ std::string renew_many_statement(const std::string& tbl, std::size_t count, bool
 dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   const std::string tbl = quoted_table(t);
   const std::string seq = quoted_table(t, "_fence");
+  const std::string holders = quoted_table(t, "_holders");
   dlock::sql::index_sql s;
   s.create = {
       "CREATE TABLE IF NOT EXISTS " + tbl +
@@ -102,17 +110,27 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   // per statement. RETURNING reads the row as this statement left it, under its row lock: its
   // fence when the row is ours now (inserted, taken over or re-entered), NULL when another
   // owner's live row was left alone. One autocommitted statement, one round trip.
+  // One name, one lock: the row is offered (FROM DUAL WHERE) only while the name's reader-writer
+  // lock and semaphore have no live holder row (<table>_holders, units.hpp); with one, nothing is
+  // inserted or changed and nothing is returned (units_in_use then says which kind holds it).
+  // INSERT ... SELECT reads <table>_holders with shared next-key locks (REPEATABLE READ, which
+  // every connection sets), and the units' grant reads this table the same way before it inserts
+  // its holder row: two racing grants of the two kinds wait for each other, and InnoDB rolls one
+  // back as a deadlock; its retry finds the other's row.
   s.acquire = {
-      {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(" + seq + "), " +
-           expiry_from_now +
-           ") ON DUPLICATE KEY UPDATE"
+      {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at) SELECT ?, ?, 1, NEXTVAL(" + seq + "), " +
+           expiry_from_now + " FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " + holders +
+           " u WHERE u.name = ? AND u.expires_at > NOW(6))"
+           " ON DUPLICATE KEY UPDATE"
            " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
            " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
            " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
            " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)"
            " RETURNING IF(owner = ?, fence, NULL), hold_count",
-       {arg::name, arg::owner, arg::ttl_ms, arg::owner}},
+       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner}},
   };
+  s.units_in_use = {{"SELECT kind, SUM(units) FROM " + holders + " WHERE name = ? AND expires_at > NOW(6) GROUP BY kind",
+                     {arg::name}}};
   // The common case, the last hold, is one statement: our live row with hold_count 1 is deleted
   // (the fence lives in the SEQUENCE, so nothing is lost). Only when that matched no row does the
   // strategy run release_reentered: one hold fewer of our live re-entered row. No row matched by
@@ -138,6 +156,13 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
   const std::string seq = quoted_table(t, "_fence");
   const std::string live_units = "(SELECT COALESCE(SUM(h.units), 0) FROM " + holders +
                                  " h WHERE h.name = a.name AND h.kind = a.kind AND h.expires_at > NOW(6))";
+  // One name, one lock: the mutex's live row (the lock table itself) counts as a writer of the
+  // reader-writer lock, and refuses the semaphore; the other pool of the name (a semaphore beside
+  // a reader-writer lock) refuses this one. Read with shared locks (INSERT ... SELECT at
+  // REPEATABLE READ), as the mutex's statement reads the holders: see index_dialect.
+  const std::string mutex_live = "(SELECT 1 FROM " + quoted_table(t) + " m WHERE m.name = a.name AND m.expires_at > NOW(6))";
+  const std::string other_kind_live = "(SELECT 1 FROM " + holders +
+                                      " o WHERE o.name = a.name AND o.kind <> a.kind AND o.expires_at > NOW(6))";
   dlock::sql::units_sql s;
   s.create = {
       "CREATE TABLE IF NOT EXISTS " + anchors +
@@ -160,9 +185,12 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
             " a WHERE a.kind = ? AND a.name = ? AND a.max_count = ?"
             " AND (? = 0 OR a.writer_waiting_until IS NULL OR a.writer_waiting_until <= NOW(6))"
             " AND ? + " +
-            live_units + " <= a.max_count FOR UPDATE RETURNING fence";
+            live_units + " <= a.max_count AND NOT EXISTS " + mutex_live + " AND NOT EXISTS " + other_kind_live +
+            " FOR UPDATE RETURNING fence";
   s.inspect = "SELECT a.max_count, " + live_units + ", (SELECT COUNT(*) FROM " + holders +
-              " x WHERE x.name = a.name AND x.kind = a.kind AND x.expires_at <= NOW(6)) FROM " + anchors +
+              " x WHERE x.name = a.name AND x.kind = a.kind AND x.expires_at <= NOW(6)), EXISTS " + mutex_live +
+              ", (SELECT COALESCE(SUM(o.units), 0) FROM " + holders +
+              " o WHERE o.name = a.name AND o.kind <> a.kind AND o.expires_at > NOW(6)) FROM " + anchors +
               " a WHERE a.kind = ? AND a.name = ?";
   s.create_anchor = "INSERT IGNORE INTO " + anchors + " (kind, name, max_count) VALUES (?, ?, ?)";
   s.reset_max_count = "UPDATE " + anchors + " SET max_count = ? WHERE kind = ? AND name = ? AND NOT EXISTS (SELECT 1 FROM " +

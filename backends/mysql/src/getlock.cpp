@@ -7,6 +7,7 @@
 #include <stop_token>
 
 #include "capabilities.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/session_lease.hpp"
 #include "dlock_sql/session_share.hpp"
@@ -156,7 +157,14 @@ class getlock_lock final : public distributed_lock {
   // most one caller per name and process waits on the server; the others wait for its local
   // reservation. Fractional seconds are honoured by MariaDB. A wait longer than the socket read
   // timeout is cut into pieces.
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+    return sql::wait_out_outages(deadline, options().poll, ec,
+                                 [this](clock::time_point d, std::error_code& e) { return wait(d, e); });
+  }
+
+ private:
+  std::unique_ptr<spi::lease_state> wait(clock::time_point deadline, std::error_code& ec) noexcept {
     if (!shared_->share->reserve(key_, deadline)) return nullptr;
     sql::key_reservation reserved(shared_->share.get(), key_);
     if (auto l = try_shared(reserved, deadline, ec); l || ec) return l;
@@ -194,8 +202,9 @@ class getlock_lock final : public distributed_lock {
     try {
       char seconds[32];  // the wait in seconds, as decimal text (the connection binds no doubles)
       std::snprintf(seconds, sizeof seconds, "%.3f", std::chrono::duration<double>(wait).count());
-      const sql::param params[] = {key_, std::string(seconds)};
-      if (!query_scalar(*s->conn(), shared_->get_lock_sql, params, got, ec, what + " (GET_LOCK)")) {
+      const sql::param params[] = {key_, key_, std::string(seconds)};
+      if (!query_scalar(*s->conn(), shared_->get_lock_sql, params, got, ec, what + " (GET_LOCK)") ||
+          (got == -1 && !beside_a_semaphore(*s->conn(), got, ec))) {
         // The lock may be held by the connection (NEXTVAL failed after GET_LOCK granted). This
         // process reserved the name, so the connection holds it at most once: one RELEASE_LOCK
         // cleans it; when even that fails the connection ends, with every lease on it.
@@ -223,10 +232,40 @@ class getlock_lock final : public distributed_lock {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
-    if (got == 0) return nullptr;  // held by another connection (timed out waiting)
+    if (got == 0) return nullptr;  // held by another connection (timed out waiting), or refused (ec)
     s->end();
     set_error(ec, errc::backend_error, what + ": GET_LOCK returned NULL");
     return nullptr;
+  }
+
+  // GET_LOCK granted, and the name is in the semaphores' table: was it ever used as a semaphore,
+  // or are permits of it held now? The connection holds the name, so the permits counted now
+  // were taken before (a semaphore acquirer taking one later sees the name held and gives its
+  // slot back). Permits held: RELEASE_LOCK, `got` 0 and ec name_conflict. None: `got` is the
+  // token, read now, while the connection holds the lock. False: a statement failed (ec set;
+  // the connection may hold the name).
+  bool beside_a_semaphore(sql::connection& c, std::optional<long long>& got, std::error_code& ec) noexcept {
+    try {
+      const std::string what = "acquiring lock '" + std::string(name()) + "'";
+      const sql::param key{key_};
+      std::optional<long long> max_count;
+      if (!query_scalar(c, shared_->max_count_sql, std::span(&key, 1), max_count, ec, what)) return false;
+      const auto held = max_count ? semaphore_permits_held(c, name(), static_cast<std::uint32_t>(*max_count), ec)
+                                  : std::optional<std::uint32_t>(0);
+      if (!held) return false;
+      if (*held == 0) return query_scalar(c, shared_->token_sql, {}, got, ec, what + " (NEXTVAL)");
+      std::optional<long long> released;
+      if (!query_scalar(c, release_lock_sql, std::span(&key, 1), released, ec, what) || released != 1) return false;
+      got = 0;
+      set_error(ec, errc::name_conflict,
+                "lock '" + std::string(name()) + "' is in use as a semaphore (" + std::to_string(*held) +
+                    (*held == 1 ? " permit" : " permits") +
+                    " held on the server); a mutex of the same name cannot be taken: use another name");
+      return true;
+    } catch (...) {
+      set_error(ec, errc::backend_error, "out of memory");
+      return false;
+    }
   }
 
   std::string key_;
@@ -239,18 +278,47 @@ std::vector<std::string> getlock_backend::parameters() {
   auto keys = dlock::sql::pool_parameter_names();
   keys.push_back("command_timeout");
   keys.push_back("sequence");
+  keys.push_back("semaphore_table");
   keys.push_back("create_sequence");
   return keys;
 }
 
 namespace {
-std::string sequence_of(const uri& u) {
-  const auto v = u.get("sequence");
-  if (!v) return "dlock_getlock_fence";
+std::string identifier_of(const uri& u, const char* key, const char* fallback) {
+  const auto v = u.get(key);
+  if (!v) return fallback;
   if (!dlock::sql::is_identifier(*v))
-    throw error(errc::invalid_uri, "sequence=" + *v + ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0,62} in " +
-                                       u.redacted());
+    throw error(errc::invalid_uri, std::string(key) + "=" + *v +
+                                       ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0,62} in " + u.redacted());
   return *v;
+}
+
+// The semaphores' table: created like the sequence (an existing one is used as it is); with
+// create_sequence=false it must exist, since the mutex's statement reads it.
+void ensure_semaphores_table(dlock::sql::pool& p, const std::string& name, bool create, const std::string& redacted_uri) {
+  const std::string quoted = "`" + name + "`";
+  const std::string hint = " (set create_sequence=false if an administrator creates it; DDL in the README)";
+  std::error_code ec;
+  auto h = p.checkout(ec);
+  if (!h) throw error(ec, last_error_message());
+  const dlock::sql::param table{name};
+  dlock::sql::result out;
+  dlock::sql::sql_error err;
+  if (h->execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+                 std::span(&table, 1), out, err)) {
+    if (scalar(out).value_or(0) > 0) return;
+    if (!create)
+      throw error(errc::backend_error, "opening " + redacted_uri + ": the semaphores' table " + quoted +
+                                           " does not exist and create_sequence=false: create it (DDL in the README)");
+    if (h->execute("CREATE TABLE IF NOT EXISTS " + quoted +
+                       " (name VARBINARY(64) NOT NULL PRIMARY KEY, max_count BIGINT NOT NULL) ENGINE=InnoDB",
+                   {}, out, err))
+      return;
+    if (err.code.starts_with("1050")) return;  // created by a concurrent opener
+  }
+  if (!h->usable()) h.discard();
+  dlock::sql::set_sql_error(ec, err, "creating the semaphores' table " + quoted + " for " + redacted_uri + hint);
+  throw error(ec, last_error_message());
 }
 
 // Several processes may create the sequence at once: a concurrent CREATE ... IF NOT EXISTS can
@@ -287,19 +355,41 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
   st->share = std::make_shared<dlock::sql::session_share>(
       st->connections, std::max<std::size_t>(1, st->connections->options().max_dedicated / 2));
   st->command_timeout = settings.command_timeout;
-  const std::string name = sequence_of(u);
-  // The token is read in the very statement that takes the lock (CASE evaluates GET_LOCK once,
-  // NEXTVAL only when it granted), so NEXTVAL runs while this connection holds the lock: a later
-  // holder, granted only after this connection lost it, reads a larger value. NEXTVAL is not
-  // transactional: nothing rolls it back. Sequence values start at 1, so 0 means "not granted".
-  st->get_lock_sql = "SELECT CASE GET_LOCK(?, ?) WHEN 1 THEN NEXTVAL(`" + name + "`) WHEN 0 THEN 0 END";
-  if (u.get_bool("create_sequence").value_or(true)) {
+  const std::string name = identifier_of(u, "sequence", "dlock_getlock_fence");
+  const std::string semaphores = identifier_of(u, "semaphore_table", "dlock_getlock_semaphores");
+  st->semaphores_table = "`" + semaphores + "`";
+  // The token is read in the very statement that takes the lock (GET_LOCK in a derived table,
+  // which the server evaluates once and first; NEXTVAL only when it granted), so NEXTVAL runs
+  // while this connection holds the lock: a later holder, granted only after this connection lost
+  // it, reads a larger value. NEXTVAL is not transactional: nothing rolls it back. Sequence values
+  // start at 1, so 0 means "not granted".
+  // One name, one lock: a semaphore of the name (N GET_LOCK slots, getlock_semaphore.hpp) records
+  // the name in the semaphores' table before it takes a slot, and checks IS_USED_LOCK(name) after.
+  // Granted, the mutex looks the name up in that table in the same statement, after GET_LOCK (its
+  // subquery depends on the derived table's result, so it cannot run before): -1 when it is there,
+  // and then its slots are counted (beside_a_semaphore). A subquery that did not depend on it would
+  // be evaluated before GET_LOCK (measured on MariaDB 10.11: it missed a row inserted while
+  // GET_LOCK waited).
+  st->get_lock_sql = "SELECT CASE g WHEN 1 THEN IF(EXISTS (SELECT 1 FROM " + st->semaphores_table +
+                     " s WHERE s.name = ? AND g = 1), -1, NEXTVAL(`" + name + "`)) WHEN 0 THEN 0 END"
+                     " FROM (SELECT GET_LOCK(?, ?) AS g) AS t";
+  st->token_sql = "SELECT NEXTVAL(`" + name + "`)";
+  st->slot_sql = "SELECT CASE g WHEN 1 THEN IF(IS_USED_LOCK(?) IS NULL, NEXTVAL(`" + name +
+                 "`), -1) WHEN 0 THEN 0 END FROM (SELECT GET_LOCK(?, ?) AS g) AS t";
+  // Every user of a name should give the same max_count; the largest one recorded is the one the
+  // mutex counts the slots of.
+  st->register_sql = "INSERT INTO " + st->semaphores_table +
+                     " (name, max_count) VALUES (?, ?) ON DUPLICATE KEY UPDATE max_count = GREATEST(max_count, VALUES(max_count))";
+  st->max_count_sql = "SELECT max_count FROM " + st->semaphores_table + " WHERE name = ?";
+  const bool create = u.get_bool("create_sequence").value_or(true);
+  if (create) {
     create_sequence(*st->connections, name, u.redacted());  // connects once: bad credentials fail at open
   } else {                                                  // fail at open on wrong credentials, an unknown database or an unreachable server
     std::error_code ec;
     auto h = st->connections->checkout(ec);
     if (!h) throw error(ec, last_error_message());
   }
+  ensure_semaphores_table(*st->connections, semaphores, create, u.redacted());
   shared_ = std::move(st);
 }
 
@@ -309,8 +399,7 @@ std::unique_ptr<distributed_lock> getlock_backend::do_make_lock(std::string name
 
 std::unique_ptr<semaphore> getlock_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                               lock_options options) {
-  return make_getlock_semaphore(std::move(name), max_count, semaphore_caps(), std::move(options),
-                                shared_->connections, shared_->get_lock_sql);
+  return make_getlock_semaphore(std::move(name), max_count, semaphore_caps(), std::move(options), shared_);
 }
 
 }  // namespace dlock::mysql

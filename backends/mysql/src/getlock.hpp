@@ -28,10 +28,22 @@ class getlock_backend final : public backend {
     std::shared_ptr<dlock::sql::session_monitor> monitor;
     std::shared_ptr<dlock::sql::session_share> share;  // the connections leases share
     std::chrono::milliseconds command_timeout;
-    std::string get_lock_sql;  // GET_LOCK and the fencing token, one statement
+    // GET_LOCK, the check of the semaphore table and the fencing token, one statement (binds the
+    // key, the key, the wait): the token, 0 (not granted) or -1 (the name was a semaphore's).
+    std::string get_lock_sql;
+    std::string token_sql;  // NEXTVAL of the sequence alone
+    // The semaphores' table (getlock_semaphore.hpp): its name quoted, the max_count of a name.
+    std::string semaphores_table;
+    std::string max_count_sql;
+    // A semaphore's slot: GET_LOCK(slot, 0), then IS_USED_LOCK(the name) and the token (binds the
+    // name's key, the slot's key, the wait): the token, 0 (not granted) or -1 (the name is held
+    // as a mutex); and the record of the name in the semaphores' table (binds key, max_count).
+    std::string slot_sql;
+    std::string register_sql;
   };
 
-  // The pool keys, command_timeout, sequence= (default dlock_getlock_fence) and create_sequence=.
+  // The pool keys, command_timeout, sequence= (default dlock_getlock_fence), semaphore_table=
+  // (default dlock_getlock_semaphores) and create_sequence=.
   static std::vector<std::string> parameters();
   getlock_backend(const uri& u, const lock_options& defaults);
 

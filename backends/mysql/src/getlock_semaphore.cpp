@@ -6,6 +6,8 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -14,7 +16,9 @@
 #include <vector>
 
 #include "dlock_sql/connection.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/pool.hpp"
+#include "getlock_key.hpp"
 #include "getlock_query.hpp"
 
 namespace dlock::mysql {
@@ -132,10 +136,8 @@ class slots_lease final : public spi::lease_state {
 class getlock_semaphore final : public semaphore {
  public:
   getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
-                    std::shared_ptr<sql::pool> connections, std::string get_lock_sql)
-      : semaphore(name, max_count, caps, std::move(options)),
-        connections_(std::move(connections)),
-        get_lock_sql_(std::move(get_lock_sql)) {
+                    std::shared_ptr<const getlock_backend::shared> shared)
+      : semaphore(name, max_count, caps, std::move(options)), shared_(std::move(shared)), mutex_key_(getlock_key(name)) {
     keys_.reserve(max_count);
     for (std::uint32_t i = 0; i < max_count; ++i) keys_.push_back(semaphore_slot_key(name, i));
   }
@@ -145,23 +147,46 @@ class getlock_semaphore final : public semaphore {
     const auto start = clock::now();
     const std::string what = "acquiring semaphore '" + std::string(name()) + "'";
     try {
-      auto h = connections_->checkout_dedicated(ec);
+      auto h = shared_->connections->checkout_dedicated(ec);
       if (!h) return nullptr;
+      // The name goes into the semaphores' table before any slot is taken (once per object: the
+      // table keeps it), so a mutex that holds the name later finds it and counts the slots.
+      if (!registered_.load()) {
+        const sql::param ps[] = {mutex_key_, static_cast<std::int64_t>(max_count())};
+        sql::result out;
+        sql::sql_error err;
+        if (!h->execute(shared_->register_sql, ps, out, err)) {
+          if (!h->usable()) h.discard();
+          sql::set_sql_error(ec, err, what + " (recording it in " + shared_->semaphores_table + ")");
+          return nullptr;
+        }
+        registered_ = true;
+      }
       thread_local std::minstd_rand random{std::random_device{}()};
       const std::uint32_t first = static_cast<std::uint32_t>(random() % max_count());
       std::vector<std::string> held;
       std::uint64_t token = 0;
       for (std::uint32_t i = 0; i < max_count() && held.size() < permits; ++i) {
         const auto& key = keys_[(first + i) % max_count()];
-        const sql::param ps[] = {key, std::string("0")};
+        const sql::param ps[] = {mutex_key_, key, std::string("0")};
         std::optional<long long> got;
-        if (!query_scalar(*h, get_lock_sql_, ps, got, ec, what + " (GET_LOCK)")) {
+        if (!query_scalar(*h, shared_->slot_sql, ps, got, ec, what + " (GET_LOCK)")) {
           h.discard();  // it may hold slots: the connection ends, and the server frees them
           return nullptr;
         }
         if (!got) {
           h.discard();
           set_error(ec, errc::backend_error, what + ": GET_LOCK returned NULL");
+          return nullptr;
+        }
+        if (*got == -1) {  // the slot is ours, and the name is held as a mutex: give every slot back
+          held.push_back(key);
+          std::error_code ignored;
+          if (!release_all(*h, held, ignored, what) || ignored) h.discard();
+          set_error(ec, errc::name_conflict,
+                    "lock '" + std::string(name()) +
+                        "' is in use as a mutex (held on the server); a semaphore of the same name cannot be taken: "
+                        "use another name");
           return nullptr;
         }
         if (*got > 0) {
@@ -182,9 +207,18 @@ class getlock_semaphore final : public semaphore {
     }
   }
 
-  std::shared_ptr<sql::pool> connections_;
-  std::string get_lock_sql_;
+  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return sql::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return semaphore::do_acquire_until(permits, d, e);
+    });
+  }
+
+  std::shared_ptr<const getlock_backend::shared> shared_;
+  std::string mutex_key_;
   std::vector<std::string> keys_;
+  std::atomic<bool> registered_{false};
 };
 
 }  // namespace
@@ -197,10 +231,32 @@ std::string semaphore_slot_key(std::string_view name, std::uint32_t slot) {
 }
 
 std::unique_ptr<semaphore> make_getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps,
-                                                  lock_options options, std::shared_ptr<dlock::sql::pool> connections,
-                                                  std::string get_lock_sql) {
-  return std::make_unique<getlock_semaphore>(std::move(name), max_count, caps, std::move(options),
-                                             std::move(connections), std::move(get_lock_sql));
+                                                  lock_options options,
+                                                  std::shared_ptr<const getlock_backend::shared> shared) {
+  return std::make_unique<getlock_semaphore>(std::move(name), max_count, caps, std::move(options), std::move(shared));
+}
+
+std::optional<std::uint32_t> semaphore_permits_held(dlock::sql::connection& c, std::string_view name,
+                                                    std::uint32_t max_count, std::error_code& ec) noexcept {
+  constexpr std::uint32_t per_statement = 256;
+  try {
+    std::uint32_t held = 0;
+    for (std::uint32_t from = 0; from < max_count; from += per_statement) {
+      const std::uint32_t count = std::min(per_statement, max_count - from);
+      std::vector<sql::param> ps;
+      ps.reserve(count);
+      for (std::uint32_t i = 0; i < count; ++i) ps.emplace_back(semaphore_slot_key(name, from + i));
+      std::string q = "SELECT 0";
+      for (std::uint32_t i = 0; i < count; ++i) q += " + (IS_USED_LOCK(?) IS NOT NULL)";
+      std::optional<long long> n;
+      if (!query_scalar(c, q, ps, n, ec, "counting the permits held of semaphore '" + std::string(name) + "'")) return std::nullopt;
+      held += static_cast<std::uint32_t>(n.value_or(0));
+    }
+    return held;
+  } catch (...) {
+    set_error(ec, errc::backend_error, "out of memory");
+    return std::nullopt;
+  }
 }
 
 }  // namespace dlock::mysql

@@ -4,13 +4,13 @@
 // holder dies. There is no reader-writer lock here: GET_LOCK has no shared mode (README).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "dlock/spi.hpp"
-namespace dlock::sql {
-class pool;
-}
+#include "dlock_sql/connection.hpp"
+#include "getlock.hpp"
 
 namespace dlock::mysql {
 
@@ -19,9 +19,18 @@ namespace dlock::mysql {
 // lock key nor a hashed one ('#') does, so a slot never shares a key with a mutex.
 std::string semaphore_slot_key(std::string_view name, std::uint32_t slot);
 
-// `get_lock_sql` binds (key, seconds) and returns the fencing token (NEXTVAL) when granted, 0 when not.
+// One name, one lock: before its first slot, a semaphore records its name (the mutex's GET_LOCK
+// key, getlock_key.hpp) and max_count in the semaphores' table, which the mutex reads once it
+// holds the name; each slot it takes is followed, in the same statement, by IS_USED_LOCK of the
+// name. Of a mutex and a semaphore racing for one name, at least one sees the other and gives
+// its lock back (errc::name_conflict): never both granted.
 std::unique_ptr<semaphore> make_getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps,
-                                                  lock_options options, std::shared_ptr<dlock::sql::pool> connections,
-                                                  std::string get_lock_sql);
+                                                  lock_options options,
+                                                  std::shared_ptr<const getlock_backend::shared> shared);
+
+// How many of the first `max_count` slots of `name` are held by any connection (IS_USED_LOCK, a
+// few hundred per statement); nullopt with ec set when a statement failed.
+std::optional<std::uint32_t> semaphore_permits_held(dlock::sql::connection& c, std::string_view name,
+                                                    std::uint32_t max_count, std::error_code& ec) noexcept;
 
 }  // namespace dlock::mysql

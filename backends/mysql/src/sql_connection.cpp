@@ -8,7 +8,10 @@
 #include <cppconn/resultset_metadata.h>
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
+
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::mysql {
 
@@ -121,9 +124,13 @@ class mysql_sql_connection final : public dlock::sql::connection {
   template <class F>
   bool run(dlock::sql::sql_error& err, F&& f) noexcept {
     err = {};
+    // Inside an acquire's deadline: a statement unanswered by then has its socket shut down.
+    const dlock::sql::socket_guard guard(session_->socket_fd());
     try {
       f();
-      return true;
+      if (!guard.fired()) return true;
+      err.kind = dlock::sql::failure::connection_lost;
+      err.message = "no answer by the caller's deadline: the connection was shut down";
     } catch (const ::sql::SQLException& e) {
       err.kind = failure_of(e);
       err.code = std::to_string(e.getErrorCode()) + (e.getSQLState().empty() ? "" : "/" + e.getSQLState());
@@ -134,6 +141,11 @@ class mysql_sql_connection final : public dlock::sql::connection {
     } catch (...) {
       err.kind = dlock::sql::failure::other;
       err.message = "unknown exception from Connector/C++";
+    }
+    if (guard.fired()) {
+      err.kind = dlock::sql::failure::connection_lost;
+      err.message = "no answer by the caller's deadline (+" + std::to_string(dlock::sql::deadline_grace.count()) +
+                    " ms): the connection was shut down (" + err.message + ")";
     }
     if (err.kind == dlock::sql::failure::connection_lost || err.kind == dlock::sql::failure::unreachable)
       usable_ = false;
@@ -149,7 +161,8 @@ class mysql_sql_connection final : public dlock::sql::connection {
 
 std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s, std::error_code& ec) noexcept {
   try {
-    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port));
+    const auto before = sockets_before_connect();
+    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port, before));
   } catch (const error& e) {
     set_error(ec, e.code(), e.detail());
   } catch (const ::sql::SQLException& e) {
@@ -164,7 +177,16 @@ std::shared_ptr<dlock::sql::pool> make_pool(const connection_settings& s, const 
   auto settings = s;
   settings.connect_timeout = options.connect_timeout;
   return dlock::sql::pool::make(
-      [settings](std::chrono::milliseconds connect_timeout, std::error_code& ec) {
+      [settings](std::chrono::milliseconds connect_timeout, std::error_code& ec) -> std::unique_ptr<dlock::sql::connection> {
+        // Within an acquire's deadline (dlock_sql/deadline.hpp) with less than a second left, no
+        // connect is begun: the client library counts whole seconds and would outlast it.
+        if (connect_timeout < std::chrono::seconds{1} &&
+            dlock::sql::io_deadline() != std::chrono::steady_clock::time_point::max()) {
+          set_error(ec, errc::backend_unavailable,
+                    "connecting to " + settings.redacted_uri + ": less than 1 s was left of the caller's deadline "
+                    "(the client library counts whole seconds)");
+          return nullptr;
+        }
         auto each = settings;
         each.connect_timeout = std::max(connect_timeout, std::chrono::milliseconds{1000});
         return open_sql_connection(each, ec);

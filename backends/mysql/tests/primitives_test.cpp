@@ -199,6 +199,28 @@ TEST_F(Primitives, WaitingWriterHoldsBackNewReaders) {
   EXPECT_TRUE(late->try_acquire_read()) << "readers enter again after the writer";
 }
 
+// The mutex counts as a writer here too: waiting behind readers, it marks the anchor as a waiting
+// writer does, so new readers stay out and it gets in once the readers before it leave.
+TEST_F(Primitives, AWaitingMutexHoldsBackNewReaders) {
+  auto b = open();
+  const auto name = test::unique_name("mp");
+  auto first_reader = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(first_reader);
+  auto mutex = open()->make_lock(name);
+  auto waiting = std::async(std::launch::async, [&] { return mutex->try_acquire_for(20s); });
+  for (int i = 0; i < 200 && !writer_mark_live(name); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(writer_mark_live(name)) << "the waiting mutex left no mark";
+  auto late = open()->make_rw_lock(name);
+  EXPECT_FALSE(late->try_acquire_read()) << "a reader arriving while the mutex waits must not get in before it";
+  first_reader.release();
+  auto held = waiting.get();
+  ASSERT_TRUE(held) << "the mutex gets in once the reader that held before it leaves";
+  EXPECT_FALSE(writer_mark_live(name)) << "the mutex clears its mark once granted";
+  EXPECT_FALSE(late->try_acquire_read()) << "the mutex excludes readers";
+  held.release();
+  EXPECT_TRUE(late->try_acquire_read()) << "readers enter again after the mutex";
+}
+
 TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
   const auto name = test::unique_name("k");
   signal_pipe held;
@@ -277,7 +299,7 @@ TEST_F(Primitives, ReleaseAfterExpiryReportsNotOwner) {
   o.watchdog = false;
   const auto name = test::unique_name("e");
   auto permit = b->make_semaphore(name, 1, o)->try_acquire();
-  auto reading = b->make_rw_lock(name, o)->try_acquire_read();
+  auto reading = b->make_rw_lock(name + "-rw", o)->try_acquire_read();  // one name, one kind of lock
   ASSERT_TRUE(permit && reading);
   std::this_thread::sleep_for(1300ms);
   EXPECT_TRUE(b->make_semaphore(name, 1, o)->try_acquire()) << "the expired permit is free again";
@@ -329,7 +351,10 @@ TEST_F(Primitives, HostileNamesAreBoundNotPasted) {
   for (const auto& n : names) {
     auto w = b->make_rw_lock(n)->try_acquire_write();
     ASSERT_TRUE(w);
-    EXPECT_TRUE(b->make_semaphore(n, 1)->try_acquire()) << "a semaphore and a rw lock of one name are two pools";
+    std::error_code ec;
+    EXPECT_FALSE(b->make_semaphore(n, 1)->try_acquire(ec));
+    EXPECT_EQ(ec, dlock::errc::name_conflict) << "the semaphore of the very same name (bytes and all) is refused";
+    EXPECT_TRUE(b->make_semaphore(n + "s", 1)->try_acquire()) << "and only that name";
   }
 }
 
@@ -337,16 +362,19 @@ TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
   auto b = open("ttl=1s");
   auto o = b->default_options();
   o.watchdog = false;
-  const auto name = test::unique_name("sw");
+  const auto name = test::unique_name("sw"), rw_name = name + "-rw";  // one name, one kind of lock
   auto kept = b->make_semaphore(name, 2)->try_acquire();  // renewed by the watchdog: stays
   auto left = b->make_semaphore(name, 2, o)->try_acquire();
-  auto idle = b->make_rw_lock(name)->try_acquire_read();
+  auto idle = b->make_rw_lock(rw_name)->try_acquire_read();
   ASSERT_TRUE(kept && left && idle);
   idle.release();
   std::this_thread::sleep_for(1300ms);  // `left` expired
   auto count = [&](const std::string& suffix) {
     auto c = test::raw_connect(uri());
-    return test::query_int(*c, "SELECT COUNT(*) FROM `" + table_ + suffix + "` WHERE name = ?", name).value_or(-1);
+    const auto rows = [&](const std::string& n) {
+      return test::query_int(*c, "SELECT COUNT(*) FROM `" + table_ + suffix + "` WHERE name = ?", n).value_or(-100);
+    };
+    return rows(name) + rows(rw_name);
   };
   EXPECT_EQ(count("_holders"), 2);
   EXPECT_EQ(count("_units"), 2);
@@ -356,7 +384,78 @@ TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
   EXPECT_EQ(count("_holders"), 1) << "the live holder stays";
   EXPECT_EQ(count("_units"), 1) << "the semaphore's anchor stays while it has a holder";
   EXPECT_FALSE(b->make_semaphore(name, 2)->try_acquire(2)) << "the live permit still counts";
-  EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_write()) << "a swept anchor is made again";
+  EXPECT_TRUE(b->make_rw_lock(rw_name)->try_acquire_write()) << "a swept anchor is made again";
+}
+
+// One name, one lock: the mutex (its row in the lock table), the reader-writer lock and the
+// semaphore (holder rows) of one name, racing from two backends: a semaphore permit is never held
+// beside a mutex or a reader, and the mutex never beside a reader or writer (the grants read each
+// other's rows with shared locks; a deadlock between them is retried, never a double grant).
+TEST_F(Primitives, RacingKindsOfOneNameAreNeverGrantedTogether) {
+  const auto name = test::unique_name("race");
+  auto a = open("ttl=5s"), b = open("ttl=5s");
+  std::atomic<int> mutexes_in{0}, readers_in{0}, permits_in{0}, overlaps{0}, errors{0};
+  std::atomic<int> granted[3] = {0, 0, 0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      const int kind = t % 3;  // 0 mutex, 1 reader, 2 semaphore
+      auto mutex = backend->make_lock(name);
+      auto rw = backend->make_rw_lock(name);
+      auto sem = backend->make_semaphore(name, 3);
+      for (int i = 0; i < 40; ++i) {
+        std::error_code ec;
+        auto l = kind == 0 ? mutex->try_acquire(ec) : kind == 1 ? rw->try_acquire_read(ec) : sem->try_acquire(ec);
+        if (!l) {
+          if (ec && ec != dlock::errc::name_conflict) ++errors;
+          continue;
+        }
+        auto& mine = kind == 0 ? mutexes_in : kind == 1 ? readers_in : permits_in;
+        ++mine;
+        if ((kind == 0 && (readers_in.load() || permits_in.load())) || (kind == 1 && (mutexes_in.load() || permits_in.load())) ||
+            (kind == 2 && (mutexes_in.load() || readers_in.load())))
+          ++overlaps;
+        ++granted[kind];
+        std::this_thread::sleep_for(1ms);
+        --mine;
+        l.release(ec);
+        if (ec) ++errors;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "two kinds of lock of one name were held at once";
+  EXPECT_EQ(errors.load(), 0);
+  for (int k = 0; k < 3; ++k) EXPECT_GT(granted[k].load(), 0) << "kind " << k << " was never granted";
+}
+
+// A mutex waiting behind readers is granted once they leave (it polls, at most poll.max apart),
+// and a waiting acquire refused as a conflict returns at once instead of waiting.
+TEST_F(Primitives, AWaitingMutexIsGrantedAfterReadersAndAConflictDoesNotWait) {
+  const auto name = test::unique_name("wait");
+  auto a = open("ttl=20s&poll=10ms..200ms"), b = open("ttl=20s&poll=10ms..200ms");
+  auto reading = a->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(reading);
+  std::thread release([&] {
+    std::this_thread::sleep_for(300ms);
+    reading.release();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto mutex = b->make_lock(name)->try_acquire_for(10s);
+  release.join();
+  ASSERT_TRUE(mutex);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "the mutex slept out the reader's ttl";
+  mutex.release();
+  auto permit = a->make_semaphore(name, 2)->try_acquire();
+  ASSERT_TRUE(permit);
+  std::error_code ec;
+  const auto asked = std::chrono::steady_clock::now();
+  EXPECT_FALSE(b->make_lock(name)->try_acquire_for(5s, ec));
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 2s) << "a conflict must not wait";
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write_for(5s, ec));
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 4s) << "a conflict must not wait";
 }
 
 // mysql+getlock: a semaphore as N GET_LOCK slots; no reader-writer lock.
@@ -452,6 +551,102 @@ TEST_F(GetlockSemaphore, UnrenewedLeaseIsCutAtItsValidityAndThePermitComesBack) 
   std::error_code ec;
   permit.release(ec);
   EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+// One name, one lock on mysql+getlock: the mutex (GET_LOCK of the name) and the semaphore (N
+// GET_LOCK slots) of one name refuse each other, each side checking the other once it holds its
+// own lock. Racing from two backends, never both granted.
+TEST_F(GetlockSemaphore, AMutexAndASemaphoreOfOneNameRefuseEachOtherAndNeverHoldTogether) {
+  const auto name = test::unique_name("gone");
+  auto a = open(), b = open();
+  std::error_code ec;
+  {
+    auto mutex = a->make_lock(name)->try_acquire();
+    ASSERT_TRUE(mutex);
+    EXPECT_FALSE(b->make_semaphore(name, 3)->try_acquire_for(2s, ec));
+    EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+    EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos);
+  }
+  {
+    auto permit = a->make_semaphore(name, 3)->try_acquire(2);
+    ASSERT_TRUE(permit);
+    EXPECT_FALSE(b->make_lock(name)->try_acquire_for(2s, ec));
+    EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+    EXPECT_NE(dlock::last_error_message().find("in use as a semaphore (2 permits held"), std::string::npos)
+        << dlock::last_error_message();
+    auto c = test::raw_connect(test::uri_for("mysql+getlock"));
+    EXPECT_EQ(test::query_int(*c, "SELECT IS_USED_LOCK(?) IS NULL", getlock_key(name)), 1) << "the refused mutex gave the name back";
+  }
+  EXPECT_TRUE(b->make_lock(name)->try_acquire()) << "a name once used as a semaphore is a mutex again when no permit is held";
+
+  const auto raced = test::unique_name("grace");
+  std::atomic<int> mutex_in{0}, permits_in{0}, overlaps{0}, errors{0}, mutexes{0}, permits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      auto mutex = backend->make_lock(raced);
+      auto sem = backend->make_semaphore(raced, 4);
+      for (int i = 0; i < 40; ++i) {
+        std::error_code e;
+        auto l = t < 3 ? mutex->try_acquire(e) : sem->try_acquire(e);
+        if (!l) {
+          if (e && e != dlock::errc::name_conflict) ++errors;
+          continue;
+        }
+        auto& mine = t < 3 ? mutex_in : permits_in;
+        auto& other = t < 3 ? permits_in : mutex_in;
+        ++mine;
+        if (other.load()) ++overlaps;
+        ++(t < 3 ? mutexes : permits);
+        std::this_thread::sleep_for(1ms);
+        --mine;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "a mutex and a permit of one name were held at once";
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(mutexes.load(), 0);
+  EXPECT_GT(permits.load(), 0);
+}
+
+// The mutex checks the semaphores' table after GET_LOCK granted, not before it waited: a
+// semaphore recorded and its slot taken while the mutex waits on the server for the name is seen
+// once the name is granted (a check evaluated before GET_LOCK would miss both, and grant).
+TEST_F(GetlockSemaphore, AMutexGrantedAfterAWaitSeesASemaphoreTakenMeanwhile) {
+  const auto name = test::unique_name("gwait");
+  auto holder = test::raw_connect(test::uri_for("mysql+getlock"));
+  ASSERT_EQ(test::query_int(*holder, "SELECT GET_LOCK(?, 0)", getlock_key(name)), 1);
+  auto waiter = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto l = open()->make_lock(name)->try_acquire_for(10s, ec);
+    return std::make_pair(static_cast<bool>(l), ec);
+  });
+  std::this_thread::sleep_for(500ms);  // the mutex waits in GET_LOCK on the server now
+  // A semaphore's steps, by hand (a dlock semaphore would see the name held and give up): record
+  // the name, then take slot 0.
+  auto sem = test::raw_connect(test::uri_for("mysql+getlock"));
+  {
+    std::unique_ptr<::sql::PreparedStatement> st(sem->prepareStatement(
+        "INSERT INTO dlock_getlock_semaphores (name, max_count) VALUES (?, 2) ON DUPLICATE KEY UPDATE max_count = 2"));
+    st->setString(1, getlock_key(name));
+    st->executeUpdate();
+  }
+  ASSERT_EQ(test::query_int(*sem, "SELECT GET_LOCK(?, 0)", semaphore_slot_key(name, 0)), 1);
+  ASSERT_EQ(test::query_int(*holder, "SELECT RELEASE_LOCK(?)", getlock_key(name)), 1);
+  const auto [granted, ec] = waiter.get();
+  EXPECT_FALSE(granted) << "the mutex was granted beside a held permit";
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+}
+
+TEST_F(GetlockSemaphore, WithoutCreateSequenceTheSemaphoresTableMustExist) {
+  try {
+    (void)dlock::open(test::uri_for("mysql+getlock", "create_sequence=false&semaphore_table=" + test::unique_table("absent")));
+    ADD_FAILURE() << "opened without its semaphores' table";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_error);
+    EXPECT_NE(std::string(e.what()).find("semaphores' table"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cppconn/prepared_statement.h>
 #include <cppconn/statement.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <future>
 #include <iostream>
@@ -18,6 +19,7 @@
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "batched_renewal.hpp"
+#include "deadline_faults.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "schema_race.hpp"
@@ -421,5 +423,31 @@ TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
 }
 INSTANTIATE_TEST_SUITE_P(Mysql, Partition, ::testing::Values("mysql+forupdate", "mysql+getlock"),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// Every mysql scheme: a waiting acquire (every form the scheme offers) ends by its deadline + 2 s
+// whatever the server does: accepts and never answers (the pool connects inside the acquire),
+// stops answering, refuses (deadline_faults.hpp). Before, OPT_CONNECT_TIMEOUT (5 s) ran past a
+// 1 s deadline, and a silent server held a statement up to command_timeout (30 s).
+class Deadline : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Deadline, AcquiresEndByTheirDeadlineWhateverTheServerDoes) {
+  dlock::sql_testing::expect_acquires_end_by_their_deadline(test::uri_for(GetParam(), "ttl=5s"));
+}
+
+// dlock::open has no deadline: it connects once, bounded by connect_timeout (whole seconds).
+TEST_P(Deadline, OpenIsBoundedByConnectTimeout) {
+  const auto target = dlock::uri::parse(test::uri_for(GetParam()));
+  dlock::testing::tcp_proxy proxy(target.hosts().front().host, target.hosts().front().port_or(3306));
+  proxy.partition();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)dlock::open(dlock::sql_testing::through(test::uri_for(GetParam(), "connect_timeout=2s"), proxy)), dlock::error);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 1900ms);
+  EXPECT_LE(took, 4000ms) << "open waited past connect_timeout";
+  proxy.heal();
+}
+
+INSTANTIATE_TEST_SUITE_P(Mysql, Deadline, ::testing::Values("mysql+getlock", "mysql+index", "mysql+forupdate", "mysql+version"),
+                         [](const auto& info) { return std::string(info.param).substr(6); });
 
 }  // namespace

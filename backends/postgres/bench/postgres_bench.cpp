@@ -21,6 +21,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/held_leases_cpu.hpp"
+#include "advisory_grant.hpp"
 #include "pg_connection.hpp"
 #include "raw_pg_session.hpp"
 #include "pg_sql.hpp"
@@ -132,6 +133,30 @@ void BM_raw_advisory(benchmark::State& state) {
   }
 }
 
+// The cost of the one-name rule on the server, raw libpq on both sides: postgres+advisory's granting
+// statement before the rule (the lock and the token) and with it (the probe of the semaphore mark
+// between them: two more lock-manager calls), each with its unlock. Same round trips.
+void BM_raw_advisory_granting_statement(benchmark::State& state, bool with_probe) {
+  raw_conn c;
+  ensure_table("postgres+advisory");  // creates the sequence
+  const auto k = dlock::pg::advisory_key::of(name_for(state, "raw-advisory-statement"));
+  const std::int64_t hi = dlock::pg::high_of(k.semaphore_mark), lo = dlock::pg::low_of(k.semaphore_mark);
+  const std::string before =
+      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN got THEN "
+      "nextval('dlock_advisory_fence') END FROM l";
+  const std::string now =
+      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN NOT got THEN NULL WHEN NOT "
+      "pg_try_advisory_lock($2::int4, $3::int4) THEN -1 WHEN pg_advisory_unlock($2::int4, $3::int4) THEN "
+      "nextval('dlock_advisory_fence') END FROM l";
+  for (auto _ : state) {
+    if (with_probe)
+      c.exec(now, {k.key, hi, lo});
+    else
+      c.exec(before, {k.key});
+    c.exec("SELECT pg_advisory_unlock($1)", {k.key});
+  }
+}
+
 // --- Scaling (issue 12; the lead's `--scaling` table reads these names) ---------------------
 // One iteration = one uncontended acquire + release, each thread on its own name. raw: the
 // minimal commands of the strategy on one libpq connection per thread; dlock: ONE backend for all
@@ -211,6 +236,8 @@ DLOCK_PG_BENCH(BM_raw_version);
 DLOCK_PG_BENCH(BM_dlock_version);
 DLOCK_PG_BENCH(BM_raw_advisory);
 DLOCK_PG_BENCH(BM_dlock_advisory);
+BENCHMARK_CAPTURE(BM_raw_advisory_granting_statement, before_the_rule, false)->Apply(configure);
+BENCHMARK_CAPTURE(BM_raw_advisory_granting_statement, with_the_probe, true)->Apply(configure);
 BENCHMARK(BM_held_leases_cpu)->Name("held leases CPU/postgres+index")->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
 
 void scaling(benchmark::internal::Benchmark* b) {

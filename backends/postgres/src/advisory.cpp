@@ -5,6 +5,7 @@
 #include "advisory_grant.hpp"
 #include "advisory_primitives.hpp"
 #include "capabilities.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/strategies.hpp"
 #include "pg_connection.hpp"
@@ -19,14 +20,17 @@ class advisory_lock final : public distributed_lock {
   advisory_lock(std::shared_ptr<advisory_state> st, std::string name, lock_options o)
       : distributed_lock(std::move(name), with_primitives(postgres_advisory_caps, postgres_advisory_primitives), std::move(o)),
         st_(std::move(st)),
-        key_{std::string(this->name()), spi::sha256_int64(this->name()), std::to_string(spi::sha256_int64(this->name()))} {}
+        key_(advisory_key::of(std::string(this->name()))) {}
 
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
-    return acquire_advisory_key(st_, key_, advisory_mode::exclusive, options(), false, clock::now(), ec);
+    return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), false, clock::now(), ec);
   }
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
-    return acquire_advisory_key(st_, key_, advisory_mode::exclusive, options(), true, deadline, ec);
+    return sql::wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
+      return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), true, d, e);
+    });
   }
 
   std::shared_ptr<advisory_state> st_;
@@ -90,33 +94,87 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
                                                const advisory_sequence& sequence) {
   auto st = std::make_shared<advisory_state>();
   st->connections = std::move(connections);
-  const std::string seq = sequence.qualified_name;
+  const std::string nextval = "nextval('" + sequence.qualified_name + "')";
   // The token is read in the very statement that takes the lock, so nextval runs while this
   // session holds it: a later holder, granted only after this session lost the lock, reads a
   // larger value. (A separate statement after the grant would not be ordered: the holder could
   // pause between the two.) The materialized CTE runs first; nextval only for a grant. Readers
   // (pg_advisory_lock_shared) read a token of their own from the same sequence: a writer granted
-  // after a reader reads a larger one.
-  for (const auto& [m, suffix] : {std::pair{0, ""}, std::pair{1, "_shared"}}) {
-    const std::string fn = std::string("pg_advisory_lock") + suffix;
-    st->try_lock_sql[m] = "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock" + std::string(suffix) +
-                          "($1) AS got) SELECT CASE WHEN got THEN nextval('" + seq + "') END FROM l";
-    // The waiting statement bounds its own wait: lock_timeout ($2) is set in the first CTE, before
-    // the lock function starts waiting (the server reads it when the wait begins).
-    st->lock_sql[m] = "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', $2, false)),"
-                      " l AS MATERIALIZED (SELECT " + fn + "($1) FROM t) SELECT nextval('" + seq + "') FROM l";
-    st->unlock_sql[m] = "SELECT pg_advisory_unlock" + std::string(suffix) + "($1)";
-  }
-  st->token_sql = "SELECT nextval('" + seq + "')";
+  // after a reader reads a larger one. Between the grant and the token, once k is held: the probe
+  // of the semaphore mark q ($2, $3), in CASE order (advisory_grant.hpp); -1 when it fails.
+  const std::string probe = "WHEN NOT pg_try_advisory_lock($2::int4, $3::int4) THEN -1"
+                            " WHEN pg_advisory_unlock($2::int4, $3::int4) THEN " + nextval + " END";
+  const auto index = [](advisory_kind k) { return static_cast<std::size_t>(k); };
+  st->try_lock_sql[index(advisory_kind::mutex)] =
+      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN NOT got THEN NULL " + probe + " FROM l";
+  st->try_lock_sql[index(advisory_kind::reader)] =
+      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock_shared($1) AS got) SELECT CASE WHEN NOT got THEN NULL " + probe + " FROM l";
+  // A writer holds its mark w ($4, $5) shared from before it takes k; nobody ever asks for w
+  // exclusively, so taking it never waits. Not granted: w is given back in the same statement.
+  st->try_lock_sql[index(advisory_kind::writer)] =
+      "WITH m AS MATERIALIZED (SELECT pg_advisory_lock_shared($4::int4, $5::int4)),"
+      " l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got FROM m)"
+      " SELECT CASE WHEN NOT got THEN (CASE WHEN pg_advisory_unlock_shared($4::int4, $5::int4) THEN NULL::bigint END) " +
+      probe + " FROM l";
+  // The waiting statement bounds its own wait: lock_timeout (the last parameter) is set in the
+  // first CTE, before the lock function starts waiting (the server reads it when the wait begins).
+  const auto waiting = [&](const char* fn, const char* timeout, const std::string& before) {
+    return "WITH t AS MATERIALIZED (SELECT set_config('lock_timeout', " + std::string(timeout) + ", false))," + before +
+           " l AS MATERIALIZED (SELECT " + fn + "($1) FROM " + (before.empty() ? "t" : "m") + ") SELECT CASE " + probe +
+           " FROM l";
+  };
+  st->lock_sql[index(advisory_kind::mutex)] = waiting("pg_advisory_lock", "$4", "");
+  st->lock_sql[index(advisory_kind::reader)] = waiting("pg_advisory_lock_shared", "$4", "");
+  st->lock_sql[index(advisory_kind::writer)] =
+      waiting("pg_advisory_lock", "$6", " m AS MATERIALIZED (SELECT pg_advisory_lock_shared($4::int4, $5::int4) FROM t),");
+  st->unlock_sql[index(advisory_kind::mutex)] = "SELECT pg_advisory_unlock($1)";
+  st->unlock_sql[index(advisory_kind::reader)] = "SELECT pg_advisory_unlock_shared($1)";
+  // Both unlocks run (a sum, not AND, which the planner may cut short).
+  st->unlock_sql[index(advisory_kind::writer)] =
+      "SELECT pg_advisory_unlock($1)::int + pg_advisory_unlock_shared($2::int4, $3::int4)::int = 2";
+  st->probe_token_sql = "SELECT CASE WHEN NOT pg_try_advisory_lock($1::int4, $2::int4) THEN -1"
+                        " WHEN pg_advisory_unlock($1::int4, $2::int4) THEN " + nextval + " END";
+  // A failed probe of q: the sessions holding q shared are semaphore leases (or acquirers); an
+  // exclusive holder of q is only another probe, of a mutex or rw lock of the name.
+  st->semaphore_check_sql =
+      "WITH s AS MATERIALIZED (SELECT count(DISTINCT pid) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted"
+      " AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 2 AND mode = 'ShareLock')"
+      " SELECT n, CASE WHEN n = 0 THEN " + nextval + " END FROM s";
+  // A failed probe of k by a semaphore acquirer: the sessions holding k ($1, $2), except those
+  // holding q ($3, $4) shared (other acquirers probing k: a session never holds a lock of each kind
+  // of one name), counted as readers (shared), writers (exclusive, holding w: $5, $6) and all
+  // exclusive holders; the token when none is left.
+  st->lock_check_sql =
+      "WITH pl AS MATERIALIZED (SELECT pid, mode, classid, objid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+      " AND ((classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1)"
+      " OR (classid = $3::bigint::oid AND objid = $4::bigint::oid AND objsubid = 2)"
+      " OR (classid = $5::bigint::oid AND objid = $6::bigint::oid AND objsubid = 2))),"
+      " h AS MATERIALIZED (SELECT k.pid, k.mode FROM pl k WHERE k.objsubid = 1 AND k.classid = $1::bigint::oid"
+      " AND k.objid = $2::bigint::oid AND NOT EXISTS (SELECT 1 FROM pl q WHERE q.pid = k.pid AND q.objsubid = 2"
+      " AND q.classid = $3::bigint::oid AND q.objid = $4::bigint::oid AND q.mode = 'ShareLock'))"
+      " SELECT (SELECT count(*) FROM h WHERE mode = 'ShareLock'),"
+      " (SELECT count(*) FROM h WHERE mode = 'ExclusiveLock' AND EXISTS (SELECT 1 FROM pl w WHERE w.pid = h.pid"
+      " AND w.objsubid = 2 AND w.classid = $5::bigint::oid AND w.objid = $6::bigint::oid)),"
+      " (SELECT count(*) FROM h WHERE mode = 'ExclusiveLock'),"
+      " CASE WHEN NOT EXISTS (SELECT 1 FROM h) THEN " + nextval + " END";
   // The semaphore's slots, as parallel arrays of the two int4 halves ($1, $2): the first $3 that
-  // are free, in array order (the LIMIT stops the scan, so no slot past them is taken), and the
-  // token only when that completed the grant (read while every slot of it is held). The two-int4
-  // form is its own key space on the server (objsubid 2): never the mutex's or a reader's key.
-  st->slots_try_sql = "WITH c AS MATERIALIZED (SELECT ord FROM unnest($1::int4[], $2::int4[]) WITH ORDINALITY AS s(hi, lo, ord)"
-                      " WHERE pg_try_advisory_lock(hi, lo) LIMIT $3::int)"
-                      " SELECT array_agg(ord)::text, CASE WHEN count(*) = $3::int THEN nextval('" + seq + "') END FROM c";
-  st->slots_unlock_sql = "SELECT coalesce(bool_and(pg_advisory_unlock(hi, lo)), false)"
-                         " FROM unnest($1::int4[], $2::int4[]) AS s(hi, lo)";
+  // are free, in array order (the LIMIT stops the scan, so no slot past them is taken), and, when
+  // that completed the grant, the probe of k ($7) and the token (read while every slot of it is
+  // held). The first statement of an attempt ($6 = 1) publishes the semaphore mark q ($4, $5)
+  // first; it fails only while a mutex or rw lock of the name probes q, and then takes nothing.
+  // The two-int4 form is its own key space on the server (objsubid 2): never the mutex's or a
+  // reader's key.
+  st->slots_try_sql =
+      "WITH p AS MATERIALIZED (SELECT CASE WHEN $6::int8 = 1 THEN pg_try_advisory_lock_shared($4::int4, $5::int4)"
+      " ELSE true END AS published),"
+      " c AS MATERIALIZED (SELECT ord FROM p, unnest($1::int4[], $2::int4[]) WITH ORDINALITY AS s(hi, lo, ord)"
+      " WHERE CASE WHEN p.published THEN pg_try_advisory_lock(hi, lo) ELSE false END LIMIT $3::int)"
+      " SELECT (SELECT published FROM p), array_agg(ord)::text, CASE WHEN count(*) = $3::int THEN"
+      " CASE WHEN NOT pg_try_advisory_lock($7) THEN -1 WHEN pg_advisory_unlock($7) THEN " + nextval + " END END FROM c";
+  // The slots and the mark, both always run; 't' when every one was held.
+  st->slots_unlock_sql = "SELECT (SELECT coalesce(bool_and(pg_advisory_unlock(hi, lo)), true)"
+                         " FROM unnest($1::int4[], $2::int4[]) AS s(hi, lo))::int"
+                         " + pg_advisory_unlock_shared($3::int4, $4::int4)::int = 2";
   // Half the sessions leases may hold are shared by holders; the other half stay for callers that
   // wait on a session of their own.
   st->share = std::make_unique<sql::session_share>(st->connections,

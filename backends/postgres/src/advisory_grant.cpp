@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <charconv>
 #include <optional>
 #include <stop_token>
 
@@ -106,51 +107,135 @@ class advisory_lease final : public sql::session_lease {
   std::optional<std::stop_callback<free_keys_when_lost>> free_when_lost_;
 };
 
-std::size_t index_of(advisory_mode m) { return m == advisory_mode::shared ? 1 : 0; }
+std::size_t index_of(advisory_kind k) { return static_cast<std::size_t>(k); }
+bool is_shared(advisory_kind k) { return k == advisory_kind::reader; }
+const char* kind_label(advisory_kind k) { return k == advisory_kind::mutex ? "a mutex" : "a reader-writer lock"; }
 
-advisory_hold hold_of(const advisory_state& st, const advisory_key& k, advisory_mode mode, sql::key_reservation reserved) {
+// The binds of the granting statements: k, q's halves and, for a writer, w's halves.
+std::vector<sql::param> grant_params(const advisory_key& k, advisory_kind kind) {
+  std::vector<sql::param> ps{k.key, std::int64_t{high_of(k.semaphore_mark)}, std::int64_t{low_of(k.semaphore_mark)}};
+  if (kind == advisory_kind::writer) {
+    ps.emplace_back(std::int64_t{high_of(k.writer_mark)});
+    ps.emplace_back(std::int64_t{low_of(k.writer_mark)});
+  }
+  return ps;
+}
+
+advisory_hold hold_of(const advisory_state& st, const advisory_key& k, advisory_kind kind, sql::key_reservation reserved) {
   advisory_hold h;
-  h.unlock_sql = st.unlock_sql[index_of(mode)];
+  h.unlock_sql = st.unlock_sql[index_of(kind)];
   h.params.emplace_back(k.key);
+  if (kind == advisory_kind::writer) {
+    h.params.emplace_back(std::int64_t{high_of(k.writer_mark)});
+    h.params.emplace_back(std::int64_t{low_of(k.writer_mark)});
+  }
   h.reserved.push_back(std::move(reserved));
   return h;
 }
 
+// What a granting statement's answer comes to, on a connection that holds k (and, for a writer,
+// w) unless the answer was NULL.
+enum class settled { granted, held, refused, failed };
+
+// The answer is NULL (not granted: nothing held), a token, or -1: the probe of q failed, so a
+// semaphore of the name may have permits held, or another acquirer of k's kind was probing q at
+// that instant. pg_locks tells which: q held shared by any session is a semaphore (give k back,
+// name_conflict); otherwise the token is read in the same statement (the session holds k: it is
+// ordered like any grant). `failed`: ec set, and the connection may still hold k.
+settled settle(sql::connection& c, const advisory_state& st, const advisory_key& k, advisory_kind kind,
+               const sql::result& answer, std::uint64_t& token, std::error_code& ec) noexcept {
+  const std::string what = "acquiring " + std::string(kind == advisory_kind::mutex ? "advisory lock " : "reader-writer lock ") +
+                           describe(k.name);
+  if (answer.rows.empty() || answer.rows[0].empty() || !answer.rows[0][0]) return settled::held;
+  const auto value = int_of(answer.rows[0][0]);
+  if (!value || *value == 0 || *value < -1) {
+    set_error(ec, errc::backend_error, what + ": unreadable fencing token");
+    return settled::failed;
+  }
+  if (*value > 0) {
+    token = static_cast<std::uint64_t>(*value);
+    return settled::granted;
+  }
+  try {
+    const sql::param ps[] = {classid_of(k.semaphore_mark), objid_of(k.semaphore_mark)};
+    sql::result out;
+    sql::sql_error err;
+    if (!c.execute(st.semaphore_check_sql, ps, out, err)) {
+      sql::set_sql_error(ec, err, what);
+      return settled::failed;
+    }
+    const auto holders = out.rows.empty() || out.rows[0].empty() ? std::nullopt : int_of(out.rows[0][0]);
+    if (holders && *holders == 0 && out.rows[0].size() > 1) {
+      if (auto t = int_of(out.rows[0][1]); t && *t > 0) {
+        token = static_cast<std::uint64_t>(*t);
+        return settled::granted;
+      }
+    }
+    if (!holders || *holders == 0) {
+      set_error(ec, errc::backend_error, what + ": unreadable answer to the semaphore check");
+      return settled::failed;
+    }
+    // A semaphore of the name has permits held: give k back before saying so.
+    std::vector<sql::param> unlock{k.key};
+    if (kind == advisory_kind::writer) {
+      unlock.emplace_back(std::int64_t{high_of(k.writer_mark)});
+      unlock.emplace_back(std::int64_t{low_of(k.writer_mark)});
+    }
+    if (!c.execute(st.unlock_sql[index_of(kind)], unlock, out, err)) {
+      sql::set_sql_error(ec, err, what);
+      return settled::failed;
+    }
+    set_error(ec, errc::name_conflict,
+              "lock " + describe(k.name) + " is in use as a semaphore (permits held by " + std::to_string(*holders) +
+                  (*holders == 1 ? " server session" : " server sessions") + "); " + kind_label(kind) +
+                  " of the same name cannot be taken: use another name");
+    return settled::refused;
+  } catch (...) {
+    set_error(ec, errc::backend_error, "out of memory");
+    return settled::failed;
+  }
+}
+
 // One attempt on a shared session (only for a key this process's other leases neither hold nor
-// acquire: no session holds it then). One statement takes the lock and, only if granted, reads
-// the token (NULL: not granted).
+// acquire, in either kind: no session holds it then, and none holds the name's semaphore mark).
+// One statement takes the lock, probes q and, only if granted, reads the token.
 std::unique_ptr<spi::lease_state> try_on_shared(const std::shared_ptr<advisory_state>& st, const advisory_key& k,
-                                                advisory_mode mode, const lock_options& options,
+                                                advisory_kind kind, const lock_options& options,
                                                 sql::key_reservation& reserved, clock::time_point deadline,
                                                 std::error_code& ec) noexcept {
   auto picked = st->share->pick(deadline, ec);
   if (!picked.s) return nullptr;
   auto& s = *picked.s;
   const auto start = clock::now();
-  sql::param p{k.key};
+  const auto ps = grant_params(k, kind);
   sql::result out;
   sql::sql_error err;
-  if (!s.conn()->execute(st->try_lock_sql[index_of(mode)], std::span(&p, 1), out, err)) {
-    // The lock may have been taken before the token failed (a failed statement keeps a session
-    // lock). This process reserved the key alone, so the session holds it at most once: one
-    // unlock cleans it; when even that fails the session ends, with every lease on it.
-    sql::set_sql_error(ec, err, "acquiring advisory lock " + describe(k.name));
+  const auto give_back = [&] {
+    // The lock may have been taken before the statement failed (a failed statement keeps a
+    // session lock). This process reserved the key alone, so the session holds it at most once:
+    // one unlock cleans it; when even that fails the session ends, with every lease on it.
+    auto unlock = hold_of(*st, k, kind, {});
     sql::sql_error ignored;
     sql::result none;
-    if (!s.conn()->usable() || !s.conn()->execute(st->unlock_sql[index_of(mode)], std::span(&p, 1), none, ignored))
-      s.end();
+    if (!s.conn()->usable() || !s.conn()->execute(unlock.unlock_sql, unlock.params, none, ignored)) s.end();
+  };
+  if (!s.conn()->execute(st->try_lock_sql[index_of(kind)], ps, out, err)) {
+    sql::set_sql_error(ec, err, "acquiring advisory lock " + describe(k.name));
+    give_back();
     return nullptr;
   }
   s.answered(start);
-  if (out.rows.empty() || out.rows[0].empty() || !out.rows[0][0]) return nullptr;  // held elsewhere
-  const auto token = token_of(out);
-  if (!token) {
-    s.end();
-    set_error(ec, errc::backend_error, "acquiring advisory lock " + describe(k.name) + ": unreadable fencing token");
-    return nullptr;
+  std::uint64_t token = 0;
+  switch (settle(*s.conn(), *st, k, kind, out, token, ec)) {
+    case settled::held:
+    case settled::refused: return nullptr;
+    case settled::failed:
+      give_back();
+      return nullptr;
+    case settled::granted: break;
   }
   try {
-    return advisory_lease_on(st, std::move(picked.s), k.name, options, start, *token, hold_of(*st, k, mode, std::move(reserved)), ec);
+    return advisory_lease_on(st, std::move(picked.s), k.name, options, start, token, hold_of(*st, k, kind, std::move(reserved)), ec);
   } catch (...) {
     s.end();
     set_error(ec, errc::backend_error, "out of memory");
@@ -173,11 +258,13 @@ std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<adviso
   }
 }
 
-// Try first, on a shared session, when no other lease of this process holds or acquires the key;
-// otherwise, and to wait, on a session of our own, where the server decides and queues: a session
-// never asks for a key it already holds (PostgreSQL would grant it from the session's own locks,
-// past every conflict and past a queued writer), and a session blocked in pg_advisory_lock could
-// not run another lease's unlock, so waiting never happens on a shared one.
+// Try first, on a shared session, when no other lease of this process holds or acquires the key
+// (or the name's semaphore mark); otherwise, and to wait, on a session of our own, where the
+// server decides and queues: a session never asks for a key it already holds (PostgreSQL would
+// grant it from the session's own locks, past every conflict and past a queued writer), a probe
+// never runs on a session holding the other kind's lock of the name (it would not see it), and a
+// session blocked in pg_advisory_lock could not run another lease's unlock, so waiting never
+// happens on a shared one.
 // The bound (lock_timeout) is set in the waiting statement itself: no round trip to set it and
 // none to reset it (a session-level setting that stays on this session, and is rolled back with
 // a statement that times out; the statements run on sessions later never wait on a lock).
@@ -185,9 +272,9 @@ std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<adviso
 // before the timeout fired, so after a timeout we ask pg_locks whether this session holds the
 // key, and either keep it or make sure it is not left behind on a pooled session.
 std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<advisory_state>& st, const advisory_key& k,
-                                                       advisory_mode mode, const lock_options& options, bool wait,
+                                                       advisory_kind kind, const lock_options& options, bool wait,
                                                        clock::time_point deadline, std::error_code& ec) noexcept {
-  const bool shared = mode == advisory_mode::shared;
+  const bool shared = is_shared(kind);
   const auto beside = st->share->reserve_beside(k.key_text, shared);
   if (beside == sql::session_share::beside::failed) {
     set_error(ec, errc::backend_error, "out of memory");
@@ -195,15 +282,15 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
   }
   sql::key_reservation reserved(st->share.get(), k.key_text, shared);
   if (!wait) deadline = clock::now() + st->connections->options().checkout_timeout;
-  if (beside == sql::session_share::beside::alone) {
-    if (auto l = try_on_shared(st, k, mode, options, reserved, deadline, ec); l || ec) return l;
+  if (beside == sql::session_share::beside::alone && !st->share->reserved(k.mark_text)) {
+    if (auto l = try_on_shared(st, k, kind, options, reserved, deadline, ec); l || ec) return l;
     if (!wait || clock::now() >= deadline) return nullptr;
     st->share->give_back_idle();  // a pool full of idle shared sessions has room for us
   }
   auto h = st->connections->checkout_dedicated(deadline, ec);
   if (!h) return nullptr;
   const std::string what = "acquiring advisory lock " + describe(k.name);
-  const auto m = index_of(mode);
+  const auto m = index_of(kind);
   sql::sql_error err;
   sql::result out;
   const auto start = clock::now();
@@ -211,25 +298,34 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
     try {
       auto s = std::make_shared<sql::session>(std::move(h));
       std::lock_guard lk(s->mutex());
-      return advisory_lease_on(st, std::move(s), k.name, options, start, token, hold_of(*st, k, mode, std::move(reserved)), ec);
+      return advisory_lease_on(st, std::move(s), k.name, options, start, token, hold_of(*st, k, kind, std::move(reserved)), ec);
     } catch (...) {
       h.discard();
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
   };
+  // After the granting statement answered: a lease, nothing (h holds nothing then, or gave k
+  // back), or a failure (h may hold k: never back to the pool).
+  const auto finish = [&](const sql::result& answer) -> std::unique_ptr<spi::lease_state> {
+    std::uint64_t token = 0;
+    switch (settle(*h, *st, k, kind, answer, token, ec)) {
+      case settled::granted: return own_session(token);
+      case settled::held:
+      case settled::refused: return nullptr;
+      case settled::failed: break;
+    }
+    h.discard();
+    return nullptr;
+  };
+  auto ps = grant_params(k, kind);
   if (!wait) {
-    sql::param p{k.key};
-    if (!h->execute(st->try_lock_sql[m], std::span(&p, 1), out, err)) {
+    if (!h->execute(st->try_lock_sql[m], ps, out, err)) {
       h.discard();  // it may hold the lock: never back to the pool
       sql::set_sql_error(ec, err, what);
       return nullptr;
     }
-    if (out.rows.empty() || out.rows[0].empty() || !out.rows[0][0]) return nullptr;  // held elsewhere; h holds nothing
-    if (auto token = token_of(out)) return own_session(*token);
-    h.discard();
-    set_error(ec, errc::backend_error, what + ": unreadable fencing token");
-    return nullptr;
+    return finish(out);
   }
   std::string timeout = "0";
   if (deadline != clock::time_point::max()) {
@@ -237,27 +333,25 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
     if (left.count() < 1) left = std::chrono::milliseconds{1};
     timeout = std::to_string(left.count()) + "ms";
   }
-  const sql::param ps[] = {k.key, timeout};
+  ps.emplace_back(timeout);
   sql::result granted;
-  if (h->execute(st->lock_sql[m], ps, granted, err)) {
-    if (auto token = token_of(granted)) return own_session(*token);
-    h.discard();
-    set_error(ec, errc::backend_error, what + ": unreadable fencing token");
-    return nullptr;
-  }
+  if (h->execute(st->lock_sql[m], ps, granted, err)) return finish(granted);
   if (err.kind == sql::failure::lock_not_available && h->usable()) {
     // Timed out: but was it granted in the same instant?
-    const std::int64_t high = static_cast<std::int64_t>(static_cast<std::uint64_t>(k.key) >> 32);
-    const std::int64_t low = static_cast<std::int64_t>(static_cast<std::uint64_t>(k.key) & 0xffffffffu);
-    sql::param hl[] = {high, low};
+    sql::param hl[] = {classid_of(k.key), objid_of(k.key)};
     if (h->execute("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted"
                    " AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1",
                    hl, out, err)) {
-      if (out.rows.empty()) return nullptr;  // held by someone else
-      // Granted after all. The session holds the lock now, so a token read now is still
-      // ordered after every earlier holder's and before every later one's.
-      if (h->execute(st->token_sql, {}, out, err)) {
-        if (auto token = token_of(out)) return own_session(*token);
+      if (out.rows.empty()) {
+        // Held by someone else. A writer took its mark before it waited: give it back.
+        if (kind != advisory_kind::writer) return nullptr;
+        const sql::param wm[] = {std::int64_t{high_of(k.writer_mark)}, std::int64_t{low_of(k.writer_mark)}};
+        if (h->execute("SELECT pg_advisory_unlock_shared($1::int4, $2::int4)", wm, out, err)) return nullptr;
+      } else {
+        // Granted after all. The session holds the lock now, so a token read now is still
+        // ordered after every earlier holder's and before every later one's.
+        const sql::param q[] = {std::int64_t{high_of(k.semaphore_mark)}, std::int64_t{low_of(k.semaphore_mark)}};
+        if (h->execute(st->probe_token_sql, q, out, err)) return finish(out);
       }
     }
   }
@@ -265,6 +359,40 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
   h.discard();
   sql::set_sql_error(ec, err, what);
   return nullptr;
+}
+
+std::int64_t semaphore_slot_key(std::string_view name, std::uint32_t slot) {
+  std::string data;
+  data.reserve(4 + name.size());
+  for (int shift = 24; shift >= 0; shift -= 8) data.push_back(static_cast<char>((slot >> shift) & 0xffu));
+  data.append(name);
+  return spi::sha256_int64(data);
+}
+
+std::int32_t high_of(std::int64_t key) { return static_cast<std::int32_t>(static_cast<std::uint64_t>(key) >> 32); }
+std::int32_t low_of(std::int64_t key) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(key)));
+}
+std::int64_t classid_of(std::int64_t key) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(key) >> 32); }
+std::int64_t objid_of(std::int64_t key) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(key) & 0xffffffffu); }
+
+std::optional<std::int64_t> int_of(const std::optional<std::string>& cell) {
+  if (!cell) return std::nullopt;
+  std::int64_t v = 0;
+  const auto [end, e] = std::from_chars(cell->data(), cell->data() + cell->size(), v);
+  if (e != std::errc() || end != cell->data() + cell->size()) return std::nullopt;
+  return v;
+}
+
+advisory_key advisory_key::of(std::string name) {
+  advisory_key k;
+  k.key = spi::sha256_int64(name);
+  k.key_text = std::to_string(k.key);
+  k.semaphore_mark = semaphore_slot_key(name, semaphore_mark_slot);
+  k.mark_text = "semaphore:" + std::to_string(k.semaphore_mark);
+  k.writer_mark = semaphore_slot_key(name, writer_mark_slot);
+  k.name = std::move(name);
+  return k;
 }
 
 }  // namespace dlock::pg

@@ -21,7 +21,4 @@ std::unique_ptr<rw_lock> make_advisory_rw_lock(std::shared_ptr<advisory_state> s
 std::unique_ptr<semaphore> make_advisory_semaphore(std::shared_ptr<advisory_state> st, std::string name,
                                                    std::uint32_t max_count, lock_options options);
 
-// Slot i's key (the 64 bits whose halves are the two int4 keys), exposed for the tests.
-std::int64_t semaphore_slot_key(std::string_view name, std::uint32_t slot);
-
 }  // namespace dlock::pg

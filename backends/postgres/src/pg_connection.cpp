@@ -4,10 +4,12 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
 
 #include "dlock/error.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 
 namespace dlock::pg {
@@ -73,16 +75,36 @@ std::string trimmed(const char* s) {
 }
 }  // namespace
 
+namespace {
+
+// Drives libpq's non-blocking connect (PQconnectStartParams / PQconnectPoll) until `deadline`:
+// libpq's own connect_timeout counts whole seconds (at least 2), too coarse for a caller's deadline
+// (deadline.hpp). False when the deadline passed first.
+bool poll_connect(PGconn* c, std::chrono::steady_clock::time_point deadline) noexcept {
+  PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+  for (;;) {
+    if (status == PGRES_POLLING_OK || status == PGRES_POLLING_FAILED) return true;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd fd{PQsocket(c), static_cast<short>(status == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
+    if (fd.fd < 0) return true;  // PQconnectPoll reports the failure
+    const int ready = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 60'000)));
+    if (ready < 0 && errno != EINTR) return true;
+    if (ready == 0) continue;
+    status = PQconnectPoll(c);
+  }
+}
+
+}  // namespace
+
 pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_timeout, sql::sql_error& err) noexcept {
   try {
-    // libpq's connect_timeout is whole seconds (and at least 2); round up.
-    auto secs = std::max<long long>(2, (connect_timeout.count() + 999) / 1000);
-    const std::string port = std::to_string(s.port), timeout = std::to_string(secs);
-    const char* keys[] = {"host", "port", "user", "password", "dbname", "connect_timeout", "sslmode",
-                          "application_name", nullptr};
+    const auto deadline = std::chrono::steady_clock::now() + connect_timeout;
+    const std::string port = std::to_string(s.port);
+    const char* keys[] = {"host", "port", "user", "password", "dbname", "sslmode", "application_name", nullptr};
     const char* vals[] = {s.host.c_str(), port.c_str(), s.user.c_str(), s.password.c_str(), s.database.c_str(),
-                          timeout.c_str(), s.sslmode.c_str(), s.application_name.c_str(), nullptr};
-    pgconn_ptr c(PQconnectdbParams(keys, vals, /*expand_dbname=*/0));
+                          s.sslmode.c_str(), s.application_name.c_str(), nullptr};
+    pgconn_ptr c(PQconnectStartParams(keys, vals, /*expand_dbname=*/0));
     if (!c) {
       err = {sql::failure::other, "", "libpq could not allocate a connection"};
       return nullptr;
@@ -91,6 +113,12 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
     // not errors; libpq would print them on stderr.
     PQsetNoticeProcessor(
         c.get(), [](void*, const char*) {}, nullptr);
+    if (PQstatus(c.get()) != CONNECTION_BAD && !poll_connect(c.get(), deadline)) {
+      err = {sql::failure::unreachable, "",
+             "no answer within " + std::to_string(connect_timeout.count()) +
+                 " ms (connect_timeout, or what was left of the caller's deadline)"};
+      return nullptr;
+    }
     if (PQstatus(c.get()) != CONNECTION_OK) {
       std::string m = trimmed(PQerrorMessage(c.get()));
       // libpq gives no SQLSTATE for a failed connection; its messages are stable across versions.
@@ -140,6 +168,13 @@ pg_connection::pg_connection(pgconn_ptr c) noexcept : conn_(std::move(c)) {
 
 bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) noexcept {
   pgresult_ptr r(raw);
+  if (guard_ && guard_->fired()) {
+    usable_ = false;
+    err = {sql::failure::connection_lost, "",
+           "no answer by the caller's deadline (+" + std::to_string(sql::deadline_grace.count()) +
+               " ms): the connection was shut down"};
+    return false;
+  }
   const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
     if (!out) return true;
@@ -181,6 +216,7 @@ bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) 
 }
 
 bool pg_connection::simple(const char* sql, sql::sql_error& err) noexcept {
+  const statement_deadline d(*this);
   return check(PQexec(conn_.get(), sql), nullptr, err);
 }
 
@@ -191,6 +227,7 @@ constexpr std::size_t max_prepared = 64;
 
 bool pg_connection::execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
                             sql::sql_error& err) noexcept {
+  const statement_deadline d(*this);
   try {
     // Values point into the caller's params (alive for the call; std::string data is
     // NUL-terminated as libpq's text format wants); only integers need their text form.

@@ -12,6 +12,7 @@
 
 #include "dlock/uri.hpp"
 #include "dlock_sql/connection.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/pool.hpp"
 
 namespace dlock::pg {
@@ -76,6 +77,18 @@ class pg_connection final : public sql::connection {
  private:
   bool simple(const char* sql, sql::sql_error& err) noexcept;
   bool check(PGresult* r, sql::result* out, sql::sql_error& err) noexcept;
+
+  // Inside an acquire's deadline scope (dlock_sql/deadline.hpp): the statement's socket is shut
+  // down if it has not answered by the deadline + grace; check() then reports that.
+  struct statement_deadline {
+    explicit statement_deadline(pg_connection& c) noexcept : c_(c), guard_(PQsocket(c.conn_.get())) { c_.guard_ = &guard_; }
+    ~statement_deadline() { c_.guard_ = nullptr; }
+    statement_deadline(const statement_deadline&) = delete;
+    statement_deadline& operator=(const statement_deadline&) = delete;
+    pg_connection& c_;
+    sql::socket_guard guard_;
+  };
+  sql::socket_guard* guard_ = nullptr;
 
   pgconn_ptr conn_;
   // Statements with parameters are prepared once per connection (PQprepare: one extra round trip

@@ -166,18 +166,19 @@ TEST(pg_advisory_rw, a_waiting_writer_holds_back_new_readers_through_dlock) {
 
 TEST(pg_advisory_primitives, a_terminated_session_frees_read_hold_and_permit_and_says_lost) {
   const auto name = unique_name("terminated");
+  const auto permits = name + "-permits";  // a semaphore never holds beside a rw lock of its name
   auto a = dlock::open(advisory_uri()), b = dlock::open(advisory_uri());
   auto reading = a->make_rw_lock(name)->acquire_read();
-  auto permit = a->make_semaphore(name, 1)->try_acquire();
+  auto permit = a->make_semaphore(permits, 1)->try_acquire();
   ASSERT_TRUE(reading);
   ASSERT_TRUE(permit);
-  auto sem_b = b->make_semaphore(name, 1);
+  auto sem_b = b->make_semaphore(permits, 1);
   auto rw_b = b->make_rw_lock(name);
   EXPECT_FALSE(sem_b->try_acquire());
   EXPECT_FALSE(rw_b->try_acquire_write());
   std::set<int> pids;
   for (const auto& r : probe::advisory_rows(advisory_uri(), name)) pids.insert(r.pid);
-  for (const auto& r : probe::slot_rows(advisory_uri(), name, 1)) pids.insert(r.pid);
+  for (const auto& r : probe::slot_rows(advisory_uri(), permits, 1)) pids.insert(r.pid);
   ASSERT_FALSE(pids.empty());
   for (int pid : pids) probe::terminate(advisory_uri(), pid);
   EXPECT_TRUE(fires_within(reading.lost_token(), 5s));
@@ -234,7 +235,7 @@ TEST(pg_advisory_primitives, a_sigkilled_client_frees_its_read_hold_and_permit) 
   ASSERT_EQ(std::string(buf, 4), "held");
   auto b = dlock::open(advisory_uri());
   auto rw = b->make_rw_lock(name);
-  auto sem = b->make_semaphore(name, 1);
+  auto sem = b->make_semaphore(name + "-permits", 1);  // the holder's semaphore (primitive_holder.cpp)
   EXPECT_FALSE(rw->try_acquire_write());
   EXPECT_FALSE(sem->try_acquire());
   EXPECT_TRUE(rw->try_acquire_read()) << "readers together across processes";
@@ -305,25 +306,145 @@ TEST(pg_advisory_semaphore, takes_k_permits_together_or_none) {
   EXPECT_TRUE(sb->try_acquire(3));
 }
 
-TEST(pg_advisory_semaphore, slot_keys_never_meet_the_mutex_or_rw_keys) {
+TEST(pg_advisory_semaphore, slot_keys_and_marks_never_meet_the_mutex_or_rw_keys) {
   const auto name = unique_name("sem-keys");
   std::set<std::int64_t> keys{dlock::spi::sha256_int64(name)};
   for (std::uint32_t i = 0; i < 1000; ++i) keys.insert(dlock::pg::semaphore_slot_key(name, i));
-  EXPECT_EQ(keys.size(), 1001u);
-  // On the server they are apart in any case: the slots are two-int4 keys (objsubid 2), the mutex
-  // and the rw lock one int8 key (objsubid 1). Holding every one of them at once shows it.
+  const auto k = dlock::pg::advisory_key::of(name);
+  keys.insert(k.semaphore_mark);
+  keys.insert(k.writer_mark);
+  EXPECT_EQ(keys.size(), 1003u);
+  // On the server they are apart in any case: the slots and the marks are two-int4 keys
+  // (objsubid 2), the mutex and the rw lock one int8 key (objsubid 1). A semaphore of one name and
+  // the mutex and rw lock of another hold together.
   auto a = dlock::open(advisory_uri()), b = dlock::open(advisory_uri());
-  auto mutex = a->make_lock(name)->try_acquire();
+  auto mutex = a->make_lock(name + "-mutex")->try_acquire();
   ASSERT_TRUE(mutex);
   auto all = b->make_semaphore(name, 4)->try_acquire(4);
   ASSERT_TRUE(all);
   EXPECT_EQ(probe::slot_rows(advisory_uri(), name, 4).size(), 4u);
-  EXPECT_EQ(probe::advisory_rows(advisory_uri(), name).size(), 1u);
+  EXPECT_EQ(probe::advisory_rows(advisory_uri(), name + "-mutex").size(), 1u);
+  EXPECT_TRUE(probe::advisory_rows(advisory_uri(), name).empty()) << "a semaphore takes no int8 key";
   mutex.release();
-  auto reading = b->make_rw_lock(name)->try_acquire_read();
-  EXPECT_TRUE(reading);
   auto writing_elsewhere = a->make_rw_lock(name + "-other")->try_acquire_write();
   EXPECT_TRUE(writing_elsewhere);
+}
+
+// One name, one lock: a semaphore and a mutex or rw lock of one name refuse each other with
+// name_conflict, across processes' sessions and within one process, where both would otherwise
+// share its one shared session (whose own locks the probes could not see).
+TEST(pg_advisory_one_name, a_semaphore_and_a_lock_refuse_each_other_on_one_shared_session) {
+  for (const char* query : {one_shared_session, "ttl=5s"}) {
+    SCOPED_TRACE(query);
+    const auto name = unique_name("one-name-session");
+    auto a = dlock::open(advisory_uri(query));
+    auto b = std::string(query) == one_shared_session ? a : dlock::open(advisory_uri(query));
+    std::error_code ec;
+    {
+      auto mutex = a->make_lock(name)->try_acquire();
+      ASSERT_TRUE(mutex);
+      auto permit = b->make_semaphore(name, 3)->try_acquire(ec);
+      EXPECT_FALSE(permit);
+      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos) << dlock::last_error_message();
+      EXPECT_TRUE(probe::slot_rows(advisory_uri(), name, 3).empty()) << "the refused semaphore left slots behind";
+    }
+    for (auto side : {dlock::access::write, dlock::access::read}) {
+      auto held = a->make_rw_lock(name)->try_acquire(side);
+      ASSERT_TRUE(held);
+      auto permit = b->make_semaphore(name, 3)->try_acquire(ec);
+      EXPECT_FALSE(permit);
+      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+      EXPECT_NE(dlock::last_error_message().find("in use as a reader-writer lock"), std::string::npos)
+          << dlock::last_error_message();
+    }
+    {
+      auto permit = a->make_semaphore(name, 3)->try_acquire();
+      ASSERT_TRUE(permit);
+      for (int k = 0; k < 3; ++k) {
+        dlock::lease l = k == 0   ? b->make_lock(name)->try_acquire(ec)
+                         : k == 1 ? b->make_rw_lock(name)->try_acquire_read(ec)
+                                  : b->make_rw_lock(name)->try_acquire_write(ec);
+        EXPECT_FALSE(l);
+        EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+        EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos) << dlock::last_error_message();
+      }
+      EXPECT_TRUE(probe::advisory_rows(advisory_uri(), name).empty()) << "a refused lock left its key behind";
+      EXPECT_EQ(probe::slot_rows(advisory_uri(), name, 3).size(), 1u);
+    }
+    EXPECT_TRUE(b->make_lock(name)->try_acquire()) << "the name is free again once the permit is released";
+  }
+}
+
+// Acquirers of one kind probe the other kind's key with an exclusive try, which can fail on
+// another acquirer's probe at the same instant; pg_locks then tells them apart. Many readers of
+// one name and many acquirers of one semaphore are never refused as a conflict.
+TEST(pg_advisory_one_name, racing_acquirers_of_one_kind_never_refuse_each_other) {
+  const auto readers = unique_name("one-name-readers"), permits = unique_name("one-name-permits");
+  auto a = dlock::open(advisory_uri()), b = dlock::open(advisory_uri());
+  std::atomic<int> conflicts{0}, granted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      auto rw = backend->make_rw_lock(readers);
+      auto sem = backend->make_semaphore(permits, 8);
+      for (int i = 0; i < 60; ++i) {
+        std::error_code ec;
+        auto l = t < 4 ? rw->try_acquire_read_for(5s, ec) : sem->try_acquire_for(5s, ec);
+        if (ec == dlock::errc::name_conflict) ++conflicts;
+        if (l) ++granted;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(conflicts.load(), 0);
+  EXPECT_EQ(granted.load(), 8 * 60);
+}
+
+// Two kinds racing for one name: never both granted (publish, then probe, then withdraw). A
+// mutex holder and a permit holder each mark themselves inside; an overlap is a violation.
+TEST(pg_advisory_one_name, a_mutex_and_a_semaphore_racing_for_one_name_are_never_both_granted) {
+  const auto name = unique_name("one-name-race");
+  auto a = dlock::open(advisory_uri()), b = dlock::open(advisory_uri());
+  std::atomic<int> mutex_inside{0}, permits_inside{0}, overlaps{0}, mutexes{0}, semaphores{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      auto backend = t % 2 ? a : b;
+      auto mutex = backend->make_lock(name);
+      auto sem = backend->make_semaphore(name, 4);
+      for (int i = 0; i < 80; ++i) {
+        std::error_code ec;
+        if (t < 3) {
+          auto l = mutex->try_acquire(ec);
+          if (!l) {
+            if (ec && ec != dlock::errc::name_conflict) ++errors;
+            continue;
+          }
+          ++mutex_inside;
+          if (permits_inside.load()) ++overlaps;
+          ++mutexes;
+          std::this_thread::sleep_for(200us);
+          --mutex_inside;
+        } else {
+          auto l = sem->try_acquire(ec);
+          if (!l) {
+            if (ec && ec != dlock::errc::name_conflict) ++errors;
+            continue;
+          }
+          ++permits_inside;
+          if (mutex_inside.load()) ++overlaps;
+          ++semaphores;
+          std::this_thread::sleep_for(200us);
+          --permits_inside;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0) << "a mutex and a permit of one name were held at once";
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_GT(mutexes.load(), 0);
+  EXPECT_GT(semaphores.load(), 0);
 }
 
 }  // namespace

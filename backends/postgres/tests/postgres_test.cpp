@@ -19,6 +19,7 @@
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 #include "batched_renewal.hpp"
+#include "deadline_faults.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
@@ -129,6 +130,27 @@ TEST_P(each_scheme, timed_try_gives_up_while_held) {
   // Nothing was left behind by the timed out attempt (advisory: no stacked key on a pooled session).
   EXPECT_FALSE(probe::held_on_server(uri_for(GetParam()), name));
   EXPECT_TRUE(be->make_lock(name)->try_acquire());
+}
+
+// A waiting acquire (every form the scheme offers) ends by its deadline + 2 s whatever the server
+// does: accepts and never answers (the pool connects inside the acquire), stops answering,
+// refuses (deadline_faults.hpp). Before, libpq's connect_timeout (5 s) ran past a 1 s deadline,
+// and a silent server held a statement for as long as TCP did.
+TEST_P(each_scheme, acquires_end_by_their_deadline_whatever_the_server_does) {
+  dlock::sql_testing::expect_acquires_end_by_their_deadline(uri_for(GetParam(), "ttl=5s"));
+}
+
+// dlock::open has no deadline: it connects once, bounded by connect_timeout (now to the
+// millisecond: dlock drives libpq's connect itself).
+TEST_P(each_scheme, open_is_bounded_by_connect_timeout) {
+  dlock::testing::tcp_proxy proxy("127.0.0.1", dlock::uri::parse(uri_for(GetParam())).hosts().front().port_or(5432));
+  proxy.partition();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW((void)dlock::open(dlock::sql_testing::through(uri_for(GetParam(), "connect_timeout=1500ms"), proxy)), dlock::error);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 1400ms);
+  EXPECT_LE(took, 3500ms) << "open waited past connect_timeout";
+  proxy.heal();
 }
 
 INSTANTIATE_TEST_SUITE_P(pg, each_scheme, ::testing::ValuesIn(all_schemes),

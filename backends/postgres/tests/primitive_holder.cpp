@@ -1,7 +1,7 @@
 // postgres_primitive_holder: the other process of the advisory primitives' SIGKILL test.
 //   postgres_primitive_holder URI NAME MAX_COUNT
 // takes a read hold of the reader-writer lock NAME and one permit of the semaphore NAME of
-// MAX_COUNT, prints "held", and sleeps until killed. Exit 2 on any failure.
+// MAX_COUNT named NAME-permits (a semaphore never holds beside a rw lock of its name), prints "held", and sleeps until killed. Exit 2 on any failure.
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   try {
     auto b = dlock::open(argv[1]);
     auto rw = b->make_rw_lock(argv[2]);
-    auto sem = b->make_semaphore(argv[2], static_cast<std::uint32_t>(std::stoul(argv[3])));
+    auto sem = b->make_semaphore(std::string(argv[2]) + "-permits", static_cast<std::uint32_t>(std::stoul(argv[3])));
     auto reading = rw->try_acquire_read_for(std::chrono::seconds(10));
     auto permit = sem->try_acquire_for(std::chrono::seconds(10));
     if (!reading || !permit) {

@@ -5,6 +5,7 @@
 
 #include "dlock_sql/session_lease.hpp"
 #include "strategy_common.hpp"
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql {
 using namespace detail;
@@ -125,13 +126,16 @@ class forupdate_lock final : public distributed_lock {
     return attempt(std::nullopt, ec);
   }
   // The server queues us on the row lock, bounded by the session's lock wait timeout.
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
-    for (;;) {
-      auto l = attempt(deadline, ec);
-      if (l || ec) return l;
-      if (clock::now() >= deadline) return attempt(std::nullopt, ec);  // the last attempt at the deadline
-    }
+    return wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
+      for (;;) {
+        auto l = attempt(d, e);
+        if (l || e) return l;
+        if (clock::now() >= d) return attempt(std::nullopt, e);  // the last attempt at the deadline
+      }
+    });
   }
 
   std::shared_ptr<forupdate_state> st_;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "strategy_common.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "units_strategy.hpp"
 
 namespace dlock::sql {
@@ -14,6 +15,11 @@ namespace {
 
 // The index strategy's statements are whole transactions of their own: safe to re-run.
 constexpr int index_attempts = 5;
+
+// The index_lock whose waiting acquire runs on this thread, and whether one of its attempts marked
+// the name's reader-writer lock (index_lock::do_try_acquire).
+thread_local const void* waiting_lock = nullptr;
+thread_local bool marked_while_waiting = false;
 
 // The watchdog's batches (spi::renewal_batch) of one backend: the leases due together are renewed
 // with one statement per ttl and 512 leases, on one connection (strategy_common: renew_together).
@@ -76,7 +82,23 @@ class index_lock final : public distributed_lock {
       : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
 
  private:
+  // An attempt of this lock's waiting acquire on this thread that readers of the name held off
+  // marks the name's reader-writer lock as a waiting writer does (units_primitives::mark_writer),
+  // so readers arriving meanwhile stay out and a stream of them cannot starve the mutex; the mark
+  // is cleared when the wait ends (and expires by itself). A plain try marks nothing.
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
+    bool readers_hold = false;
+    auto l = attempt(ec, readers_hold);
+    if (!l && !ec && readers_hold && waiting_lock == this && st_->units) {
+      std::error_code ignored;  // best effort: without the mark the mutex still gets in, later
+      st_->units->mark_writer(std::string(name()), owner(), options().ttl, ignored);
+      marked_while_waiting = marked_while_waiting || !ignored;
+    }
+    return l;
+  }
+
+  // One attempt; `readers_hold`: it missed because the name's reader-writer lock has live holders.
+  std::unique_ptr<spi::lease_state> attempt(std::error_code& ec, bool& readers_hold) noexcept {
     const auto start = steady::now();
     result out;
     values v;
@@ -96,7 +118,15 @@ class index_lock final : public distributed_lock {
       set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
       return nullptr;
     }
-    // No row, or a row with a NULL fence: another owner's live row holds the lock.
+    // No row (fair: a row (NULL, NULL)) from a dialect with reader-writer locks and semaphores:
+    // those hold the name; a row with a NULL fence: another owner's live row holds the lock.
+    const bool units_hold = fair ? !out.rows.empty() && out.rows.front().size() > 1 && !out.rows.front()[0] &&
+                                       !out.rows.front()[1]
+                                 : out.rows.empty();
+    if (units_hold && !st_->sql.units_in_use.empty()) {
+      readers_hold = !refuse_beside_a_semaphore(*h, v, ec) && !ec;
+      return nullptr;
+    }
     if (out.rows.empty() || out.rows.front().empty() || !out.rows.front()[0]) return nullptr;
     auto fence = to_int(out.rows.front()[0]);
     if (!fence) {
@@ -112,19 +142,57 @@ class index_lock final : public distributed_lock {
     }
   }
 
+  // The mutex's attempt found live holders of the name's reader-writer lock or semaphore: the
+  // lock is held (a reader or writer: a miss, as for another mutex holder), or refused (a
+  // semaphore: name_conflict, at once, also for a waiting acquire). The holders may be gone
+  // already: then it is a miss, and the next attempt decides.
+  // True when it refused.
+  bool refuse_beside_a_semaphore(connection& c, const values& v, std::error_code& ec) noexcept {
+    result use;
+    sql_error err;
+    if (!run(c, st_->sql.units_in_use, v, use, err, index_attempts)) {
+      if (!transient(err.kind)) set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
+      return false;
+    }
+    for (const auto& row : use.rows) {
+      if (row.size() < 2 || to_int(row[0]) != semaphore_kind) continue;
+      const auto permits = to_int(row[1]).value_or(0);
+      if (permits <= 0) continue;
+      set_error(ec, errc::name_conflict,
+                "lock " + quoted_name(v.name) + " is in use as a semaphore (" + std::to_string(permits) +
+                    (permits == 1 ? " permit" : " permits") +
+                    " held on the server); a mutex of the same name cannot be taken: use another name");
+      return true;
+    }
+    return false;
+  }
+
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec,
+                            [this](clock::time_point d, std::error_code& e) { return wait(d, e); });
+  }
+
+  std::unique_ptr<spi::lease_state> wait(clock::time_point deadline, std::error_code& ec) noexcept {
     if (st_->setup.params.fair) return fair_acquire_until(deadline, ec);
+    if (st_->units && !st_->setup.notifier) {
+      // Attempts between the sleeps mark the rw lock (do_try_acquire); every sleep is at most
+      // poll.max, which the mark (ttl) outlives when poll.max < ttl, as by default.
+      waiting_lock = this;
+      marked_while_waiting = false;
+      auto l = distributed_lock::do_acquire_until(deadline, ec);
+      waiting_lock = nullptr;
+      if (marked_while_waiting) st_->units->clear_writer(std::string(name()), owner());
+      return l;
+    }
     // The core's fair line, its head sleeping on the notifier (do_watch_release): without it every
     // waiter of the process woke at each NOTIFY, all but one missed, and the releasing thread
     // usually took the lock again (32 threads: the least served got 0.08 of the fair share).
     return distributed_lock::do_acquire_until(deadline, ec);
   }
 
-  std::unique_ptr<spi::release_watch> do_watch_release() noexcept override {
-    return watch_notified(st_->setup.notifier.get(), std::string(name()),
-                          [this](std::error_code& e) { return do_try_acquire(e); });
-  }
+  std::unique_ptr<spi::release_watch> do_watch_release() noexcept override;
 
   std::unique_ptr<spi::lease_state> wait_until(clock::time_point deadline, std::chrono::milliseconds recheck,
                                                std::error_code& ec) noexcept {
@@ -186,6 +254,11 @@ class index_lock final : public distributed_lock {
 
   std::shared_ptr<index_state> st_;
 };
+
+std::unique_ptr<spi::release_watch> index_lock::do_watch_release() noexcept {
+  return watch_notified(st_->setup.notifier.get(), std::string(name()),
+                        [this](std::error_code& e) { return do_try_acquire(e); });
+}
 
 class index_backend final : public backend {
  public:

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dlock/error.hpp"
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql {
 
@@ -41,6 +42,9 @@ std::size_t pool::open_connections() const noexcept {
 
 pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time_point deadline,
                                  std::error_code& ec) noexcept {
+  // Inside an acquire with a deadline (deadline.hpp), neither waiting nor connecting outlasts it.
+  const auto io = io_deadline();
+  deadline = std::min(deadline, io);
   const bool waits_forever = deadline == std::chrono::steady_clock::time_point::max();
   std::unique_lock lk(mutex_);
   for (;;) {
@@ -62,8 +66,14 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
       if (dedicated) ++dedicated_;
       lk.unlock();
       std::unique_ptr<connection> c;
+      auto timeout = options_.connect_timeout;
+      if (io != std::chrono::steady_clock::time_point::max())
+        timeout = std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(io - std::chrono::steady_clock::now()));
       try {
-        c = connect_(options_.connect_timeout, ec);
+        if (timeout.count() > 0)
+          c = connect_(timeout, ec);
+        else
+          set_error(ec, errc::backend_unavailable, "the caller's deadline passed before a connection could be opened");
       } catch (...) {
         set_error(ec, errc::backend_error, "connecting threw an unexpected exception");
       }

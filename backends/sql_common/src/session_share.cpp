@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "dlock/error.hpp"
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql {
 
@@ -22,7 +23,7 @@ bool session_share::live(session& s) noexcept {
 session_share::picked session_share::pick(time_point deadline, std::error_code& ec) noexcept {
   for (;;) {
     std::shared_ptr<session> chosen;
-    std::unique_lock<std::mutex> chosen_lk;
+    std::unique_lock<std::timed_mutex> chosen_lk;
     bool open_new = false;
     std::shared_ptr<session> least;
     {
@@ -91,7 +92,15 @@ session_share::picked session_share::pick(time_point deadline, std::error_code& 
       continue;
     }
     if (least) {
-      std::unique_lock lk(least->mutex());
+      // Behind another lease's statement on it, at most until the caller's deadline (deadline.hpp).
+      std::unique_lock lk(least->mutex(), std::defer_lock);
+      const auto until = std::min(deadline, io_deadline());
+      if (until == std::chrono::steady_clock::time_point::max())
+        lk.lock();
+      else if (!lk.try_lock_until(until)) {
+        set_error(ec, errc::backend_unavailable, "every shared session stayed busy with another statement until the deadline");
+        return {};
+      }
       if (live(*least)) return {std::move(least), std::move(lk)};
       continue;
     }
@@ -137,6 +146,11 @@ session_share::beside session_share::reserve_beside(const std::string& key, bool
   } catch (...) {
     return beside::failed;
   }
+}
+
+bool session_share::reserved(const std::string& key) noexcept {
+  std::lock_guard lk(keys_m_);
+  return keys_.contains(key);
 }
 
 void session_share::unreserve(const std::string& key, bool shared) noexcept {

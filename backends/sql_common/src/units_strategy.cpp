@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 #include <vector>
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql::detail {
 
@@ -137,7 +138,7 @@ class units_pool {
           return std::make_unique<units_lease>(st_, kind_, name_, grant_id, ttl, start,
                                                static_cast<std::uint64_t>(*fence));
         }
-        if (round == 1 || !explain_miss(*h, ec)) return nullptr;
+        if (!explain_miss(*h, ec) || round == 1) return nullptr;
       }
       return nullptr;
     } catch (...) {
@@ -200,7 +201,31 @@ class units_pool {
     const std::int64_t stored = r.size() > 0 ? to_int(r[0]).value_or(-1) : -1;
     const std::int64_t live = r.size() > 1 ? to_int(r[1]).value_or(0) : 0;
     const std::int64_t expired = r.size() > 2 ? to_int(r[2]).value_or(0) : 0;
+    const bool mutex_live = r.size() > 3 && to_int(r[3]).value_or(0) != 0;
+    const std::int64_t other_kind = r.size() > 4 ? to_int(r[4]).value_or(0) : 0;
     if (expired > 0) execute(c, st_->sql.delete_expired, {kind_, bytes{name_}}, out, err);
+    // One name, one lock: the mutex of the name holds it as a writer would (a miss for the
+    // reader-writer lock), and refuses the semaphore; the other pool of the name refuses this one.
+    const char* conflict = nullptr;
+    std::string held;
+    if (other_kind > 0) {
+      conflict = kind_ == rw_kind ? "a semaphore" : "a reader-writer lock";
+      held = kind_ == rw_kind ? std::to_string(other_kind) + (other_kind == 1 ? " permit" : " permits") + " held on the server"
+                              : (other_kind >= rw_units ? std::string("held by a writer")
+                                                        : "held by " + std::to_string(other_kind) +
+                                                              (other_kind == 1 ? " reader" : " readers"));
+    } else if (mutex_live && kind_ == semaphore_kind) {
+      conflict = "a mutex";
+      held = "held on the server";
+    }
+    if (conflict) {
+      set_error(ec, errc::name_conflict,
+                "lock " + quoted_name(name_) + " is in use as " + conflict + " (" + held + "); " +
+                    (kind_ == rw_kind ? "a reader-writer lock" : "a semaphore") +
+                    " of the same name cannot be taken: use another name");
+      return false;
+    }
+    if (mutex_live) return false;  // a reader-writer lock waits for the mutex as for a writer
     if (stored == max_count_) return false;  // not enough free (or a writer waits): a miss
     if (live == 0) {             // idle: it takes our max_count if nobody came meanwhile
       if (!execute(c, st_->sql.reset_max_count, {max_count_, kind_, bytes{name_}, kind_, bytes{name_}}, out, err)) {
@@ -235,8 +260,14 @@ class units_rw_lock final : public rw_lock {
   // A waiting writer marks the anchor after each miss, so readers arriving meanwhile stay out
   // (writer preference); attempts come at least every ttl/3, keeping the mark live. Readers wait
   // as the core's default does.
+  // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec,
+                            [&](clock::time_point d, std::error_code& e) { return wait(side, d, e); });
+  }
+
+  std::unique_ptr<spi::lease_state> wait(access side, clock::time_point deadline, std::error_code& ec) noexcept {
     if (side == access::read) return rw_lock::do_acquire_until(side, deadline, ec);
     const auto ttl = options().ttl;
     auto recheck = std::min<std::chrono::milliseconds>(options().poll.max, ttl / 3);
@@ -270,6 +301,13 @@ class units_semaphore final : public semaphore {
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override {
     return pool_.attempt(permits, false, owner(), options().ttl, ec);
+  }
+  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return semaphore::do_acquire_until(permits, d, e);
+    });
   }
 
   units_pool pool_;
@@ -308,6 +346,22 @@ std::unique_ptr<rw_lock> units_primitives::make_rw_lock(std::string name, capabi
 std::unique_ptr<semaphore> units_primitives::make_semaphore(std::string name, std::uint32_t max_count,
                                                             capabilities caps, lock_options options) const {
   return std::make_unique<units_semaphore>(st_, std::move(name), max_count, caps, std::move(options));
+}
+
+void units_primitives::mark_writer(const std::string& name, const std::string& owner, std::chrono::milliseconds ttl,
+                                   std::error_code& ec) const noexcept {
+  try {
+    units_pool(st_, rw_kind, name, rw_units).mark_writer(owner, ttl, ec);
+  } catch (...) {
+    set_error(ec, errc::backend_error, "out of memory");
+  }
+}
+
+void units_primitives::clear_writer(const std::string& name, const std::string& owner) const noexcept {
+  try {
+    units_pool(st_, rw_kind, name, rw_units).clear_writer(owner);
+  } catch (...) {
+  }
 }
 
 std::size_t units_primitives::sweep(std::error_code& ec) const noexcept {

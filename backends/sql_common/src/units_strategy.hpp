@@ -25,6 +25,12 @@ class units_primitives {
                                             lock_options options) const;
   // Expired holder rows (backend::sweep_expired).
   std::size_t sweep(std::error_code& ec) const noexcept;
+  // The mutex of `name` (the index strategy's lock row) waiting behind the name's readers marks
+  // its reader-writer lock as a waiting writer does, so new readers stay out (writer preference
+  // holds for the mutex too); cleared once it is granted or gives up (the mark expires anyway).
+  void mark_writer(const std::string& name, const std::string& owner, std::chrono::milliseconds ttl,
+                   std::error_code& ec) const noexcept;
+  void clear_writer(const std::string& name, const std::string& owner) const noexcept;
 
  private:
   std::shared_ptr<units_state> st_;

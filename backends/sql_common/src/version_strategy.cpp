@@ -4,6 +4,7 @@
 #include <span>
 
 #include "strategy_common.hpp"
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql {
 using namespace detail;
@@ -111,6 +112,14 @@ class version_lock final : public distributed_lock {
   }
 
   // Waiting is the core's fair line; its head sleeps on the notifier where there is one.
+  // The core's wait, within the deadline whatever the server does (dlock_sql/deadline.hpp).
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
+      return distributed_lock::do_acquire_until(d, e);
+    });
+  }
+
   std::unique_ptr<spi::release_watch> do_watch_release() noexcept override {
     return watch_notified(st_->setup.notifier.get(), std::string(name()),
                           [this](std::error_code& e) { return do_try_acquire(e); });

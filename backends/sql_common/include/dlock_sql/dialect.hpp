@@ -72,6 +72,13 @@ struct index_sql {
   script sweep;
   // Binds name. Returns one row (owner) when a live row exists (tests' is_held_on_server).
   script probe;
+  // A dialect whose backend also makes reader-writer locks and semaphores of the name (units.hpp):
+  // `acquire` grants nothing while they have live holders and then returns NO row, and
+  // `acquire_fair` returns a row (NULL, NULL). This one, run only then, binds name and returns a
+  // row (kind, units) per kind with live holders: a semaphore (units.hpp: semaphore_kind) refuses
+  // the mutex as a name conflict, a reader-writer lock holds it as a writer would. Empty: no such
+  // primitives.
+  script units_in_use;
   // Fair mode (fair=true; empty scripts = the dialect has no fair mode). A waiters table
   // (name, owner, seq: arrival order from an identity/auto-increment, expires_at on the server
   // clock) queues the owners of timed/blocking acquires; a waiter that stops refreshing its row

@@ -31,8 +31,9 @@ struct pool_options {
   std::chrono::milliseconds checkout_timeout{std::chrono::seconds{10}};
 };
 
-// Opens one new connection, or returns nullptr with ec (and dlock's last error message) set:
-// authentication_failed / backend_unavailable / backend_error. Never throws.
+// Opens one new connection within `connect_timeout` (the URI's, or less: what is left of the
+// caller's deadline, deadline.hpp), or returns nullptr with ec (and dlock's last error message)
+// set: authentication_failed / backend_unavailable / backend_error. Never throws.
 using connector = std::function<std::unique_ptr<connection>(std::chrono::milliseconds connect_timeout,
                                                             std::error_code& ec)>;
 

@@ -47,7 +47,7 @@ class session_share {
   // statement). nullptr with ec set when no session could be had by `deadline`.
   struct picked {
     std::shared_ptr<session> s;
-    std::unique_lock<std::mutex> lock;
+    std::unique_lock<std::timed_mutex> lock;
   };
   picked pick(time_point deadline, std::error_code& ec) noexcept;
 
@@ -65,6 +65,12 @@ class session_share {
   enum class beside { alone, others, failed };
   beside reserve_beside(const std::string& key, bool shared) noexcept;
   void unreserve(const std::string& key, bool shared = false) noexcept;
+  // Whether a lease of this process holds or is acquiring `key` (in either mode). A lock that must
+  // never share a session with another kind of lock of its name (a semaphore and a mutex of one
+  // name: PostgreSQL's probes for the other kind do not see the session's own locks) reserves its
+  // own key first, then asks this of the other kind's key: of two racing acquirers at least one
+  // sees the other, and takes a session of its own.
+  bool reserved(const std::string& key) noexcept;
 
   pool& connections() noexcept { return *connections_; }
   std::size_t max_sessions() const noexcept { return max_sessions_; }

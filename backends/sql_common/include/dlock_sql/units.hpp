@@ -10,7 +10,13 @@
 //           grant are one atomic step; max_count is checked against every user's.
 //   holders (name, kind, grant_id, units, fence, expires_at): one row per live grant, expiring on
 //           the server clock; rows past expires_at count for nothing and are deleted on the way.
-// kind: 1 for reader-writer locks, 2 for semaphores (a name may be both, as two pools).
+// kind: 1 for reader-writer locks, 2 for semaphores.
+// One name, one lock: the mutex of a name (the index strategy's lock row) counts as a writer of
+// the name's reader-writer lock, and a semaphore never holds beside the mutex or the reader-writer
+// lock of its name. The grant checks both (a live lock row, live holders of the other kind) with
+// shared locks on what it reads, and the mutex's statement checks the holders the same way
+// (dialect.hpp: index_sql::units_in_use), so two racing grants of different kinds wait for each
+// other or deadlock (one is rolled back and retried): never both granted.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,10 +38,13 @@ struct units_sql {
   // The attempt, one autocommitted statement. Binds grant_id, units, ttl_ms, kind, name,
   // max_count, heed_writer_mark (1 for readers: no grant while the anchor's writer mark is live),
   // units. Locks the anchor row FOR UPDATE, sums the live holders' units, and inserts our holder
-  // row only when `units` more fit within max_count. Returns one row (fence) when granted, none
-  // otherwise (no anchor yet, another max_count, not enough free, or a live writer mark).
+  // row only when `units` more fit within max_count, the mutex of the name has no live lock row
+  // and the other kind has no live holder. Returns one row (fence) when granted, none otherwise
+  // (no anchor yet, another max_count, not enough free, a live writer mark, the mutex or the other
+  // kind of the name).
   std::string grant;
-  // Binds kind, name. One row (max_count, live units, expired rows) when the anchor exists.
+  // Binds kind, name. One row (max_count, live units, expired rows, 1 when the mutex of the name
+  // has a live lock row else 0, the other kind's live units) when the anchor exists.
   std::string inspect;
   // Binds kind, name, max_count. Creates the anchor if absent (racing creators are fine).
   std::string create_anchor;

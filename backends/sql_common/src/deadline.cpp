@@ -1,0 +1,128 @@
+// The acquire's deadline on its thread, and the one thread per process that shuts down the sockets
+// of statements still unanswered at their deadline (deadline.hpp).
+#include "dlock_sql/deadline.hpp"
+
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace dlock::sql {
+namespace {
+
+thread_local steady_clock::time_point thread_deadline = steady_clock::time_point::max();
+
+// Armed sockets by the time they are due. Shutting one down happens under the mutex, so once
+// disarm returns the fd is never touched again (its connection may close it and the number be
+// reused at once).
+class socket_cutter {
+ public:
+  static socket_cutter& instance() {
+    static socket_cutter cutter;
+    return cutter;
+  }
+  ~socket_cutter() {
+    {
+      std::lock_guard lk(m_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  std::uint64_t arm(int fd, steady_clock::time_point when) {
+    std::lock_guard lk(m_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+    const auto id = ++next_id_;
+    const bool earliest = armed_.empty() || when < armed_.begin()->first;
+    armed_.emplace(when, entry{fd, id});
+    if (earliest) wake_.notify_all();
+    return id;
+  }
+  // True when it had fired.
+  bool disarm(std::uint64_t id) noexcept {
+    std::lock_guard lk(m_);
+    for (auto it = armed_.begin(); it != armed_.end(); ++it) {
+      if (it->second.id == id) {
+        armed_.erase(it);
+        return false;
+      }
+    }
+    return fired_.erase(id) > 0;
+  }
+  bool fired(std::uint64_t id) noexcept {
+    std::lock_guard lk(m_);
+    return fired_.contains(id);
+  }
+
+ private:
+  struct entry {
+    int fd;
+    std::uint64_t id;
+  };
+  socket_cutter() = default;
+  void loop() noexcept {
+    std::unique_lock lk(m_);
+    while (!stopping_) {
+      if (armed_.empty()) {
+        wake_.wait(lk);
+        continue;
+      }
+      const auto due = armed_.begin()->first;
+      if (steady_clock::now() < due) {
+        wake_.wait_until(lk, due);
+        continue;
+      }
+      const auto e = armed_.begin()->second;
+      armed_.erase(armed_.begin());
+      ::shutdown(e.fd, SHUT_RDWR);
+      try {
+        fired_.insert(e.id);
+      } catch (...) {
+      }
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable wake_;
+  std::multimap<steady_clock::time_point, entry> armed_;
+  std::set<std::uint64_t> fired_;  // fired and not yet disarmed
+  std::uint64_t next_id_ = 0;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+deadline_scope::deadline_scope(steady_clock::time_point deadline) noexcept : previous_(thread_deadline) {
+  thread_deadline = std::min(previous_, deadline);
+}
+deadline_scope::~deadline_scope() { thread_deadline = previous_; }
+
+steady_clock::time_point current_deadline() noexcept { return thread_deadline; }
+
+steady_clock::time_point io_deadline() noexcept {
+  const auto d = thread_deadline;
+  if (d >= steady_clock::time_point::max() - deadline_grace) return steady_clock::time_point::max();
+  return d + deadline_grace;
+}
+
+socket_guard::socket_guard(int fd) noexcept {
+  const auto until = io_deadline();
+  if (fd < 0 || until == steady_clock::time_point::max()) return;
+  try {
+    id_ = socket_cutter::instance().arm(fd, until);
+  } catch (...) {
+    id_ = 0;  // no thread: the statement is bounded by the connection's own timeouts only
+  }
+}
+
+socket_guard::~socket_guard() {
+  if (id_) socket_cutter::instance().disarm(id_);
+}
+
+bool socket_guard::fired() const noexcept { return id_ && socket_cutter::instance().fired(id_); }
+
+}  // namespace dlock::sql
