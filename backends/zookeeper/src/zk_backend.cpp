@@ -1,5 +1,9 @@
 #include "zk_backend.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <string>
+
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
 #include "zk_rw_lock.hpp"
@@ -20,7 +24,11 @@ session_options session_options_of(const uri& u) {
     o.hosts += h.host + ":" + std::to_string(h.port_or(2181));
   }
   o.session_timeout = u.get_duration("session_timeout").value_or(std::chrono::seconds{10});
-  o.connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{10});
+  // A host that accepts connections and never answers holds the client for 2/3 of the session
+  // timeout before it tries the next one: by default open waits at least a session timeout, so
+  // one such host in a list does not fail it.
+  o.connect_timeout = u.get_duration("connect_timeout")
+                          .value_or(std::max<std::chrono::milliseconds>(std::chrono::seconds{10}, o.session_timeout));
   if (u.password()) o.digest = u.user() + ":" + *u.password();
   if (auto d = u.get("digest")) o.digest = *d;
   const auto suspended = u.get("on_suspended").value_or("keep");
@@ -48,10 +56,12 @@ node_settings node_settings_of(const uri& u, const session_options& o) {
 
 zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
     : backend(zookeeper_caps, zookeeper_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()) {
-  auto options = session_options_of(u);
+  const auto options = session_options_of(u);
   settings_ = node_settings_of(u, options);
-  connection_ = std::make_shared<connection>(std::move(options), u.redacted());
-  (void)connection_->live();  // connect now: a wrong address fails at open
+  connection_ = std::make_shared<connection>(options, u.redacted());
+  // Connect now (a wrong address fails at open), within connect_timeout whatever the servers do.
+  const auto waited = "within " + std::to_string(options.connect_timeout.count()) + "ms (connect_timeout)";
+  (void)connection_->live(std::chrono::steady_clock::now() + options.connect_timeout, waited);
 }
 
 std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string name, lock_options options) {

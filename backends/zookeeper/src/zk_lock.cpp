@@ -7,6 +7,7 @@
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 
 namespace dlock::zookeeper {
@@ -53,10 +54,10 @@ std::unique_ptr<spi::lease_state> zk_lock::reenter() {
 std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept {
   return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
     if (auto again = reenter()) return again;
-    auto s = conn_->live();
-    // Transient failures are ridden out until the caller's deadline, and at least for a session
-    // timeout: a disconnection that long ends the session (and frees our node) anyway.
-    const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+    // Transient failures are ridden out until the deadline; no request is waited for past it plus
+    // the grace of the last look and the withdrawal (request.hpp), whatever the server does.
+    const auto patience = request::answer_deadline(deadline);
+    auto s = conn_->live(patience, acquire_waited);
     lock_node ours;
     if (const int rc = create(s, patience, ours); rc != ZOK) {
       set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
@@ -76,7 +77,7 @@ int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, loc
   int rc = create_lock_node(*s, request, patience, ours);
   if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {  // expired, event not seen yet: one fresh session
     conn_->discard(s);
-    s = conn_->live();
+    s = conn_->live(patience, acquire_waited);
     request.uuid = spi::random_uuid();
     rc = create_lock_node(*s, request, patience, ours);
   }
@@ -86,16 +87,15 @@ int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, loc
 std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
                                                          clock::time_point deadline, clock::time_point patience,
                                                          bool wait, std::error_code& ec) {
-  zhandle_t* zh = s->handle();
   const std::string our_path = parent_ + "/" + ours.name;
-  auto give_up = [&] { (void)delete_own_node(*s, our_path); };
+  auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
   std::vector<std::string> children;
   queue_ahead ahead;
   bool final_look = false;
   for (;;) {
     {  // Read the queue: where our node stands, and the nodes ahead of it.
       const auto asked = clock::now();
-      int rc = children_of(zh, parent_, children);
+      const int rc = request::children(*s, parent_, patience, children);
       if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
       if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
       if (rc != ZOK) {
@@ -124,8 +124,7 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
     // Watch only the predecessor: one waiter wakes per release (no herd).
     const std::string predecessor = ahead.back().path;
     session::path_watch watch(*s, predecessor);
-    Stat st{};
-    const int rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
+    const int rc = request::exists(*s, predecessor, patience, nullptr, true);
     auto outcome = session::path_watch::outcome::deleted;  // ZNONODE: gone before the watch was set
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK && rc != ZNONODE) {

@@ -37,7 +37,8 @@ class zk_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept;
   // Creates our node, in a fresh session if the server says ours expired. Throws dlock::error.
   int create(std::shared_ptr<session>& s, clock::time_point patience, lock_node& ours);
-  // Our node is queued: wait until it is first (or the deadline), then grant.
+  // Our node is queued: wait until it is first (or the deadline), then grant. No request is waited
+  // for past `patience`.
   std::unique_ptr<spi::lease_state> wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
                                                   clock::time_point deadline, clock::time_point patience, bool wait,
                                                   std::error_code& ec);

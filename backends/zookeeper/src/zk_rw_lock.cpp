@@ -6,6 +6,7 @@
 #include "acquire_errors.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 #include "zk_lease.hpp"
 #include "zk_nodes_lease.hpp"
@@ -45,10 +46,10 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::do_acquire_until(access side, cloc
 std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_point deadline, bool wait,
                                                       std::error_code& ec) noexcept {
   return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
-    auto s = conn_->live();
-    // Transient failures are ridden out until the deadline, and at least for a session timeout
-    // (as the mutex does: a disconnection that long ends the session and frees our node anyway).
-    const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+    // Transient failures are ridden out until the deadline; no request is waited for past it plus
+    // the grace of the last look and the withdrawal (request.hpp), whatever the server does.
+    const auto patience = request::answer_deadline(deadline);
+    auto s = conn_->live(patience, acquire_waited);
     lock_node_request request{.root = settings_.root,
                               .parent = parent_,
                               .uuid = spi::random_uuid(),
@@ -68,15 +69,14 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_p
 std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const std::shared_ptr<session>& s,
                                                             const lock_node& ours, clock::time_point deadline,
                                                             clock::time_point patience, bool wait, std::error_code& ec) {
-  zhandle_t* zh = s->handle();
   const std::string our_path = parent_ + "/" + ours.name;
   const std::string what = std::string(to_string(side)) + " acquire of '" + std::string(name()) + "'";
-  auto give_up = [&] { (void)delete_own_node(*s, our_path); };
+  auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
   std::vector<std::string> children;
   bool final_look = false;
   for (;;) {
     const auto asked = clock::now();
-    int rc = children_of(zh, parent_, children);
+    int rc = request::children(*s, parent_, patience, children);
     if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {
@@ -100,8 +100,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
     // reader's blocker may be gone while an earlier exclusive node (one that gave up later) is not.
     const std::string blocker_path = parent_ + "/" + blocker;
     session::path_watch watch(*s, blocker_path);
-    Stat st{};
-    rc = zoo_wexists(zh, blocker_path.c_str(), &session::watcher, s.get(), &st);
+    rc = request::exists(*s, blocker_path, patience, nullptr, true);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK && rc != ZNONODE) {
       give_up();

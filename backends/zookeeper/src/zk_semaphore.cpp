@@ -5,28 +5,12 @@
 #include "acquire_errors.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 #include "zk_lease.hpp"
 #include "zk_nodes_lease.hpp"
 
 namespace dlock::zookeeper {
-
-namespace {
-
-// Zookeeper's children-of with a watch (session::watcher) on the folder.
-int watched_children_of(const session& s, const std::string& parent, std::vector<std::string>& out) {
-  struct freed_after_use {
-    String_vector v{0, nullptr};
-    ~freed_after_use() { deallocate_String_vector(&v); }
-  } children;
-  const int rc = zoo_wget_children(s.handle(), parent.c_str(), &session::watcher, const_cast<session*>(&s), &children.v);
-  out.clear();
-  if (rc == ZOK)
-    for (int i = 0; i < children.v.count; ++i) out.emplace_back(children.v.data[i]);
-  return rc;
-}
-
-}  // namespace
 
 zk_semaphore::zk_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
                            std::shared_ptr<connection> conn, node_settings settings)
@@ -62,22 +46,30 @@ std::unique_ptr<spi::lease_state> zk_semaphore::acquire_in_mutex(std::uint32_t p
     lease mutex = internal.try_acquire_until(deadline, ec);
     if (!mutex) return nullptr;
     auto granted = take_leases(permits, deadline, true, ec);
-    std::error_code ignored;  // our leases stand or fall by their own nodes; a mutex node left
-    mutex.release(ignored);   // behind is deleted in the background or goes with its session
+    // Released within the acquire's time too. Our leases stand or fall by their own nodes; a mutex
+    // node left behind is deleted in the background or goes with its session.
+    if (auto* held = dynamic_cast<zk_lease*>(mutex.state().get())) held->release_by(request::answer_deadline(deadline));
+    const auto failure = ec;
+    const std::string message = failure ? last_error_message() : std::string();
+    std::error_code ignored;
+    mutex.release(ignored);  // (it clears the thread's last error message: ours is set again)
+    if (failure) set_error(ec, failure, message);
     return granted;
   });
 }
 
 std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permits, clock::time_point deadline,
                                                             bool wait, std::error_code& ec) {
-  auto s = conn_->live();
-  const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+  // No request is waited for past the deadline plus the grace of the last look and the
+  // withdrawal (request.hpp), whatever the server does.
+  const auto patience = request::answer_deadline(deadline);
+  auto s = conn_->live(patience, acquire_waited);
   const std::string what = "semaphore acquire of '" + std::string(name()) + "'";
   std::vector<std::string> ours;  // full paths
   std::vector<std::string> our_names;
   std::int64_t token = 0;
   auto give_up = [&] {
-    for (const auto& path : ours) (void)delete_own_node(*s, path);
+    for (const auto& path : ours) (void)delete_own_node(*s, path, patience);
   };
   for (std::uint32_t i = 0; i < permits; ++i) {
     lock_node_request request{.root = settings_.root,
@@ -104,7 +96,7 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
     session::path_watch watch(*s, leases_);  // registered before the watch is set: no event missed
     const auto asked = clock::now();
     // A try reads once: no watch (it would only bring a notification of our own release).
-    const int rc = wait ? watched_children_of(*s, leases_, children) : children_of(s->handle(), leases_, children);
+    const int rc = request::children(*s, leases_, patience, children, wait);
     if (rc == ZOK) s->heard_from_server(asked);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {

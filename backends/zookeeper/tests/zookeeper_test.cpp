@@ -377,7 +377,8 @@ TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
   const auto parsed = dlock::uri::parse(uri);
   for (const auto& h : parsed.hosts()) o.hosts += (o.hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port_or(2181));
   o.session_timeout = 6s;
-  auto s = zk::session::open(o, "test");
+  auto s = zk::session::start(o, "test");
+  s->wait_established(std::chrono::steady_clock::now() + 10s, "within 10 s");
   const auto name = unique_name("orphan");
   const auto parent = zk::parent_path(root_of(uri), name);
   // The node a lost create would have made: protected name, ephemeral sequential, our session.
