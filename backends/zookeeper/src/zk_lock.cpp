@@ -1,11 +1,13 @@
 #include "zk_lock.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "acquire_errors.hpp"
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
+#include "name_conflict.hpp"
 #include "name_mapping.hpp"
 #include "request.hpp"
 #include "sequence.hpp"
@@ -21,7 +23,8 @@ zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connect
     : distributed_lock(std::move(name), lock_caps, std::move(options)),
       conn_(std::move(conn)),
       settings_(std::move(settings)),
-      parent_(parent_path(settings_.root, this->name())) {}
+      parent_(parent_path(settings_.root, this->name())),
+      semaphore_leases_(leases_folder(parent_)) {}
 
 zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
                  std::string parent)
@@ -89,13 +92,24 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
                                                          bool wait, std::error_code& ec) {
   const std::string our_path = parent_ + "/" + ours.name;
   auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
-  std::vector<std::string> children;
+  std::vector<std::string> children, leases;
   queue_ahead ahead;
   bool final_look = false;
+  // One name, one lock (name_conflict.hpp): a semaphore's leases are looked for once, with the
+  // first read of the queue (both sent at once), after our node was created. Not by a semaphore's
+  // internal mutex, which has no such folder.
+  bool conflict_checked = semaphore_leases_.empty();
   for (;;) {
     {  // Read the queue: where our node stands, and the nodes ahead of it.
       const auto asked = clock::now();
-      const int rc = request::children(*s, parent_, patience, children);
+      std::optional<request::children_request> semaphore;
+      if (!conflict_checked) semaphore.emplace(*s, semaphore_leases_);
+      int rc = request::children_request(*s, parent_).wait(patience, children);
+      if (semaphore) {
+        const int lrc = semaphore->wait(patience, leases);
+        if (rc == ZOK && lrc != ZNONODE) rc = lrc;  // no folder: no semaphore
+        if (lrc == ZNONODE) leases.clear();
+      }
       if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
       if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
       if (rc != ZOK) {
@@ -103,6 +117,12 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
         set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
         return nullptr;
       }
+      if (!conflict_checked && !leases.empty()) {
+        give_up();
+        set_error(ec, errc::name_conflict, in_use_as_semaphore(name(), leases.size(), "a mutex"));
+        return nullptr;
+      }
+      conflict_checked = true;
       const auto ordered = lock_nodes_in_order(children);
       const auto it = std::find(ordered.begin(), ordered.end(), ours.name);
       if (it == ordered.end()) {

@@ -1,10 +1,12 @@
 #include "zk_rw_lock.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "acquire_errors.hpp"
 #include "dlock/error.hpp"
+#include "name_conflict.hpp"
 #include "name_mapping.hpp"
 #include "request.hpp"
 #include "sequence.hpp"
@@ -72,11 +74,21 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
   const std::string our_path = parent_ + "/" + ours.name;
   const std::string what = std::string(to_string(side)) + " acquire of '" + std::string(name()) + "'";
   auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
-  std::vector<std::string> children;
+  std::vector<std::string> children, leases;
   bool final_look = false;
+  // One name, one lock (name_conflict.hpp): a semaphore's leases are looked for once, with the
+  // first read of the queue (both sent at once), after our node was created.
+  bool conflict_checked = false;
   for (;;) {
     const auto asked = clock::now();
-    int rc = request::children(*s, parent_, patience, children);
+    std::optional<request::children_request> semaphore;
+    if (!conflict_checked) semaphore.emplace(*s, leases_folder(parent_));
+    int rc = request::children_request(*s, parent_).wait(patience, children);
+    if (semaphore) {
+      const int lrc = semaphore->wait(patience, leases);
+      if (rc == ZOK && lrc != ZNONODE) rc = lrc;  // no folder: no semaphore
+      if (lrc == ZNONODE) leases.clear();
+    }
     if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {
@@ -84,6 +96,13 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
       set_zk_error(ec, rc, what + " (children of " + parent_ + ")");
       return nullptr;
     }
+    if (!conflict_checked && !leases.empty()) {
+      give_up();
+      set_error(ec, errc::name_conflict,
+                in_use_as_semaphore(name(), leases.size(), side == access::read ? "a read lock" : "a write lock"));
+      return nullptr;
+    }
+    conflict_checked = true;
     const auto ordered = lock_nodes_in_order(children);
     if (std::find(ordered.begin(), ordered.end(), ours.name) == ordered.end()) {
       set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");

@@ -1,9 +1,11 @@
 #include "zk_semaphore.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "acquire_errors.hpp"
 #include "dlock/error.hpp"
+#include "name_conflict.hpp"
 #include "name_mapping.hpp"
 #include "request.hpp"
 #include "sequence.hpp"
@@ -17,9 +19,9 @@ zk_semaphore::zk_semaphore(std::string name, std::uint32_t max_count, capabiliti
     : semaphore(std::move(name), max_count, caps, std::move(options)),
       conn_(std::move(conn)),
       settings_(std::move(settings)) {
-  const auto path = parent_path(settings_.root, this->name());
-  locks_ = path + "/locks";
-  leases_ = path + "/leases";
+  folder_ = parent_path(settings_.root, this->name());
+  locks_ = folder_ + "/locks";
+  leases_ = leases_folder(folder_);
 }
 
 // Without the internal mutex. Safe: whoever is granted counted every granted node that existed
@@ -90,19 +92,38 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
     s->own_node_created(ours.back());
     token = std::max(token, node.czxid);  // later nodes, later zxids: the last one's
   }
-  std::vector<std::string> children;
+  std::vector<std::string> children, locks;
   bool final_look = false;
+  // One name, one lock (name_conflict.hpp): a mutex or reader-writer lock of the name is looked
+  // for once, with the first read of leases/ (both sent at once), after our lease nodes were
+  // created. Any node of theirs, holder or waiter, refuses us.
+  bool conflict_checked = false;
   for (;;) {
     session::path_watch watch(*s, leases_);  // registered before the watch is set: no event missed
     const auto asked = clock::now();
+    std::optional<request::children_request> lock_nodes;
+    if (!conflict_checked) lock_nodes.emplace(*s, folder_);
     // A try reads once: no watch (it would only bring a notification of our own release).
-    const int rc = request::children(*s, leases_, patience, children, wait);
+    int rc = request::children(*s, leases_, patience, children, wait);
+    if (lock_nodes) {
+      const int lrc = lock_nodes->wait(patience, locks);
+      if (rc == ZOK) rc = lrc;  // the folder exists: leases/ is in it
+    }
     if (rc == ZOK) s->heard_from_server(asked);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {
       give_up();
       set_zk_error(ec, rc, what + " (children of " + leases_ + ")");
       return nullptr;
+    }
+    if (!conflict_checked) {
+      if (const auto kind = lock_kind_of(locks); !kind.empty()) {
+        give_up();
+        const auto count = std::count_if(locks.begin(), locks.end(), [](const std::string& c) { return sequence_of(c).has_value(); });
+        set_error(ec, errc::name_conflict, in_use_as_lock(name(), kind, static_cast<std::size_t>(count)));
+        return nullptr;
+      }
+      conflict_checked = true;
     }
     for (const auto& name : our_names)
       if (std::find(children.begin(), children.end(), name) == children.end()) {
