@@ -6,6 +6,7 @@
 
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
+#include "name_mapping.hpp"
 #include "zk_rw_lock.hpp"
 #include "zk_semaphore.hpp"
 
@@ -49,7 +50,17 @@ node_settings node_settings_of(const uri& u, const session_options& o) {
   settings.creator_acl = acl == "creator";
   settings.root = u.path();
   while (!settings.root.empty() && settings.root.back() == '/') settings.root.pop_back();
+  // Refused here rather than by every acquire ("bad arguments" from the server).
+  if (!usable_root(settings.root))
+    throw error(errc::invalid_uri, u.redacted() + ": the path '" + settings.root +
+                                       "' is not a ZooKeeper path (an empty, '.' or '..' component, or a character ZooKeeper refuses)");
   return settings;
+}
+
+// A name that would silently mean another node than the one a Curator or kazoo user means by it
+// is refused when the lock is made (name_mapping.hpp).
+void check_name(const node_settings& settings, std::string_view name) {
+  if (auto why = refusal(settings.root, name); !why.empty()) throw error(errc::invalid_name, std::move(why));
 }
 
 }  // namespace
@@ -65,15 +76,18 @@ zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
 }
 
 std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string name, lock_options options) {
+  check_name(settings_, name);
   return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
 }
 
 std::unique_ptr<rw_lock> zookeeper_backend::do_make_rw_lock(std::string name, lock_options options) {
+  check_name(settings_, name);
   return std::make_unique<zk_rw_lock>(std::move(name), rw_caps(), std::move(options), connection_, settings_);
 }
 
 std::unique_ptr<semaphore> zookeeper_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                                 lock_options options) {
+  check_name(settings_, name);
   return std::make_unique<zk_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), connection_,
                                         settings_);
 }
