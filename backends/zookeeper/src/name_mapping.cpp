@@ -36,6 +36,17 @@ bool zookeeper_refuses(char32_t c) {
   return c <= 0x1F || (c >= 0x7F && c <= 0x9F) || (c >= 0xD800 && c <= 0xF8FF) || c >= 0xFFF0;
 }
 
+// True for a path component ZooKeeper stores: non-empty, not "." or "..", UTF-8 of characters
+// it accepts.
+bool storable(std::string_view component) {
+  if (component.empty() || component == "." || component == "..") return false;
+  for (std::size_t at = 0; at < component.size();) {
+    const auto c = next_code_point(component, at);
+    if (!c || zookeeper_refuses(*c)) return false;
+  }
+  return true;
+}
+
 // True when "<root>/<name>" is a path ZooKeeper accepts and that no other name's mapping can
 // reach: every '/'-separated component non-empty, not "." or "..", of characters ZooKeeper
 // accepts; not in ZooKeeper's own /zookeeper tree; not starting with '#' (the hashed forms); and
@@ -47,13 +58,9 @@ bool usable_as_path(const std::string& root, std::string_view name) {
   for (bool first = true;; first = false) {
     const auto slash = name.find('/', start);
     const auto component = name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
-    if (component.empty() || component == "." || component == "..") return false;
+    if (!storable(component)) return false;
     if (first && root.empty() && component == "zookeeper") return false;
     if (!first && sequence_of(component)) return false;
-    for (std::size_t at = 0; at < component.size();) {
-      const auto c = next_code_point(component, at);
-      if (!c || zookeeper_refuses(*c)) return false;
-    }
     if (slash == std::string_view::npos) return true;
     start = slash + 1;
   }
@@ -81,6 +88,38 @@ std::string parent_path(const std::string& root, std::string_view name) {
   // "#<readable head>.<sha256>": a name starting with '#' is always hashed, so a hashed form
   // never equals a name used as it is.
   return root + "/" + (usable_as_path(root, name) ? std::string(name) : hashed_folder(name));
+}
+
+bool usable_root(std::string_view root) {
+  if (root.empty()) return true;
+  if (!root.starts_with('/')) return false;
+  for (std::size_t start = 1;;) {
+    const auto slash = root.find('/', start);
+    if (!storable(root.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start))) return false;
+    if (slash == std::string_view::npos) return true;
+    start = slash + 1;
+  }
+}
+
+std::string refusal(const std::string& root, std::string_view name) {
+  if (!name.starts_with('/')) return {};
+  std::string message = "zookeeper: lock name '" + std::string(name) +
+                        "' starts with '/': a name is a path below the URI's path (" +
+                        (root.empty() ? std::string("none here: the namespace root") : "'" + root + "'") +
+                        "), not a ZooKeeper path";
+  auto relative = name;
+  while (relative.starts_with('/')) relative.remove_prefix(1);
+  if (relative.empty() || !usable_as_path(root, relative)) return message + "; write the name without the leading '/'";
+  const std::string path(name);
+  if (!root.empty() && path.starts_with(root + "/")) {
+    // "/dlock/x" under the root /dlock: the Curator or kazoo path of the name "x".
+    const auto below = std::string_view(path).substr(root.size() + 1);
+    if (usable_as_path(root, below)) return message + "; for the node Curator and kazoo lock as '" + path + "', write '" + std::string(below) + "'";
+  }
+  message += "; for the node Curator and kazoo lock as '" + root + "/" + std::string(relative) + "', write '" + std::string(relative) + "'";
+  if (!root.empty())
+    message += "; for '" + path + "' itself, open a URI without a path (zookeeper://host:port) and write '" + std::string(relative) + "'";
+  return message;
 }
 
 }  // namespace dlock::zookeeper

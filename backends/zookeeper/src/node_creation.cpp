@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "dlock/spi.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 
 namespace dlock::zookeeper {
@@ -13,13 +14,13 @@ using clock = std::chrono::steady_clock;
 
 // Persistent nodes for the root, container nodes for the name's folders (removed by the server
 // once empty; Curator's creatingParentContainersIfNeeded makes the same).
-int ensure_parents(zhandle_t* zh, const lock_node_request& r) {
+int ensure_parents(session& s, const lock_node_request& r, clock::time_point deadline) {
   std::string path;
   std::size_t at = 1;
   while (at <= r.root.size()) {
     const auto next = r.root.find('/', at);
     path = r.root.substr(0, next == std::string::npos ? r.root.size() : next);
-    const int rc = zoo_create(zh, path.c_str(), nullptr, -1, r.acl, ZOO_PERSISTENT, nullptr, 0);
+    const int rc = request::create(s, path, {}, r.acl, ZOO_PERSISTENT, deadline);
     if (rc != ZOK && rc != ZNODEEXISTS) return rc;
     if (next == std::string::npos) break;
     at = next + 1;
@@ -27,7 +28,7 @@ int ensure_parents(zhandle_t* zh, const lock_node_request& r) {
   // "<root>/orders/42": "<root>/orders", then the parent itself.
   for (auto slash = r.parent.find('/', r.root.size() + 1);; slash = r.parent.find('/', slash + 1)) {
     const auto folder = r.parent.substr(0, slash);
-    const int rc = zoo_create(zh, folder.c_str(), nullptr, -1, r.acl, ZOO_CONTAINER, nullptr, 0);
+    const int rc = request::create(s, folder, {}, r.acl, ZOO_CONTAINER, deadline);
     if (rc != ZOK && rc != ZNODEEXISTS) return rc;
     if (slash == std::string::npos) return ZOK;
   }
@@ -71,23 +72,20 @@ class protected_create {
 
   // The one transition function: performs the current state's request, returns the next state.
   state next() {
-    zhandle_t* zh = s_.handle();
     switch (state_) {
       case state::create: {
-        const std::string path = request_.parent + "/" + prefix_;
-        Stat st{};
-        std::vector<char> full(path.size() + 32);  // + the sequence number ZooKeeper appends
-        rc_ = zoo_create2(zh, path.c_str(), request_.data.data(), static_cast<int>(request_.data.size()), request_.acl,
-                          ZOO_EPHEMERAL_SEQUENTIAL, full.data(), static_cast<int>(full.size()), &st);
-        if (rc_ == ZOK) return found(std::string(full.data()), st.czxid);
+        request::created_node made;
+        rc_ = request::create(s_, request_.parent + "/" + prefix_, request_.data, request_.acl, ZOO_EPHEMERAL_SEQUENTIAL,
+                              patience_, &made);
+        if (rc_ == ZOK) return found(made.path, made.stat.czxid);
         if (rc_ == ZNONODE && parents_made_++ < max_parent_remakes) return state::make_parents;
         return after_failure(state::find_ours);  // a lost reply: the create may have been applied
       }
       case state::make_parents:
-        rc_ = ensure_parents(zh, request_);
+        rc_ = ensure_parents(s_, request_, patience_);
         return rc_ == ZOK ? state::create : after_failure(state::create);
       case state::find_ours:
-        return find_ours(zh);
+        return find_ours();
       case state::ride_out:
         if (ride_out_disconnect(s_, patience_)) return resume_;
         if (s_.expired()) {
@@ -110,15 +108,15 @@ class protected_create {
     return state::ride_out;
   }
 
-  state find_ours(zhandle_t* zh) {
+  state find_ours() {
     std::vector<std::string> children;
-    rc_ = children_of(zh, request_.parent, children);
+    rc_ = request::children(s_, request_.parent, patience_, children);
     if (rc_ != ZOK && rc_ != ZNONODE) return after_failure(state::find_ours);
     bool look_failed = false;
     for (const auto& child : children) {
       if (!child.starts_with(prefix_)) continue;
       Stat st{};
-      rc_ = zoo_exists(zh, (request_.parent + "/" + child).c_str(), 0, &st);
+      rc_ = request::exists(s_, request_.parent + "/" + child, patience_, &st);
       if (rc_ == ZOK) return found(child, st.czxid);
       if (rc_ != ZNONODE) look_failed = true;  // (no node: deleted meanwhile, by an operator)
     }
@@ -154,7 +152,7 @@ int create_lock_node_in_live_session(connection& conn, std::shared_ptr<session>&
   int rc = create_lock_node(*s, request, patience, created);
   if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {
     conn.discard(s);
-    s = conn.live();
+    s = conn.live(patience, acquire_waited);
     request.uuid = spi::random_uuid();
     rc = create_lock_node(*s, request, patience, created);
   }

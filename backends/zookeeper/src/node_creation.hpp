@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "connection.hpp"
 #include "sequence.hpp"
@@ -25,9 +26,13 @@ struct lock_node {
   std::int64_t czxid = 0;
 };
 
+// How a session that is not established in time says what it waited for.
+inline constexpr std::string_view acquire_waited = "by the acquire's deadline";
+
 // ZOK with `created` filled, or the ZooKeeper code it failed with: ZSESSIONEXPIRED once the session
 // is gone (start a fresh one), a transient code when no server answered before `patience` (a node
 // that may have been created is then deleted in the background), any other code as the server said.
+// No request is waited for past `patience`.
 int create_lock_node(session& s, const lock_node_request& request, std::chrono::steady_clock::time_point patience,
                      lock_node& created);
 

@@ -14,6 +14,7 @@
 
 #include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
+#include "request.hpp"
 
 namespace dlock::zookeeper {
 
@@ -108,58 +109,55 @@ void resolve_some_host(const std::string& hosts, const std::string& redacted_uri
 
 }  // namespace
 
-std::shared_ptr<session> session::open(session_options options, const std::string& redacted_uri) {
+std::shared_ptr<session> session::start(session_options options, std::string redacted_uri) {
   std::shared_ptr<session> s(new session());
   s->options_ = std::move(options);
-  resolve_some_host(s->options_.hosts, redacted_uri);
+  s->redacted_uri_ = std::move(redacted_uri);
+  resolve_some_host(s->options_.hosts, s->redacted_uri_);
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-  s->zh_.reset(zookeeper_init2(s->options_.hosts.c_str(), &session::watcher,
-                               static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0,
-                               &drop_client_log));
+  {
+    // Under the mutex, which the watcher takes first: it never sees the handle before zh_ holds it.
+    std::lock_guard lock(s->mutex_);
+    s->zh_.reset(zookeeper_init2(s->options_.hosts.c_str(), &session::watcher,
+                                 static_cast<int>(s->options_.session_timeout.count()), nullptr, s.get(), 0,
+                                 &drop_client_log));
+  }
   if (!s->zh_) {
     const int cause = errno;
-    throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + redacted_uri + ": " + std::strerror(cause) +
-                                       " (expected host:port[,host:port...])");
+    throw error(errc::invalid_uri, "zookeeper: cannot start a client for " + s->redacted_uri_ + ": " +
+                                       std::strerror(cause) + " (expected host:port[,host:port...])");
   }
-  {
-    std::unique_lock lock(s->mutex_);
-    const auto deadline = std::chrono::steady_clock::now() + s->options_.connect_timeout;
-    if (!s->changed_.wait_until(lock, deadline, [&] { return s->state_ == ZOO_CONNECTED_STATE; }))
-      throw error(errc::backend_unavailable,
-                  "zookeeper: no session with " + redacted_uri + " within " +
-                      std::to_string(s->options_.connect_timeout.count()) + "ms (is the ensemble up?)");
-  }
-  zoo_set_log_callback(s->zh_.get(), &route_client_log);
   s->monitor_ = std::jthread([raw = s.get()](std::stop_token stop) { raw->monitor(stop); });
-  if (!s->options_.digest.empty()) {
-    // Synchronous auth: zoo_add_auth's completion only posts the result, we wait here.
-    struct auth_result {
-      std::mutex m;
-      std::condition_variable cv;
-      bool done = false;
-      int rc = 0;
-    };
-    auto result = std::make_shared<auth_result>();
-    auto* keep = new std::shared_ptr<auth_result>(result);  // owned by the completion
-    const int rc = zoo_add_auth(
-        s->zh_.get(), "digest", s->options_.digest.data(), static_cast<int>(s->options_.digest.size()),
-        [](int rc, const void* data) {
-          std::unique_ptr<std::shared_ptr<auth_result>> r(static_cast<std::shared_ptr<auth_result>*>(const_cast<void*>(data)));
-          std::lock_guard lock((*r)->m);
-          (*r)->done = true;
-          (*r)->rc = rc;
-          (*r)->cv.notify_all();
-        },
-        keep);
-    if (rc != ZOK) {
-      delete keep;
-      throw error(errc::backend_unavailable, "zookeeper: cannot send credentials to " + redacted_uri + ": " + zerror(rc));
-    }
-    std::unique_lock lock(result->m);
-    if (!result->cv.wait_for(lock, s->options_.connect_timeout, [&] { return result->done; }) || result->rc != ZOK)
-      throw error(errc::authentication_failed, "zookeeper: digest authentication failed for " + redacted_uri);
-  }
   return s;
+}
+
+void session::wait_established(clock::time_point deadline, std::string_view waited) const {
+  std::unique_lock lock(mutex_);
+  const auto gone = [&] { return state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE; };
+  changed_.wait_until(lock, deadline, [&] { return established_ || auth_rc_ != ZOK || gone(); });
+  if (established_) return;
+  if (auth_rc_ != ZOK || state_ == ZOO_AUTH_FAILED_STATE)
+    throw error(errc::authentication_failed, "zookeeper: digest authentication failed for " + redacted_uri_ + ": " +
+                                                 zerror(auth_rc_ != ZOK ? auth_rc_ : ZAUTHFAILED));
+  if (gone()) throw error(errc::backend_unavailable, "zookeeper: the session with " + redacted_uri_ + " expired before it was established");
+  throw error(errc::backend_unavailable, "zookeeper: no session with " + redacted_uri_ + " " + std::string(waited) +
+                                             " (is the ensemble up? the client keeps trying)");
+}
+
+void session::established_locked() {
+  established_ = true;
+  zoo_set_log_callback(zh_.get(), &route_client_log);
+  state_changed_locked();
+}
+
+void session::auth_answered(int rc, const void* data) {
+  auto* s = static_cast<session*>(const_cast<void*>(data));
+  std::lock_guard lock(s->mutex_);
+  if (rc == ZOK)
+    s->established_locked();
+  else if (rc != ZCLOSING)
+    s->auth_rc_ = rc;
+  s->state_changed_locked();
 }
 
 session::~session() {
@@ -289,18 +287,6 @@ std::size_t session::background_deletes_pending() const {
   return orphans_.size();
 }
 
-int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::string>& out) {
-  struct freed_after_use {  // the client's vector, freed even if copying it out throws
-    String_vector v{0, nullptr};
-    ~freed_after_use() { deallocate_String_vector(&v); }
-  } children;
-  const int rc = zoo_get_children(zh, parent.c_str(), 0, &children.v);
-  out.clear();
-  if (rc == ZOK)
-    for (int i = 0; i < children.v.count; ++i) out.emplace_back(children.v.data[i]);
-  return rc;
-}
-
 bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patience) {
   using std::chrono::steady_clock;
   if (s.expired() || steady_clock::now() >= patience) return false;
@@ -309,12 +295,14 @@ bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patie
 }
 
 bool session::delete_orphan(const orphan& o) {
+  // The monitor also tells leases that their validity ran out: it never waits long for a server.
+  const auto deadline = std::chrono::steady_clock::now() + granted_timeout() / 4;
   std::vector<std::string> children;
-  const int rc = children_of(zh_.get(), o.parent, children);
+  const int rc = request::children(*this, o.parent, deadline, children);
   if (rc != ZOK) return !transient_failure(rc);  // no parent: nothing there; expired: gone with the session
   for (const auto& name : children) {
     if (!name.starts_with(o.name_prefix)) continue;
-    const int drc = zoo_delete(zh_.get(), (o.parent + "/" + name).c_str(), -1);
+    const int drc = request::remove(*this, o.parent + "/" + name, deadline);
     if (transient_failure(drc)) return false;
   }
   return true;
@@ -476,12 +464,19 @@ void session::on_own_node_event(int type, const char* path) {
 // Runs on the client's completion thread: no I/O, no waiting.
 void session::on_event(int type, int state, const char* path) {
   std::vector<std::function<void(std::error_code)>> to_tell;
+  bool send_credentials = false;
   {
     std::lock_guard lock(mutex_);
     if (type == ZOO_SESSION_EVENT) {
       if (state == ZOO_CONNECTING_STATE && state_ != ZOO_CONNECTING_STATE) disconnected_since_ = std::chrono::steady_clock::now();
       state_ = state;
       state_changed_locked();
+      if (state == ZOO_CONNECTED_STATE && !established_) {
+        if (options_.digest.empty())
+          established_locked();
+        else if (!auth_sent_)
+          send_credentials = auth_sent_ = true;
+      }
       const bool gone = state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
       const bool suspended = state == ZOO_CONNECTING_STATE && options_.on_suspended == suspended_policy::lose;
       if (gone || suspended) {
@@ -502,6 +497,17 @@ void session::on_event(int type, int state, const char* path) {
           changed_.notify_all();  // the monitor may have nothing left to watch
         }
       }
+    }
+  }
+  if (send_credentials) {
+    // Asynchronous (the completion thread must not wait); the client sends them again at every
+    // reconnection, and auth_answered hears the first answer. Not sent (the connection dropped
+    // meanwhile): sent at the next connection.
+    const int rc = zoo_add_auth(zh_.get(), "digest", options_.digest.data(), static_cast<int>(options_.digest.size()),
+                                &session::auth_answered, this);
+    if (rc != ZOK) {
+      std::lock_guard lock(mutex_);
+      auth_sent_ = false;
     }
   }
   for (auto& tell : to_tell) tell(make_error_code(errc::lock_lost));

@@ -28,6 +28,7 @@ enum class suspended_policy { keep,
 struct session_options {
   std::string hosts;  // "h1:2181,h2:2181"
   std::chrono::milliseconds session_timeout{10000};
+  // How long dlock::open waits for the session; the backend reads it from the URI.
   std::chrono::milliseconds connect_timeout{10000};
   std::string digest;  // "user:password", or empty
   suspended_policy on_suspended = suspended_policy::keep;
@@ -35,8 +36,16 @@ struct session_options {
 
 class session : public std::enable_shared_from_this<session> {
  public:
-  // Connects and waits until the session is established; throws dlock::error.
-  static std::shared_ptr<session> open(session_options options, const std::string& redacted_uri);
+  using clock = std::chrono::steady_clock;
+  // Starts a session: the client connects (and, with digest credentials, authenticates) in the
+  // background; wait_established() waits for it. Throws dlock::error when no host resolves or the
+  // client cannot be started.
+  static std::shared_ptr<session> start(session_options options, std::string redacted_uri);
+  // Returns once the session is established (connected, and authenticated with digest
+  // credentials); throws dlock::error (backend_unavailable, authentication_failed) when it is not
+  // by `deadline`, saying `waited` ("within 10000ms") for how long. A session that is not
+  // established by then keeps trying in the background, for the next caller.
+  void wait_established(clock::time_point deadline, std::string_view waited) const;
   ~session();
   session(const session&) = delete;
   session& operator=(const session&) = delete;
@@ -123,6 +132,10 @@ class session : public std::enable_shared_from_this<session> {
  private:
   session() = default;
   void on_event(int type, int state, const char* path);
+  // The answer to our digest credentials (the completion thread).
+  static void auth_answered(int rc, const void* data);
+  // Connected and, with credentials, authenticated: the client's log goes to the handler from now on.
+  void established_locked();
   void on_own_node_event(int type, const char* path);
   // A session state change: counted, and every waiter (monitor, retries, path watches) woken.
   void state_changed_locked();
@@ -149,6 +162,7 @@ class session : public std::enable_shared_from_this<session> {
   };
   std::unique_ptr<zhandle_t, zh_deleter> zh_;
   session_options options_;
+  std::string redacted_uri_;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   std::uint64_t state_changes_ = 0;
@@ -161,6 +175,9 @@ class session : public std::enable_shared_from_this<session> {
   std::map<std::string, path_events> path_events_;
   std::set<std::string> own_nodes_;
   int state_ = 0;
+  bool established_ = false;
+  bool auth_sent_ = false;
+  int auth_rc_ = ZOK;  // the server's answer to our credentials, or why they could not be sent
   std::chrono::steady_clock::time_point disconnected_since_{};
   bool presumed_expired_ = false;
   struct watched_node {
@@ -189,8 +206,5 @@ inline bool transient_failure(int rc) noexcept { return rc == ZCONNECTIONLOSS ||
 // 200 ms) for the reconnect and says whether to try again: not once the session is gone or
 // `patience` is over.
 bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patience);
-
-// The children of `parent` (names only) into `out`, emptied first; the ZooKeeper return code.
-int children_of(zhandle_t* zh, const std::string& parent, std::vector<std::string>& out);
 
 }  // namespace dlock::zookeeper

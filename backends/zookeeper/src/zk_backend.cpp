@@ -1,7 +1,12 @@
 #include "zk_backend.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <string>
+
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
+#include "name_mapping.hpp"
 #include "zk_rw_lock.hpp"
 #include "zk_semaphore.hpp"
 
@@ -20,7 +25,11 @@ session_options session_options_of(const uri& u) {
     o.hosts += h.host + ":" + std::to_string(h.port_or(2181));
   }
   o.session_timeout = u.get_duration("session_timeout").value_or(std::chrono::seconds{10});
-  o.connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{10});
+  // A host that accepts connections and never answers holds the client for 2/3 of the session
+  // timeout before it tries the next one: by default open waits at least a session timeout, so
+  // one such host in a list does not fail it.
+  o.connect_timeout = u.get_duration("connect_timeout")
+                          .value_or(std::max<std::chrono::milliseconds>(std::chrono::seconds{10}, o.session_timeout));
   if (u.password()) o.digest = u.user() + ":" + *u.password();
   if (auto d = u.get("digest")) o.digest = *d;
   const auto suspended = u.get("on_suspended").value_or("keep");
@@ -41,29 +50,44 @@ node_settings node_settings_of(const uri& u, const session_options& o) {
   settings.creator_acl = acl == "creator";
   settings.root = u.path();
   while (!settings.root.empty() && settings.root.back() == '/') settings.root.pop_back();
+  // Refused here rather than by every acquire ("bad arguments" from the server).
+  if (!usable_root(settings.root))
+    throw error(errc::invalid_uri, u.redacted() + ": the path '" + settings.root +
+                                       "' is not a ZooKeeper path (an empty, '.' or '..' component, or a character ZooKeeper refuses)");
   return settings;
+}
+
+// A name that would silently mean another node than the one a Curator or kazoo user means by it
+// is refused when the lock is made (name_mapping.hpp).
+void check_name(const node_settings& settings, std::string_view name) {
+  if (auto why = refusal(settings.root, name); !why.empty()) throw error(errc::invalid_name, std::move(why));
 }
 
 }  // namespace
 
 zookeeper_backend::zookeeper_backend(const uri& u, const lock_options& defaults)
     : backend(zookeeper_caps, zookeeper_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()) {
-  auto options = session_options_of(u);
+  const auto options = session_options_of(u);
   settings_ = node_settings_of(u, options);
-  connection_ = std::make_shared<connection>(std::move(options), u.redacted());
-  (void)connection_->live();  // connect now: a wrong address fails at open
+  connection_ = std::make_shared<connection>(options, u.redacted());
+  // Connect now (a wrong address fails at open), within connect_timeout whatever the servers do.
+  const auto waited = "within " + std::to_string(options.connect_timeout.count()) + "ms (connect_timeout)";
+  (void)connection_->live(std::chrono::steady_clock::now() + options.connect_timeout, waited);
 }
 
 std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string name, lock_options options) {
+  check_name(settings_, name);
   return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
 }
 
 std::unique_ptr<rw_lock> zookeeper_backend::do_make_rw_lock(std::string name, lock_options options) {
+  check_name(settings_, name);
   return std::make_unique<zk_rw_lock>(std::move(name), rw_caps(), std::move(options), connection_, settings_);
 }
 
 std::unique_ptr<semaphore> zookeeper_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                                 lock_options options) {
+  check_name(settings_, name);
   return std::make_unique<zk_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), connection_,
                                         settings_);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "request.hpp"
 #include "zk_nodes_lease.hpp"
 
 namespace dlock::zookeeper {
@@ -21,11 +22,14 @@ void delete_in_background(session& s, const std::string& path) {
 
 }  // namespace
 
-int delete_own_node(session& s, const std::string& path) {
+std::chrono::steady_clock::time_point release_patience(const session& s) {
+  return std::chrono::steady_clock::now() + 2 * s.session_timeout();
+}
+
+int delete_own_node(session& s, const std::string& path, std::chrono::steady_clock::time_point patience) {
   using std::chrono::steady_clock;
-  const auto patience = steady_clock::now() + 2 * s.session_timeout();
   for (bool retried = false;; retried = true) {
-    const int rc = zoo_delete(s.handle(), path.c_str(), -1);
+    const int rc = request::remove(s, path, patience);
     if (rc == ZOK || rc == ZNONODE) s.own_node_deleted(path);  // gone either way
     if (rc == ZNONODE && retried) return ZOK;
     if (!transient_failure(rc) || s.expired()) return rc;
@@ -56,6 +60,7 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
     return;
   }
   node_->count = 0;
+  const auto patience = std::min(release_patience(*node_->s), node_->release_by);
   lock.unlock();
   node_->s->unwatch_node(node_->path);
   if (lost()) {
@@ -68,7 +73,7 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
               "zookeeper: release of '" + name() + "': the lock was lost (session expired or may have, or node deleted)");
     return;
   }
-  const int rc = delete_own_node(*node_->s, node_->path);
+  const int rc = delete_own_node(*node_->s, node_->path, patience);
   if (rc == ZOK) return;
   if (rc == ZNONODE || rc == ZSESSIONEXPIRED)
     set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': our node " + node_->path + " is gone");

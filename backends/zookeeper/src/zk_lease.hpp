@@ -1,6 +1,7 @@
 #pragma once
 // A grant of zookeeper://: the node it holds (shared by the reentrant leases of one lock object)
 // and the lease, whose release deletes that node.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,9 @@ struct held_node {
   std::recursive_mutex mutex;
   unsigned count = 0;
   std::vector<zk_lease*> live;  // every zk_lease of this node (registered in ctor/dtor)
+  // The release waits for the server until then at the latest (a semaphore's internal mutex is
+  // released within its acquire's deadline); else for two session timeouts.
+  std::chrono::steady_clock::time_point release_by = std::chrono::steady_clock::time_point::max();
 };
 
 class zk_lease final : public spi::lease_state {
@@ -36,6 +40,11 @@ class zk_lease final : public spi::lease_state {
   zhandle_t* handle() const noexcept { return node_->s->handle(); }
   // The server answered again: the session, and so our node, is safe until `until`.
   void extend_to(clock::time_point until) noexcept { set_valid_until(until); }
+  // The release waits for the server until `t` at the latest (then the background deleter takes over).
+  void release_by(clock::time_point t) noexcept {
+    std::lock_guard guard(node_->mutex);
+    node_->release_by = t;
+  }
 
  protected:
   void do_release(std::error_code& ec) noexcept override;
@@ -48,9 +57,11 @@ class zk_lease final : public spi::lease_state {
 // client reconnects to another server by itself and the session, with our node, survives, so the
 // delete must be retried, or the node would block the name for as long as our process lives.
 // "No node" after a lost reply means our first delete was applied (Curator's guaranteed delete
-// reads it the same way). Bounded by twice the session timeout; past that, the delete is handed to
-// the session's background deleter and the transient code is returned.
-int delete_own_node(session& s, const std::string& path);
+// reads it the same way). Bounded by `patience`; past it, the delete is handed to the session's
+// background deleter and the transient code is returned.
+int delete_own_node(session& s, const std::string& path, std::chrono::steady_clock::time_point patience);
+// The patience of a release: twice the session timeout (after that long the session is gone anyway).
+std::chrono::steady_clock::time_point release_patience(const session& s);
 
 // The ZooKeeper session behind a lease of this backend (tests: expire it from outside).
 std::optional<clientid_t> session_of(const spi::lease_state& lease);

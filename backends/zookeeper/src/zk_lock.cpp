@@ -1,12 +1,15 @@
 #include "zk_lock.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "acquire_errors.hpp"
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
+#include "name_conflict.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 
 namespace dlock::zookeeper {
@@ -20,7 +23,8 @@ zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connect
     : distributed_lock(std::move(name), lock_caps, std::move(options)),
       conn_(std::move(conn)),
       settings_(std::move(settings)),
-      parent_(parent_path(settings_.root, this->name())) {}
+      parent_(parent_path(settings_.root, this->name())),
+      semaphore_leases_(leases_folder(parent_)) {}
 
 zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
                  std::string parent)
@@ -53,10 +57,10 @@ std::unique_ptr<spi::lease_state> zk_lock::reenter() {
 std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept {
   return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
     if (auto again = reenter()) return again;
-    auto s = conn_->live();
-    // Transient failures are ridden out until the caller's deadline, and at least for a session
-    // timeout: a disconnection that long ends the session (and frees our node) anyway.
-    const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+    // Transient failures are ridden out until the deadline; no request is waited for past it plus
+    // the grace of the last look and the withdrawal (request.hpp), whatever the server does.
+    const auto patience = request::answer_deadline(deadline);
+    auto s = conn_->live(patience, acquire_waited);
     lock_node ours;
     if (const int rc = create(s, patience, ours); rc != ZOK) {
       set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
@@ -76,7 +80,7 @@ int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, loc
   int rc = create_lock_node(*s, request, patience, ours);
   if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {  // expired, event not seen yet: one fresh session
     conn_->discard(s);
-    s = conn_->live();
+    s = conn_->live(patience, acquire_waited);
     request.uuid = spi::random_uuid();
     rc = create_lock_node(*s, request, patience, ours);
   }
@@ -86,16 +90,26 @@ int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, loc
 std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
                                                          clock::time_point deadline, clock::time_point patience,
                                                          bool wait, std::error_code& ec) {
-  zhandle_t* zh = s->handle();
   const std::string our_path = parent_ + "/" + ours.name;
-  auto give_up = [&] { (void)delete_own_node(*s, our_path); };
-  std::vector<std::string> children;
+  auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
+  std::vector<std::string> children, leases;
   queue_ahead ahead;
   bool final_look = false;
+  // One name, one lock (name_conflict.hpp): a semaphore's leases are looked for once, with the
+  // first read of the queue (both sent at once), after our node was created. Not by a semaphore's
+  // internal mutex, which has no such folder.
+  bool conflict_checked = semaphore_leases_.empty();
   for (;;) {
     {  // Read the queue: where our node stands, and the nodes ahead of it.
       const auto asked = clock::now();
-      int rc = children_of(zh, parent_, children);
+      std::optional<request::children_request> semaphore;
+      if (!conflict_checked) semaphore.emplace(*s, semaphore_leases_);
+      int rc = request::children_request(*s, parent_).wait(patience, children);
+      if (semaphore) {
+        const int lrc = semaphore->wait(patience, leases);
+        if (rc == ZOK && lrc != ZNONODE) rc = lrc;  // no folder: no semaphore
+        if (lrc == ZNONODE) leases.clear();
+      }
       if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
       if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
       if (rc != ZOK) {
@@ -103,6 +117,12 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
         set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
         return nullptr;
       }
+      if (!conflict_checked && !leases.empty()) {
+        give_up();
+        set_error(ec, errc::name_conflict, in_use_as_semaphore(name(), leases.size(), "a mutex"));
+        return nullptr;
+      }
+      conflict_checked = true;
       const auto ordered = lock_nodes_in_order(children);
       const auto it = std::find(ordered.begin(), ordered.end(), ours.name);
       if (it == ordered.end()) {
@@ -124,8 +144,7 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
     // Watch only the predecessor: one waiter wakes per release (no herd).
     const std::string predecessor = ahead.back().path;
     session::path_watch watch(*s, predecessor);
-    Stat st{};
-    const int rc = zoo_wexists(zh, predecessor.c_str(), &session::watcher, s.get(), &st);
+    const int rc = request::exists(*s, predecessor, patience, nullptr, true);
     auto outcome = session::path_watch::outcome::deleted;  // ZNONODE: gone before the watch was set
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK && rc != ZNONODE) {

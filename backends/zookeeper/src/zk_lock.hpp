@@ -22,7 +22,8 @@ struct node_settings {
 class zk_lock final : public distributed_lock {
  public:
   zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings);
-  // A lock whose nodes go in `parent` itself (a semaphore's internal mutex at "<path>/locks").
+  // A lock whose nodes go in `parent` itself (a semaphore's internal mutex at "<path>/locks"): it
+  // does not look for a semaphore of its name (it is a semaphore's own).
   zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
           std::string parent);
 
@@ -37,7 +38,8 @@ class zk_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept;
   // Creates our node, in a fresh session if the server says ours expired. Throws dlock::error.
   int create(std::shared_ptr<session>& s, clock::time_point patience, lock_node& ours);
-  // Our node is queued: wait until it is first (or the deadline), then grant.
+  // Our node is queued: wait until it is first (or the deadline), then grant. No request is waited
+  // for past `patience`. A semaphore of the name refuses it (errc::name_conflict).
   std::unique_ptr<spi::lease_state> wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
                                                   clock::time_point deadline, clock::time_point patience, bool wait,
                                                   std::error_code& ec);
@@ -56,6 +58,7 @@ class zk_lock final : public distributed_lock {
   std::shared_ptr<connection> conn_;
   node_settings settings_;
   std::string parent_;
+  std::string semaphore_leases_;  // "<parent>/leases", looked at for a semaphore of this name; "" for none
   std::mutex mutex_;
   std::weak_ptr<held_node> held_;
 };

@@ -63,8 +63,9 @@ void zk_nodes_lease::do_release(std::error_code& ec) noexcept {
     }
     int failed = ZOK;
     std::string failed_path;
+    const auto patience = release_patience(s);
     for (const auto& path : nodes_->paths) {  // every node, even after one failed
-      const int rc = delete_own_node(s, path);
+      const int rc = delete_own_node(s, path, patience);
       if (rc != ZOK && failed == ZOK) {
         failed = rc;
         failed_path = path;

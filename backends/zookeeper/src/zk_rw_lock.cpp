@@ -1,11 +1,14 @@
 #include "zk_rw_lock.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "acquire_errors.hpp"
 #include "dlock/error.hpp"
+#include "name_conflict.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 #include "zk_lease.hpp"
 #include "zk_nodes_lease.hpp"
@@ -45,10 +48,10 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::do_acquire_until(access side, cloc
 std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_point deadline, bool wait,
                                                       std::error_code& ec) noexcept {
   return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
-    auto s = conn_->live();
-    // Transient failures are ridden out until the deadline, and at least for a session timeout
-    // (as the mutex does: a disconnection that long ends the session and frees our node anyway).
-    const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+    // Transient failures are ridden out until the deadline; no request is waited for past it plus
+    // the grace of the last look and the withdrawal (request.hpp), whatever the server does.
+    const auto patience = request::answer_deadline(deadline);
+    auto s = conn_->live(patience, acquire_waited);
     lock_node_request request{.root = settings_.root,
                               .parent = parent_,
                               .uuid = spi::random_uuid(),
@@ -68,15 +71,24 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_p
 std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const std::shared_ptr<session>& s,
                                                             const lock_node& ours, clock::time_point deadline,
                                                             clock::time_point patience, bool wait, std::error_code& ec) {
-  zhandle_t* zh = s->handle();
   const std::string our_path = parent_ + "/" + ours.name;
   const std::string what = std::string(to_string(side)) + " acquire of '" + std::string(name()) + "'";
-  auto give_up = [&] { (void)delete_own_node(*s, our_path); };
-  std::vector<std::string> children;
+  auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
+  std::vector<std::string> children, leases;
   bool final_look = false;
+  // One name, one lock (name_conflict.hpp): a semaphore's leases are looked for once, with the
+  // first read of the queue (both sent at once), after our node was created.
+  bool conflict_checked = false;
   for (;;) {
     const auto asked = clock::now();
-    int rc = children_of(zh, parent_, children);
+    std::optional<request::children_request> semaphore;
+    if (!conflict_checked) semaphore.emplace(*s, leases_folder(parent_));
+    int rc = request::children_request(*s, parent_).wait(patience, children);
+    if (semaphore) {
+      const int lrc = semaphore->wait(patience, leases);
+      if (rc == ZOK && lrc != ZNONODE) rc = lrc;  // no folder: no semaphore
+      if (lrc == ZNONODE) leases.clear();
+    }
     if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {
@@ -84,6 +96,13 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
       set_zk_error(ec, rc, what + " (children of " + parent_ + ")");
       return nullptr;
     }
+    if (!conflict_checked && !leases.empty()) {
+      give_up();
+      set_error(ec, errc::name_conflict,
+                in_use_as_semaphore(name(), leases.size(), side == access::read ? "a read lock" : "a write lock"));
+      return nullptr;
+    }
+    conflict_checked = true;
     const auto ordered = lock_nodes_in_order(children);
     if (std::find(ordered.begin(), ordered.end(), ours.name) == ordered.end()) {
       set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
@@ -100,8 +119,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
     // reader's blocker may be gone while an earlier exclusive node (one that gave up later) is not.
     const std::string blocker_path = parent_ + "/" + blocker;
     session::path_watch watch(*s, blocker_path);
-    Stat st{};
-    rc = zoo_wexists(zh, blocker_path.c_str(), &session::watcher, s.get(), &st);
+    rc = request::exists(*s, blocker_path, patience, nullptr, true);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK && rc != ZNONODE) {
       give_up();

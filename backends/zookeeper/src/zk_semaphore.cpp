@@ -1,41 +1,27 @@
 #include "zk_semaphore.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "acquire_errors.hpp"
 #include "dlock/error.hpp"
+#include "name_conflict.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
 #include "sequence.hpp"
 #include "zk_lease.hpp"
 #include "zk_nodes_lease.hpp"
 
 namespace dlock::zookeeper {
 
-namespace {
-
-// Zookeeper's children-of with a watch (session::watcher) on the folder.
-int watched_children_of(const session& s, const std::string& parent, std::vector<std::string>& out) {
-  struct freed_after_use {
-    String_vector v{0, nullptr};
-    ~freed_after_use() { deallocate_String_vector(&v); }
-  } children;
-  const int rc = zoo_wget_children(s.handle(), parent.c_str(), &session::watcher, const_cast<session*>(&s), &children.v);
-  out.clear();
-  if (rc == ZOK)
-    for (int i = 0; i < children.v.count; ++i) out.emplace_back(children.v.data[i]);
-  return rc;
-}
-
-}  // namespace
-
 zk_semaphore::zk_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
                            std::shared_ptr<connection> conn, node_settings settings)
     : semaphore(std::move(name), max_count, caps, std::move(options)),
       conn_(std::move(conn)),
       settings_(std::move(settings)) {
-  const auto path = parent_path(settings_.root, this->name());
-  locks_ = path + "/locks";
-  leases_ = path + "/leases";
+  folder_ = parent_path(settings_.root, this->name());
+  locks_ = folder_ + "/locks";
+  leases_ = leases_folder(folder_);
 }
 
 // Without the internal mutex. Safe: whoever is granted counted every granted node that existed
@@ -62,22 +48,30 @@ std::unique_ptr<spi::lease_state> zk_semaphore::acquire_in_mutex(std::uint32_t p
     lease mutex = internal.try_acquire_until(deadline, ec);
     if (!mutex) return nullptr;
     auto granted = take_leases(permits, deadline, true, ec);
-    std::error_code ignored;  // our leases stand or fall by their own nodes; a mutex node left
-    mutex.release(ignored);   // behind is deleted in the background or goes with its session
+    // Released within the acquire's time too. Our leases stand or fall by their own nodes; a mutex
+    // node left behind is deleted in the background or goes with its session.
+    if (auto* held = dynamic_cast<zk_lease*>(mutex.state().get())) held->release_by(request::answer_deadline(deadline));
+    const auto failure = ec;
+    const std::string message = failure ? last_error_message() : std::string();
+    std::error_code ignored;
+    mutex.release(ignored);  // (it clears the thread's last error message: ours is set again)
+    if (failure) set_error(ec, failure, message);
     return granted;
   });
 }
 
 std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permits, clock::time_point deadline,
                                                             bool wait, std::error_code& ec) {
-  auto s = conn_->live();
-  const auto patience = std::max(deadline, clock::now() + s->session_timeout());
+  // No request is waited for past the deadline plus the grace of the last look and the
+  // withdrawal (request.hpp), whatever the server does.
+  const auto patience = request::answer_deadline(deadline);
+  auto s = conn_->live(patience, acquire_waited);
   const std::string what = "semaphore acquire of '" + std::string(name()) + "'";
   std::vector<std::string> ours;  // full paths
   std::vector<std::string> our_names;
   std::int64_t token = 0;
   auto give_up = [&] {
-    for (const auto& path : ours) (void)delete_own_node(*s, path);
+    for (const auto& path : ours) (void)delete_own_node(*s, path, patience);
   };
   for (std::uint32_t i = 0; i < permits; ++i) {
     lock_node_request request{.root = settings_.root,
@@ -98,19 +92,38 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
     s->own_node_created(ours.back());
     token = std::max(token, node.czxid);  // later nodes, later zxids: the last one's
   }
-  std::vector<std::string> children;
+  std::vector<std::string> children, locks;
   bool final_look = false;
+  // One name, one lock (name_conflict.hpp): a mutex or reader-writer lock of the name is looked
+  // for once, with the first read of leases/ (both sent at once), after our lease nodes were
+  // created. Any node of theirs, holder or waiter, refuses us.
+  bool conflict_checked = false;
   for (;;) {
     session::path_watch watch(*s, leases_);  // registered before the watch is set: no event missed
     const auto asked = clock::now();
+    std::optional<request::children_request> lock_nodes;
+    if (!conflict_checked) lock_nodes.emplace(*s, folder_);
     // A try reads once: no watch (it would only bring a notification of our own release).
-    const int rc = wait ? watched_children_of(*s, leases_, children) : children_of(s->handle(), leases_, children);
+    int rc = request::children(*s, leases_, patience, children, wait);
+    if (lock_nodes) {
+      const int lrc = lock_nodes->wait(patience, locks);
+      if (rc == ZOK) rc = lrc;  // the folder exists: leases/ is in it
+    }
     if (rc == ZOK) s->heard_from_server(asked);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK) {
       give_up();
       set_zk_error(ec, rc, what + " (children of " + leases_ + ")");
       return nullptr;
+    }
+    if (!conflict_checked) {
+      if (const auto kind = lock_kind_of(locks); !kind.empty()) {
+        give_up();
+        const auto count = std::count_if(locks.begin(), locks.end(), [](const std::string& c) { return sequence_of(c).has_value(); });
+        set_error(ec, errc::name_conflict, in_use_as_lock(name(), kind, static_cast<std::size_t>(count)));
+        return nullptr;
+      }
+      conflict_checked = true;
     }
     for (const auto& name : our_names)
       if (std::find(children.begin(), children.end(), name) == children.end()) {

@@ -41,7 +41,7 @@ class zk_semaphore final : public semaphore {
 
   std::shared_ptr<connection> conn_;
   node_settings settings_;
-  std::string locks_, leases_;  // "<path>/locks", "<path>/leases"
+  std::string folder_, locks_, leases_;  // "<path>", "<path>/locks", "<path>/leases"
 };
 
 }  // namespace dlock::zookeeper

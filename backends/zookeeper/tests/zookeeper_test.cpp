@@ -377,7 +377,8 @@ TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
   const auto parsed = dlock::uri::parse(uri);
   for (const auto& h : parsed.hosts()) o.hosts += (o.hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port_or(2181));
   o.session_timeout = 6s;
-  auto s = zk::session::open(o, "test");
+  auto s = zk::session::start(o, "test");
+  s->wait_established(std::chrono::steady_clock::now() + 10s, "within 10 s");
   const auto name = unique_name("orphan");
   const auto parent = zk::parent_path(root_of(uri), name);
   // The node a lost create would have made: protected name, ephemeral sequential, our session.
@@ -619,66 +620,6 @@ TEST(zookeeper_interop, QueueOfDlockKazooDlockNeverHasTwoHolders) {
   ASSERT_TRUE(granted) << "the second dlock client never got the lock";
   EXPECT_GT(granted_at, *kazoo_released) << "the second dlock client was granted " << (*kazoo_released - granted_at)
                                          << " s before kazoo released: two holders at once";
-}
-
-// ---- Names map to the path Curator uses ---------------------------------------------------------
-
-TEST(zookeeper_names, ValidPathsAreUsedAsCuratorUsesThemOnlyTheRestIsHashed) {
-  EXPECT_EQ(zk::parent_path("/dlock", "orders/42"), "/dlock/orders/42");
-  EXPECT_EQ(zk::parent_path("/dlock", "job.daily"), "/dlock/job.daily");
-  EXPECT_EQ(zk::parent_path("/dlock", "a b:c-d_e"), "/dlock/a b:c-d_e");
-  EXPECT_EQ(zk::parent_path("/dlock", "caf\xc3\xa9/\xe6\x97\xa5"), "/dlock/caf\xc3\xa9/\xe6\x97\xa5");  // UTF-8 is fine
-  EXPECT_EQ(zk::parent_path("", "orders/42"), "/orders/42");
-  EXPECT_EQ(zk::parent_path("/dlock", "zookeeper"), "/dlock/zookeeper");
-  const auto hashed = [](const std::string& root, const std::string& name) {
-    const auto p = zk::parent_path(root, name);
-    return p.starts_with(root + "/#") && p.find('/', root.size() + 1) == std::string::npos && p.ends_with(dlock::spi::sha256_hex(name));
-  };
-  // What ZooKeeper (PathUtils.validatePath) cannot store: empty components, "." and "..",
-  // control characters, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF and beyond U+FFFF, bad UTF-8.
-  for (const std::string& bad : std::vector<std::string>{"/lead", "trail/", "a//b", ".", "..", "a/./b", "a/../b", "./a", std::string("nul\0x", 5),
-                                                         "tab\tx", "del\x7f", "c1\xc2\x85", "private\xee\x80\x80", "fff0\xef\xbf\xb0",
-                                                         "emoji\xf0\x9f\x98\x80", "bad\xff", "cut\xc3", "overlong\xc0\xaf"})
-    EXPECT_TRUE(hashed("/dlock", bad)) << "'" << bad << "' -> " << zk::parent_path("/dlock", bad);
-  EXPECT_TRUE(hashed("", "zookeeper")) << "the server's own /zookeeper tree: " << zk::parent_path("", "zookeeper");
-  EXPECT_TRUE(hashed("", "zookeeper/quota"));
-  // A folder that reads as a lock node would be a contender of the name above it that never leaves.
-  EXPECT_TRUE(hashed("/dlock", "orders/_c_x-lock-0000000001"));
-  EXPECT_TRUE(hashed("/dlock", "orders/k__lock__0000000001"));
-  // No collisions: a name that looks like a hashed form is hashed itself.
-  const auto other = zk::parent_path("/dlock", "a/../b");
-  const auto look_alike = other.substr(std::string("/dlock/").size());
-  EXPECT_NE(zk::parent_path("/dlock", look_alike), other);
-  EXPECT_TRUE(hashed("/dlock", look_alike));
-  EXPECT_NE(zk::parent_path("/dlock", "a"), zk::parent_path("/dlock", "a/"));
-  // A name hashed before keeps its folder (a service upgraded in place still meets its old peers).
-  EXPECT_EQ(zk::parent_path("/dlock", "tab\tx"), "/dlock/#tab." + dlock::spi::sha256_hex("tab\tx"));
-}
-
-// kazoo takes the path as it is: a kazoo Lock on "<root>/orders/42" and dlock on "orders/42" (the
-// README's first example) are one lock; so are "<root>/job.daily" and "job.daily".
-TEST(zookeeper_names, KazooOnTheCuratorPathContendsWithUs) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  auto zh = raw_connect(uri);
-  const auto tag = unique_name("names");
-  for (const auto& name : {tag + "/orders/42", tag + ".job.daily"}) {
-    SCOPED_TRACE(name);
-    const auto path = root_of(uri) + "/" + name;
-    EXPECT_EQ(zk::parent_path(root_of(uri), name), path);
-    {
-      auto held = b->make_lock(name)->try_acquire();
-      ASSERT_TRUE(held);
-      const auto kids = children(zh.get(), path);
-      EXPECT_EQ(kids.size(), 1u) << "our node is not in " << path;
-    }
-    kazoo_peer peer(uri, path, "lock");
-    ASSERT_TRUE(peer.wait_for("acquired", 30s));
-    auto lock = b->make_lock(name);
-    EXPECT_FALSE(lock->try_acquire()) << "kazoo holds " << path << ", yet we got '" << name << "' too";
-    peer.release();
-    EXPECT_TRUE(lock->try_acquire_for(20s));
-  }
 }
 
 // ---- Bad input and the client library's log -----------------------------------------------------
