@@ -185,7 +185,7 @@ expect 0 "run --write once the readers left" -- "$dlock" run "$uri" "rw-$name" -
 # 2 of 3 permits held by `dlock hold`: 2 more are not free (75), 1 is.
 hold_in_background s1 "$uri" "sem-$name" --permits 2 --of 3 --wait 10s
 expect 75 "run --permits 2 --of 3 while 2 of 3 are held" -- "$dlock" run "$uri" "sem-$name" --permits 2 --of 3 --wait 300ms -- true
-says "2 of the 3 permits of semaphore 'sem-$name' are not free"
+says "fewer than 2 of the 3 permits of semaphore 'sem-$name' are free"
 expect 0 "run --permits 1 --of 3 beside them" -- "$dlock" run "$uri" "sem-$name" --permits 1 --of 3 --wait 5s -- true
 release_background s1
 wait
