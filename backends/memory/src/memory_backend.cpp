@@ -17,6 +17,9 @@ std::string namespace_of(const uri& u) {
     ns = u.hosts().front().host;
   }
   ns += u.path();
+  // A trailing '/' names no other namespace: memory://ns/ is memory://ns, memory:/// is memory://
+  // (as file:///dir/ is file:///dir), so a URI written either way shares one table.
+  while (!ns.empty() && ns.back() == '/') ns.pop_back();
   return ns;
 }
 

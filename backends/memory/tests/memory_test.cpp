@@ -237,8 +237,13 @@ TEST(Memory, NamespacesAreSeparateAndSharedByName) {
   auto held = a->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   EXPECT_FALSE(a_again->make_lock(name)->try_acquire()) << "one namespace, one table";
+  EXPECT_FALSE(open_memory("memory://alpha/")->make_lock(name)->try_acquire()) << "a trailing '/' names no other namespace";
   EXPECT_TRUE(beta->make_lock(name)->try_acquire());
   EXPECT_TRUE(def->make_lock(name)->try_acquire());
+  auto in_default = def->make_lock(name + "-default")->try_acquire();
+  ASSERT_TRUE(in_default);
+  EXPECT_FALSE(open_memory("memory:///")->make_lock(name + "-default")->try_acquire()) << "memory:/// is memory://";
+  EXPECT_TRUE(open_memory("memory://Alpha")->make_lock(name)->try_acquire()) << "namespaces are case-sensitive";
 }
 
 TEST(Memory, NamesAreAnyBytesUpTo64KiB) {
