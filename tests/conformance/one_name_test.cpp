@@ -72,7 +72,8 @@ TEST_P(OneName, AWaiterOfEitherKindIsWokenByTheOthersRelease) {
   if (refuses_rw()) return;
   const std::pair<kind, kind> cases[] = {
       {kind::mutex, kind::read}, {kind::mutex, kind::write}, {kind::read, kind::mutex}, {kind::write, kind::mutex}};
-  for (const auto& [holder, waiter] : cases) {
+  for (const auto& c : cases) {
+    const kind holder = c.first, waiter = c.second;  // plain variables: clang 14 cannot capture bindings
     SCOPED_TRACE(std::string(name_of(waiter)) + " waiting behind a " + name_of(holder));
     const auto name = dlock::testing::unique_name("one-name-wake");
     auto held = take(holder, name, 0ms, options(long_ttl));

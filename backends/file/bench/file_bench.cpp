@@ -102,8 +102,8 @@ bool still_ours(const std::string& name) {
   return ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-// A file kept open across grants (dlock's kept_file: the turnstile readers pass, the counter
-// files): opened and fstat'ed once; per use flock, the name checked against that inode, LOCK_UN.
+// A file kept open across grants (dlock's kept_file: the readers' turn, the semaphore's counter):
+// opened and fstat'ed once; per use flock, the name checked against that inode, LOCK_UN.
 struct kept {
   std::string name;
   int fd;
@@ -122,59 +122,74 @@ struct kept {
   void unlock() const { ::flock(fd, LOCK_UN); }
 };
 
-// dlock's read grant by hand (shared_files.hpp): the turnstile passed LOCK_SH (let go at once) and
-// the counter LOCK_EX with its 64-byte pread and pwrite, both kept open; the lock LOCK_SH on a file
-// opened for the grant; each with the inode check; the release's check and close. What is left
-// between this and dlock_read is the library alone.
+// A file looked at without being created (the turnstile nobody ever waited at, the semaphore's
+// presence file of a name never used as one, the lock file of a name never locked): one openat
+// that fails with ENOENT.
+bool missing(const std::string& name) {
+  const int fd = ::openat(file_backend_dir_fd(), name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) ::close(fd);
+  return fd < 0;
+}
+
+// dlock's read grant by hand (name_lock.hpp): the turnstile looked for (missing: no writer or
+// mutex ever waited), the lock file LOCK_SH on a file opened for the grant, the readers' turn
+// LOCK_EX (kept open), the semaphore's presence file looked for (missing: no semaphore of the
+// name), the counter's 64-byte pread and pwrite in the lock file, the turn's LOCK_UN; each flock
+// with the inode check; the release's check and close. What is left between this and dlock_read
+// is the library alone.
 void raw_rw_protocol_read(benchmark::State& state) {
   const auto files = dlock::file::rw_files("raw-protocol");
-  const kept gate(files.gate), fence(files.fence);
+  const auto presence = dlock::file::semaphore_files("raw-protocol").held;
+  const kept turn(files.turn);
   char bytes[64] = {};
   for (auto _ : state) {
-    const bool passed = gate.lock(LOCK_SH | LOCK_NB);
-    gate.unlock();
-    const int lock = passed ? open_locked(files.lock, LOCK_SH | LOCK_NB) : -1;
-    if (lock < 0 || !fence.lock(LOCK_EX) || ::pread(fence.fd, bytes, 64, 0) < 0 || ::pwrite(fence.fd, bytes, 64, 0) != 64)
+    const int lock = missing(files.gate) ? open_locked(files.lock, LOCK_SH | LOCK_NB) : -1;
+    if (lock < 0 || !turn.lock(LOCK_EX) || !missing(presence) || ::pread(lock, bytes, 64, 0) < 0 ||
+        ::pwrite(lock, bytes, 64, 0) != 64)
       state.SkipWithError("raw protocol failed");
-    fence.unlock();
+    turn.unlock();
     if (!still_ours(files.lock)) state.SkipWithError("raw lock replaced");
     ::close(lock);
   }
 }
 
-// The same three files without the inode checks (what the first version of this benchmark did):
-// the floor of a client that trusts nobody to delete or replace files in the lock directory.
+// The lock file and the turn without the inode checks and without looking for the turnstile and
+// the semaphore: the floor of a client that trusts nobody to delete or replace files in the lock
+// directory and knows no writer waits and no semaphore shares the name.
 void raw_rw_protocol_read_unchecked(benchmark::State& state) {
   const auto files = dlock::file::rw_files("raw-protocol");
   const auto path = [](const std::string& f) { return bench_dir() / f; };
   char bytes[64] = {};
   for (auto _ : state) {
-    const int gate = ::open(path(files.gate).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
-    const int fence = ::open(path(files.fence).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
+    const int turn = ::open(path(files.turn).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
     const int lock = ::open(path(files.lock).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
-    if (::flock(gate, LOCK_SH | LOCK_NB) != 0 || ::flock(fence, LOCK_EX) != 0 || ::flock(lock, LOCK_SH | LOCK_NB) != 0 ||
-        ::pread(fence, bytes, 64, 0) < 0 || ::pwrite(fence, bytes, 64, 0) != 64)
+    if (::flock(lock, LOCK_SH | LOCK_NB) != 0 || ::flock(turn, LOCK_EX) != 0 || ::pread(lock, bytes, 64, 0) < 0 ||
+        ::pwrite(lock, bytes, 64, 0) != 64)
       state.SkipWithError("raw protocol failed");
-    ::close(fence);
-    ::close(gate);
+    ::close(turn);
     ::close(lock);
   }
 }
 
 // dlock's semaphore grant of one permit by hand: the counter file (kept open) LOCK_EX around the
-// attempt, its 64-byte pread, the first slot LOCK_EX|LOCK_NB on a file opened for the grant, the
-// counter's pwrite and LOCK_UN; the release's check and the slot's close.
+// attempt, its 64-byte pread, the first slot LOCK_EX|LOCK_NB and the presence file LOCK_SH|LOCK_NB
+// on files opened for the grant, the name's lock file looked for (missing: the name was never
+// locked), the counter's pwrite and LOCK_UN; the release's checks and closes.
 void raw_semaphore_protocol(benchmark::State& state) {
   const auto files = dlock::file::semaphore_files("raw-sem");
+  const auto lock_file = dlock::file::lock_file_name("raw-sem");
   const auto slot_name = files.slot(0);
   const kept meta(files.meta);
   char bytes[64] = {};
   for (auto _ : state) {
     const int slot = !meta.lock(LOCK_EX) || ::pread(meta.fd, bytes, 64, 0) < 0 ? -1 : open_locked(slot_name, LOCK_EX | LOCK_NB);
-    if (slot < 0 || ::pwrite(meta.fd, bytes, 64, 0) != 64) state.SkipWithError("raw semaphore failed");
+    const int held = slot < 0 ? -1 : open_locked(files.held, LOCK_SH | LOCK_NB);
+    if (held < 0 || !missing(lock_file) || ::pwrite(meta.fd, bytes, 64, 0) != 64)
+      state.SkipWithError("raw semaphore failed");
     meta.unlock();
-    if (!still_ours(slot_name)) state.SkipWithError("raw slot replaced");
+    if (!still_ours(slot_name) || !still_ours(files.held)) state.SkipWithError("raw slot replaced");
     ::close(slot);
+    ::close(held);
   }
 }
 
@@ -223,7 +238,7 @@ void dlock_semaphore(benchmark::State& state) {
   }
 }
 
-// The mutex for reference: its counter is fdatasync'ed on every grant.
+// The mutex for reference: its counter is fdatasync'ed on every grant (name_lock.hpp).
 void dlock_mutex(benchmark::State& state) {
   auto lock = file_backend()->make_lock("bench-mutex");
   for (auto _ : state) {

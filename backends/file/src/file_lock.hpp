@@ -1,12 +1,15 @@
 #pragma once
-// One named file:// lock. One attempt = open + flock(LOCK_EX|LOCK_NB). Waiting is the core's fair
-// line of this process, whose head sleeps in the kernel until the lock file is released
-// (lock_file_watch.hpp: inotify), so a release in another process wakes it at once too.
+// One named file:// mutex: the exclusive side of its name's lock (name_lock.hpp), so it excludes
+// the name's readers and writers and they exclude it. One attempt = the turnstile, then
+// flock(LOCK_EX|LOCK_NB) on the lock file, then the grant. Waiting is the core's fair line of this
+// process, whose head holds the turnstile (readers arriving after it stay out, as behind a
+// waiting writer) and sleeps in the kernel until the lock file is released (lock_file_watch.hpp:
+// inotify), so a release in another process, or of a reader or writer, wakes it at once too.
 #include <memory>
 
 #include "dlock/spi.hpp"
 #include "lock_directory.hpp"
-#include "lock_file.hpp"
+#include "name_lock.hpp"
 
 namespace dlock::file {
 
@@ -22,8 +25,7 @@ class file_lock final : public distributed_lock {
   friend class file_release_watch;
   std::unique_ptr<spi::lease_state> make_lease(held_file held);
 
-  std::shared_ptr<const lock_directory> dir_;
-  std::string file_name_;
+  name_lock lock_;
 };
 
 }  // namespace dlock::file

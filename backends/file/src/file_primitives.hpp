@@ -1,9 +1,11 @@
 #pragma once
-// file://'s reader-writer lock and counting semaphore (files and counters: shared_files.hpp).
-// One attempt = non-blocking flocks on fds opened for it (the turnstile a reader passes and the
-// counter files stay open in the object: kept_file); the kernel drops them all when the holder dies. Waiting: readers and the semaphore poll with the core's jittered backoff; a
-// writer polls for the turnstile, then keeps it (readers arriving after it stay out) and sleeps
-// in the kernel until the lock file is closed (lock_file_watch.hpp). The kernel queues nobody.
+// file://'s reader-writer lock and counting semaphore. The reader-writer lock is its name's lock
+// (name_lock.hpp), shared with the mutex of the name: readers LOCK_SH, a writer LOCK_EX on
+// <key>.lock. The semaphore is its own files (shared_files.hpp), and never holds beside that lock.
+// One attempt = non-blocking flocks; the kernel drops them all when the holder dies. Waiting:
+// readers and the semaphore poll with the core's jittered backoff; a writer takes the turnstile
+// and keeps it (readers arriving after it stay out) and sleeps in the kernel until the lock file
+// is closed (exclusive_wait). The kernel queues nobody.
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,34 +13,10 @@
 
 #include "dlock/spi.hpp"
 #include "lock_directory.hpp"
+#include "name_lock.hpp"
 #include "shared_files.hpp"
 
 namespace dlock::file {
-
-// One flock'ed file of a grant, and its name (checked again at release).
-struct named_hold {
-  std::string file_name;
-  held_file held;
-};
-
-// One grant: a reader's or writer's lock file, or a semaphore's permit slots.
-class shared_file_lease final : public spi::lease_state {
- public:
-  shared_file_lease(std::string name, std::chrono::milliseconds ttl, std::shared_ptr<const lock_directory> dir,
-                    std::vector<named_hold> holds, std::uint64_t token);
-
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
-
- protected:
-  // not_owner when any of the files was deleted or replaced while held (someone may hold the new
-  // one), then closes every fd, which drops the flocks. Not renewable: no do_renew.
-  void do_release(std::error_code& ec) noexcept override;
-
- private:
-  std::shared_ptr<const lock_directory> dir_;
-  std::vector<named_hold> holds_;
-  std::uint64_t token_;
-};
 
 class file_rw_lock final : public rw_lock {
  public:
@@ -46,22 +24,14 @@ class file_rw_lock final : public rw_lock {
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept override;
-  // A writer takes the turnstile first (polling for it), then waits for the lock while keeping it
-  // (inotify); a reader polls (the default).
+  // A writer waits as the mutex's waiting head does (exclusive_wait); a reader polls (the default).
   std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override;
 
  private:
-  // One attempt: the turnstile, the lock, the token.
-  std::unique_ptr<spi::lease_state> try_once(access side, std::error_code& ec);
-  // The lease of a held lock file, with the next token.
-  std::unique_ptr<spi::lease_state> grant(held_file held, std::error_code& ec);
-  std::optional<held_file> take(const std::string& file_name, int operation, std::error_code& ec) const;
+  std::unique_ptr<spi::lease_state> make_lease(held_file held);
 
-  std::shared_ptr<const lock_directory> dir_;
-  rw_file_names files_;
-  kept_file gate_;   // readers' pass only (shared_files.hpp); a writer opens its own
-  kept_file fence_;  // the counter file
+  name_lock lock_;
 };
 
 class file_semaphore final : public semaphore {
@@ -73,9 +43,14 @@ class file_semaphore final : public semaphore {
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
 
  private:
+  // Refuses the attempt (errc::name_conflict): the name's lock file is held.
+  void refuse_beside_the_lock(std::error_code& ec) const;
+
   std::shared_ptr<const lock_directory> dir_;
   semaphore_file_names files_;
-  kept_file meta_;  // the counter file, held around each attempt
+  std::string lock_file_;  // the name's lock file (name_lock.hpp), looked at
+  kept_file meta_;         // the counter file, held around each attempt
+  kept_file lock_;         // the lock file, looked at (not created)
 };
 
 }  // namespace dlock::file

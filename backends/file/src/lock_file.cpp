@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -43,33 +42,12 @@ bool still_names(int dir_fd, const std::string& file_name, dev_t device, ino_t i
   return by_name.st_dev == device && by_name.st_ino == inode;
 }
 
-std::optional<std::uint64_t> read_counter(int fd, const std::string& where, std::error_code& ec) {
-  std::array<unsigned char, 8> bytes{};
-  ssize_t n;
-  do {
-    n = ::pread(fd, bytes.data(), bytes.size(), 0);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    set_error(ec, errc::backend_unavailable, "cannot read lock file " + where + ": " + errno_text(errno));
-    return std::nullopt;
-  }
-  if (n == 0) return 0;
-  if (n != 8) {
-    set_error(ec, errc::backend_error,
-              "lock file " + where + " holds " + std::to_string(n) +
-                  " bytes; expected an empty file or a 64-bit fencing counter (was it written by something else?)");
-    return std::nullopt;
-  }
-  std::uint64_t value = 0;
-  for (int i = 7; i >= 0; --i) value = (value << 8) | bytes[static_cast<std::size_t>(i)];
-  return value;
-}
-
-unique_fd open_lock_file(int dir_fd, const std::string& file_name, int& err) noexcept {
+unique_fd open_lock_file(int dir_fd, const std::string& file_name, int& err, if_missing missing) noexcept {
+  // O_NOFOLLOW: a symlink planted in a shared lock directory must not make us lock (and write
+  // the counter into) some other file. O_CLOEXEC: a program we exec must not inherit the lock.
+  const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | (missing == if_missing::create ? O_CREAT : 0);
   for (;;) {
-    // O_NOFOLLOW: a symlink planted in a shared lock directory must not make us lock (and write
-    // the counter into) some other file. O_CLOEXEC: a program we exec must not inherit the lock.
-    unique_fd fd(::openat(dir_fd, file_name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660));
+    unique_fd fd(::openat(dir_fd, file_name.c_str(), flags, 0660));
     err = fd ? 0 : errno;
     if (err != EINTR) return fd;
   }
@@ -86,75 +64,6 @@ unique_fd open_lock_file(int dir_fd, const std::string& file_name, const std::st
   unique_fd fd = open_lock_file(dir_fd, file_name, err);
   if (!fd) set_open_error(ec, err, where);
   return fd;
-}
-
-lock_outcome lock_opened_file(unique_fd& fd, int dir_fd, const std::string& file_name, const std::string& where,
-                              std::error_code& ec) {
-  lock_outcome out;
-  for (;;) {
-    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) break;
-    const int err = errno;
-    if (err == EWOULDBLOCK) return out;  // contended: not an error
-    if (err == EINTR) continue;
-    set_error(ec, errc::backend_error, "cannot flock lock file " + where + ": " + errno_text(err));
-    return out;
-  }
-  // Anything but a grant leaves the fd unlocked: a watch keeps its fd for its next attempt.
-  struct unlock_unless_granted {
-    unique_fd& fd;
-    const lock_outcome& out;
-    ~unlock_unless_granted() {
-      if (!out.held && fd) ::flock(fd.get(), LOCK_UN);
-    }
-  } unlock_guard{fd, out};
-  struct stat locked {};
-  if (::fstat(fd.get(), &locked) != 0) {
-    set_error(ec, errc::backend_error, "cannot stat lock file " + where + ": " + errno_text(errno));
-    return out;
-  }
-  // The unlink/replace race: between our open and our flock, the file may have been deleted or
-  // replaced (by an operator or a cleanup job). Then we hold a lock on an inode nobody else will
-  // ever open, while the next acquirer locks the new file. Only a lock on the inode the name
-  // still refers to counts; otherwise start over with the current file.
-  if (!S_ISREG(locked.st_mode)) {
-    set_error(ec, errc::backend_error, "lock file " + where + " is not a regular file");
-    return out;
-  }
-  if (!still_names(dir_fd, file_name, locked.st_dev, locked.st_ino)) {
-    out.replaced = true;
-    return out;
-  }
-
-  auto counter = read_counter(fd.get(), where, ec);
-  if (!counter) return out;
-  const std::uint64_t token = *counter + 1;
-  std::array<unsigned char, 8> bytes{};
-  for (std::size_t i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(token >> (8 * i));
-  ssize_t n;
-  do {
-    n = ::pwrite(fd.get(), bytes.data(), bytes.size(), 0);
-  } while (n < 0 && errno == EINTR);
-  // The token must be on disk before anyone uses it: a crash after handing out token N must not
-  // let the next holder (after a reboot) hand out N again.
-  if (n != 8 || ::fdatasync(fd.get()) != 0) {
-    set_error(ec, errc::backend_unavailable,
-              "cannot write the fencing counter of lock file " + where + ": " + errno_text(errno));
-    return out;
-  }
-  out.held = held_file{std::move(fd), locked.st_dev, locked.st_ino, token};
-  return out;
-}
-
-std::optional<held_file> try_lock_file(int dir_fd, const std::string& file_name, const std::string& where,
-                                       std::error_code& ec) {
-  for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
-    unique_fd fd = open_lock_file(dir_fd, file_name, where, ec);
-    if (!fd) return std::nullopt;
-    auto out = lock_opened_file(fd, dir_fd, file_name, where, ec);
-    if (!out.replaced) return std::move(out.held);
-  }
-  set_error(ec, errc::backend_error, replaced_too_often(where));
-  return std::nullopt;
 }
 
 std::string replaced_too_often(const std::string& where) {

@@ -43,6 +43,11 @@ void lock_file_watch::rearm(std::error_code& ec) {
     ec = std::error_code(errno, std::generic_category());
     return;
   }
+  if (!S_ISREG(opened.st_mode)) {
+    file_.reset();
+    set_error(ec, errc::backend_error, "lock file " + where_ + " is not a regular file");
+    return;
+  }
   device_ = opened.st_dev;
   inode_ = opened.st_ino;
   // The watch goes on the inode our fd refers to (/proc's link to it), not on whatever the name
@@ -51,24 +56,6 @@ void lock_file_watch::rearm(std::error_code& ec) {
   watch_ = ::inotify_add_watch(inotify_.get(), by_fd.c_str(), watched_events);
   if (watch_ < 0) watch_ = ::inotify_add_watch(inotify_.get(), where_.c_str(), watched_events);
   if (watch_ < 0) ec = std::error_code(errno, std::generic_category());
-}
-
-std::optional<held_file> lock_file_watch::try_lock(std::error_code& ec) {
-  for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
-    if (!file_) {
-      rearm(ec);
-      if (ec) return std::nullopt;
-    }
-    auto out = lock_opened_file(file_, dir_.fd(), file_name_, where_, ec);
-    if (out.held || ec) return std::move(out.held);  // a grant takes our fd; the wait is over
-    // Held by someone: on the file the name refers to, or on one it no longer does (replaced
-    // while we watched it; then the new file may well be free).
-    if (!out.replaced && still_names(dir_.fd(), file_name_, device_, inode_)) return std::nullopt;
-    rearm(ec);
-    if (ec) return std::nullopt;
-  }
-  set_error(ec, errc::backend_error, replaced_too_often(where_));
-  return std::nullopt;
 }
 
 std::optional<held_file> lock_file_watch::try_flock(int operation, std::error_code& ec) {

@@ -14,7 +14,7 @@
 // precedes each sleep, so a release between the two is an event already queued, never missed.
 //
 // The attempts go through one fd kept open for the whole wait: a fresh open and close per attempt
-// (as try_lock_file does) would itself be a close event, and the watch would wake on its own
+// (as flock_file does) would itself be a close event, and the watch would wake on its own
 // attempts. Other processes' attempts and waiters leaving do wake it spuriously; it then tries
 // once more (a flock on our fd, no I/O) and sleeps again.
 #include <sys/types.h>
@@ -38,12 +38,9 @@ class lock_file_watch {
   // (out of inotify instances or watches): the caller then polls.
   lock_file_watch(const lock_directory& dir, std::string file_name);
 
-  // One attempt through the watch's fd, as try_lock_file. A lock file replaced under us is
-  // opened and watched again.
-  std::optional<held_file> try_lock(std::error_code& ec);
-
-  // The same attempt without the mutex's counter: flock(operation|LOCK_NB) on the watch's fd, for
-  // the files of the reader-writer lock (shared_files.hpp). The held_file's token is 0.
+  // One attempt through the watch's fd: flock(operation|LOCK_NB), then the check that the name still
+  // refers to the inode locked (a lock file replaced under us is opened and watched again). The
+  // held file takes the watch's fd (the wait is over); its token is 0 (name_lock::grant sets it).
   std::optional<held_file> try_flock(int operation, std::error_code& ec);
 
   // Until the lock file may have been released, or until `until`.

@@ -61,50 +61,64 @@ void store64(unsigned char* p, std::uint64_t v) {
 
 rw_file_names rw_files(std::string_view name) {
   const auto key = file_key(name);
-  return {key + ".rw", key + ".rw-gate", key + ".rw-fence"};
+  return {key + ".lock", key + ".rw-gate", key + ".rw-fence"};
 }
 
 semaphore_file_names semaphore_files(std::string_view name) {
   const auto key = file_key(name);
-  return {key + ".sem", key + ".sem."};
+  return {key + ".sem", key + ".sem-held", key + ".sem."};
 }
 
-std::optional<held_file> flock_file(const lock_directory& dir, const std::string& file_name, int operation,
-                                    std::error_code& ec) {
+flock_outcome flock_file(const lock_directory& dir, const std::string& file_name, int operation, if_missing missing,
+                         std::error_code& ec) {
   const int dir_fd = dir.fd();
+  flock_outcome out;
   for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
     int open_errno = 0;
-    unique_fd fd = open_lock_file(dir_fd, file_name, open_errno);
+    unique_fd fd = open_lock_file(dir_fd, file_name, open_errno, missing);
     if (!fd) {
-      set_open_error(ec, open_errno, dir.where(file_name));
-      return std::nullopt;
+      if (open_errno == ENOENT && missing == if_missing::report) {
+        out.missing = true;
+      } else {
+        set_open_error(ec, open_errno, dir.where(file_name));
+      }
+      return out;
     }
     int rc;
     do {
       rc = ::flock(fd.get(), operation);
     } while (rc != 0 && errno == EINTR);
     if (rc != 0) {
-      if (errno == EWOULDBLOCK) return std::nullopt;  // held in a conflicting mode: not an error
+      if (errno == EWOULDBLOCK) return out;  // held in a conflicting mode: not an error
       const int err = errno;
       set_error(ec, errc::backend_error, "cannot flock " + dir.where(file_name) + ": " + std::strerror(err));
-      return std::nullopt;
+      return out;
     }
     struct stat locked {};
     if (::fstat(fd.get(), &locked) != 0 || !S_ISREG(locked.st_mode)) {
       set_error(ec, errc::backend_error, dir.where(file_name) + " is not a regular file we can stat");
-      return std::nullopt;
+      return out;
     }
-    // The unlink/replace race, as for the mutex: only a lock on the inode the name still refers
-    // to counts (closing fd drops the stale one).
-    if (still_names(dir_fd, file_name, locked.st_dev, locked.st_ino))
-      return held_file{std::move(fd), locked.st_dev, locked.st_ino, 0};
+    // The unlink/replace race: between our open and our flock, the file may have been deleted or
+    // replaced (by an operator or a cleanup job). Then we hold a lock on an inode nobody else will
+    // ever open, while the next one locks the new file. Only a lock on the inode the name still
+    // refers to counts (closing fd drops the stale one).
+    if (still_names(dir_fd, file_name, locked.st_dev, locked.st_ino)) {
+      out.held = held_file{std::move(fd), locked.st_dev, locked.st_ino, 0};
+      return out;
+    }
   }
   set_error(ec, errc::backend_error, replaced_too_often(dir.where(file_name)));
-  return std::nullopt;
+  return out;
 }
 
-kept_file::kept_file(std::shared_ptr<const lock_directory> dir, std::string file_name)
-    : dir_(std::move(dir)), file_name_(std::move(file_name)) {}
+std::optional<held_file> flock_file(const lock_directory& dir, const std::string& file_name, int operation,
+                                    std::error_code& ec) {
+  return std::move(flock_file(dir, file_name, operation, if_missing::create, ec).held);
+}
+
+kept_file::kept_file(std::shared_ptr<const lock_directory> dir, std::string file_name, if_missing missing)
+    : dir_(std::move(dir)), file_name_(std::move(file_name)), missing_(missing) {}
 
 kept_file::hold::~hold() {
   if (fd_ >= 0) ::flock(fd_, LOCK_UN);
@@ -115,9 +129,9 @@ bool kept_file::open_locked(std::error_code& ec) {
   if (fd_ && forks_ == forks) return true;
   fd_.reset();  // in a child: closes only the child's fd; the parent's open file description stays
   int open_errno = 0;
-  unique_fd fd = open_lock_file(dir_->fd(), file_name_, open_errno);
+  unique_fd fd = open_lock_file(dir_->fd(), file_name_, open_errno, missing_);
   if (!fd) {
-    set_open_error(ec, open_errno, dir_->where(file_name_));
+    if (open_errno != ENOENT || missing_ != if_missing::report) set_open_error(ec, open_errno, dir_->where(file_name_));
     return false;
   }
   struct stat st {};
@@ -135,7 +149,7 @@ bool kept_file::open_locked(std::error_code& ec) {
 kept_file::hold kept_file::lock(int operation, std::error_code& ec) {
   std::unique_lock guard(mutex_);
   for (int attempt = 0; attempt < max_replacement_retries; ++attempt) {
-    if (!open_locked(ec)) return {};
+    if (!open_locked(ec)) return ec ? hold() : hold::file_missing();
     int rc;
     do {
       rc = ::flock(fd_.get(), operation);
@@ -155,7 +169,8 @@ kept_file::hold kept_file::lock(int operation, std::error_code& ec) {
   return {};
 }
 
-std::optional<counter_state> read_counter_file(int fd, const file_label& where, std::error_code& ec) {
+std::optional<counter_state> read_counter_file(int fd, const file_label& where, std::error_code& ec,
+                                               older_counter older) {
   std::array<unsigned char, counter_file_size> bytes{};
   ssize_t n;
   do {
@@ -167,22 +182,30 @@ std::optional<counter_state> read_counter_file(int fd, const file_label& where, 
   }
   counter_state state;
   if (n == 0) return state;
+  if (n == 8 && older == older_counter::accepted) {
+    state.last = load64(bytes.data());
+    return state;
+  }
   if (static_cast<std::size_t>(n) != counter_file_size) {
     set_error(ec, errc::backend_error,
-              where.str() + " holds " + std::to_string(n) + " bytes; expected an empty file or the 64-byte counter of a "
-                                                      "file:// reader-writer lock or semaphore (was it written by something else?)");
+              where.str() + " holds " + std::to_string(n) + " bytes; expected an empty file or the 64-byte counter of " +
+                  (older == older_counter::accepted ? "a file:// lock (or the 8-byte counter of an older version)"
+                                                    : "a file:// semaphore") +
+                  " (was it written by something else?)");
     return std::nullopt;
   }
   state.last = load64(bytes.data());
   state.reserved = load64(bytes.data() + 8);
-  state.max_count = load64(bytes.data() + 16);
+  state.extra = load64(bytes.data() + 16);
   std::memcpy(state.boot_id.data(), bytes.data() + boot_id_offset, boot_id_size);
+  state.laid_out = true;
   return state;
 }
 
-std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const file_label& where, std::error_code& ec) {
+std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const file_label& where, std::error_code& ec,
+                                         bool flush_always) {
   const auto& boot = this_boot();
-  bool flush = false;
+  bool flush = flush_always;
   if (!boot || state.boot_id != *boot) {
     // A new boot (or none known): tokens of the last one may be lost from [0, 8), never from the mark.
     state.last = std::max(state.last, state.reserved);
@@ -195,15 +218,18 @@ std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const fil
     flush = true;
   }
   state.last = token;
+  state.laid_out = true;
   std::array<unsigned char, counter_file_size> bytes{};
   store64(bytes.data(), state.last);
   store64(bytes.data() + 8, state.reserved);
-  store64(bytes.data() + 16, state.max_count);
+  store64(bytes.data() + 16, state.extra);
   std::memcpy(bytes.data() + boot_id_offset, state.boot_id.data(), boot_id_size);
   ssize_t n;
   do {
     n = ::pwrite(fd, bytes.data(), bytes.size(), 0);
   } while (n < 0 && errno == EINTR);
+  // The token must be on disk (itself, or a mark above it) before anyone uses it: a crash after
+  // handing out token N must not let the next holder (after a reboot) hand out N again.
   if (static_cast<std::size_t>(n) != counter_file_size || (flush && ::fdatasync(fd) != 0)) {
     const int err = errno;
     set_error(ec, errc::backend_unavailable, "cannot write the fencing counter " + where.str() + ": " + std::strerror(err));

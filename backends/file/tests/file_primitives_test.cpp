@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <future>
@@ -374,7 +375,7 @@ TEST_F(FilePrimitives, FencingTokensIncreasePerGrantReadsIncludedAndSurviveReope
   ASSERT_TRUE(again);
   EXPECT_EQ(*again.fencing_token(), previous + 1) << "the counter continues (same boot: no jump)";
 
-  auto sem = backend_->make_semaphore("fenced", 2);
+  auto sem = backend_->make_semaphore("fenced-sem", 2);  // another name: never beside "fenced"'s reader
   auto a = sem->try_acquire();
   auto b = sem->try_acquire();
   ASSERT_TRUE(a && b);
@@ -387,7 +388,7 @@ TEST_F(FilePrimitives, FencingTokensIncreasePerGrantReadsIncludedAndSurviveReope
 TEST_F(FilePrimitives, ObjectsUsedOnBothSidesOfAForkNeverShareACounter) {
   constexpr int processes = 4, grants = 300;
   auto rw = backend_->make_rw_lock("forked");
-  auto sem = backend_->make_semaphore("forked", processes);
+  auto sem = backend_->make_semaphore("forked-sem", processes);  // another name: never beside "forked"'s readers
   ASSERT_TRUE(rw->try_acquire_read() && sem->try_acquire());  // the kept files are open now
   const std::size_t bytes = sizeof(std::uint64_t) * processes * grants * 2;
   void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -439,9 +440,10 @@ TEST_F(FilePrimitives, ThreadsSharingOneObjectNeverShareAToken) {
   EXPECT_EQ(all.size(), granted) << "no token handed out twice";
 }
 
-// A counter file replaced while an object keeps it open: the object follows the name (the inode
-// check after each flock), so it and a new object count on one file.
-TEST_F(FilePrimitives, AKeptCounterFileReplacedIsOpenedAgain) {
+// The readers' turn file replaced while an object keeps it open: the object follows the name (the
+// inode check after each flock), so it and every other reader take their turn on one file. A
+// LOCK_EX held on the new file holds back the kept object's read grant until it is let go.
+TEST_F(FilePrimitives, AKeptTurnFileReplacedIsOpenedAgain) {
   auto rw = backend_->make_rw_lock("kept");
   std::uint64_t first = 0;
   {
@@ -449,23 +451,28 @@ TEST_F(FilePrimitives, AKeptCounterFileReplacedIsOpenedAgain) {
     ASSERT_TRUE(r);
     first = *r.fencing_token();
   }
-  const auto path = dir_ / dlock::file::rw_files("kept").fence;
+  const auto path = dir_ / dlock::file::rw_files("kept").turn;
+  ASSERT_TRUE(fs::exists(path)) << "the kept file is open now";
   const auto temp = dir_ / ".replacement";
   fs::copy_file(path, temp);
   fs::rename(temp, path);
-  auto other = open_file(uri_)->make_rw_lock("kept")->try_acquire_read();
-  ASSERT_TRUE(other);
-  EXPECT_EQ(*other.fencing_token(), first + 1);
-  auto again = rw->try_acquire_read();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  auto reading = std::async(std::launch::async, [&] { return rw->try_acquire_read(); });
+  EXPECT_EQ(reading.wait_for(300ms), std::future_status::timeout)
+      << "the kept object took its turn on the replaced file, beside whoever takes it on the new one";
+  ::close(fd);
+  auto again = reading.get();
   ASSERT_TRUE(again);
-  EXPECT_EQ(*again.fencing_token(), first + 2) << "the kept object counts on the file the name refers to now";
+  EXPECT_EQ(*again.fencing_token(), first + 1);
 }
 
 TEST_F(FilePrimitives, ANewBootContinuesFromTheFlushedMark) {
-  // The counter file of a previous boot: last 10 handed out, mark 5000 flushed, another boot id.
+  // The counter of a previous boot: last 10 handed out, mark 5000 flushed, another boot id.
   auto rw = backend_->make_rw_lock("rebooted");
   { ASSERT_TRUE(rw->try_acquire_read()); }
-  const auto path = dir_ / dlock::file::rw_files("rebooted").fence;
+  const auto path = dir_ / dlock::file::rw_files("rebooted").lock;
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   std::error_code ec;
@@ -498,27 +505,231 @@ TEST_F(FilePrimitives, ReplacedFileMakesReleaseNotOwner) {
 }
 
 TEST_F(FilePrimitives, FileNamesOfEveryKindNeverMeet) {
-  // Names chosen so one kind's suffix reads like another's key: "a.rw" as a mutex, "a" as an rw
-  // lock, "a.sem.1" as a semaphore and "a" as a semaphore of 12 (slot 1 vs slots 10, 11).
-  const std::vector<std::string> names = {"a", "a.rw", "a.sem", "a.sem.1", "a.rw-gate", "a.lock", "a.sem.1.sem"};
+  // Names chosen so one kind's suffix reads like another's key: "a.rw" and "a.sem" as locks, "a"
+  // as a semaphore of 12 (slot 1 vs slots 10, 11, and "a.sem.1" as a name), "a.sem-held" and
+  // "a.rw-gate" as names of their own.
+  const std::vector<std::string> names = {"a",      "a.rw",      "a.sem",      "a.sem.1", "a.rw-gate",
+                                          "a.lock", "a.sem-held", "a.rw-fence", "a.sem.1.sem"};
   std::set<std::string> files;
   std::size_t expected = 0;
   for (const auto& n : names) {
-    files.insert(dlock::file::lock_file_name(n));
     const auto rw = dlock::file::rw_files(n);
-    files.insert({rw.lock, rw.gate, rw.fence});
+    EXPECT_EQ(rw.lock, dlock::file::lock_file_name(n)) << "the mutex and the rw lock of a name share its lock file";
+    files.insert({rw.lock, rw.gate, rw.turn});
     const auto sem = dlock::file::semaphore_files(n);
-    files.insert(sem.meta);
+    files.insert({sem.meta, sem.held});
     for (std::uint32_t i = 0; i < 12; ++i) files.insert(sem.slot(i));
-    expected += 1 + 3 + 1 + 12;
+    expected += 3 + 2 + 12;
   }
   EXPECT_EQ(files.size(), expected);
-  // And in use: a mutex "a.sem.0" and a semaphore "a" of one permit are different things.
+  // And in use: a mutex "a.sem.0", a semaphore "a" of one permit and writers of "a.rw" and
+  // "a.sem-held" are different locks.
   auto mutex = backend_->make_lock("a.sem.0")->try_acquire();
   auto permit = backend_->make_semaphore("a", 1)->try_acquire();
-  auto writer = backend_->make_rw_lock("a")->try_acquire_write();
-  auto other_writer = backend_->make_rw_lock("a.rw")->try_acquire_write();
+  auto writer = backend_->make_rw_lock("a.rw")->try_acquire_write();
+  auto other_writer = backend_->make_rw_lock("a.sem-held")->try_acquire_write();
   EXPECT_TRUE(mutex && permit && writer && other_writer);
+}
+
+// ---- One name, one lock: the mutex is a writer of its name's reader-writer lock -----------------
+
+// flock(1) on the documented lock file is a reader (-s) or a writer (-x) of the name, and dlock's
+// read, write and mutex are the same to it: `dlock run --shared` is `flock -s`, `dlock run` and
+// `--write` are `flock -x`.
+TEST_F(FilePrimitives, FlockOfTheLockFileIsAReaderOrWriterOfTheName) {
+  const auto path = dir_ / dlock::file::lock_file_name("shared-file");
+  const auto flock_cli = [&](const char* mode) {  // flock(1) without waiting: 0 got it, 1 refused
+    const auto cmd = std::string("flock -n ") + mode + " '" + path.string() + "' true";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  auto rw = backend_->make_rw_lock("shared-file");
+  auto mutex = backend_->make_lock("shared-file");
+  {
+    auto reading = rw->try_acquire_read();
+    ASSERT_TRUE(reading);
+    EXPECT_EQ(flock_cli("-s"), 0) << "flock -s shares with dlock's readers";
+    EXPECT_EQ(flock_cli("-x"), 1) << "flock -x is refused while dlock's readers hold";
+  }
+  for (const bool use_mutex : {true, false}) {
+    auto held = use_mutex ? mutex->try_acquire() : rw->try_acquire_write();
+    ASSERT_TRUE(held);
+    EXPECT_EQ(flock_cli("-s"), 1) << (use_mutex ? "the mutex" : "the writer") << " excludes flock -s";
+    EXPECT_EQ(flock_cli("-x"), 1) << (use_mutex ? "the mutex" : "the writer") << " excludes flock -x";
+  }
+  // The other way round: a shared flock on the file (as `flock -s` holds it) lets dlock's readers
+  // in and keeps its writers and mutex out; an exclusive one keeps everyone out.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_SH), 0);
+  EXPECT_TRUE(rw->try_acquire_read());
+  EXPECT_FALSE(rw->try_acquire_write());
+  EXPECT_FALSE(mutex->try_acquire());
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  EXPECT_FALSE(rw->try_acquire_read());
+  ::close(fd);
+  EXPECT_TRUE(mutex->try_acquire());
+}
+
+// A mutex waiting in one process keeps the turnstile as a waiting writer does: readers of other
+// processes arriving after it stay out, the reader inside leaves, and the mutex gets the lock.
+TEST_F(FilePrimitives, AWaitingMutexHoldsBackNewReadersOfOtherProcesses) {
+  signal_pipe reader_held, reader_go, mutex_done;
+  const pid_t reader = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("pref-mutex")->try_acquire_read();
+    reader_held.say(reading ? 'y' : 'n');
+    reader_go.hear();
+    return 0;
+  });
+  ASSERT_EQ(reader_held.hear(), 'y');
+  const pid_t waiting = spawn([&](auto b) {
+    auto locked = b->make_lock("pref-mutex")->try_acquire_for(20s);
+    mutex_done.say(locked ? 'm' : 'n');
+    return 0;
+  });
+  const auto gate = dlock::file::rw_files("pref-mutex").gate;
+  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(exclusively_locked(gate)) << "the mutex never took the turnstile while waiting";
+  auto rw = backend_->make_rw_lock("pref-mutex");
+  EXPECT_FALSE(rw->try_acquire_read()) << "a reader arriving while a mutex waits must not get in before it";
+  reader_go.say('g');
+  EXPECT_EQ(mutex_done.hear(), 'm') << "the mutex gets the lock once the reader before it leaves";
+  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_EQ(wait_exit_code(waiting), 0);
+  EXPECT_TRUE(rw->try_acquire_read());
+}
+
+// A mutex waiting behind a reader of another process sleeps in the kernel and wakes at the
+// reader's release: with an hour of backoff, only the inotify wake-up can grant within the wait.
+TEST_F(FilePrimitives, AWaitingMutexIsWokenByTheLastReaderOfAnotherProcessLeaving) {
+  signal_pipe held, go;
+  const pid_t reader = spawn([&](auto b) {
+    auto reading = b->make_rw_lock("wake-mutex")->try_acquire_read();
+    held.say(reading ? 'y' : 'n');
+    go.hear();
+    return 0;
+  });
+  ASSERT_EQ(held.hear(), 'y');
+  auto patient = open_file("file://" + dir_.string() + "?poll=1h..1h")->make_lock("wake-mutex");
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  auto waiting = std::async(std::launch::async, [&] {
+    auto got = patient->try_acquire_until(deadline);
+    return got && std::chrono::steady_clock::now() < deadline;
+  });
+  const auto gate = dlock::file::rw_files("wake-mutex").gate;
+  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(exclusively_locked(gate)) << "the mutex is not waiting";
+  EXPECT_EQ(waiting.wait_for(200ms), std::future_status::timeout) << "the mutex was granted beside the reader";
+  go.say('g');
+  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_TRUE(waiting.get()) << "the waiting mutex slept through the reader's release until its deadline";
+}
+
+// The tokens of the mutex, readers and writers of a name are one sequence, and it continues above
+// what older versions handed out: the mutex's 8-byte counter in the lock file, and the reader-writer
+// lock's counter in <key>.rw-fence (read once, when the lock file is not yet in its 64-byte layout).
+TEST_F(FilePrimitives, TokensContinueAboveTheCountersOfOlderVersions) {
+  fs::create_directories(dir_);
+  const auto write_file = [&](const std::string& file, const std::vector<unsigned char>& bytes) {
+    const int fd = ::open((dir_ / file).c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0660);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+    ::close(fd);
+  };
+  const auto files = dlock::file::rw_files("older");
+  write_file(files.lock, {41, 0, 0, 0, 0, 0, 0, 0});  // an older mutex handed out 41
+  std::vector<unsigned char> fence(64, 0);
+  fence[0] = 100;               // an older rw lock handed out 100,
+  fence[8] = 0x64;
+  fence[9] = 0x10;              // with its mark at 4196
+  std::memset(fence.data() + 24, 'x', 36);
+  write_file(files.turn, fence);
+  auto reading = backend_->make_rw_lock("older")->try_acquire_read();
+  ASSERT_TRUE(reading);
+  EXPECT_EQ(*reading.fencing_token(), 4197u) << "above every token the older rw lock may have handed out";
+  reading.release();
+  auto locked = backend_->make_lock("older")->try_acquire();
+  ASSERT_TRUE(locked);
+  EXPECT_EQ(*locked.fencing_token(), 4198u) << "the mutex counts on the same sequence";
+  locked.release();
+  // And an older mutex on the same name still reads and bumps bytes 0..7 of the lock file.
+  const int fd = ::open((dir_ / files.lock).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  unsigned char first[8] = {};
+  ASSERT_EQ(::pread(fd, first, 8, 0), 8);
+  ::close(fd);
+  EXPECT_EQ(first[0] | (first[1] << 8), 4198);
+  EXPECT_EQ(fs::file_size(dir_ / files.lock), 64u);
+}
+
+// Mutex holders and semaphore permit holders of one name in racing processes: never both held at
+// once (racing acquirers of the two kinds may both be refused, never both granted), and every
+// refusal is a name_conflict, never another error.
+TEST_F(FilePrimitives, ASemaphoreAndALockOfOneNameNeverHoldTogetherAcrossProcesses) {
+  constexpr int processes = 4, rounds = 150;
+  struct kinds {
+    std::atomic<int> locks{0}, permits{0}, both{0}, errors{0}, lock_grants{0}, permit_grants{0};
+  };
+  void* mem = ::mmap(nullptr, sizeof(kinds), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  auto* k = new (mem) kinds();
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    children.push_back(spawn([&, p](auto b) {
+      auto mutex = b->make_lock("contested");
+      auto rw = b->make_rw_lock("contested");
+      auto sem = b->make_semaphore("contested", 3);
+      for (int i = 0; i < rounds; ++i) {
+        std::error_code ec;
+        const int what = (i + p) % 3;  // 0: mutex, 1: a reader, 2: a permit
+        auto held = what == 0 ? mutex->try_acquire(ec) : what == 1 ? rw->try_acquire_read(ec) : sem->try_acquire(1, ec);
+        if (ec && ec != dlock::errc::name_conflict) k->errors.fetch_add(1);
+        if (!held) continue;
+        auto& mine = what == 2 ? k->permits : k->locks;
+        auto& theirs = what == 2 ? k->locks : k->permits;
+        (what == 2 ? k->permit_grants : k->lock_grants).fetch_add(1);
+        mine.fetch_add(1);
+        if (theirs.load() != 0) k->both.fetch_add(1);
+        std::this_thread::sleep_for(200us);
+        if (theirs.load() != 0) k->both.fetch_add(1);
+        mine.fetch_sub(1);
+      }
+      return 0;
+    }));
+  }
+  for (pid_t c : children) EXPECT_EQ(wait_exit_code(c), 0);
+  EXPECT_EQ(k->both.load(), 0) << "a lock and a semaphore of one name were held at once";
+  EXPECT_EQ(k->errors.load(), 0) << "a refusal other than name_conflict";
+  EXPECT_GT(k->lock_grants.load(), 0);
+  EXPECT_GT(k->permit_grants.load(), 0);
+  ::munmap(mem, sizeof(kinds));
+}
+
+// The waiting forms are refused at once too: an hour of waiting is not slept.
+TEST_F(FilePrimitives, ASemaphoreAndALockOfOneNameAreRefusedWithoutWaiting) {
+  const auto started = std::chrono::steady_clock::now();
+  std::error_code ec;
+  {
+    auto writing = backend_->make_rw_lock("no-wait")->try_acquire_write();
+    ASSERT_TRUE(writing);
+    auto permit = backend_->make_semaphore("no-wait", 2)->try_acquire_for(1h, 1, ec);
+    EXPECT_FALSE(permit);
+    EXPECT_EQ(ec, dlock::errc::name_conflict);
+    EXPECT_NE(dlock::last_error_message().find("in use as a reader-writer lock"), std::string::npos)
+        << dlock::last_error_message();
+  }
+  auto permit = backend_->make_semaphore("no-wait", 2)->try_acquire();
+  ASSERT_TRUE(permit) << "the name is free for a semaphore once the writer left";
+  auto locked = backend_->make_lock("no-wait")->try_acquire_for(1h, ec);
+  EXPECT_FALSE(locked);
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+  auto writing = backend_->make_rw_lock("no-wait")->try_acquire_write_for(1h, ec);
+  EXPECT_FALSE(writing);
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+  EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos) << dlock::last_error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "a refusal waited";
+  EXPECT_TRUE(permit.held());
+  EXPECT_TRUE(backend_->make_semaphore("no-wait", 2)->try_acquire()) << "the refused locks took no permit";
 }
 
 }  // namespace

@@ -12,8 +12,9 @@ inline constexpr capabilities memory_caps{capability::reentrant, capability::fai
                                           capability::expiring, capability::renewable, capability::fencing,
                                           capability::lost_notification};
 
-// The reader-writer lock and the semaphore: a FIFO pool of units in the same process (counting_table),
-// so both queue waiters in arrival order, and a waiting writer holds back the readers behind it.
+// The reader-writer lock and the semaphore: a FIFO pool of units in the same process (memory_table),
+// so both queue waiters in arrival order, and a waiting writer (or mutex) holds back the readers
+// behind it.
 // Not reentrant: a second read through the same object is a second reader.
 inline constexpr capabilities memory_shared_caps{capability::fair,       capability::blocking,
                                                  capability::expiring,   capability::renewable,

@@ -1,7 +1,6 @@
 #pragma once
-// How memory://'s tables (memory_table.*: the mutex; counting_table.*: the reader-writer lock and
-// the semaphore) tell a lease it is lost: each grant keeps a lease_link, and a loss found under
-// the table's mutex is collected as a lost note and delivered after the mutex is let go (a lost
+// How memory://'s table (memory_table.*) tells a lease it is lost: each hold of a grant keeps a
+// lease_link, and a loss found under the table's mutex is collected as a lost note and delivered after the mutex is let go (a lost
 // callback may release, which takes the table's mutex again).
 #include <memory>
 #include <mutex>

@@ -17,6 +17,9 @@ std::string namespace_of(const uri& u) {
     ns = u.hosts().front().host;
   }
   ns += u.path();
+  // A trailing '/' names no other namespace: memory://ns/ is memory://ns, memory:/// is memory://
+  // (as file:///dir/ is file:///dir), so a URI written either way shares one table.
+  while (!ns.empty() && ns.back() == '/') ns.pop_back();
   return ns;
 }
 
@@ -24,34 +27,24 @@ memory_backend::memory_backend(const uri& u, const lock_options& defaults)
     : backend(memory_caps, memory_primitives, lock_scope::process, name_limits{memory_max_name_length}, defaults,
               u.redacted()),
       ns_(namespace_of(u)),
-      table_(table_for(ns_)),
-      rw_table_(rw_table_for(ns_)),
-      semaphore_table_(semaphore_table_for(ns_)) {}
+      table_(table_for(ns_)) {}
 
 std::unique_ptr<distributed_lock> memory_backend::do_make_lock(std::string name, lock_options options) {
   return std::make_unique<memory_lock>(std::move(name), caps(), std::move(options), table_);
 }
 
 std::unique_ptr<rw_lock> memory_backend::do_make_rw_lock(std::string name, lock_options options) {
-  return std::make_unique<memory_rw_lock>(std::move(name), rw_caps(), std::move(options), rw_table_);
+  return std::make_unique<memory_rw_lock>(std::move(name), rw_caps(), std::move(options), table_);
 }
 
 std::unique_ptr<semaphore> memory_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                              lock_options options) {
   return std::make_unique<memory_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options),
-                                            semaphore_table_);
+                                            table_);
 }
 
-std::size_t break_shared_grants(const std::string& ns, const std::string& name) {
-  return rw_table_for(ns)->break_grants(name) + semaphore_table_for(ns)->break_grants(name);
-}
+bool break_grant(const std::string& ns, const std::string& name) { return table_for(ns)->break_grants(name) > 0; }
 
-std::size_t shared_holders(const std::string& ns, const std::string& name) {
-  return rw_table_for(ns)->holders(name) + semaphore_table_for(ns)->holders(name);
-}
-
-bool break_grant(const std::string& ns, const std::string& name) { return table_for(ns)->break_grant(name); }
-
-bool is_held(const std::string& ns, const std::string& name) { return table_for(ns)->is_held(name); }
+bool is_held(const std::string& ns, const std::string& name) { return table_for(ns)->holders(name) > 0; }
 
 }  // namespace dlock::memory

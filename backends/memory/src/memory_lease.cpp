@@ -3,10 +3,10 @@
 namespace dlock::memory {
 
 memory_lease::memory_lease(std::string name, std::chrono::milliseconds ttl, std::shared_ptr<table> owner_table,
-                           grant_ticket ticket)
-    : lease_state(std::move(name), ttl, validity_after(ticket.granted_at, ttl)),
+                           ticket t)
+    : lease_state(std::move(name), ttl, validity_after(t.granted_at, ttl)),
       table_(std::move(owner_table)),
-      ticket_(std::move(ticket)) {
+      ticket_(std::move(t)) {
   ticket_.link->attach(this);
 }
 
@@ -14,7 +14,7 @@ memory_lease::~memory_lease() { ticket_.link->detach(); }
 
 void memory_lease::do_release(std::error_code& ec) noexcept {
   try {
-    table_->release(name(), ticket_.generation, ticket_.link, ec);
+    table_->release(name(), ticket_.id, ticket_.link, ec);
   } catch (const std::exception& e) {  // allocation failure while formatting a message
     set_error(ec, errc::backend_error, e.what());
   }
@@ -22,7 +22,7 @@ void memory_lease::do_release(std::error_code& ec) noexcept {
 
 void memory_lease::do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept {
   try {
-    table_->renew(name(), ticket_.generation, ttl, ec);
+    table_->renew(name(), ticket_.id, ttl, ec);
   } catch (const std::exception& e) {
     set_error(ec, errc::backend_error, e.what());
   }

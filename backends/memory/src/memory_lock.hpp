@@ -1,5 +1,6 @@
 #pragma once
-// One named memory:// lock. Blocking: waiters queue in the table and sleep until handed the lock.
+// One named memory:// mutex: the writer of its name's pool (memory_table.hpp) that its owner may
+// re-enter. Blocking: waiters queue in the table and sleep until handed the lock.
 #include <memory>
 
 #include "dlock/spi.hpp"
@@ -16,8 +17,6 @@ class memory_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override;
 
  private:
-  std::unique_ptr<spi::lease_state> make_lease(grant_ticket ticket);
-
   std::shared_ptr<table> table_;
   std::string key_;  // the name, kept as a std::string for the table's lookups
 };

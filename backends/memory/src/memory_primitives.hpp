@@ -1,35 +1,19 @@
 #pragma once
-// memory://'s reader-writer lock and semaphore: both take units of a counting_table pool.
+// memory://'s reader-writer lock and semaphore: both take units of their name's pool in the
+// namespace's table (memory_table.hpp), the reader-writer lock the same pool as the mutex of
+// the name.
 #include <cstdint>
 #include <memory>
 #include <string>
 
-#include "counting_table.hpp"
 #include "dlock/spi.hpp"
+#include "memory_table.hpp"
 
 namespace dlock::memory {
 
-// One grant of units (a read or write hold, or a semaphore's permits).
-class unit_lease final : public spi::lease_state {
- public:
-  unit_lease(std::string name, std::chrono::milliseconds ttl, std::shared_ptr<counting_table> owner_table,
-             unit_ticket ticket);
-  ~unit_lease() override;
-
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return ticket_.token; }
-
- protected:
-  void do_release(std::error_code& ec) noexcept override;
-  void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override;
-
- private:
-  std::shared_ptr<counting_table> table_;
-  unit_ticket ticket_;
-};
-
 class memory_rw_lock final : public rw_lock {
  public:
-  memory_rw_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<counting_table> table);
+  memory_rw_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<table> owner_table);
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept override;
@@ -37,14 +21,14 @@ class memory_rw_lock final : public rw_lock {
                                                      std::error_code& ec) noexcept override;
 
  private:
-  std::shared_ptr<counting_table> table_;
+  std::shared_ptr<table> table_;
   std::string key_;
 };
 
 class memory_semaphore final : public semaphore {
  public:
   memory_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
-                   std::shared_ptr<counting_table> table);
+                   std::shared_ptr<table> owner_table);
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
@@ -52,7 +36,7 @@ class memory_semaphore final : public semaphore {
                                                      std::error_code& ec) noexcept override;
 
  private:
-  std::shared_ptr<counting_table> table_;
+  std::shared_ptr<table> table_;
   std::string key_;
 };
 

@@ -6,100 +6,132 @@
 #include "dlock/error.hpp"
 
 namespace dlock::memory {
+namespace {
 
-
-// ---- table -----------------------------------------------------------------------------------
-
-grant_ticket table::grant_locked(entry& e, const std::string& owner, std::chrono::milliseconds ttl,
-                                 clock::time_point now) {
-  grant g;
-  g.owner = owner;
-  g.generation = ++last_generation_;
-  g.token = ++last_token_;
-  g.expires_at = now + ttl;
-  auto link = std::make_shared<lease_link>();
-  g.holds.push_back(link);
-  e.held = std::move(g);
-  return grant_ticket{e.held->generation, e.held->token, std::move(link), now};
-}
-
-grant_ticket table::join_locked(entry& e, std::chrono::milliseconds ttl, clock::time_point now) {
-  // A reentrant acquisition joins the grant: one more hold, the same generation and token. The
-  // grant's expiry only ever moves later, so a short-ttl inner lease cannot cut the outer one's.
-  auto& g = *e.held;
-  g.expires_at = std::max(g.expires_at, now + ttl);
-  auto link = std::make_shared<lease_link>();
-  g.holds.push_back(link);
-  return grant_ticket{g.generation, g.token, std::move(link), now};
-}
-
-void table::free_locked(entry& e, clock::time_point now, std::error_code reason, lost_notes& notes) {
-  if (reason) {
-    for (auto& link : e.held->holds) notes.emplace_back(link, reason);
+const char* what_is_asked(use kind) {
+  switch (kind) {
+    case use::mutex: return "a mutex";
+    case use::reader_writer: return "a reader-writer lock";
+    case use::semaphore: return "a semaphore";
   }
-  e.held.reset();
-  // FIFO hand-off: the lock goes straight to the oldest waiter, so nobody arriving later can
-  // barge in between the release and the waiter waking up.
-  if (!e.queue.empty()) {
+  return "a lock";
+}
+
+}  // namespace
+
+table::entry* table::entry_for_locked(const std::string& name, const request& r, std::error_code& ec) {
+  auto& e = entries_[name];
+  if (e.holders.empty() && e.queue.empty()) {  // new, or idle: the request says what it is now
+    e.kind = r.kind;
+    e.capacity = r.capacity;
+    return &e;
+  }
+  const bool held_as_semaphore = e.kind == use::semaphore;
+  if (held_as_semaphore != (r.kind == use::semaphore)) {
+    // Holders are never absent here: a queue forms only behind holders, and every release hands
+    // the units on to the queue's head.
+    std::string in_use_as;
+    if (held_as_semaphore) {
+      in_use_as = "a semaphore (" + std::to_string(e.used) + " of " + std::to_string(e.capacity) + " permits held)";
+    } else {
+      const bool mutex = std::any_of(e.holders.begin(), e.holders.end(), [](const holder& h) { return h.mutex; });
+      in_use_as = mutex ? "a mutex" : "a reader-writer lock";
+    }
+    set_error(ec, errc::name_conflict,
+              "lock '" + name + "' is in use as " + in_use_as + " in this memory:// namespace; " + what_is_asked(r.kind) +
+                  " of the same name cannot be taken: use another name");
+    return nullptr;
+  }
+  if (e.capacity != r.capacity) {  // only semaphores differ in capacity
+    set_error(ec, errc::invalid_argument,
+              "semaphore '" + name + "' is in use with " + std::to_string(e.capacity) + " permits; this one says " +
+                  std::to_string(r.capacity) + " (every user of a name must give the same max_count)");
+    return nullptr;
+  }
+  return &e;
+}
+
+ticket table::grant_locked(entry& e, const request& r, clock::time_point now) {
+  const auto id = ++last_token_;
+  auto link = std::make_shared<lease_link>();
+  e.holders.push_back(holder{id, r.units, now + r.ttl, r.owner ? *r.owner : std::string(), r.kind == use::mutex, {link}});
+  e.used += r.units;
+  return ticket{id, id, std::move(link), now};
+}
+
+std::optional<ticket> table::attempt_locked(entry& e, const request& r, clock::time_point now) {
+  if (r.kind == use::mutex) {
+    // A re-entry joins its owner's grant as one more hold, with the same id and token, wherever
+    // the queue stands (the waiters wait for that very grant). The grant's expiry only ever moves
+    // later, so a short-ttl inner lease cannot cut the outer one's.
+    for (auto& h : e.holders) {
+      if (!h.mutex || h.owner != *r.owner) continue;
+      h.expires_at = std::max(h.expires_at, now + r.ttl);
+      auto link = std::make_shared<lease_link>();
+      h.holds.push_back(link);
+      return ticket{h.id, h.id, std::move(link), now};
+    }
+  }
+  if (e.queue.empty() && r.units <= e.capacity - e.used) return grant_locked(e, r, now);
+  return std::nullopt;
+}
+
+void table::hand_on_locked(entry& e, clock::time_point now) {
+  // Strict arrival order: the head must fit before anyone behind it is considered, so a waiting
+  // mutex or writer holds back the readers queued after it.
+  while (!e.queue.empty() && e.queue.front()->asked.units <= e.capacity - e.used) {
     waiter* next = e.queue.front();
     e.queue.pop_front();
-    next->granted = grant_locked(e, next->owner, next->ttl, now);
+    next->granted = grant_locked(e, next->asked, now);
     next->wake.notify_one();
   }
 }
 
-void table::expire_if_due_locked(entry& e, clock::time_point now, lost_notes& notes) {
-  if (e.held && e.held->expires_at <= now) free_locked(e, now, make_error_code(errc::lock_lost), notes);
+void table::free_locked(entry& e, std::vector<holder>::iterator h, clock::time_point now) {
+  e.used -= h->units;
+  e.holders.erase(h);
+  hand_on_locked(e, now);
+}
+
+void table::expire_due_locked(entry& e, clock::time_point now, lost_notes& notes) {
+  bool freed = false;
+  std::erase_if(e.holders, [&](const holder& h) {
+    if (h.expires_at > now) return false;
+    for (const auto& link : h.holds) notes.emplace_back(link, make_error_code(errc::lock_lost));
+    e.used -= h.units;
+    freed = true;
+    return true;
+  });
+  if (freed) hand_on_locked(e, now);
 }
 
 void table::erase_if_idle_locked(const std::string& name) {
   auto it = entries_.find(name);
-  if (it != entries_.end() && !it->second.held && it->second.queue.empty()) entries_.erase(it);
+  if (it != entries_.end() && it->second.holders.empty() && it->second.queue.empty()) entries_.erase(it);
 }
 
-std::optional<grant_ticket> table::try_acquire(const std::string& name, const std::string& owner,
-                                               std::chrono::milliseconds ttl) {
-  lost_notes notes;
-  std::optional<grant_ticket> ticket;
-  {
-    std::lock_guard guard(mutex_);
-    const auto now = clock::now();
-    auto& e = entries_[name];
-    expire_if_due_locked(e, now, notes);
-    if (!e.held) {
-      if (e.queue.empty()) ticket = grant_locked(e, owner, ttl, now);
-      // else: the expiry just handed the lock to the oldest waiter.
-    } else if (e.held->owner == owner) {
-      ticket = join_locked(e, ttl, now);
-    }
-    erase_if_idle_locked(name);
-  }
-  deliver_lost_notes(notes);
-  return ticket;
+std::optional<ticket> table::try_acquire(const std::string& name, const request& r, std::error_code& ec) {
+  return acquire_until(name, r, clock::time_point::min(), ec);
 }
 
-std::optional<grant_ticket> table::acquire_until(const std::string& name, const std::string& owner,
-                                                 std::chrono::milliseconds ttl, clock::time_point deadline) {
+std::optional<ticket> table::acquire_until(const std::string& name, const request& r, clock::time_point deadline,
+                                           std::error_code& ec) {
   lost_notes notes;
   std::unique_lock lock(mutex_);
   auto now = clock::now();
-  auto& e = entries_[name];  // stays valid: an entry with a waiter in its queue is never erased
-  expire_if_due_locked(e, now, notes);
-  std::optional<grant_ticket> ticket;
-  if (!e.held && e.queue.empty()) {
-    ticket = grant_locked(e, owner, ttl, now);
-  } else if (e.held && e.held->owner == owner) {
-    ticket = join_locked(e, ttl, now);
-  }
-  if (ticket || now >= deadline) {
+  if (auto it = entries_.find(name); it != entries_.end()) expire_due_locked(it->second, now, notes);
+  entry* e = entry_for_locked(name, r, ec);  // stays valid while a waiter of it is queued
+  std::optional<ticket> granted;
+  if (e) granted = attempt_locked(*e, r, now);
+  if (!e || granted || now >= deadline) {
     erase_if_idle_locked(name);
     lock.unlock();
     deliver_lost_notes(notes);
-    return ticket;
+    return granted;
   }
 
-  waiter self{owner, ttl, {}, std::nullopt};
-  e.queue.push_back(&self);
+  waiter self{r, {}, std::nullopt};
+  e->queue.push_back(&self);
   for (;;) {
     if (!notes.empty()) {
       lock.unlock();
@@ -109,94 +141,112 @@ std::optional<grant_ticket> table::acquire_until(const std::string& name, const 
     if (self.granted) return std::move(self.granted);
     now = clock::now();
     if (now >= deadline) {
-      e.queue.erase(std::find(e.queue.begin(), e.queue.end(), &self));
+      e->queue.erase(std::find(e->queue.begin(), e->queue.end(), &self));
+      // Leaving may unblock the waiters behind us (we were the head that did not fit).
+      hand_on_locked(*e, now);
       erase_if_idle_locked(name);
+      lock.unlock();
+      deliver_lost_notes(notes);
       return std::nullopt;
     }
-    // Sleep until granted, the deadline, or the current grant's expiry (a dead holder never
-    // releases: whoever wakes first at its expiry frees it and hands it to the oldest waiter).
+    // Sleep until granted, the deadline, or the first holder's expiry (a dead holder never
+    // releases: whoever wakes at its expiry frees it and hands on).
     auto wake_at = deadline;
-    if (e.held && e.held->expires_at < wake_at) wake_at = e.held->expires_at;
+    for (const auto& h : e->holders) wake_at = std::min(wake_at, h.expires_at);
     self.wake.wait_until(lock, wake_at);
-    if (!self.granted) expire_if_due_locked(e, clock::now(), notes);
+    if (!self.granted) expire_due_locked(*e, clock::now(), notes);
   }
 }
 
-void table::release(const std::string& name, std::uint64_t generation, const std::shared_ptr<lease_link>& link,
+void table::release(const std::string& name, std::uint64_t id, const std::shared_ptr<lease_link>& link,
                     std::error_code& ec) {
   lost_notes notes;
   {
     std::lock_guard guard(mutex_);
     const auto now = clock::now();
     auto it = entries_.find(name);
-    if (it != entries_.end()) expire_if_due_locked(it->second, now, notes);
-    if (it == entries_.end() || !it->second.held || it->second.held->generation != generation) {
+    std::vector<holder>::iterator found;
+    bool held = false;
+    if (it != entries_.end()) {
+      expire_due_locked(it->second, now, notes);
+      auto& hs = it->second.holders;
+      found = std::find_if(hs.begin(), hs.end(), [&](const holder& h) { return h.id == id; });
+      held = found != hs.end();
+    }
+    if (!held) {
       set_error(ec, errc::not_owner,
                 "memory lock '" + name + "' was no longer held by this lease when released: its grant expired "
                                          "(not renewed within its ttl) or was broken, and may have gone to another owner");
     } else {
-      auto& e = it->second;
-      auto& holds = e.held->holds;
+      auto& holds = found->holds;
       holds.erase(std::remove(holds.begin(), holds.end(), link), holds.end());
       // The grant is freed when its last hold goes, whichever order the leases are released in.
-      if (holds.empty()) free_locked(e, now, {}, notes);
+      if (holds.empty()) free_locked(it->second, found, now);
     }
     if (it != entries_.end()) erase_if_idle_locked(name);
   }
   deliver_lost_notes(notes);
 }
 
-void table::renew(const std::string& name, std::uint64_t generation, std::chrono::milliseconds ttl,
-                  std::error_code& ec) {
+void table::renew(const std::string& name, std::uint64_t id, std::chrono::milliseconds ttl, std::error_code& ec) {
   lost_notes notes;
   {
     std::lock_guard guard(mutex_);
     const auto now = clock::now();
     auto it = entries_.find(name);
-    if (it != entries_.end()) expire_if_due_locked(it->second, now, notes);
-    if (it == entries_.end() || !it->second.held || it->second.held->generation != generation) {
+    holder* found = nullptr;
+    if (it != entries_.end()) {
+      expire_due_locked(it->second, now, notes);
+      for (auto& h : it->second.holders)
+        if (h.id == id) found = &h;
+    }
+    if (!found) {
       set_error(ec, errc::not_owner,
                 "cannot renew memory lock '" + name + "': its grant expired (not renewed within its ttl) or was "
                                                       "broken, and may have gone to another owner");
     } else {
-      auto& g = *it->second.held;
-      g.expires_at = std::max(g.expires_at, now + ttl);
+      found->expires_at = std::max(found->expires_at, now + ttl);
     }
     if (it != entries_.end()) erase_if_idle_locked(name);
   }
   deliver_lost_notes(notes);
 }
 
-bool table::break_grant(const std::string& name) {
+std::size_t table::break_grants(const std::string& name) {
   lost_notes notes;
-  bool was_held = false;
-  {
-    std::lock_guard guard(mutex_);
-    auto it = entries_.find(name);
-    if (it != entries_.end() && it->second.held) {
-      free_locked(it->second, clock::now(), make_error_code(errc::lock_lost), notes);
-      was_held = true;
-      erase_if_idle_locked(name);
-    }
-  }
-  deliver_lost_notes(notes);
-  return was_held;
-}
-
-bool table::is_held(const std::string& name) {
-  lost_notes notes;
-  bool held = false;
+  std::size_t broken = 0;
   {
     std::lock_guard guard(mutex_);
     auto it = entries_.find(name);
     if (it != entries_.end()) {
-      expire_if_due_locked(it->second, clock::now(), notes);
-      held = it->second.held.has_value();
+      auto& e = it->second;
+      broken = e.holders.size();
+      for (auto& h : e.holders)
+        for (const auto& link : h.holds) notes.emplace_back(link, make_error_code(errc::lock_lost));
+      e.holders.clear();
+      e.used = 0;
+      hand_on_locked(e, clock::now());
       erase_if_idle_locked(name);
     }
   }
   deliver_lost_notes(notes);
-  return held;
+  return broken;
+}
+
+std::size_t table::holders(const std::string& name) {
+  lost_notes notes;
+  std::size_t live = 0;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) {
+      expire_due_locked(it->second, clock::now(), notes);
+      live = it->second.holders.size();
+      erase_if_idle_locked(name);
+    }
+  }
+  deliver_lost_notes(notes);
+  return live;
 }
 
 std::size_t table::waiting(const std::string& name) {

@@ -37,9 +37,14 @@ dlock::lock_options no_watchdog(std::chrono::milliseconds ttl) {
   return o;
 }
 
-void wait_for_waiters(const std::string& ns, const std::string& name, std::size_t n) {
+// Waits until `n` waiters queue on `name`; false after 10 s (a hang guard).
+bool wait_for_waiters(const std::string& ns, const std::string& name, std::size_t n) {
   auto t = dlock::memory::table_for(ns);
-  while (t->waiting(name) < n) std::this_thread::yield();
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (t->waiting(name) < n)
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    else std::this_thread::yield();
+  return true;
 }
 
 TEST(Memory, IsBuiltIntoTheDefaultRegistry) {
@@ -74,7 +79,7 @@ TEST(Memory, WaitersAreGrantedInArrivalOrderAndNobodyBarges) {
       std::lock_guard guard(order_mutex);
       order.push_back(i);
     });                                                               // the lease is released when it goes out of scope, handing over to the next waiter
-    wait_for_waiters("fifo", name, static_cast<std::size_t>(i) + 1);  // i+1 queued: arrival order is fixed
+    EXPECT_TRUE(wait_for_waiters("fifo", name, static_cast<std::size_t>(i) + 1));  // i+1 queued: arrival order is fixed
   }
   // A newcomer is refused while others queue, even the instant the lock is handed over.
   auto newcomer = b->make_lock(name);
@@ -197,7 +202,7 @@ TEST(Memory, BreakMarksEveryReentrantLeaseLostAndHandsOver) {
   auto theirs = b->make_lock(name);
   dlock::lease taken;
   std::thread waiter([&] { taken = theirs->acquire(); });
-  wait_for_waiters("", name, 1);
+  EXPECT_TRUE(wait_for_waiters("", name, 1));
   EXPECT_TRUE(dlock::memory::break_grant("", name));
   waiter.join();
   EXPECT_TRUE(taken);
@@ -232,8 +237,13 @@ TEST(Memory, NamespacesAreSeparateAndSharedByName) {
   auto held = a->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   EXPECT_FALSE(a_again->make_lock(name)->try_acquire()) << "one namespace, one table";
+  EXPECT_FALSE(open_memory("memory://alpha/")->make_lock(name)->try_acquire()) << "a trailing '/' names no other namespace";
   EXPECT_TRUE(beta->make_lock(name)->try_acquire());
   EXPECT_TRUE(def->make_lock(name)->try_acquire());
+  auto in_default = def->make_lock(name + "-default")->try_acquire();
+  ASSERT_TRUE(in_default);
+  EXPECT_FALSE(open_memory("memory:///")->make_lock(name + "-default")->try_acquire()) << "memory:/// is memory://";
+  EXPECT_TRUE(open_memory("memory://Alpha")->make_lock(name)->try_acquire()) << "namespaces are case-sensitive";
 }
 
 TEST(Memory, NamesAreAnyBytesUpTo64KiB) {
@@ -263,6 +273,88 @@ TEST(Memory, UriWithUserPortOrUnknownKeyIsRefused) {
       EXPECT_EQ(e.code(), dlock::errc::invalid_uri) << bad << ": " << e.what();
     }
   }
+}
+
+// One name, one lock: the mutex is a writer of its name's pool, so mutex, writers and readers
+// stand in one FIFO queue and a release hands the name on in arrival order, whatever the kinds.
+TEST(Memory, MutexWritersAndReadersOfANameWaitInOneQueueInArrivalOrder) {
+  auto b = open_memory("memory://one-queue");
+  const auto name = unique_name("one-queue");
+  auto reading = b->make_rw_lock(name)->try_acquire_read();
+  ASSERT_TRUE(reading);
+  std::mutex order_mutex;
+  std::vector<std::string> order;
+  const auto record = [&](const char* who, dlock::lease held) {
+    {
+      std::lock_guard guard(order_mutex);
+      order.push_back(who);
+    }
+    std::this_thread::sleep_for(20ms);  // holds a moment: those behind must wait for it
+    held.release();
+  };
+  auto mutex = b->make_lock(name);
+  auto writer = b->make_rw_lock(name);
+  auto late_reader = b->make_rw_lock(name);
+  std::thread t1([&] { record("mutex", mutex->acquire()); });
+  EXPECT_TRUE(wait_for_waiters("one-queue", name, 1)) << "the mutex did not wait behind the reader";
+  std::thread t2([&] { record("writer", writer->acquire_write()); });
+  EXPECT_TRUE(wait_for_waiters("one-queue", name, 2));
+  std::thread t3([&] { record("reader", late_reader->acquire_read()); });
+  EXPECT_TRUE(wait_for_waiters("one-queue", name, 3));
+  EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a waiting mutex holds back new readers";
+  reading.release();
+  for (auto* t : {&t1, &t2, &t3}) t->join();
+  EXPECT_EQ(order, (std::vector<std::string>{"mutex", "writer", "reader"}));
+}
+
+// The mutex stays reentrant beside readers waiting for it: its owner's re-entry joins the grant
+// instead of queueing behind them (who wait for that very grant).
+TEST(Memory, AMutexReentersPastReadersWaitingForIt) {
+  auto b = open_memory("memory://reenter-rw");
+  const auto name = unique_name("reenter-rw");
+  auto mine = b->make_lock(name);
+  auto outer = mine->try_acquire();
+  ASSERT_TRUE(outer);
+  dlock::lease read;
+  std::thread reader([&] { read = b->make_rw_lock(name)->acquire_read(); });
+  EXPECT_TRUE(wait_for_waiters("reenter-rw", name, 1)) << "the reader did not wait behind the mutex";
+  auto inner = mine->try_acquire_for(1s);
+  EXPECT_TRUE(inner) << "the owner's re-entry must not queue behind a reader waiting for its grant";
+  EXPECT_EQ(inner.fencing_token(), outer.fencing_token());
+  outer.release();
+  EXPECT_EQ(dlock::memory::table_for("reenter-rw")->waiting(name), 1u) << "one hold of the mutex is left";
+  inner.release();
+  reader.join();
+  ASSERT_TRUE(read);
+  EXPECT_GT(*read.fencing_token(), *inner.fencing_token()) << "one token sequence for the name";
+}
+
+// A semaphore and a lock of one name: refused at once by the waiting forms too (an hour of
+// waiting must not be slept), and the name is free for either use again once idle.
+TEST(Memory, ASemaphoreAndALockOfOneNameAreRefusedWithoutWaiting) {
+  auto b = open_memory("memory://");
+  const auto name = unique_name("conflict");
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  const auto started = std::chrono::steady_clock::now();
+  std::error_code ec;
+  auto permit = b->make_semaphore(name, 3)->try_acquire_for(1h, 1, ec);
+  EXPECT_FALSE(permit);
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "a conflict must not wait";
+  EXPECT_EQ(dlock::memory::table_for("")->waiting(name), 0u);
+  held.release();
+
+  auto sem = b->make_semaphore(name, 3);
+  auto two = sem->try_acquire(2);
+  ASSERT_TRUE(two) << "the name is free again once the mutex is released";
+  auto write = b->make_rw_lock(name)->try_acquire_write_for(1h, ec);
+  EXPECT_FALSE(write);
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
+  EXPECT_NE(dlock::last_error_message().find("in use as a semaphore (2 of 3 permits held)"), std::string::npos)
+      << dlock::last_error_message();
+  EXPECT_TRUE(two.held());
+  EXPECT_TRUE(sem->try_acquire()) << "the refused writer took nothing from the semaphore";
 }
 
 }  // namespace
