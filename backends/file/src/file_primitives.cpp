@@ -89,7 +89,7 @@ std::unique_ptr<spi::lease_state> file_semaphore::do_try_acquire(std::uint32_t p
     auto state = read_counter_file(meta.fd(), where, ec);
     if (!state) return nullptr;
     if (state->extra != 0 && state->extra != max_count()) {
-      set_error(ec, errc::invalid_argument,
+      set_error(ec, errc::name_conflict,
                 "file:// semaphore '" + std::string(name()) + "' has " + std::to_string(state->extra) +
                     " permits (stored in " + where.str() + "); this one was made with " + std::to_string(max_count()) +
                     ": every process must use the same max_count");

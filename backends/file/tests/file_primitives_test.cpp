@@ -350,7 +350,7 @@ TEST_F(FilePrimitives, SemaphoreRefusesADifferentMaxCountOnceStored) {
   std::error_code ec;
   auto other = backend_->make_semaphore("sized", 4)->try_acquire(1, ec);
   EXPECT_FALSE(other);
-  EXPECT_EQ(ec, dlock::errc::invalid_argument);
+  EXPECT_EQ(ec, dlock::errc::name_conflict);
   EXPECT_TRUE(backend_->make_semaphore("sized", 3)->try_acquire());
 }
 

@@ -43,7 +43,7 @@ table::entry* table::entry_for_locked(const std::string& name, const request& r,
     return nullptr;
   }
   if (e.capacity != r.capacity) {  // only semaphores differ in capacity
-    set_error(ec, errc::invalid_argument,
+    set_error(ec, errc::name_conflict,
               "semaphore '" + name + "' is in use with " + std::to_string(e.capacity) + " permits; this one says " +
                   std::to_string(r.capacity) + " (every user of a name must give the same max_count)");
     return nullptr;

@@ -68,8 +68,7 @@ class table {
 
   // One attempt. nullopt with !ec: not enough free, or others queued first (no barging; the
   // mutex's owner re-entering its own grant is not barging). errc::name_conflict when the name
-  // is held as the other use; errc::invalid_argument when it is held as a semaphore of another
-  // max_count.
+  // is held as the other use, or as a semaphore of another max_count.
   std::optional<ticket> try_acquire(const std::string& name, const request& r, std::error_code& ec);
   // Queues behind earlier waiters and sleeps on a per-waiter condition variable until granted
   // (FIFO hand-off) or until the deadline (nullopt). Refused as try_acquire, without queueing.

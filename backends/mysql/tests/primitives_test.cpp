@@ -286,7 +286,7 @@ TEST_F(Primitives, MaxCountMismatchIsRefused) {
   std::error_code ec;
   auto other = b->make_semaphore(name, 5)->try_acquire(1, ec);
   EXPECT_FALSE(other);
-  EXPECT_EQ(ec, dlock::errc::invalid_argument) << ec.message();
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << ec.message();
   EXPECT_NE(dlock::last_error_message().find("max_count 3"), std::string::npos) << dlock::last_error_message();
   held.release();
   // Idle, the name takes the max_count of whoever comes next.

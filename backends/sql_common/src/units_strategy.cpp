@@ -110,7 +110,7 @@ class units_pool {
       : st_(std::move(st)), kind_(kind), name_(std::move(name)), max_count_(max_count) {}
 
   // One attempt at `units`: a lease, nullptr when they do not fit now (or a live writer mark
-  // holds readers back), nullptr with ec on failure (invalid_argument: another max_count).
+  // holds readers back), nullptr with ec on failure (name_conflict: another max_count).
   std::unique_ptr<spi::lease_state> attempt(std::int64_t units, bool heed_writer_mark, const std::string& owner,
                                             std::chrono::milliseconds ttl, std::error_code& ec) noexcept {
     try {
@@ -234,7 +234,7 @@ class units_pool {
       }
       if (out.rows_affected == 1) return true;
     }
-    set_error(ec, errc::invalid_argument,
+    set_error(ec, errc::name_conflict,
               label("acquiring") + ": it is in use with max_count " + std::to_string(stored) +
                   "; this one says " + std::to_string(max_count_) + " (every user of a name must give the same)");
     return false;

@@ -55,9 +55,9 @@ class backend : public std::enable_shared_from_this<backend> {
                                                             std::error_code& ec) noexcept;
 
   // A reader-writer lock, for backends whose caps() has read_write; the others refuse with
-  // errc::not_supported naming the schemes that have one. Same name checks as make_lock. A
-  // reader-writer lock and a mutex of the same name are different objects on the server: do not
-  // mix them on one name.
+  // errc::not_supported naming the schemes that have one. Same name checks as make_lock. The
+  // mutex of the same name counts as one of its writers; a semaphore of the same name is refused
+  // while either is held (errc::name_conflict), and they while it is.
   [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name);
   [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name, std::error_code& ec) noexcept;
   [[nodiscard]] std::unique_ptr<rw_lock> make_rw_lock(std::string_view name, lock_options options);
