@@ -148,19 +148,22 @@ function(dlock_join_conformance LABEL)
   set_property(GLOBAL APPEND PROPERTY DLOCK_CONFORMANCE_HOOK_LINK ${ARG_HOOK_LINK})
 endfunction()
 
-# dlock_compare_server(<name> SOURCE <file> [TEST_VARIABLE <variable> TEST_PROCESS <process>
-#                      TEST_RUNS "<schemes> <faults>"...])
-#   What dlock compare's server faults need of this backend's server(s): SOURCE (conventionally
-#   compare/server_families.cpp) defines dlock::compare::server_families_<name>(), the families it
-#   serves (tools/compare/include/dlock_compare/server_family.hpp); tools/compare compiles it into
-#   the compare library and lists it. TEST_RUNS add the test cli/compare_server_<name>: one
-#   `dlock compare --backends <schemes> --faults <faults>` per run on the launcher's server
+# dlock_compare_families(<name> SOURCE <file>... [TEST_VARIABLE <variable> TEST_PROCESS <process>
+#                        TEST_RUNS "<schemes> <faults>"...])
+#   What `dlock compare` needs of this backend's schemes: SOURCE (conventionally
+#   compare/families.cpp) defines dlock::compare_spi::families_<name>() (the families of
+#   core/compare_spi/include/dlock/compare_spi/family.hpp: a server's variable, process, port, how a
+#   connection is ended on it, its quorum faults; or, without a server, the URI a run opens). It is
+#   built here into the static library dlock_compare_<name>, against dlock::compare_spi only;
+#   tools/compare links every such library and lists their families, so the harness uses the
+#   backends and no backend knows the harness. TEST_RUNS add the test cli/compare_server_<name>:
+#   one `dlock compare --backends <schemes> --faults <faults>` per run on the launcher's server
 #   (TEST_VARIABLE holds its URI, TEST_PROCESS is its process), asserting what each scheme declares.
-function(dlock_compare_server NAME)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "SOURCE;TEST_VARIABLE;TEST_PROCESS" "TEST_RUNS")
-  cmake_path(ABSOLUTE_PATH ARG_SOURCE BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
-  set_property(GLOBAL APPEND PROPERTY DLOCK_COMPARE_SERVER_SOURCES "${ARG_SOURCE}")
-  set_property(GLOBAL APPEND PROPERTY DLOCK_COMPARE_SERVER_NAMES "${NAME}")
+function(dlock_compare_families NAME)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "TEST_VARIABLE;TEST_PROCESS" "SOURCE;TEST_RUNS")
+  add_library(dlock_compare_${NAME} STATIC ${ARG_SOURCE})
+  target_link_libraries(dlock_compare_${NAME} PUBLIC dlock::compare_spi)
+  set_property(GLOBAL APPEND PROPERTY DLOCK_COMPARE_FAMILY_NAMES "${NAME}")
   if(DLOCK_BUILD_TESTS AND ARG_TEST_RUNS)
     add_test(NAME cli/compare_server_${NAME}
              COMMAND bash ${PROJECT_SOURCE_DIR}/adapters/tests/cli_compare_server_test.sh $<TARGET_FILE:dlock_cli>

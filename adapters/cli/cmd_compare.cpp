@@ -37,7 +37,7 @@
 #include "dlock_compare/html_report.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
-#include "dlock_compare/server_family.hpp"
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -62,21 +62,21 @@ constexpr const char* usage =
     "holder, no majority, or over 3 ttls), unsafe, or not run: why. Prints a compact table (one\n"
     "short verdict per cell, 160 columns) and its key; the observations, the verdicts' definitions\n"
     "and the checker's counts go to --markdown, --html, --json. Progress on stderr. Every lock is\n"
-    "opened with ttl=1s. A process-scope lock (memory://) runs its clients as threads of one\n"
-    "process, in healthy only: every other fault strikes a client process.\n"
-    "  --backends LIST  schemes, comma-separated (default: every scheme built in, the unsafe ones\n"
-    "                   too, opened with unsafe=true): e.g. redis,file,redis+unsafe-del\n"
+    "opened with ttl=1s. A process-scope lock (the scope `dlock backends` lists) runs its clients\n"
+    "as threads of one process, in healthy only: every other fault strikes a client process.\n"
+    "  --backends LIST  schemes `dlock backends` lists, comma-separated (default: every scheme\n"
+    "                   built in, the unsafe ones too, opened with unsafe=true)\n"
     "  --faults LIST    healthy, holder-kill, holder-pause, pause-before-write, server-restart,\n"
     "                   connection-kill, server-pause, masters-minority-lost, master-restarted-empty,\n"
     "                   masters-majority-lost, ensemble-leader-lost, ensemble-majority-lost,\n"
     "                   partition, clock-step, clock-slow, kill-mid-acquire (default: all).\n"
     "                   Servers are stopped, started and paused through $DLOCK_SERVERS, the\n"
-    "                   launcher; connection-kill ends the holder's connections\n"
-    "                   on the server with redis-cli, psql or mariadb and the URI's credentials\n"
-    "                   (ZooKeeper: its session expired by a loopback proxy silencing the holder);\n"
+    "                   launcher; connection-kill ends the holder's connections on the\n"
+    "                   server with its own command (below) and the URI's credentials (or,\n"
+    "                   without one, expires its session by a loopback proxy silencing it);\n"
     "                   server-pause SIGSTOPs the server's processes for 2.5 ttls; the masters-*\n"
-    "                   faults stop or restart empty Redlock masters, the ensemble-* faults\n"
-    "                   ZooKeeper nodes (on DLOCK_ZOOKEEPER_ENSEMBLE_URI, session_timeout=4s);\n"
+    "                   faults stop or restart empty independent masters, the ensemble-* faults\n"
+    "                   an ensemble's members (on the variables below, session_timeout=4s);\n"
     "                   partition: every client in a network namespace of its own (root, ip), the\n"
     "                   holder's veth link down for 2.5 ttls; clock-step: libfaketime steps the\n"
     "                   other clients' wall clocks 60s ahead while one holds; clock-slow: client\n"
@@ -102,7 +102,8 @@ constexpr const char* usage =
     "  --speed-duration D  how long each of the 3 speed points of a backend runs (default 1s)\n"
     "  --no-speed       skip the speed phase\n"
     "Servers: from the variables compose/native/dlock-servers prints, listed below, the scheme\n"
-    "replaced by the backend's; memory:// and file:// (a temporary folder) need none.\n"
+    "replaced by the backend's; a scheme without a server runs on the URI its backend declares\n"
+    "(in a temporary folder).\n"
     "A backend whose variable is unset is reported 'not run: VARIABLE unset'.\n"
     "Exit: 0 the run completed (unsafe rows showing overlaps are its observations), 64 usage,\n"
     "69 a backend's server is unreachable (checked before anything runs).";
@@ -420,11 +421,19 @@ int cmd_compare(const arguments& argv) {
                {"help", "no-speed"});
   if (a.flag("help")) {
     std::puts(usage);
-    // Each backend with a server declares its own (backends/<name>/compare/server_families.cpp).
+    // Each backend declares its own (backends/<name>/compare/families.cpp).
     std::puts("Server variables of the built backends:");
-    for (const auto* family : compare::server_families())
-      std::printf("  %-30s schemes %s and %s+*\n", family->variable, std::string(family->prefix).c_str(),
-                  std::string(family->prefix).c_str());
+    for (const auto* family : compare::families()) {
+      if (family->variable == nullptr) continue;
+      const std::string prefix(family->prefix), suffix(family->suffix);
+      std::printf("  %-30s schemes %s\n", family->variable,
+                  (suffix.empty() ? prefix + " and " + prefix + "+*" : prefix + "+* ending in " + suffix).c_str());
+      if (family->quorum != compare::quorum_kind::none && family->quorum_variable != nullptr)
+        std::printf("  %-30s %s faults: on %s\n", "",
+                    family->quorum == compare::quorum_kind::ensemble ? "ensemble-*" : "masters-*", family->quorum_variable);
+      if (!family->kill_described.empty())
+        std::printf("  %-30s connection-kill: %s\n", "", std::string(family->kill_described).c_str());
+    }
     return 0;
   }
   auto request = parse_request(a);

@@ -11,10 +11,11 @@ by backends (sql_common), not a backend. What is checked, each failure naming th
     - a network backend's CMakeLists.txt finds its own client library (dlock_backend_option(...))
     - src/register.cpp defining register_<name>(registry&), the one registration file
     - src/capabilities.hpp, README.md, tests/
+    - compare/families.cpp defining families_<name>() and announced by dlock_compare_families(<name>
+      ...) in CMakeLists.txt (what dlock compare needs of its schemes: their server, or the URI a
+      run opens them with)
     - network scope: tests/hooks.cpp, server/recipe.sh, server/compose.yml (the launcher recipe
-      and the Docker compose fragment), compare/server_families.cpp defining
-      server_families_<name>() and announced by dlock_compare_server(<name> ...) in CMakeLists.txt
-      (what dlock compare's server faults need); process or host scope (memory, file): no server/
+      and the Docker compose fragment); process or host scope (embedded): no server/
   every registered scheme:
     - named in exactly one backends/*/src/register.cpp (not registered from another file)
     - its capabilities declared the one way: `inline constexpr capabilities <ident>_caps` in the
@@ -23,6 +24,8 @@ by backends (sql_common), not a backend. What is checked, each failure naming th
     - unless it is one of the UNSAFE demonstration schemes (never in the conformance suite): its
       conformance hooks, DLOCK_TEST_HOOKS("<scheme>", ...) in the folder's tests/hooks.cpp
   backends/CMakeLists.txt discovers the folders: it names none of them in add_subdirectory().
+  no file under backends/ includes a header of the compare harness (tools/compare's
+  "dlock_compare/..."): the harness uses the backends' declarations, which see dlock/compare_spi only.
 
 usage: backend_folders_test.py DLOCK SOURCE_DIR
 """
@@ -121,6 +124,12 @@ def main() -> int:
         need((folder / "tests").is_dir(), f"{rel}/tests/ is missing")
         scopes = scope_of_folder.get(folder, set())
         need(scopes, f"{rel}: src/register.cpp registers none of the schemes this dlock lists (not built here?)")
+        families = read(folder / "compare" / "families.cpp")
+        need(re.search(rf"\bfamilies_{name}\s*\(", families) is not None,
+             f"{rel}/compare/families.cpp does not define families_{name}() (what dlock compare needs of its "
+             "schemes: their server, or the URI a run opens them with)")
+        need(re.search(rf"dlock_compare_families\(\s*{name}\b", cmake) is not None,
+             f"{rel}/CMakeLists.txt does not call dlock_compare_families({name} SOURCE compare/families.cpp ...)")
         if "network" in scopes:
             need("dlock_backend_option(" in cmake, f"{rel}/CMakeLists.txt does not find its client library "
                                                    "(no dlock_backend_option(...) call in the folder)")
@@ -129,12 +138,6 @@ def main() -> int:
                  f"{rel}/server/recipe.sh is missing (the launcher's recipe for this network backend's server)")
             need((folder / "server" / "compose.yml").is_file(),
                  f"{rel}/server/compose.yml is missing (the Docker compose fragment for its server)")
-            families = read(folder / "compare" / "server_families.cpp")
-            need(re.search(rf"\bserver_families_{name}\s*\(", families) is not None,
-                 f"{rel}/compare/server_families.cpp does not define server_families_{name}() (what dlock "
-                 "compare's server faults need of its server)")
-            need(re.search(rf"dlock_compare_server\(\s*{name}\b", cmake) is not None,
-                 f"{rel}/CMakeLists.txt does not call dlock_compare_server({name} SOURCE compare/server_families.cpp ...)")
         elif scopes:
             need(not (folder / "server").exists(), f"{rel}/server/ exists, but an embedded backend "
                                                    f"({', '.join(sorted(scopes))} scope) has no server")
@@ -160,6 +163,13 @@ def main() -> int:
         need(re.search(rf"add_subdirectory\(\s*{folder.name}\s*\)", listing) is None,
              f"backends/CMakeLists.txt names backends/{folder.name} (add_subdirectory({folder.name})): it should "
              "discover backends/*/CMakeLists.txt instead of listing them")
+
+    for path in sorted(backends.rglob("*")):
+        if path.suffix in (".cpp", ".hpp", ".h", ".cc", ".in") and path.is_file():
+            for number, line in enumerate(read(path).splitlines(), 1):
+                if re.match(r'\s*#\s*include\s*[<"]dlock_compare/', line):
+                    need(False, f"{path.relative_to(source)}:{number} includes a header of the compare harness "
+                                f"({line.strip()}): a backend builds against dlock/compare_spi/ only")
 
     for p in problems:
         print("FAIL:", p)

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/kill_mid_acquire.hpp"
 #include "dlock_compare/partition_fault.hpp"
 #include "dlock_compare/quorum.hpp"
@@ -45,10 +46,8 @@ std::string with_parameter(std::string uri, const std::string& parameter) {
 server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl, const std::filesystem::path& work_dir) {
   if (auto why = not_applicable_because(info, f); !why.empty()) return {std::nullopt, std::move(why)};
   std::string uri;
-  if (info.scheme == "memory") {
-    uri = "memory://";
-  } else if (info.scheme == "file") {
-    uri = "file://" + (work_dir / "file-locks").string();
+  if (auto local = local_uri_for(info.scheme, work_dir)) {
+    uri = std::move(*local);  // no server: the URI the backend declared, in the run's own folder
   } else {
     // The launcher's variable, the scheme replaced; the ensemble faults run on the ensemble's.
     auto server = server_uri_for(info.scheme, is_ensemble_fault(f) ? quorum_server_variable(f) : nullptr);
@@ -61,9 +60,9 @@ server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds
   // test) started the server just now. The fault runs keep the safe default.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
-  // ZooKeeper ignores the ttl (a grant lives as long as its session), so its session is the ttl,
-  // and every fault outlasts it, as it outlasts the others' ttl (the launcher's minSessionTimeout
-  // allows 1s); an ensemble's is longer than an election (ensemble_session_timeout).
+  // A scheme whose grant lives as long as its session (it takes `session_timeout`, not the ttl):
+  // its session is the ttl, so that every fault outlasts it as it outlasts the others' ttl (the
+  // launcher's servers allow 1s); an ensemble's is longer than an election (ensemble_session_timeout).
   if (accepts("session_timeout")) {
     const auto session = is_ensemble_fault(f) ? ensemble_session_timeout : ttl;
     uri = with_parameter(uri, "session_timeout=" + std::to_string(session.count()) + "ms");

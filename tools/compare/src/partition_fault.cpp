@@ -8,7 +8,7 @@
 
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/network_partition.hpp"
-#include "dlock_compare/server_family.hpp"
+#include "dlock_compare/families.hpp"
 #include "dlock/uri.hpp"
 #include "fault_steps.hpp"
 

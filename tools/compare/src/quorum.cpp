@@ -4,12 +4,11 @@
 #include <cstdio>
 #include <thread>
 
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/launcher_processes.hpp"
 #include "dlock_compare/section.hpp"
-#include "dlock_compare/server_family.hpp"
 #include "dlock_compare/worker_fleet.hpp"
-#include "dlock_compare/zookeeper_mode.hpp"
 #include "fault_steps.hpp"
 
 namespace dlock::compare {
@@ -50,19 +49,20 @@ std::vector<member> members_of(const std::string& uri, const std::string& server
   return members;
 }
 
-// The holder's critical section must span the fault and its aftermath: Redlock's holder writes
-// for 2 ttls (its validity runs out within one ttl of the last majority); ZooKeeper's for 3 s
-// across an election, and for the session timeout and 2 s when the quorum goes, so that its lost
-// notification (recorded only inside the write) comes while it still writes.
+// The holder's critical section must span the fault and its aftermath: with independent masters
+// it writes for 2 ttls (its validity runs out within one ttl of the last majority); in an
+// ensemble for 3 s across an election, and for the session timeout and 2 s when the quorum goes,
+// so that its lost notification (recorded only inside the write) comes while it still writes.
 milliseconds quorum_work_length(fault f, const scenario_settings& s) {
   if (f == fault::ensemble_leader_lost) return 3s;
   if (f == fault::ensemble_majority_lost) return ensemble_session_timeout + 2s;
   return 2 * s.ttl;
 }
 
-// Redlock: how long the stopped masters stay down (one of three: 3 ttls, so that the holder's write
-// of 2 ttls ends inside the outage and the lock changes hands with two masters). ZooKeeper: the leader stays down for a session
-// timeout and a second; the majority for the session timeout and 2 s (the holder must be told in it).
+// Independent masters: how long the stopped ones stay down (one of three: 3 ttls, so that the
+// holder's write of 2 ttls ends inside the outage and the lock changes hands with two masters).
+// An ensemble: the leader stays down for a session timeout and a second; the majority for the
+// session timeout and 2 s (the holder must be told in it).
 milliseconds outage_length(fault f, const scenario_settings& s) {
   if (f == fault::ensemble_leader_lost) return ensemble_session_timeout + 1s;
   if (f == fault::ensemble_majority_lost) return ensemble_session_timeout + 2s;
@@ -94,11 +94,12 @@ std::optional<writer> fresh_writer(const fleet_plan& plan, instant granted_after
   return std::nullopt;
 }
 
-// The member srvr names leader, asked again every 100 ms (an election may be under way) until `deadline`.
-std::optional<member> leader_of(const std::vector<member>& members, instant deadline) {
+// The member that says it leads (asked the way its family declared, family::is_leader), asked again
+// every 100 ms (an election may be under way) until `deadline`.
+std::optional<member> leader_of(const family& ensemble, const std::vector<member>& members, instant deadline) {
   for (;;) {
     for (const auto& m : members)
-      if (zookeeper_mode(m.host, m.port, 1s) == "leader") return m;
+      if (ensemble.is_leader(m.host, m.port, 1s)) return m;
     if (shared_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(100ms);
   }
@@ -199,14 +200,19 @@ void restart_a_master_empty(launcher_processes& guard, const std::vector<member>
   finish(fleet, plan, holder, fault_at, back_at, back_at, third_down_at, r);
 }
 
-// ensemble-leader-lost: the node that answers srvr as leader stopped, its successor timed from
-// outside while the outage runs.
+// ensemble-leader-lost: the member that says it leads stopped, its successor timed from outside
+// while the outage runs.
 void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& guard, const std::vector<member>& members,
                      worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder, scenario_result& r) {
   auto& q = *r.quorum;
-  const auto leader = leader_of(members, shared_clock::now() + 5s);
+  const auto* ensemble = family_of_quorum(quorum_kind::ensemble);
+  if (ensemble == nullptr || ensemble->is_leader == nullptr) {
+    r.fault_not_injected = "the ensemble's backend declares no way to ask a member whether it leads";
+    return;
+  }
+  const auto leader = leader_of(*ensemble, members, shared_clock::now() + 5s);
   if (!leader) {
-    r.fault_not_injected = "no node answered srvr as leader";
+    r.fault_not_injected = "no member said it leads";
     return;
   }
   q.leader = leader->process;
@@ -220,7 +226,7 @@ void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& gu
   std::vector<member> rest;
   for (const auto& m : members)
     if (m.process != leader->process) rest.push_back(m);
-  if (leader_of(rest, stopped_at + outage_length(f, s))) q.new_leader_after = shared_clock::now() - stopped_at;
+  if (leader_of(*ensemble, rest, stopped_at + outage_length(f, s))) q.new_leader_after = shared_clock::now() - stopped_at;
   sleep_until(stopped_at + outage_length(f, s));
   std::optional<instant> first_back_at, back_at;
   if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
@@ -289,7 +295,7 @@ const char* quorum_server_variable(fault f) noexcept {
 std::optional<std::string> quorum_not_applicable(std::string_view scheme, fault f) {
   if (!is_quorum_fault(f)) return std::nullopt;
   const auto* family = family_of_scheme(scheme);
-  if (family == nullptr) return "no server";
+  if (family == nullptr || family->variable == nullptr) return "no server";
   if (family->quorum == quorum_kind_of(f)) return std::nullopt;
   if (family->quorum == quorum_kind::independent_masters) return "independent masters, no ensemble (see the masters-* faults)";
   if (family->quorum == quorum_kind::ensemble) return "an ensemble, not independent masters (see the ensemble-* faults)";
@@ -300,7 +306,7 @@ milliseconds quorum_run_length(fault f, const scenario_settings& s) {
   switch (f) {
     // the outage (3 ttls), then handoffs with every master back
     case fault::masters_minority_lost: return std::max(s.duration, 5 * s.ttl + 2s);
-    // a holder seen, redlock.3 stopped, the next holder seen (up to a write of 2 ttls), the
+    // a holder seen, the third master stopped, the next holder seen (up to a write of 2 ttls), the
     // restart, the delayed restart's ttl, then handoffs
     case fault::master_restarted_empty: return std::max(s.duration, 6 * s.ttl + 3s);
     // the outage (2 ttls), the restarted masters kept out for a ttl, then handoffs
@@ -359,7 +365,7 @@ std::string quorum_observation(fault f, const scenario_result& r) {
     else if (q.down_for)
       parts.push_back("no grant after all were back");
   }
-  // Redlock declares no fencing: its writes cannot be refused by a fenced resource.
+  // A backend without fencing: its writes cannot be refused by a fenced resource.
   if (c.totals.writes_without_token > 0 && c.totals.writes == c.totals.writes_without_token)
     parts.push_back("no fencing token");
   std::uint64_t failed_workers = 0;
@@ -384,15 +390,15 @@ std::string quorum_legend() {
          "                             cleanly, or its lost notification T after the fault\n"
          "  next grant E after all were back  from the last restarted process answering to the next grant\n"
          "  next grant E after the stop  ensemble-leader-lost: from the leader's stop to the next grant\n"
-         "  leader P stopped: new leader after E  ensemble-leader-lost: srvr named P leader; a remaining\n"
-         "                             node answered srvr as leader E after the stop began\n"
+         "  leader P stopped: new leader after E  ensemble-leader-lost: P said it led; a remaining\n"
+         "                             member said it leads E after the stop began\n"
          "  no fencing token           the backend gives no token: a stale write cannot be refused\n"
          "  acquire errors N           acquires that failed (backend_unavailable: no majority answered)\n"
-         "masters-minority-lost: one of Redlock's three masters stopped for 3 ttls, a holder inside its write;\n"
+         "masters-minority-lost: one of three independent masters stopped for 3 ttls, a holder inside its write;\n"
          "master-restarted-empty: one master stopped; then, the next holder writing, it is back and another\n"
          "crashes and restarts without persistence, both empty (Kleppmann's case: a second majority is free\n"
          "unless restarted masters wait a ttl); masters-majority-lost: two of three stopped for 2 ttls;\n"
-         "ensemble-leader-lost: the ZooKeeper ensemble's leader stopped (session timeout 4s);\n"
+         "ensemble-leader-lost: a three-member ensemble's leader stopped (session timeout 4s);\n"
          "ensemble-majority-lost: two of its three nodes stopped for the session timeout and 2s.\n";
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/quorum.hpp"
 #include "dlock_compare/text_table.hpp"
 #include "dlock_compare/verdict.hpp"
@@ -109,6 +110,16 @@ std::string terminal_key(const matrix& m) {
   return out;
 }
 
+// How the built backends end a connection on their servers, as each declared it
+// (family::kill_described), one a line: "\n  A,\n  B", or "none declared".
+std::string connection_kills_described() {
+  std::string list;
+  for (const auto* f : families())
+    if (f->kill == connection_kill::server_command && !f->kill_described.empty())
+      list += (list.empty() ? "\n  " : ",\n  ") + std::string(f->kill_described);
+  return list.empty() ? std::string("none declared") : list;
+}
+
 }  // namespace
 
 const matrix_cell* matrix::find(const std::string& backend, fault f) const {
@@ -148,9 +159,9 @@ std::string legend(const matrix& m) {
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
          "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
          "stopped half a second in and started again (dlock-servers stop, start); connection-kill: the holder's\n"
-         "connections are ended on the server (Redis CLIENT KILL, PostgreSQL pg_terminate_backend, MariaDB KILL)\n"
-         "while it writes for 2 ttls; server-pause: the server is SIGSTOPped for 2.5 ttls while the holder writes\n"
-         "for 3, then resumed.\n"
+         "connections are ended while it writes for 2 ttls, by the server's own command (" + connection_kills_described() +
+         ";\nor, where it has none, a proxy silencing the holder until the server expires its session); server-pause:\n"
+         "the server is SIGSTOPped for 2.5 ttls while the holder writes for 3, then resumed.\n"
          "partition: the holder's veth link is down for 2.5 ttls ('holder notified D before|after the next grant':\n"
          "its lost notification against the first grant to another client); clock-step: libfaketime steps the\n"
          "other clients' wall clocks 60s ahead while one holds; clock-slow: client 1's clocks, monotonic too, x0.25.\n" +

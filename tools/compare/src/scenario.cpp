@@ -180,7 +180,7 @@ scenario_result run_scenario(fault f, const scenario_settings& s) {
   if (f == fault::clock_step) return run_clock_step(s);
   if (f == fault::clock_slow) return run_clock_slow(s);
   auto plan = plan_for(f, s);
-  // connection-kill on ZooKeeper: the workers connect through a proxy that can silence the holder.
+  // connection-kill on a session_proxy family: the workers connect through a proxy that can silence the holder.
   const auto blackhole = f == fault::connection_kill ? session_blackhole_for(s.uri) : nullptr;
   if (blackhole) plan.uri = routed_through(s.uri, blackhole->port());
   scenario_result r;

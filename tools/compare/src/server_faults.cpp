@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "dlock/uri.hpp"
-#include "dlock_compare/server_tools.hpp"
+#include "dlock_compare/families.hpp"
 
 namespace dlock::compare {
 
@@ -77,7 +77,7 @@ std::vector<std::uint16_t> tcp_ports_to(pid_t pid, std::uint16_t server_port) {
 
 std::string connection_kill_not_applicable(std::string_view scheme) {
   const auto* family = family_of_scheme(scheme);
-  if (family == nullptr) return "no server connection to kill";
+  if (family == nullptr || family->variable == nullptr) return "no server connection to kill";
   return family->kill == connection_kill::not_applicable ? std::string(family->connection_kill_not_applicable)
                                                          : std::string();
 }

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "dlock_compare/server_family.hpp"
+#include "dlock_compare/families.hpp"
 
 namespace dlock::compare {
 
@@ -16,19 +16,27 @@ const char* launcher_process(std::string_view scheme) {
   return family != nullptr ? family->launcher_process : nullptr;
 }
 
-const server_family* family_of_scheme(std::string_view scheme) noexcept {
+const family* family_of_scheme(std::string_view scheme) noexcept {
   const auto prefix = scheme.substr(0, scheme.find('+'));
-  for (const auto* family : server_families())
+  for (const auto* family : families())
     if (family->prefix == prefix && !family->suffix.empty() && scheme.ends_with(family->suffix)) return family;
-  for (const auto* family : server_families())
+  for (const auto* family : families())
     if (family->prefix == prefix && family->suffix.empty()) return family;
   return nullptr;
 }
 
-const server_family* family_of_quorum(quorum_kind kind) noexcept {
-  for (const auto* family : server_families())
+const family* family_of_quorum(quorum_kind kind) noexcept {
+  for (const auto* family : families())
     if (family->quorum == kind) return family;
   return nullptr;
+}
+
+std::optional<std::string> local_uri_for(std::string_view scheme, const std::filesystem::path& dir) {
+  const auto* family = family_of_scheme(scheme);
+  if (family == nullptr || family->local_uri == nullptr) return std::nullopt;
+  std::string uri = family->local_uri;
+  if (const auto at = uri.find("{dir}"); at != std::string::npos) uri.replace(at, 5, dir.string());
+  return uri;
 }
 
 server_uri server_uri_for(std::string_view scheme, const char* variable) {

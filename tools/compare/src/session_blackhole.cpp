@@ -34,7 +34,7 @@ struct forwarded {
   }
 };
 
-// Writes all of `data` (blocking: the few bytes of a ZooKeeper exchange); false when the peer is gone.
+// Writes all of `data` (blocking: the few bytes of a session's exchange); false when the peer is gone.
 bool write_all(int fd, const char* data, std::size_t size) {
   while (size > 0) {
     const auto n = ::send(fd, data, size, MSG_NOSIGNAL);

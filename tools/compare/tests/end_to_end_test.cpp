@@ -1,7 +1,10 @@
 // Real worker processes (a worker_fleet) contending for one name, then the checker on their
-// history. memory:// locks exclude only within a process, so separate processes MUST overlap:
-// the proof that the checker sees overlaps when they happen. file:// (host scope) and redis://
-// must show none; and a holder killed mid-run leaves a history the checker still reads.
+// history, on the backends that need no server (the registry's schemes of process and host scope,
+// at the local URI their folders declare). A process-scope lock excludes only within a process,
+// so separate processes MUST overlap: the proof that the checker sees overlaps when they happen.
+// A host-scope lock must show none; and a holder killed mid-run leaves a history the checker still
+// reads. (On a server, the scenario tests and each backend's own `dlock compare` tests check the
+// same: compare/scenario/..., cli/compare_<name>.)
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -16,10 +19,12 @@
 #include <thread>
 #include <vector>
 
+#include "dlock/uri.hpp"
 #include "dlock_compare/checker.hpp"
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/worker_fleet.hpp"
 #include "dlock_test/support.hpp"
+#include "local_backends.hpp"
 #include "temp_dir.hpp"
 
 namespace dlock::compare::testing {
@@ -61,14 +66,20 @@ check_result run_and_check(const fleet_plan& plan) {
   return check_and_print(plan);
 }
 
-TEST(CompareEndToEnd, ProcessScopedMemoryLocksOverlapAcrossProcessesAndTheCheckerSeesIt) {
+// The URIs of the schemes without a server, by scope, in the test's folder.
+std::string process_scope_uri(const temp_dir& dir) { return local_uri_of_scope(lock_scope::process, dir.path()); }
+std::string host_scope_uri(const temp_dir& dir) {
+  return with_parameters(local_uri_of_scope(lock_scope::host, dir.path() / "locks"), "poll=1ms..20ms");
+}
+
+TEST(CompareEndToEnd, ProcessScopedLocksOverlapAcrossProcessesAndTheCheckerSeesIt) {
   temp_dir dir;
   // Each process counts its own tokens, and the client with the shortest work counts fastest:
   // the slower clients' writes carry smaller tokens than ones already written.
-  const auto r = run_and_check(plan_for("memory://", dir, {5ms, 15ms, 30ms}));
+  const auto r = run_and_check(plan_for(process_scope_uri(dir), dir, {5ms, 15ms, 30ms}));
   EXPECT_EQ(r.totals.clients, 3u);
-  EXPECT_GT(r.overlap_count(), 0u) << "three processes each holding their own memory:// lock must overlap";
-  EXPECT_EQ(r.unnotified_losses, r.overlap_count()) << "memory:// never tells a holder another process got in";
+  EXPECT_GT(r.overlap_count(), 0u) << "three processes each holding their own process-scope lock must overlap";
+  EXPECT_EQ(r.unnotified_losses, r.overlap_count()) << "a process-scope lock never tells a holder another process got in";
   EXPECT_GT(r.stale_writes_accepted_by_naive, 0u);
   // The fence judges in the order of the write_begin instants, as the checker does: it refuses
   // exactly the stale writes, and nothing else.
@@ -80,9 +91,9 @@ TEST(CompareEndToEnd, ProcessScopedMemoryLocksOverlapAcrossProcessesAndTheChecke
 // What `dlock compare` does with a process-scope lock: its clients are threads of one worker
 // process (each with its own backend object), where its exclusion holds. The same three clients
 // that overlap as processes above must not overlap as threads.
-TEST(CompareEndToEnd, ProcessScopedMemoryLocksRunAsThreadsOfOneProcessNeverOverlap) {
+TEST(CompareEndToEnd, ProcessScopedLocksRunAsThreadsOfOneProcessNeverOverlap) {
   temp_dir dir;
-  auto plan = plan_for("memory://", dir);
+  auto plan = plan_for(process_scope_uri(dir), dir);
   plan.clients_in_one_process = true;
   worker_fleet fleet(plan);
   EXPECT_EQ(fleet.size(), 3u) << "three clients";
@@ -93,7 +104,7 @@ TEST(CompareEndToEnd, ProcessScopedMemoryLocksRunAsThreadsOfOneProcessNeverOverl
   const auto r = check_and_print(plan);
   EXPECT_EQ(r.totals.clients, 3u) << "every thread recorded its own client id";
   EXPECT_GT(r.totals.grants, 30u) << "the three threads contended for 1.5 s";
-  EXPECT_EQ(r.overlap_count(), 0u) << "a memory:// lock excludes the threads of its process";
+  EXPECT_EQ(r.overlap_count(), 0u) << "a process-scope lock excludes the threads of its process";
   EXPECT_EQ(r.stale_writes_accepted_by_naive, 0u) << "one process, one token counter";
   EXPECT_EQ(r.totals.acquire_errors + r.totals.release_errors, 0u);
 }
@@ -137,18 +148,23 @@ void expect_exclusive(const check_result& r) {
   EXPECT_EQ(r.totals.writes_ended_not_held, 0u);
 }
 
-TEST(CompareEndToEnd, HostScopedFileLocksNeverOverlap) {
+TEST(CompareEndToEnd, HostScopedLocksNeverOverlap) {
   temp_dir dir;
-  const auto r = run_and_check(plan_for("file://" + dir.path().string() + "/locks?poll=1ms..20ms", dir));
+  const auto uri = host_scope_uri(dir);
+  const auto r = run_and_check(plan_for(uri, dir));
   expect_exclusive(r);
-  EXPECT_EQ(r.totals.writes_without_token, 0u) << "file:// declares fencing";
+  const auto info = default_registry().find(dlock::uri::parse(uri).scheme());
+  ASSERT_TRUE(info.has_value());
+  if (info->caps.has(capability::fencing)) {
+    EXPECT_EQ(r.totals.writes_without_token, 0u) << uri << " declares fencing";
+  }
 }
 
 // A URI may carry a password: the fleet hands it to its workers in their environment, never on
 // their command line, which every user of the machine can read in `ps`.
 TEST(CompareEndToEnd, WorkersGetTheUriInTheirEnvironmentNotOnTheirCommandLine) {
   temp_dir dir;
-  const std::string uri = "file://" + dir.path().string() + "/locks?poll=1ms..20ms&ttl=4321ms";
+  const std::string uri = with_parameters(host_scope_uri(dir), "ttl=4321ms");
   auto plan = plan_for(uri, dir, {10ms});
   plan.start_delay = 2s;  // the worker waits for the shared start: time to read its /proc entries
   worker_fleet fleet(plan);
@@ -171,14 +187,6 @@ TEST(CompareEndToEnd, WorkersGetTheUriInTheirEnvironmentNotOnTheirCommandLine) {
       << "the worker's environment has no DLOCK_URI with the URI";
   const auto codes = fleet.wait(generous_deadline(fleet, plan));
   EXPECT_EQ(codes.at(0), std::optional<int>(0)) << "the worker did not open the URI it was given";
-}
-
-TEST(CompareEndToEnd, RedisLocksNeverOverlap) {
-  const auto uri = dlock::testing::server_uri("DLOCK_REDIS_URI");
-  temp_dir dir;
-  // wait_after_restart=false: this test is about exclusion on a healthy server, and must not
-  // wait out a ttl because the launcher started (or another test restarted) the server just now.
-  expect_exclusive(run_and_check(plan_for(dlock::testing::with_query(uri, "poll=1ms..20ms&wait_after_restart=false"), dir)));
 }
 
 // Stops `pid` and waits until the kernel reports it stopped (state T), so that no event of it
@@ -222,7 +230,7 @@ std::optional<std::uint32_t> freeze_a_holder_inside_its_write(const worker_fleet
 // history shows it inside its write, SIGKILL it there, and let the others go on.
 TEST(CompareEndToEnd, AHolderKilledInsideItsWriteLeavesAHistoryTheCheckerReads) {
   temp_dir dir;
-  auto plan = plan_for("file://" + dir.path().string() + "/locks?poll=1ms..20ms", dir, {100ms, 100ms, 100ms});
+  auto plan = plan_for(host_scope_uri(dir), dir, {100ms, 100ms, 100ms});
   worker_fleet fleet(plan);  // its destructor kills and reaps every worker, stopped or not
   sleep_until(fleet.start_at());
   const auto victim = freeze_a_holder_inside_its_write(fleet, plan);
@@ -238,7 +246,7 @@ TEST(CompareEndToEnd, AHolderKilledInsideItsWriteLeavesAHistoryTheCheckerReads) 
   std::cout << "check: " << to_json(r, 3) << '\n';
   EXPECT_EQ(r.overlap_count(), 0u);
   EXPECT_EQ(r.totals.writes_unfinished, 1u) << "the killed holder's write never ended";
-  // The kernel drops a dead process' flock: the others go on holding after the kill.
+  // A host-scope lock dies with its holder's process: the others go on holding after the kill.
   const auto sections = assemble_sections(events);
   EXPECT_TRUE(std::ranges::any_of(sections, [&](const section& s) {
     return s.client != *victim && s.granted && *s.granted > killed_at;
@@ -246,39 +254,6 @@ TEST(CompareEndToEnd, AHolderKilledInsideItsWriteLeavesAHistoryTheCheckerReads) 
   const auto recovery = time_to_recover(sections, killed_at);
   ASSERT_TRUE(recovery.has_value());
   std::cout << "recovered " << std::chrono::duration<double, std::milli>(*recovery).count() << " ms after the kill\n";
-}
-
-// The GC pause on a real server: a holder frozen inside its write for longer than its ttl. Redis
-// frees the key, another client is granted, and the frozen one, resumed, ends its write after
-// that grant: the checker must see the overlap, and see that the frozen holder was not told in time
-// (a stopped process runs no callback). This is what fencing exists for. (The write here began
-// before the pause, so its token was accepted: a stale write needs the pause between the grant
-// and the write, a window too narrow to hit from outside; the kill-mid-acquire and pause-before-write scenarios aim there.)
-TEST(CompareEndToEnd, ARedisHolderPausedPastItsTtlOverlapsItsSuccessorAndTheCheckerSeesIt) {
-  const auto uri = dlock::testing::server_uri("DLOCK_REDIS_URI");
-  temp_dir dir;
-  auto plan = plan_for(dlock::testing::with_query(uri, "ttl=500ms&poll=1ms..20ms&wait_after_restart=false"), dir,
-                       {100ms, 100ms, 100ms});
-  plan.duration = 3s;  // the pause (1.5 s) ends while the others still run
-  worker_fleet fleet(plan);
-  sleep_until(fleet.start_at());
-  const auto victim = freeze_a_holder_inside_its_write(fleet, plan);
-  ASSERT_TRUE(victim.has_value()) << "no holder was ever caught inside its write";
-  std::this_thread::sleep_for(1500ms);  // three ttls: the key has long expired
-  ASSERT_EQ(::kill(fleet.pid(*victim), SIGCONT), 0);
-  const auto codes = fleet.wait(generous_deadline(fleet, plan));
-  for (std::size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(codes[i], std::optional<int>(0)) << "client " << i + 1;
-
-  const auto events = read_history(plan.history);
-  const auto r = check(std::span<const event>(events));
-  std::cout << "check: " << to_json(r, 3) << '\n';
-  ASSERT_GT(r.overlap_count(), 0u) << "the successor wrote while the paused holder was inside its write";
-  for (const auto& o : r.overlaps) EXPECT_EQ(o.older.client, *victim);
-  // At least the first successor was granted while the holder was stopped, so before it could be
-  // told (later successors may come after its watchdog noticed, once resumed).
-  EXPECT_GE(r.unnotified_losses, 1u) << "a stopped holder cannot be told before its successor's grant";
-  // Resumed, it finds out at the latest when it releases.
-  EXPECT_EQ(r.totals.release_not_owner, 1u);
 }
 
 }  // namespace

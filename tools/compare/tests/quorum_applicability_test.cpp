@@ -1,35 +1,67 @@
-// Which backends the quorum faults run on, and what the other cells say instead.
+// Which backends the quorum faults run on, and what the other cells say instead: as the families
+// the built backends declare (families.hpp) say, for every scheme the registry lists.
 #include <gtest/gtest.h>
 
+#include "dlock/registry.hpp"
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/quorum.hpp"
 
 namespace dlock::compare {
 namespace {
 
-TEST(QuorumFaults, RedlockFaultsRunOnRedlockOnlyAndSayWhyElsewhere) {
-  for (const auto f : {fault::masters_minority_lost, fault::master_restarted_empty, fault::masters_majority_lost}) {
-    EXPECT_TRUE(is_quorum_fault(f));
-    EXPECT_FALSE(is_ensemble_fault(f));
-    EXPECT_STREQ(quorum_server(f), "redlock");
-    EXPECT_STREQ(quorum_server_variable(f), "DLOCK_REDLOCK_URI");
-    EXPECT_EQ(quorum_not_applicable("redlock", f), std::nullopt);
-    EXPECT_EQ(quorum_not_applicable("redis", f), "single server");
-    EXPECT_EQ(quorum_not_applicable("postgres+advisory", f), "single server");
-    EXPECT_EQ(quorum_not_applicable("memory", f), "no server");
-    EXPECT_NE(quorum_not_applicable("zookeeper", f), std::nullopt);
+constexpr fault masters_faults[] = {fault::masters_minority_lost, fault::master_restarted_empty, fault::masters_majority_lost};
+constexpr fault ensemble_faults[] = {fault::ensemble_leader_lost, fault::ensemble_majority_lost};
+
+// The family that runs `kind`'s faults: every build with the default backends has one of each.
+const family& family_running(quorum_kind kind) {
+  const auto* f = family_of_quorum(kind);
+  EXPECT_NE(f, nullptr) << "no built backend declares quorum kind " << static_cast<int>(kind);
+  static const family none{};
+  return f != nullptr ? *f : none;
+}
+
+// Each scheme the registry lists gets, for a quorum fault of `kind`: nullopt when its family runs
+// them, "no server" without a server, else a reason naming the other kind or "single server".
+void expect_applicability(quorum_kind kind, fault f) {
+  ASSERT_FALSE(default_registry().list().empty());
+  for (const auto& info : default_registry().list()) {
+    const auto* family = family_of_scheme(info.scheme);
+    const auto why = quorum_not_applicable(info.scheme, f);
+    if (family == nullptr || family->variable == nullptr)
+      EXPECT_EQ(why, "no server") << info.scheme;
+    else if (family->quorum == kind)
+      EXPECT_EQ(why, std::nullopt) << info.scheme;
+    else if (family->quorum == quorum_kind::none)
+      EXPECT_EQ(why, "single server") << info.scheme;
+    else
+      EXPECT_NE(why, std::nullopt) << info.scheme << ": a family of the other quorum kind";
   }
 }
 
-TEST(QuorumFaults, EnsembleFaultsRunOnZookeeperOnlyAndSayWhyElsewhere) {
-  for (const auto f : {fault::ensemble_leader_lost, fault::ensemble_majority_lost}) {
+TEST(QuorumFaults, MastersFaultsRunOnTheIndependentMastersFamilyOnlyAndSayWhyElsewhere) {
+  const auto& masters = family_running(quorum_kind::independent_masters);
+  ASSERT_NE(masters.quorum_server, nullptr);
+  ASSERT_NE(masters.quorum_variable, nullptr);
+  for (const auto f : masters_faults) {
+    EXPECT_TRUE(is_quorum_fault(f));
+    EXPECT_FALSE(is_ensemble_fault(f));
+    EXPECT_STREQ(quorum_server(f), masters.quorum_server);
+    EXPECT_STREQ(quorum_server_variable(f), masters.quorum_variable);
+    expect_applicability(quorum_kind::independent_masters, f);
+  }
+}
+
+TEST(QuorumFaults, EnsembleFaultsRunOnTheEnsembleFamilyOnlyAndSayWhyElsewhere) {
+  const auto& ensemble = family_running(quorum_kind::ensemble);
+  ASSERT_NE(ensemble.quorum_server, nullptr);
+  ASSERT_NE(ensemble.quorum_variable, nullptr);
+  EXPECT_NE(ensemble.is_leader, nullptr) << "ensemble-leader-lost must ask a member whether it leads";
+  for (const auto f : ensemble_faults) {
     EXPECT_TRUE(is_quorum_fault(f));
     EXPECT_TRUE(is_ensemble_fault(f));
-    EXPECT_STREQ(quorum_server(f), "zookeeper-ensemble");
-    EXPECT_STREQ(quorum_server_variable(f), "DLOCK_ZOOKEEPER_ENSEMBLE_URI");
-    EXPECT_EQ(quorum_not_applicable("zookeeper", f), std::nullopt);
-    EXPECT_EQ(quorum_not_applicable("memcached", f), "single server");
-    EXPECT_EQ(quorum_not_applicable("file", f), "no server");
-    EXPECT_NE(quorum_not_applicable("redlock", f), std::nullopt);
+    EXPECT_STREQ(quorum_server(f), ensemble.quorum_server);
+    EXPECT_STREQ(quorum_server_variable(f), ensemble.quorum_variable);
+    expect_applicability(quorum_kind::ensemble, f);
   }
 }
 
@@ -37,7 +69,7 @@ TEST(QuorumFaults, OtherFaultsAreNotQuorumFaults) {
   for (const auto f : {fault::healthy, fault::holder_kill, fault::server_restart}) {
     EXPECT_FALSE(is_quorum_fault(f));
     EXPECT_EQ(quorum_server(f), nullptr);
-    EXPECT_EQ(quorum_not_applicable("redis", f), std::nullopt);
+    for (const auto& info : default_registry().list()) EXPECT_EQ(quorum_not_applicable(info.scheme, f), std::nullopt);
   }
 }
 

@@ -57,7 +57,7 @@ matrix_cell widest_cell(const std::string& backend, fault f, std::size_t which) 
 }
 
 // Every fault of dlock compare, every scheme this build knows and one as long as the longest
-// there is (redis+unsafe-setnx-expire, 25 characters), whatever this build has.
+// there is (25 characters), whatever this build has.
 matrix every_fault_matrix() {
   matrix m;
   m.ttl = 1s;
@@ -111,18 +111,18 @@ TEST(TerminalTable, TheSpeedTableFitsTooItsLongNotesWrittenBelow) {
     speed_row row;
     row.backend = b;
     row.unsafe = true;
-    row.not_run_because = "DLOCK_REDIS_SENTINEL_URI unset";
+    row.not_run_because = "DLOCK_X_SENTINEL_URI unset";
     m.speed.rows.push_back(row);
   }
   speed_row failing;
   failing.backend = m.backends.back();
   failing.measured.emplace();
-  failing.errors = "1 client: 1 client(s) stopped by an error (redis://127.0.0.1:6379: connection refused while "
+  failing.errors = "1 client: 1 client(s) stopped by an error (x://127.0.0.1:6379: connection refused while "
                    "connecting to the server, after 3 attempts over 5 s; is it running?)";
   m.speed.rows.push_back(failing);
   const auto text = to_text(m);
   for (const auto& line : lines_of(text)) EXPECT_LE(line.size(), terminal_columns) << "too wide: " << line;
-  EXPECT_NE(text.find("not run: DLOCK_REDIS_SENTINEL_URI unset"), std::string::npos) << "a long note is written below";
+  EXPECT_NE(text.find("not run: DLOCK_X_SENTINEL_URI unset"), std::string::npos) << "a long note is written below";
   EXPECT_NE(text.find("is it running?"), std::string::npos) << "an error is written whole";
 }
 

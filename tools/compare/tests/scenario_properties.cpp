@@ -42,7 +42,7 @@ bool excludes(const backend_info& i) { return safe(i) && beyond_the_process(i); 
 bool expiring(const backend_info& i) { return i.caps.has(capability::expiring) && beyond_the_process(i); }
 bool fencing_across_processes(const backend_info& i) { return fences_its_clients(i) && beyond_the_process(i); }
 bool notifies(const backend_info& i) { return i.caps.has(capability::lost_notification) && beyond_the_process(i); }
-// The server can be restarted through the launcher (not memory, file or redlock's several masters);
+// The server can be restarted through the launcher (not without a server, nor several masters);
 // the unsafe rows claim nothing there.
 bool safe_with_one_server(const backend_info& i) { return safe(i) && launcher_process(i.scheme) != nullptr; }
 bool notifies_with_one_server(const backend_info& i) { return safe_with_one_server(i) && notifies(i); }
@@ -50,7 +50,7 @@ bool accepts(const backend_info& i, std::string_view key) {
   return std::ranges::find(i.parameters, key) != i.parameters.end();
 }
 // A restart guard: grants nothing for a ttl after the server (re)started, so that a holder it forgot
-// has run out of validity, and been told, before anyone else is granted (redis, memcached).
+// has run out of validity, and been told, before anyone else is granted.
 bool guards_restarts(const backend_info& i) {
   return notifies_with_one_server(i) && (accepts(i, "wait_after_restart") || accepts(i, "restart_delay"));
 }
@@ -62,7 +62,7 @@ bool declares(const backend_info& i, std::string_view failure) {
 bool deletes_its_successors_lock(const backend_info& i) { return declares(i, "deletes its successor's lock"); }
 bool two_command_acquire(const backend_info& i) { return !safe(i) && acquire_has_two_commands(i); }
 
-// The safe scheme an unsafe one names ("...; use redis:// instead"): its counterpart in the
+// The safe scheme an unsafe one names ("...; use x:// instead"): its counterpart in the
 // unsafe row's scenario.
 std::string counterpart_of(const backend_info& unsafe) {
   const auto use = unsafe.unsafe_because.rfind("use ");

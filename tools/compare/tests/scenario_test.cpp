@@ -6,7 +6,7 @@
 //
 // The servers come from compose/native/dlock-servers' variables, as for dlock compare
 // (servers.hpp); a backend whose variable is unset FAILS, unless DLOCK_TEST_EXCLUDE names its
-// scheme or its family (redis, mysql, ...), as for the conformance suite. server-restart needs
+// scheme or its family (the part before '+'), as for the conformance suite. server-restart needs
 // DLOCK_SERVERS (the launcher) and restarts the server: those tests run alone (RUN_SERIAL).
 #include <gtest/gtest.h>
 

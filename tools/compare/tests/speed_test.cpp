@@ -1,5 +1,5 @@
-// The speed module: the histogram's percentiles on known samples, measure_speed on memory://
-// (real lock objects, real threads; no rate is asserted, only what is counted), and the HTML
+// The speed module: the histogram's percentiles on known samples, measure_speed on a process-scope
+// lock (the registry's, at its declared local URI: real lock objects, real threads; no rate is asserted, only what is counted), and the HTML
 // report's escaping. The cells' verdicts and colours: verdict_test.cpp, report_test.cpp.
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include "dlock_compare/speed.hpp"
 #include "dlock_compare/svg_chart.hpp"
 #include "dlock_test/support.hpp"
+#include "local_backends.hpp"
 
 namespace dlock::compare::testing {
 namespace {
@@ -41,10 +42,10 @@ TEST(LatencyHistogram, MergeAddsAndEmptyIsZero) {
   EXPECT_GE(a.percentile(1.0), 20ms);
 }
 
-speed_run memory_run(std::uint32_t clients, std::uint32_t names) {
+speed_run local_run(std::uint32_t clients, std::uint32_t names) {
   speed_run run;
-  run.uri = "memory://" + dlock::testing::unique_name("speed") + "?ttl=5s";
-  run.name_prefix = "n";
+  run.uri = with_parameters(local_uri_of_scope(lock_scope::process, std::filesystem::temp_directory_path()), "ttl=5s");
+  run.name_prefix = dlock::testing::unique_name("speed") + "-";
   run.clients = clients;
   run.names = names;
   run.duration = 300ms;
@@ -52,7 +53,7 @@ speed_run memory_run(std::uint32_t clients, std::uint32_t names) {
 }
 
 TEST(MeasureSpeed, UncontendedClientsCycleWithoutHandoffs) {
-  const auto m = measure_speed(memory_run(4, 4));
+  const auto m = measure_speed(local_run(4, 4));
   EXPECT_EQ(m.errors, 0u) << m.first_error;
   EXPECT_EQ(m.clients, 4u);
   EXPECT_GT(m.cycles.count(), 0u);
@@ -68,14 +69,14 @@ TEST(MeasureSpeed, UncontendedClientsCycleWithoutHandoffs) {
 }
 
 TEST(MeasureSpeed, ClientsOnOneNameHandTheLockOver) {
-  const auto m = measure_speed(memory_run(4, 1));
+  const auto m = measure_speed(local_run(4, 1));
   EXPECT_EQ(m.errors, 0u) << m.first_error;
   EXPECT_GT(m.cycles.count(), 0u);
   EXPECT_GT(m.handoffs.count(), 0u) << "four clients on one name must have waited for each other";
 }
 
 TEST(MeasureSpeed, AnUnopenableUriIsAnErrorNotAThrow) {
-  auto run = memory_run(2, 2);
+  auto run = local_run(2, 2);
   run.uri = "nosuch-scheme://x";
   const auto m = measure_speed(run);
   EXPECT_EQ(m.errors, 2u);

@@ -27,7 +27,7 @@ matrix_cell cell_of(fault f, const synthetic_history& h) {
   return c;
 }
 
-// Kleppmann's pause (pause-before-write), as on redis (ttl 1 s): client 1, granted token 1 at 0,
+// Kleppmann's pause (pause-before-write), as on an expiring server lock (ttl 1 s): client 1, granted token 1 at 0,
 // stops before its write; its key expires, client 2 is granted token 2 at 1000 and writes, client 3
 // token 3 at 2400; client 1 resumes at 2500 and writes with its token 1 while client 3 writes.
 // Recorded with tokens: the naive resource took client 1's stale write, the fenced one refused it.
@@ -62,7 +62,7 @@ TEST(Verdict, PauseBeforeWriteOneAcceptedOneRefusedIsSafeWithFencingForAFencedBa
 }
 
 TEST(Verdict, PauseBeforeWriteIsUnsafeForAnUnfencedBackend) {
-  // The same run with no tokens (redis+unsafe-del, redlock): the fence cannot refuse anything.
+  // The same run with no tokens (a backend without fencing): the fence cannot refuse anything.
   auto cell = cell_of(fault::pause_before_write, kleppmann(false, fence_verdict::no_token));
   cell.result->victim = 1;
   cell.result->recovered_after = 1000ms;
@@ -83,7 +83,7 @@ TEST(Verdict, AStaleWriteTheFenceLetThroughIsUnsafe) {
 }
 
 TEST(Verdict, AnOverlapOfTwoWritesWithTheSameTokenIsUnsafe) {
-  // Two processes each counting their own tokens (memory:// across processes): both write token 1.
+  // Two processes each counting their own tokens (a process-scope lock across processes): both write token 1.
   synthetic_history h;
   h.add(section_of(1).token(1).granted(0).write(5, 50).released(51));
   h.add(section_of(2).token(1).granted(1).write(6, 40).released(41));
@@ -104,7 +104,7 @@ TEST(Verdict, OverlapsWithDifferentTokensAndNoStaleWriteAreSafeWithFencing) {
   EXPECT_EQ(verdict_of(cell, ttl).kind, verdict_kind::safe_with_fencing);
 }
 
-// A lock that stays with its paused holder (file://, a session-bound lock): no overlap, and the
+// A lock that stays with its paused holder (a host-wide file lock, a session-bound lock): no overlap, and the
 // next grant only when the holder resumes, 2.5 ttls later.
 synthetic_history waited_for_the_paused_holder() {
   synthetic_history h;
@@ -174,9 +174,9 @@ TEST(Verdict, ARestartIsJudgedFromTheServersReturn) {
   h.add(section_of(2).token(2).granted(7000).write(7001, 7100).released(7101));
   auto cell = cell_of(fault::server_restart, h);
   cell.result->server_down_for = 880ms;
-  cell.result->recovered_after = 5980ms;  // memcached's restart_delay
+  cell.result->recovered_after = 5980ms;  // a restart guard of several seconds
   EXPECT_EQ(verdict_of(cell, ttl).text(), "unavailable for 5.98s");
-  cell.result->recovered_after = 2010ms;  // redis's wait_after_restart: a ttl and up to a second
+  cell.result->recovered_after = 2010ms;  // a restart guard of a ttl and up to a second
   EXPECT_EQ(verdict_of(cell, ttl).kind, verdict_kind::safe);
   cell.result->recovered_after.reset();
   cell.result->watched_after_fault = 7000ms;
@@ -263,11 +263,11 @@ TEST(Verdict, NoGrantInTheWholeRunIsUnavailable) {
 TEST(Verdict, ACellThatDidNotRunSaysWhy) {
   matrix_cell c;
   c.backend = "x";
-  c.text = "not run: DLOCK_REDIS_URI unset";
+  c.text = "not run: DLOCK_X_URI unset";
   const auto v = verdict_of(c, ttl);
   EXPECT_EQ(v.kind, verdict_kind::not_run);
-  EXPECT_EQ(v.not_run_because, "DLOCK_REDIS_URI unset");
-  EXPECT_EQ(v.text(), "not run: DLOCK_REDIS_URI unset");
+  EXPECT_EQ(v.not_run_because, "DLOCK_X_URI unset");
+  EXPECT_EQ(v.text(), "not run: DLOCK_X_URI unset");
   EXPECT_EQ(v.short_text(), "-");
 }
 

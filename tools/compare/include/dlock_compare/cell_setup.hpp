@@ -22,10 +22,10 @@ inline constexpr const char* process_scope_reason =
 // `uri` with `parameter` ("key=value") appended to its query.
 std::string with_parameter(std::string uri, const std::string& parameter);
 
-// The URI `info`'s scheme runs with under `f`, every lock with `ttl` (and ZooKeeper's session, as
-// it ignores the ttl), or why not ("no single server to restart", "DLOCK_REDIS_URI unset",
-// process_scope_reason, ...).
-// memory:// needs nothing; file:// locks live in `work_dir`.
+// The URI `info`'s scheme runs with under `f`, every lock with `ttl` (and a session of `ttl` for a
+// scheme that takes session_timeout instead), or why not ("no single server to restart",
+// "<VARIABLE> unset", process_scope_reason, ...). A scheme without a server runs with the URI its
+// backend declared (family::local_uri), "{dir}" replaced by `work_dir`.
 server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl, const std::filesystem::path& work_dir);
 
 // Sets s.launcher ($DLOCK_SERVERS) and s.server_process for the faults that act on a server

@@ -5,7 +5,7 @@
 //   clock-step  every client runs under libfaketime with its wall clock only (FAKETIME_TIMESTAMP_FILE,
 //               FAKETIME_NO_CACHE, FAKETIME_DONT_FAKE_MONOTONIC); a holder is caught inside its
 //               write and every other client's wall clock steps 60 s ahead. A lock whose expiry is
-//               the client's wall time (redis+unsafe-getset) lets them take it over; the others must
+//               the client's wall time (an unsafe GETSET takeover) lets them take it over; the others must
 //               not care.
 //   clock-slow  client 1's clocks, CLOCK_MONOTONIC too, run at a quarter of real speed (FAKETIME="+0 x0.25");
 //               it starts 300 ms before the others, so it is the first holder: it believes its lease

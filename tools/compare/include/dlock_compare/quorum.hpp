@@ -1,20 +1,23 @@
 #pragma once
 // The quorum faults: servers of a multi-server backend stopped through the launcher while a
 // holder is inside its write (the holder is not touched; it keeps running and renewing).
-//   masters-minority-lost   Redlock: one of three masters (redlock.3) stopped for 2 ttls, then
-//                           started again: the other two still make a majority, so grants go on
-//   master-restarted-empty  Redlock, Kleppmann's case: redlock.3 is stopped (the next holder has
-//                           its keys on 1 and 2 only), then, while that holder writes, redlock.3
-//                           comes back and redlock.1 crashes and restarts without persistence, both
-//                           empty: a second
-//                           client can assemble a majority of 1 and 3 unless restarted masters are
-//                           kept out for a ttl (dlock's wait_after_restart, the delayed restart)
-//   masters-majority-lost   Redlock: redlock.1 and redlock.2 stopped for 2 ttls: no majority, no
-//                           grant; the holder's renewals fail and it is told; grants after they are back
-//   ensemble-leader-lost    ZooKeeper's 3-node ensemble: the node srvr names leader is stopped; the
-//                           holder's session survives an election shorter than its timeout
-//   ensemble-majority-lost  ZooKeeper: two of three nodes stopped for the session timeout and 2 s:
-//                           no quorum, no grant, the holder told within its session timeout
+// They run on the family that declares their kind (family::quorum, dlock/compare_spi/family.hpp):
+//   masters-minority-lost   three independent masters: the third (<server>.3) stopped for 3 ttls,
+//                           then started again: the other two still make a majority, so grants go on
+//   master-restarted-empty  independent masters, Kleppmann's case: <server>.3 is stopped (the next
+//                           holder has its keys on 1 and 2 only), then, while that holder writes,
+//                           <server>.3 comes back and <server>.1 crashes and restarts without
+//                           persistence, both empty: a second client can assemble a majority of 1
+//                           and 3 unless restarted masters are kept out for a ttl (the backend's
+//                           delayed restart)
+//   masters-majority-lost   independent masters: <server>.1 and <server>.2 stopped for 2 ttls: no
+//                           majority, no grant; the holder's renewals fail and it is told; grants
+//                           after they are back
+//   ensemble-leader-lost    a 3-member consensus ensemble: the member that says it leads
+//                           (family::is_leader) is stopped; the holder's session survives an
+//                           election shorter than its timeout
+//   ensemble-majority-lost  the ensemble: two of three members stopped for the session timeout and
+//                           2 s: no quorum, no grant, the holder told within its session timeout
 // Every process stopped is started again by a guard, whatever happens.
 #include <chrono>
 #include <optional>
@@ -25,15 +28,16 @@
 
 namespace dlock::compare {
 
-// The ZooKeeper session timeout of the ensemble faults: above an election on a loaded machine
+// The session timeout of the ensemble faults: above an election on a loaded machine
 // (measured: well under a second on the launcher's tickTime of 500 ms), short enough for a quick run.
 inline constexpr std::chrono::milliseconds ensemble_session_timeout{std::chrono::seconds(4)};
 
 bool is_quorum_fault(fault f) noexcept;
-bool is_ensemble_fault(fault f) noexcept;  // the ZooKeeper ones (the others are Redlock's)
+bool is_ensemble_fault(fault f) noexcept;  // the ensemble-* ones (the others are the masters-* ones)
 
-// The launcher's server the fault stops processes of ("redlock", "zookeeper-ensemble"), and the
-// variable holding its URI (DLOCK_REDLOCK_URI, DLOCK_ZOOKEEPER_ENSEMBLE_URI); nullptr for other faults.
+// The launcher's server the fault stops processes of, and the variable holding its URI, as the
+// family of the fault's kind declares them (family::quorum_server, quorum_variable); nullptr for
+// other faults or when no built backend declares that kind.
 const char* quorum_server(fault f) noexcept;
 const char* quorum_server_variable(fault f) noexcept;
 

@@ -1,5 +1,5 @@
 #pragma once
-// What a quorum fault (Redlock's masters, ZooKeeper's ensemble) did to a run, besides the
+// What a quorum fault (independent masters, or an ensemble, losing members) did to a run, besides the
 // checker's counts: which server processes went down and when, who was granted meanwhile, and
 // whether the holder caught inside its write kept its lock or was told it lost it.
 #include <cstdint>
@@ -12,8 +12,8 @@
 namespace dlock::compare {
 
 struct quorum_outcome {
-  std::vector<std::string> stopped;  // the launcher's process names, in the order stopped ("redlock.3")
-  std::string leader;                // ensemble-leader-lost: the process srvr named leader
+  std::vector<std::string> stopped;  // the launcher's process names, in the order stopped ("<server>.3")
+  std::string leader;                // ensemble-leader-lost: the process that said it led
   std::uint32_t members = 0;         // masters or ensemble nodes in the URI
   // From the first stop to the moment every stopped process answered again (the launcher's
   // start returned); nullopt when they could not be started again inside the run.
@@ -21,7 +21,7 @@ struct quorum_outcome {
   // Grants to anyone from the first stop until the first stopped process answered again: for one
   // stopped, its whole outage; for a majority stopped, the time no majority was up.
   std::uint64_t grants_while_down = 0;
-  // ensemble-leader-lost: from the stop to a remaining node answering srvr as leader.
+  // ensemble-leader-lost: from the stop to a remaining member saying it leads.
   std::optional<shared_clock::duration> new_leader_after;
   // The holder caught inside its write when the fault struck, and what became of it.
   std::optional<std::uint32_t> holder;

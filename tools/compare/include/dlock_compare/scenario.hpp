@@ -11,13 +11,13 @@
 //   server-restart  half a second in, the server is stopped and started again through the launcher
 //                 (compose/native/dlock-servers stop|start NAME); how long from the start to the next
 //                 grant, and whether a holder the server forgot overlaps its successor
-//   connection-kill  the holder's connection(s) ended on the server while it writes (Redis CLIENT
-//                 KILL, PostgreSQL pg_terminate_backend, MariaDB KILL; server_faults.hpp): is it
+//   connection-kill  the holder's connection(s) ended on the server while it writes (the server's
+//                 own command, as its backend declares it; server_faults.hpp): is it
 //                 told before anyone else is granted, and how long from the kill to the next grant
 //   server-pause  the server SIGSTOPped for 2.5 ttls while the holder writes, then resumed: does the
 //                 holder learn it lost the lock meanwhile, is anyone granted while it still writes
 //   masters-minority-lost, master-restarted-empty, masters-majority-lost, ensemble-leader-lost,
-//   ensemble-majority-lost  Redlock's masters and ZooKeeper's ensemble losing members: quorum.hpp
+//   ensemble-majority-lost  independent masters or an ensemble losing members: quorum.hpp
 //   partition     the holder's network link is set down for 2.5 ttls, then up (partition_fault.hpp)
 //   clock-step, clock-slow  the clients' clocks faked with libfaketime (clock_faults.hpp)
 //   kill-mid-acquire  client 1 is SIGKILLed inside its acquire once the server holds its lock: between

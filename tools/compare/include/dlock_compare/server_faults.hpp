@@ -1,16 +1,16 @@
 #pragma once
 // The server-side faults of the comparison suite, injected from outside the client processes:
 //   connection-kill  the holder's connection(s) ended by the server, as an operator or a server
-//                    timeout does it: Redis CLIENT KILL, PostgreSQL pg_terminate_backend, MariaDB
-//                    KILL, each declared by its backend (server_family.hpp). The holder's
+//                    timeout does it, with the server's own command as its backend declares it
+//                    (family::kill_connections, dlock/compare_spi/family.hpp). The holder's
 //                    connections are found from outside: its pid's TCP sockets to the server's
 //                    port (/proc/PID/fd inodes in /proc/net/tcp{,6}) give their local ports,
 //                    matched against the server's own client list. The servers' CLI tools
-//                    (redis-cli, psql, mariadb) do it with the URI's own credentials (the password
+//                    do it with the URI's own credentials (the password
 //                    in the environment, never on a command line), so the compare library depends
 //                    on no backend's client library.
 //   server-pause     every process of the URI's server SIGSTOPped (the launcher's `pid NAME` and
-//                    their descendants: a PostgreSQL backend is a child of the postmaster), resumed
+//                    their descendants: a server may serve each client from a child process), resumed
 //                    by a guard whatever happens.
 #include <sys/types.h>
 
@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dlock_compare/server_family.hpp"
+#include "dlock_compare/families.hpp"
 
 namespace dlock::compare {
 
@@ -29,7 +29,7 @@ namespace dlock::compare {
 std::vector<std::uint16_t> tcp_ports_to(pid_t pid, std::uint16_t server_port);
 
 // Why connection-kill cannot be injected into a backend of `scheme`, or empty when it can (a
-// session_proxy family, ZooKeeper: through session_blackhole.hpp, not kill_connections_on_server).
+// session_proxy family: through session_blackhole.hpp, not kill_connections_on_server).
 std::string connection_kill_not_applicable(std::string_view scheme);
 
 // Ends, on the server of `uri` (the lock URI the workers opened), every client connection whose

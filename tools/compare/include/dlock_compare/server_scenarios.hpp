@@ -11,7 +11,7 @@
 
 namespace dlock::compare {
 
-// connection-kill on a ZooKeeper URI (one server): the proxy its workers connect through
+// connection-kill on a URI of a session_proxy family (one server): the proxy its workers connect through
 // (plan.uri = routed_through(s.uri, proxy->port())); nullptr for every other URI.
 std::unique_ptr<session_blackhole> session_blackhole_for(const std::string& uri);
 

@@ -1,7 +1,8 @@
 #pragma once
-// connection-kill on ZooKeeper: the server has no command that ends a client's session (no
-// CLIENT KILL; the Curator/kazoo trick needs the holder's session id and password, which a dlock
-// client does not hand out), so the session is expired the way the server itself expires one:
+// connection-kill on a session_proxy family (family.hpp): the server has no command that ends a
+// client's session (and the trick of a second handle opened with the holder's session id and
+// password needs secrets a dlock client does not hand out), so the session is expired the way the
+// server itself expires one:
 // the holder's connection goes silent for longer than the session timeout. The workers of the
 // cell connect through this loopback proxy; blackhole(pid) stops forwarding, in both directions,
 // every connection of that process (found by its sockets' local ports, as server_faults.hpp

@@ -1,28 +1,13 @@
 #pragma once
-// The one clock every process of a comparison run stamps its history with.
-//
-// CLOCK_MONOTONIC is system-wide on Linux: every process reads the same counter (time since
-// boot, never stepped by settimeofday or NTP), so instants taken in different client processes
-// compare directly. It is read with the raw system call, not through libc's clock_gettime, on
-// purpose: a client run under libfaketime (the clock-step scenarios) has libc's clock functions
-// faked, and its history must still be stamped on the real clock the checker compares.
-#include <chrono>
-#include <cstdint>
+// The one clock every process of a comparison run stamps its history with. It lives in
+// dlock::compare_spi (core/compare_spi), where the backends' declarations see it too (the instant
+// a connection kill was issued); the harness names it here.
+#include "dlock/compare_spi/shared_clock.hpp"
 
 namespace dlock::compare {
 
-struct shared_clock {
-  using rep = std::int64_t;
-  using period = std::nano;
-  using duration = std::chrono::nanoseconds;
-  using time_point = std::chrono::time_point<shared_clock>;
-  static constexpr bool is_steady = true;
-  static time_point now() noexcept;
-};
-
-using instant = shared_clock::time_point;
-
-// Sleeps until `t` on the shared clock (clock_nanosleep TIMER_ABSTIME, raw system call).
-void sleep_until(instant t) noexcept;
+using compare_spi::instant;
+using compare_spi::shared_clock;
+using compare_spi::sleep_until;
 
 }  // namespace dlock::compare

@@ -1,13 +1,13 @@
 #pragma once
-// Running a server's command-line tool from dlock compare, for the server faults each backend
-// declares (server_family.hpp): the compare library depends on no backend's client library.
+// Running a server's command-line tool, for the connection kills each backend declares
+// (family.hpp): dlock compare depends on no backend's client library.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "dlock_compare/server_family.hpp"
+#include "dlock/compare_spi/family.hpp"
 
-namespace dlock::compare {
+namespace dlock::compare_spi {
 
 struct tool_run {
   int exit_code = -1;  // -1: it could not be run
@@ -25,4 +25,4 @@ std::string port_list(const std::vector<std::uint16_t>& ports);  // "5001,5002"
 // No connection ended, and why.
 killed_connections no_kill(std::string why);
 
-}  // namespace dlock::compare
+}  // namespace dlock::compare_spi

@@ -1,12 +1,12 @@
-// What dlock compare's server faults need of the MariaDB server (tools/compare, server_family.hpp).
+// What dlock compare's server faults need of the MariaDB server (core/compare_spi: family.hpp).
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "dlock_compare/server_family.hpp"
-#include "dlock_compare/server_tools.hpp"
+#include "dlock/compare_spi/family.hpp"
+#include "dlock/compare_spi/server_tools.hpp"
 
-namespace dlock::compare {
+namespace dlock::compare_spi {
 
 namespace {
 
@@ -37,17 +37,18 @@ killed_connections kill_on_mariadb(const dlock::uri& u, const std::vector<std::u
   return k;
 }
 
-constexpr server_family families[] = {
+constexpr family families[] = {
     {.prefix = "mysql",
      .variable = "DLOCK_MYSQL_URI",
      .launcher_process = "mariadb",
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_mariadb,
+     .kill_described = "MariaDB KILL with mariadb",
      .default_port = default_port},
 };
 
 }  // namespace
 
-std::span<const server_family> server_families_mysql() noexcept { return families; }
+std::span<const family> families_mysql() noexcept { return families; }
 
-}  // namespace dlock::compare
+}  // namespace dlock::compare_spi

@@ -1,4 +1,4 @@
-#include "dlock_compare/shared_clock.hpp"
+#include "dlock/compare_spi/shared_clock.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <ctime>
 
-namespace dlock::compare {
+namespace dlock::compare_spi {
 
 shared_clock::time_point shared_clock::now() noexcept {
   timespec ts{};
@@ -24,4 +24,4 @@ void sleep_until(instant t) noexcept {
   }
 }
 
-}  // namespace dlock::compare
+}  // namespace dlock::compare_spi

@@ -1,12 +1,12 @@
-// What dlock compare's server faults need of the PostgreSQL server (tools/compare, server_family.hpp).
+// What dlock compare's server faults need of the PostgreSQL server (core/compare_spi: family.hpp).
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "dlock_compare/server_family.hpp"
-#include "dlock_compare/server_tools.hpp"
+#include "dlock/compare_spi/family.hpp"
+#include "dlock/compare_spi/server_tools.hpp"
 
-namespace dlock::compare {
+namespace dlock::compare_spi {
 
 namespace {
 
@@ -33,17 +33,18 @@ killed_connections kill_on_postgres(const dlock::uri& u, const std::vector<std::
   return k;
 }
 
-constexpr server_family families[] = {
+constexpr family families[] = {
     {.prefix = "postgres",
      .variable = "DLOCK_POSTGRES_URI",
      .launcher_process = "postgres",
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_postgres,
+     .kill_described = "PostgreSQL pg_terminate_backend with psql",
      .default_port = default_port},
 };
 
 }  // namespace
 
-std::span<const server_family> server_families_postgres() noexcept { return families; }
+std::span<const family> families_postgres() noexcept { return families; }
 
-}  // namespace dlock::compare
+}  // namespace dlock::compare_spi

@@ -1,4 +1,4 @@
-#include "dlock_compare/server_tools.hpp"
+#include "dlock/compare_spi/server_tools.hpp"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -11,7 +11,7 @@
 
 extern char** environ;
 
-namespace dlock::compare {
+namespace dlock::compare_spi {
 
 tool_run run_tool(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env) {
   tool_run r;
@@ -76,4 +76,4 @@ killed_connections no_kill(std::string why) {
   return k;
 }
 
-}  // namespace dlock::compare
+}  // namespace dlock::compare_spi

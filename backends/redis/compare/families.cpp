@@ -1,12 +1,12 @@
-// What dlock compare's server faults need of the Redis servers (tools/compare, server_family.hpp).
+// What dlock compare's server faults need of the Redis servers (core/compare_spi: family.hpp).
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "dlock_compare/server_family.hpp"
-#include "dlock_compare/server_tools.hpp"
+#include "dlock/compare_spi/family.hpp"
+#include "dlock/compare_spi/server_tools.hpp"
 
-namespace dlock::compare {
+namespace dlock::compare_spi {
 
 namespace {
 
@@ -46,12 +46,13 @@ killed_connections kill_on_redis(const dlock::uri& u, const std::vector<std::uin
   return k;
 }
 
-constexpr server_family families[] = {
+constexpr family families[] = {
     {.prefix = "redis",
      .variable = "DLOCK_REDIS_URI",
      .launcher_process = "redis",
      .kill = connection_kill::server_command,
      .kill_connections = kill_on_redis,
+     .kill_described = "Redis CLIENT KILL with redis-cli",
      .default_port = default_port},
     // A Sentinel set: the master moves, so no one process is "the server" to restart or pause, and
     // the holder's connections are to whichever master the sentinels name (the failovers are
@@ -84,6 +85,6 @@ constexpr server_family families[] = {
 
 }  // namespace
 
-std::span<const server_family> server_families_redis() noexcept { return families; }
+std::span<const family> families_redis() noexcept { return families; }
 
-}  // namespace dlock::compare
+}  // namespace dlock::compare_spi
