@@ -17,7 +17,7 @@
 #   VARIABLE holds the server's URI, PROCESS is its launcher name; each RUN is "SCHEMES FAULTS", one
 #   dlock compare run (a representative scheme under both faults; the session-bound SQL schemes
 #   under connection-kill, where they behave differently). Each backend's CMakeLists.txt gives them
-#   (dlock_compare_server).
+#   (dlock_compare_families).
 set -u
 if [[ $# -lt 4 ]]; then
   echo "usage: cli_compare_server_test.sh DLOCK VARIABLE PROCESS \"SCHEMES FAULTS\"..."
