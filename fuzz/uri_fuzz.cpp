@@ -32,7 +32,8 @@ bool names_a_credential(std::string_view key) {
 std::string encoded(std::string_view s, std::string_view also_kept = {}) {
   std::string out;
   for (const unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || also_kept.find(static_cast<char>(c)) != std::string_view::npos) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
+        also_kept.find(static_cast<char>(c)) != std::string_view::npos) {
       out += static_cast<char>(c);
     } else {
       static constexpr char hex[] = "0123456789ABCDEF";

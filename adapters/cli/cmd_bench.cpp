@@ -57,13 +57,13 @@ int cmd_bench(const arguments& argv) {
     std::printf("{\"uri\":\"%s\",\"threads\":%d,\"names\":%d,\"seconds\":%.3f,\"cycles\":%llu,\"cycles_per_s\":%.1f,"
                 "\"p50_us\":%.2f,\"p99_us\":%.2f,\"p999_us\":%.2f,\"handoffs\":%llu,\"handoff_p50_us\":%.2f,"
                 "\"handoff_p99_us\":%.2f,\"lowest_share\":%.3f,\"highest_share\":%.3f,\"errors\":%d}\n",
-                backend->redacted_uri().c_str(), threads, names, seconds,
-                static_cast<unsigned long long>(all.count()), rate, all.percentile_us(0.5), all.percentile_us(0.99),
-                all.percentile_us(0.999), static_cast<unsigned long long>(hand.count()), hand.percentile_us(0.5),
-                hand.percentile_us(0.99), measured.lowest_share(), measured.highest_share(),
-                static_cast<int>(measured.errors));
+                backend->redacted_uri().c_str(), threads, names, seconds, static_cast<unsigned long long>(all.count()),
+                rate, all.percentile_us(0.5), all.percentile_us(0.99), all.percentile_us(0.999),
+                static_cast<unsigned long long>(hand.count()), hand.percentile_us(0.5), hand.percentile_us(0.99),
+                measured.lowest_share(), measured.highest_share(), static_cast<int>(measured.errors));
   } else {
-    std::printf("%s: %d thread(s) over %d name(s) for %.2fs\n", backend->redacted_uri().c_str(), threads, names, seconds);
+    std::printf("%s: %d thread(s) over %d name(s) for %.2fs\n", backend->redacted_uri().c_str(), threads, names,
+                seconds);
     std::printf("  %llu acquire+release cycles, %.0f cycles/s\n", static_cast<unsigned long long>(all.count()), rate);
     std::printf("  cycle latency: p50 %.1fus  p99 %.1fus  p999 %.1fus\n", all.percentile_us(0.5),
                 all.percentile_us(0.99), all.percentile_us(0.999));

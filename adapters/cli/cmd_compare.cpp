@@ -34,10 +34,10 @@
 #include "compare_speed.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_compare/cell_setup.hpp"
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/html_report.hpp"
 #include "dlock_compare/report.hpp"
 #include "dlock_compare/scenario.hpp"
-#include "dlock_compare/families.hpp"
 #include "dlock_compare/worker_cli.hpp"
 
 namespace dlock::cli {
@@ -145,7 +145,8 @@ std::vector<fault> faults_asked(const args& a) {
     const auto f = compare::fault_named(name);
     if (!f) {
       std::string known;
-      for (const auto each : compare::every_fault()) known += (known.empty() ? "" : ", ") + std::string(compare::to_string(each));
+      for (const auto each : compare::every_fault())
+        known += (known.empty() ? "" : ", ") + std::string(compare::to_string(each));
       throw usage_error("--faults: unknown fault '" + name + "'; expected one of: " + known);
     }
     faults.push_back(*f);
@@ -189,8 +190,7 @@ class worker_log {
     try {
       const std::lock_guard guard(mutex_);
       if (!out_.is_open()) out_.open(path_, std::ios::trunc);
-      out_ << line << '\n'
-           << std::flush;
+      out_ << line << '\n' << std::flush;
       ++lines_;
     } catch (...) {
       // A log that cannot be written must not stop the run; the count says what reached it.
@@ -245,8 +245,8 @@ std::string probe(const std::string& uri, const std::string& scheme) {
   } catch (const dlock::error& e) {
     if (e.code() == errc::invalid_uri || e.code() == errc::invalid_argument || e.code() == errc::not_supported)
       return scrub_secrets(e.detail());
-    throw dlock::error(e.code(), scheme + " is unreachable: " + e.detail() +
-                                     " (start its server: compose/native/dlock-servers up)");
+    throw dlock::error(
+        e.code(), scheme + " is unreachable: " + e.detail() + " (start its server: compose/native/dlock-servers up)");
   }
 }
 
@@ -255,7 +255,8 @@ class temporary_folder {
  public:
   temporary_folder() {
     std::string pattern = (fs::temp_directory_path() / "dlock-compare-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("cannot create a folder in " + fs::temp_directory_path().string());
+    if (::mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("cannot create a folder in " + fs::temp_directory_path().string());
     path_ = pattern;
   }
   ~temporary_folder() {
@@ -318,7 +319,8 @@ struct compare_request {
 };
 
 compare_request parse_request(const args& a) {
-  if (!a.positional().empty()) throw usage_error("takes no operands; got '" + redact_for_message(a.positional().front()) + "'");
+  if (!a.positional().empty())
+    throw usage_error("takes no operands; got '" + redact_for_message(a.positional().front()) + "'");
   compare_request r;
   r.schemes = backends_asked(a);
   r.faults = faults_asked(a);
@@ -430,7 +432,8 @@ int cmd_compare(const arguments& argv) {
                   (suffix.empty() ? prefix + " and " + prefix + "+*" : prefix + "+* ending in " + suffix).c_str());
       if (family->quorum != compare::quorum_kind::none && family->quorum_variable != nullptr)
         std::printf("  %-30s %s faults: on %s\n", "",
-                    family->quorum == compare::quorum_kind::ensemble ? "ensemble-*" : "masters-*", family->quorum_variable);
+                    family->quorum == compare::quorum_kind::ensemble ? "ensemble-*" : "masters-*",
+                    family->quorum_variable);
       if (!family->kill_described.empty())
         std::printf("  %-30s connection-kill: %s\n", "", std::string(family->kill_described).c_str());
     }

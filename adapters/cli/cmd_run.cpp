@@ -1,11 +1,10 @@
 // dlock run [URI] NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D] [--grace D]
 // -- CMD ARGS...: flock(1) for distributed locks. Holds the lock (or a side of the reader-writer
-// lock, or permits of a semaphore: primitive.hpp) while CMD runs (the core's watchdog renews renewable leases). CMD runs as
-// a process group of its own that cannot outlive dlock (command_group.hpp): SIGINT/SIGTERM/SIGHUP
-// are forwarded to the whole group, and if the lease is lost the whole group is killed (SIGTERM,
-// then SIGKILL after the grace period) and dlock exits 70: no part of CMD may go on believing it
-// is alone. What is left of the group when CMD itself ends is stopped the same way before the
-// lock is released.
+// lock, or permits of a semaphore: primitive.hpp) while CMD runs (the core's watchdog renews renewable leases). CMD
+// runs as a process group of its own that cannot outlive dlock (command_group.hpp): SIGINT/SIGTERM/SIGHUP are forwarded
+// to the whole group, and if the lease is lost the whole group is killed (SIGTERM, then SIGKILL after the grace period)
+// and dlock exits 70: no part of CMD may go on believing it is alone. What is left of the group when CMD itself ends is
+// stopped the same way before the lock is released.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -128,8 +127,7 @@ int cmd_run(const arguments& argv) {
   if (!group.empty()) {
     // Its children must not work on without the lock: stopped before it is released.
     if (!signalled)
-      std::fprintf(stderr,
-                   "dlock: %s exited while processes it started still ran; stopping them before releasing %s\n",
+      std::fprintf(stderr, "dlock: %s exited while processes it started still ran; stopping them before releasing %s\n",
                    program.c_str(), what.c_str());
     group.terminate(request.grace);
   }

@@ -27,9 +27,7 @@ constexpr auto kill_timeout = std::chrono::seconds(10);  // SIGKILL is final; th
 
 [[noreturn]] void throw_errno(const char* what) { throw std::system_error(errno, std::generic_category(), what); }
 
-void write_all(int fd, const char* text) noexcept {
-  [[maybe_unused]] auto n = ::write(fd, text, std::strlen(text));
-}
+void write_all(int fd, const char* text) noexcept { [[maybe_unused]] auto n = ::write(fd, text, std::strlen(text)); }
 
 // The go and watcher "pipes" are socket pairs: one byte sent with MSG_NOSIGNAL to a peer that
 // died is an error, not a SIGPIPE that would kill dlock; end of file works as with a pipe.

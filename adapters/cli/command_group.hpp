@@ -59,9 +59,10 @@ class command_group {
   std::optional<int> leader_status_;
   bool leader_stopped_ = false;
   pid_t watcher_ = -1;
-  int watcher_pipe_ = -1;  // our end of the watcher's socket pair; closing it without a byte makes the watcher kill the group
-  int go_pipe_ = -1;       // our end of the leader's socket pair; the leader execs only after a byte arrives on it
-  int terminal_ = -1;      // the terminal whose foreground group we took, or -1
+  int watcher_pipe_ =
+      -1;  // our end of the watcher's socket pair; closing it without a byte makes the watcher kill the group
+  int go_pipe_ = -1;   // our end of the leader's socket pair; the leader execs only after a byte arrives on it
+  int terminal_ = -1;  // the terminal whose foreground group we took, or -1
 };
 
 }  // namespace dlock::cli

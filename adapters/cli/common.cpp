@@ -258,9 +258,10 @@ lease acquire_from(held_lock& made, const primitive_request& p, std::optional<st
 void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline) {
   made.held = acquire_from(made, request.primitive, deadline);  // a deadline already passed: one try
   if (!made.held)
-    throw error(errc::timeout, not_free(request.primitive, request.name) + "; " +
-                                   (request.wait->count() == 0 ? std::string("tried once (--wait 0)")
-                                                               : "gave up after waiting " + format_duration(*request.wait)));
+    throw error(errc::timeout,
+                not_free(request.primitive, request.name) + "; " +
+                    (request.wait->count() == 0 ? std::string("tried once (--wait 0)")
+                                                : "gave up after waiting " + format_duration(*request.wait)));
 }
 
 }  // namespace

@@ -67,7 +67,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, int (*)(const arguments&)> commands = {
-      {"run", cmd_run}, {"hold", cmd_hold}, {"backends", cmd_backends}, {"bench", cmd_bench}, {"demo", cmd_demo}, {"demo-worker", cmd_demo_worker}, {"sweep", cmd_sweep}, {"compare", cmd_compare}, {"compare-worker", cmd_compare_worker}};
+      {"run", cmd_run},     {"hold", cmd_hold},       {"backends", cmd_backends},
+      {"bench", cmd_bench}, {"demo", cmd_demo},       {"demo-worker", cmd_demo_worker},
+      {"sweep", cmd_sweep}, {"compare", cmd_compare}, {"compare-worker", cmd_compare_worker}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     // Redacted: a URI typed where the command belongs must not show its password.

@@ -8,8 +8,7 @@ primitive_request parse_primitive(const args& a) {
   const bool shared = a.flag("shared"), write = a.flag("write");
   const bool permits = a.get("permits").has_value(), of = a.get("of").has_value();
   primitive_request p;
-  if (shared && write)
-    throw usage_error("--shared and --write are the two sides of one reader-writer lock: give one");
+  if (shared && write) throw usage_error("--shared and --write are the two sides of one reader-writer lock: give one");
   if ((shared || write) && (permits || of))
     throw usage_error(std::string(shared ? "--shared" : "--write") + " and --" + (permits ? "permits" : "of") +
                       " choose different primitives (a reader-writer lock, a semaphore): give one");
@@ -61,10 +60,10 @@ std::string not_free(const primitive_request& p, const std::string& name) {
       return "the read side of rw lock '" + name + "' is not free: a writer or the mutex of the same name holds it " +
              "(or a writer waits for it, where writers are preferred)";
     case primitive_request::kind::write:
-      return "the write side of rw lock '" + name + "' is not free: readers, a writer or the mutex of the same name hold it";
+      return "the write side of rw lock '" + name +
+             "' is not free: readers, a writer or the mutex of the same name hold it";
     case primitive_request::kind::permits:
-      if (p.permits == 1)
-        return "no permit of semaphore '" + name + "' (" + std::to_string(p.of) + " in all) is free";
+      if (p.permits == 1) return "no permit of semaphore '" + name + "' (" + std::to_string(p.of) + " in all) is free";
       return "fewer than " + std::to_string(p.permits) + " of the " + std::to_string(p.of) + " permits of semaphore '" +
              name + "' are free";
     case primitive_request::kind::mutex: break;

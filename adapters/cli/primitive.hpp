@@ -12,10 +12,7 @@
 namespace dlock::cli {
 
 struct primitive_request {
-  enum class kind { mutex,
-                    read,
-                    write,
-                    permits };
+  enum class kind { mutex, read, write, permits };
   kind what = kind::mutex;
   std::uint32_t permits = 1;  // kind::permits: how many permits ...
   std::uint32_t of = 0;       // ... of a semaphore of this many (the same in every process)

@@ -366,7 +366,8 @@ TEST(SharedTimedLockable, ReleaseAfterExpiryIsReportedAsNotOwner) {
   }
   const auto codes = errors.all();
   ASSERT_GE(codes.size(), 2u) << errors.text();
-  EXPECT_TRUE(std::count(codes.begin(), codes.end(), dlock::make_error_code(dlock::errc::not_owner)) >= 2) << errors.text();
+  EXPECT_TRUE(std::count(codes.begin(), codes.end(), dlock::make_error_code(dlock::errc::not_owner)) >= 2)
+      << errors.text();
   EXPECT_TRUE(rw.try_lock()) << "the local side was not given back after the failed release";
   rw.unlock();
 }

@@ -6,7 +6,8 @@
 
 namespace dlock {
 
-backend::backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri)
+backend::backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults,
+                 std::string redacted_uri)
     : backend(caps, primitive_caps{}, scope, limits, std::move(defaults), std::move(redacted_uri)) {}
 
 backend::backend(capabilities caps, primitive_caps primitives, lock_scope scope, name_limits limits,
@@ -41,7 +42,9 @@ bool backend::check_make(std::string_view name, lock_options& options, std::erro
     return false;
   }
   if (name.size() > limits_.max_length) {
-    set_error(ec, errc::invalid_name, "lock name of " + std::to_string(name.size()) + " bytes is too long; " + redacted_uri_ + " accepts names of " + limit);
+    set_error(ec, errc::invalid_name,
+              "lock name of " + std::to_string(name.size()) + " bytes is too long; " + redacted_uri_ +
+                  " accepts names of " + limit);
     return false;
   }
   check_lock_options(options, ec);
@@ -133,8 +136,8 @@ std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::u
   return made;
 }
 
-std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count,
-                                                   lock_options options, std::error_code& ec) noexcept {
+std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count, lock_options options,
+                                                   std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
   if (!primitives_.semaphore) {
@@ -163,9 +166,13 @@ std::unique_ptr<semaphore> backend::do_make_semaphore(std::string, std::uint32_t
 void check_lock_options(const lock_options& options, std::error_code& ec) noexcept {
   ec.clear();
   if (options.ttl <= std::chrono::milliseconds::zero() || options.ttl > longest_duration)
-    return set_error(ec, errc::invalid_argument, "ttl must be from 1ms to " + format_duration(longest_duration) + " (10 years), got " + format_duration(options.ttl));
-  if (options.renew_every && (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl))
-    return set_error(ec, errc::invalid_argument, "renew period must be positive and shorter than the ttl (" + format_duration(options.ttl) + ")");
+    return set_error(ec, errc::invalid_argument,
+                     "ttl must be from 1ms to " + format_duration(longest_duration) + " (10 years), got " +
+                         format_duration(options.ttl));
+  if (options.renew_every &&
+      (*options.renew_every <= std::chrono::milliseconds::zero() || *options.renew_every >= options.ttl))
+    return set_error(ec, errc::invalid_argument,
+                     "renew period must be positive and shorter than the ttl (" + format_duration(options.ttl) + ")");
   if (options.poll.min <= std::chrono::milliseconds::zero() || options.poll.max < options.poll.min ||
       options.poll.max > longest_duration)
     return set_error(ec, errc::invalid_argument,

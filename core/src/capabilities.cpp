@@ -54,8 +54,10 @@ capabilities capabilities::parse(std::string_view text) {
     }
     if (!known) {
       std::string accepted;
-      for (capability c : all_capabilities) accepted += std::string(accepted.empty() ? "" : ", ") + std::string(dlock::to_string(c));
-      throw error(errc::invalid_argument, "unknown capability '" + std::string(word) + "'; expected one of " + accepted);
+      for (capability c : all_capabilities)
+        accepted += std::string(accepted.empty() ? "" : ", ") + std::string(dlock::to_string(c));
+      throw error(errc::invalid_argument,
+                  "unknown capability '" + std::string(word) + "'; expected one of " + accepted);
     }
     if (end == std::string_view::npos) break;
     text.remove_prefix(end + 1);

@@ -18,8 +18,7 @@ extern const dlock::spi::builtin_backend __stop_dlock_backends[] __attribute__((
 namespace dlock {
 
 void register_builtin(registry& r) {
-  for (const auto* entry = __start_dlock_backends; entry != __stop_dlock_backends; ++entry)
-    entry->register_backend(r);
+  for (const auto* entry = __start_dlock_backends; entry != __stop_dlock_backends; ++entry) entry->register_backend(r);
 }
 
 registry& default_registry() {

@@ -3,10 +3,10 @@
 #include <optional>
 #include <thread>
 
+#include "acquire_loop.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
 #include "dlock/spi.hpp"
-#include "acquire_loop.hpp"
 #include "local_wait_queue.hpp"
 
 namespace dlock {
@@ -86,8 +86,7 @@ bool distributed_lock::must_wait_in_line() const {
 void distributed_lock::hold_in_line(spi::lease_state& state) noexcept {
   if (!line_ || state.local_hold_) return;
   try {
-    state.local_hold_ =
-        std::make_unique<detail::local_hold>(line_, options_.owner, caps_.has(capability::reentrant));
+    state.local_hold_ = std::make_unique<detail::local_hold>(line_, options_.owner, caps_.has(capability::reentrant));
   } catch (...) {
     // Out of memory: the grant is fine; only its release will not wake this process's head at
     // once (the head still polls).
@@ -133,7 +132,7 @@ std::unique_ptr<spi::lease_state> distributed_lock::do_acquire_until(clock::time
         me->leave_with_grant();
         return state;
       }
-      if (ec) return nullptr;  // leaving hands the head on; the next one tries at once
+      if (ec) return nullptr;                        // leaving hands the head on; the next one tries at once
       if (clock::now() >= deadline) return nullptr;  // that was the last attempt
       if (!watch_asked) {
         watch_asked = true;

@@ -24,8 +24,8 @@ lease::~lease() {
   std::error_code ec;
   release(ec);
   if (ec)
-    report_background_error(ec, "releasing lock '" + state_->name() + "' when its lease was destroyed: " +
-                                    last_error_message());
+    report_background_error(
+        ec, "releasing lock '" + state_->name() + "' when its lease was destroyed: " + last_error_message());
 }
 
 bool lease::held() const noexcept {

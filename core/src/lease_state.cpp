@@ -18,7 +18,8 @@ lease_state::clock::time_point lease_state::valid_until() const noexcept {
 
 void lease_state::set_valid_until(clock::time_point t) noexcept { valid_until_.store(t.time_since_epoch().count()); }
 
-lease_state::clock::time_point lease_state::validity_after(clock::time_point start, std::chrono::milliseconds ttl) noexcept {
+lease_state::clock::time_point lease_state::validity_after(clock::time_point start,
+                                                           std::chrono::milliseconds ttl) noexcept {
   const auto drift = ttl / 100 + std::chrono::milliseconds(2);
   return start + ttl - drift;
 }

@@ -35,8 +35,9 @@ lock_options parse_common_options(const uri& u) {
       o.poll.min = parse_duration(poll->substr(0, dots));
       o.poll.max = dots == std::string::npos ? o.poll.min : parse_duration(poll->substr(dots + 2));
     } catch (const error&) {
-      throw error(errc::invalid_uri, "poll='" + *poll + "' in " + u.redacted() +
-                                         " is not a backoff range; expected MIN..MAX such as 10ms..800ms, or one duration");
+      throw error(errc::invalid_uri,
+                  "poll='" + *poll + "' in " + u.redacted() +
+                      " is not a backoff range; expected MIN..MAX such as 10ms..800ms, or one duration");
     }
     if (o.poll.min.count() <= 0 || o.poll.max < o.poll.min)
       throw error(errc::invalid_uri, "poll='" + *poll + "' in " + u.redacted() + " must satisfy 0 < MIN <= MAX");
@@ -174,7 +175,8 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
         if (!strategies.empty()) {
           set_error(ec, errc::unknown_scheme,
                     "scheme '" + u.scheme() + "' in " + u.redacted() + " names a server, not a way to lock on it; " +
-                        "choose one of " + strategies + " (e.g. " + by_scheme_.lower_bound(u.scheme() + "+")->second.example_uri +
+                        "choose one of " + strategies + " (e.g. " +
+                        by_scheme_.lower_bound(u.scheme() + "+")->second.example_uri +
                         "); each backend's README says what each one does");
           return nullptr;
         }
@@ -187,7 +189,8 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
                   "unknown scheme '" + u.scheme() + "' in " + u.redacted() + "; the backends built in are:" + known +
                       (modules.empty() ? "" : "\nand those of the modules in the plugin folders:" + modules) +
                       "\n(a backend built as a module is found in the folders of DLOCK_PLUGIN_PATH, as " +
-                      detail::module_file_name(u.scheme()) + " or the module whose libdlock_*.schemes lists the scheme)");
+                      detail::module_file_name(u.scheme()) +
+                      " or the module whose libdlock_*.schemes lists the scheme)");
         return nullptr;
       }
       info = it->second;
@@ -208,8 +211,9 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
       return nullptr;
     }
     if (info.scope == lock_scope::network && u.hosts().empty()) {
-      set_error(ec, errc::invalid_uri,
-                "no host in " + u.redacted() + "; " + info.scheme + " talks to a server: expected e.g. " + info.example_uri);
+      set_error(
+          ec, errc::invalid_uri,
+          "no host in " + u.redacted() + "; " + info.scheme + " talks to a server: expected e.g. " + info.example_uri);
       return nullptr;
     }
     auto accepted = common_parameters();
@@ -218,8 +222,9 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
       accepted.emplace_back("unsafe");
       if (!u.get_bool("unsafe").value_or(false)) {
         set_error(ec, errc::invalid_uri,
-                  "backend '" + info.scheme + "' in " + u.redacted() + " is an UNSAFE lock kept to show how it fails (" +
-                      info.unsafe_because + "); add unsafe=true to the URI to open it anyway");
+                  "backend '" + info.scheme + "' in " + u.redacted() +
+                      " is an UNSAFE lock kept to show how it fails (" + info.unsafe_because +
+                      "); add unsafe=true to the URI to open it anyway");
         return nullptr;
       }
     }

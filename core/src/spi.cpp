@@ -68,8 +68,9 @@ std::int64_t sha256_int64(std::string_view data) {
 
 std::string safe_key(std::string_view name, std::size_t max_key_length,
                      const std::function<bool(unsigned char)>& allowed, std::string_view hashed_prefix) {
-  const bool as_is = name.size() <= max_key_length && !name.starts_with(hashed_prefix) &&
-                     std::all_of(name.begin(), name.end(), [&](char c) { return allowed(static_cast<unsigned char>(c)); });
+  const bool as_is =
+      name.size() <= max_key_length && !name.starts_with(hashed_prefix) &&
+      std::all_of(name.begin(), name.end(), [&](char c) { return allowed(static_cast<unsigned char>(c)); });
   if (as_is) return std::string(name);
   // Keep a readable head of the name so operators can still tell keys apart, then the hash.
   const std::string digest = sha256_hex(name);

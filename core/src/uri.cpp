@@ -70,9 +70,9 @@ host_port host_of(std::string_view raw, const UriUriA& u) {
   // "redis://:6379" is what "redis://${HOST}:6379" becomes with HOST unset: taking it as
   // localhost would give every machine a lock of its own.
   if (hp.host.empty() && hp.port)
-    bad_uri(raw, "the host before ':" + std::to_string(*hp.port) +
-                     "' is empty (a variable left unset?); expected host:port, e.g. 127.0.0.1:" +
-                     std::to_string(*hp.port));
+    bad_uri(raw,
+            "the host before ':" + std::to_string(*hp.port) +
+                "' is empty (a variable left unset?); expected host:port, e.g. 127.0.0.1:" + std::to_string(*hp.port));
   return hp;
 }
 
@@ -114,7 +114,8 @@ std::string redact_userinfo(std::string_view text) {
 
 uri uri::parse(std::string_view raw) {
   const auto scheme_end = raw.find("://");
-  if (raw.empty()) bad_uri(raw, "the URI is empty; expected scheme://host[:port][/path][?key=value], e.g. redis://127.0.0.1:6379");
+  if (raw.empty())
+    bad_uri(raw, "the URI is empty; expected scheme://host[:port][/path][?key=value], e.g. redis://127.0.0.1:6379");
   if (scheme_end == std::string_view::npos || scheme_end == 0)
     bad_uri(raw, "expected scheme://..., e.g. redis://127.0.0.1:6379 or file:///var/lock/myapp");
   // uriparser decodes the query into C strings, which silently cut a value at a NUL byte
@@ -135,7 +136,8 @@ uri uri::parse(std::string_view raw) {
   std::vector<std::string_view> host_texts;
   for (std::size_t begin = 0;;) {
     const auto comma = authority.find(',', begin);
-    host_texts.push_back(authority.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
+    host_texts.push_back(
+        authority.substr(begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin));
     if (comma == std::string_view::npos) break;
     begin = comma + 1;
   }
@@ -242,7 +244,8 @@ std::optional<std::int64_t> uri::get_int(std::string_view key, std::int64_t min,
   std::int64_t n = 0;
   const auto [end, ec] = std::from_chars(value->data(), value->data() + value->size(), n);
   if (ec != std::errc{} || end != value->data() + value->size() || n < min || n > max)
-    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
+    throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" +
+                                       (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
                                        " is not an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return n;
 }
@@ -253,7 +256,8 @@ std::optional<bool> uri::get_bool(std::string_view key) const {
   const std::string v = lower(*value);
   if (v == "true" || v == "yes" || v == "on" || v == "1") return true;
   if (v == "false" || v == "no" || v == "off" || v == "0") return false;
-  throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" + (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
+  throw error(errc::invalid_uri, "parameter " + std::string(key) + "='" +
+                                     (is_secret_key(key) ? std::string("***") : *value) + "' in " + redacted() +
                                      " is not a boolean; expected true or false");
 }
 
@@ -262,8 +266,8 @@ void uri::require_known_keys(const std::vector<std::string>& accepted) const {
     if (std::find(accepted.begin(), accepted.end(), key) != accepted.end()) continue;
     std::string list;
     for (const auto& a : accepted) list += (list.empty() ? "" : ", ") + a;
-    throw error(errc::invalid_uri, "unknown parameter '" + key + "' in " + redacted() + "; " + scheme_ +
-                                       " accepts: " + list);
+    throw error(errc::invalid_uri,
+                "unknown parameter '" + key + "' in " + redacted() + "; " + scheme_ + " accepts: " + list);
   }
 }
 
@@ -296,7 +300,8 @@ std::chrono::milliseconds parse_duration(std::string_view text) {
     return fail();
   if (ms != std::floor(ms)) return fail();
   if (ms > static_cast<double>(std::chrono::milliseconds(longest_duration).count()))
-    throw error(errc::invalid_argument, "'" + std::string(text) + "' is too long; the longest duration dlock accepts is " +
+    throw error(errc::invalid_argument, "'" + std::string(text) +
+                                            "' is too long; the longest duration dlock accepts is " +
                                             format_duration(longest_duration) + " (10 years)");
   return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
 }

@@ -19,8 +19,7 @@ namespace {
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-enum class event { renew,
-                   check_validity };
+enum class event { renew, check_validity };
 struct watched;
 using timer_map = std::multimap<clock::time_point, std::pair<event, std::shared_ptr<watched>>>;
 
@@ -210,7 +209,8 @@ class watchdog {
         std::vector<spi::lease_state*> leases(count);
         std::vector<std::error_code> outcomes(count);
         for (std::size_t k = 0; k < count; ++k) leases[k] = states[members[from + k]].get();
-        if (const auto sent = spi::lease_state::renew_together(*batch, leases, outcomes); sent > 0) count_renewals(sent);
+        if (const auto sent = spi::lease_state::renew_together(*batch, leases, outcomes); sent > 0)
+          count_renewals(sent);
         for (std::size_t k = 0; k < count; ++k) {
           const auto i = members[from + k];
           // The thread's last error message is the last lease's: each says its own code.

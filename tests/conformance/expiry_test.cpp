@@ -73,7 +73,8 @@ TEST_P(Lock, RenewKeepsTheLockPastItsTtl) {
 }
 
 TEST_P(Lock, WatchdogKeepsTheLockPastItsTtl) {
-  if (!has(capability::renewable)) GTEST_SKIP() << "not renewable: no watchdog runs (the renew test asserts not_supported)";
+  if (!has(capability::renewable))
+    GTEST_SKIP() << "not renewable: no watchdog runs (the renew test asserts not_supported)";
   const auto name = dlock::testing::unique_name("watchdog");
   const auto ttl = 600ms;
   auto mine = make(name, options(ttl, true)), theirs = make(name);

@@ -58,8 +58,8 @@ TEST_P(Lock, MutualExclusionAcrossProcesses) {
   { std::ofstream(counter) << 0 << '\n'; }
   std::vector<std::unique_ptr<dlock::testing::child_process>> children;
   for (int p = 0; p < processes; ++p)
-    children.push_back(std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
-        DLOCK_CONFORMANCE_WORKER, "rmw", uri_, name, counter, std::to_string(iterations)}));
+    children.push_back(std::make_unique<dlock::testing::child_process>(
+        std::vector<std::string>{DLOCK_CONFORMANCE_WORKER, "rmw", uri_, name, counter, std::to_string(iterations)}));
   for (auto& c : children) {
     const auto rc = c->wait(90s);
     ASSERT_TRUE(rc) << "worker did not finish in 90s";

@@ -14,10 +14,21 @@ TEST_P(Lock, NamesAreCaseSensitive) {
 
 TEST_P(Lock, OddBytesWorkAndDistinctNamesNeverExcludeEachOther) {
   const auto u = dlock::testing::unique_name("odd");
-  const std::vector<std::string> names = {
-      u + " with spaces", u + "'quote\"", u + "\\back\\slash", u + "%41%", u + "_under_", u + std::string("\0nul", 4),
-      u + std::string("\0nuk", 4), u + "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x94\x92", u + "/a/b", u + "/a_b", u + "; DEL x\r\nFLUSHALL",
-      u + "' OR '1'='1", "#" + u, u + "*", u + "?"};
+  const std::vector<std::string> names = {u + " with spaces",
+                                          u + "'quote\"",
+                                          u + "\\back\\slash",
+                                          u + "%41%",
+                                          u + "_under_",
+                                          u + std::string("\0nul", 4),
+                                          u + std::string("\0nuk", 4),
+                                          u + "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x94\x92",
+                                          u + "/a/b",
+                                          u + "/a_b",
+                                          u + "; DEL x\r\nFLUSHALL",
+                                          u + "' OR '1'='1",
+                                          "#" + u,
+                                          u + "*",
+                                          u + "?"};
   std::vector<std::unique_ptr<distributed_lock>> locks;
   std::vector<lease> leases;
   for (const auto& n : names) {

@@ -25,9 +25,7 @@ class OneName : public SharedPrimitives {
 
   // Who holds in a case of the exclusion tests: a mutex or one side of the reader-writer lock.
   enum class kind { mutex, read, write };
-  static const char* name_of(kind k) {
-    return k == kind::mutex ? "mutex" : k == kind::read ? "reader" : "writer";
-  }
+  static const char* name_of(kind k) { return k == kind::mutex ? "mutex" : k == kind::read ? "reader" : "writer"; }
   // Takes `k` of `name` through objects kept by this fixture, waiting up to `timeout`.
   lease take(kind k, const std::string& name, std::chrono::milliseconds timeout, lock_options o) {
     if (k == kind::mutex) return keep(backend_->make_lock(name, std::move(o)))->try_acquire_for(timeout);
@@ -59,7 +57,8 @@ TEST_P(OneName, TheMutexExcludesReadersAndWritersOfItsName) {
         return keep(rw(name))->try_acquire(rival == kind::read ? access::read : access::write, ec);
       }();
       EXPECT_FALSE(ec) << name_of(rival) << " beside a " << name_of(holder) << ": " << dlock::last_error_message();
-      EXPECT_FALSE(rival_lease) << "a " << name_of(rival) << " got in while a " << name_of(holder) << " of the same name held";
+      EXPECT_FALSE(rival_lease) << "a " << name_of(rival) << " got in while a " << name_of(holder)
+                                << " of the same name held";
       rival_lease = lease{};
       held.release();
       EXPECT_TRUE(take(rival, name, margin, options()))
@@ -183,7 +182,8 @@ TEST_P(OneName, ASemaphoreAndALockOfOneNameAreRefusedAsAConflict) {
   if (refuses_semaphore()) return;
   const auto expect_conflict = [&](std::error_code ec, const lease& l, const std::string& what, const char* in_use_as) {
     EXPECT_FALSE(l) << what << " was granted";
-    EXPECT_EQ(ec, make_error_code(errc::name_conflict)) << what << ": " << ec.message() << ": " << dlock::last_error_message();
+    EXPECT_EQ(ec, make_error_code(errc::name_conflict))
+        << what << ": " << ec.message() << ": " << dlock::last_error_message();
     EXPECT_NE(dlock::last_error_message().find(std::string("in use as a ") + in_use_as), std::string::npos)
         << what << ": the message does not say what the name is in use as: " << dlock::last_error_message();
   };

@@ -20,7 +20,8 @@ TEST_P(SharedPrimitives, OfferedExactlyAsDeclared) {
     if (info.scheme == scheme_) declared = &info;
   ASSERT_NE(declared, nullptr);
   EXPECT_EQ(backend_->rw_caps().to_string(), declared->primitives.rw_lock.value_or(capabilities{}).to_string());
-  EXPECT_EQ(backend_->semaphore_caps().to_string(), declared->primitives.semaphore.value_or(capabilities{}).to_string());
+  EXPECT_EQ(backend_->semaphore_caps().to_string(),
+            declared->primitives.semaphore.value_or(capabilities{}).to_string());
   EXPECT_EQ(has(capability::writer_preferred), offers_rw() && rw_has(capability::writer_preferred));
 
   std::error_code ec;
@@ -129,8 +130,8 @@ TEST_P(SharedPrimitives, ReadersTogetherWritersAloneAcrossProcesses) {
   std::vector<std::unique_ptr<dlock::testing::child_process>> children;
   for (int p = 0; p < readers + writers; ++p)
     children.push_back(std::make_unique<dlock::testing::child_process>(
-        std::vector<std::string>{DLOCK_CONFORMANCE_WORKER, "rw-rmw", uri_, name, dir.string(), std::to_string(iterations),
-                                 p < writers ? "write" : "read"}));
+        std::vector<std::string>{DLOCK_CONFORMANCE_WORKER, "rw-rmw", uri_, name, dir.string(),
+                                 std::to_string(iterations), p < writers ? "write" : "read"}));
   for (auto& c : children) {
     const auto rc = c->wait(120s);
     ASSERT_TRUE(rc) << "worker did not finish in 120s";
@@ -337,8 +338,8 @@ TEST_P(SharedPrimitives, KilledSemaphoreHolderGivesItsPermitsBack) {
     EXPECT_TRUE(sem(name, 1)->try_acquire()) << "a process-scoped semaphore excluded another process";
     return;
   }
-  dlock::testing::child_process holder({DLOCK_CONFORMANCE_WORKER, "hold-permits", uri_, name, "2", "2",
-                                        std::to_string(ttl.count())});
+  dlock::testing::child_process holder(
+      {DLOCK_CONFORMANCE_WORKER, "hold-permits", uri_, name, "2", "2", std::to_string(ttl.count())});
   const auto line = holder.read_line(15s);
   ASSERT_TRUE(line && line->starts_with("acquired")) << "the holder process did not acquire 2 of 2 permits";
   auto s = sem(name, 2);

@@ -13,11 +13,23 @@ struct registry_fixture : ::testing::Test {
   registry r;
   std::atomic<int> opened{0};
   void SetUp() override {
-    r.add({.scheme = "alpha", .caps = {capability::expiring}, .scope = lock_scope::network, .example_uri = "alpha://127.0.0.1:1", .summary = "a", .parameters = {"db"}, .open = [this](const uri&, const lock_options& o) {
+    r.add({.scheme = "alpha",
+           .caps = {capability::expiring},
+           .scope = lock_scope::network,
+           .example_uri = "alpha://127.0.0.1:1",
+           .summary = "a",
+           .parameters = {"db"},
+           .open = [this](const uri&, const lock_options& o) {
              ++opened;
              return std::make_shared<core_test::test_backend>(capabilities{capability::expiring}, o);
            }});
-    r.add({.scheme = "beta", .caps = {}, .scope = lock_scope::host, .example_uri = "beta:///tmp/x", .summary = "b", .parameters = {}, .open = [this](const uri&, const lock_options& o) {
+    r.add({.scheme = "beta",
+           .caps = {},
+           .scope = lock_scope::host,
+           .example_uri = "beta:///tmp/x",
+           .summary = "b",
+           .parameters = {},
+           .open = [this](const uri&, const lock_options& o) {
              ++opened;
              return std::make_shared<core_test::test_backend>(capabilities{}, o);
            }});
@@ -33,21 +45,34 @@ struct registry_fixture : ::testing::Test {
       thrown = e.what();
     }
     // std::system_error appends ": <category message>" to what().
-    EXPECT_TRUE(thrown.starts_with(last_error_message())) << thrown << "\n vs \n"
-                                                          << last_error_message();
+    EXPECT_TRUE(thrown.starts_with(last_error_message())) << thrown << "\n vs \n" << last_error_message();
     return {ec, thrown};
   }
 };
 
 TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
-  r.add({.scheme = "alpha+index", .caps = {}, .scope = lock_scope::network, .example_uri = "alpha+index://h:1", .summary = "ai", .parameters = {}, .open = [](const uri&, const lock_options& o) {
+  r.add({.scheme = "alpha+index",
+         .caps = {},
+         .scope = lock_scope::network,
+         .example_uri = "alpha+index://h:1",
+         .summary = "ai",
+         .parameters = {},
+         .open = [](const uri&, const lock_options& o) {
            return std::make_shared<core_test::test_backend>(capabilities{}, o);
          }});
   const auto [ec, msg] = fail("alpha+nothing://h");
   EXPECT_EQ(ec, errc::unknown_scheme);
   const auto [ec2, msg2] = fail("postgres://u:S3cr3t@h/db");
   EXPECT_EQ(ec2, errc::unknown_scheme);
-  r.add({.scheme = "postgres+advisory", .caps = {}, .scope = lock_scope::network, .example_uri = "postgres+advisory://u:p@h/db", .summary = "pa", .parameters = {}, .open = [](const uri&, const lock_options& o) { return std::make_shared<core_test::test_backend>(capabilities{}, o); }});
+  r.add({.scheme = "postgres+advisory",
+         .caps = {},
+         .scope = lock_scope::network,
+         .example_uri = "postgres+advisory://u:p@h/db",
+         .summary = "pa",
+         .parameters = {},
+         .open = [](const uri&, const lock_options& o) {
+           return std::make_shared<core_test::test_backend>(capabilities{}, o);
+         }});
   const auto [ec3, msg3] = fail("postgres://u:S3cr3t@h/db");
   EXPECT_EQ(ec3, errc::unknown_scheme);
   EXPECT_NE(msg3.find("names a server"), std::string::npos) << msg3;
@@ -57,7 +82,14 @@ TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
 
 // A broken strategy kept to show how it fails opens only when the URI says so.
 TEST_F(registry_fixture, AnUnsafeSchemeOpensOnlyWithUnsafeTrue) {
-  r.add({.scheme = "alpha+broken", .caps = {}, .scope = lock_scope::network, .example_uri = "alpha+broken://h:1?unsafe=true", .summary = "UNSAFE: x", .parameters = {}, .unsafe_because = "it deletes its successor's lock", .open = [this](const uri&, const lock_options& o) {
+  r.add({.scheme = "alpha+broken",
+         .caps = {},
+         .scope = lock_scope::network,
+         .example_uri = "alpha+broken://h:1?unsafe=true",
+         .summary = "UNSAFE: x",
+         .parameters = {},
+         .unsafe_because = "it deletes its successor's lock",
+         .open = [this](const uri&, const lock_options& o) {
            ++opened;
            return std::make_shared<core_test::test_backend>(capabilities{}, o);
          }});
@@ -142,7 +174,8 @@ TEST_F(registry_fixture, UnknownSchemeListsBuiltInSchemesWithExamples) {
 TEST_F(registry_fixture, UnknownParameterIsNamedWithTheAcceptedOnes) {
   const auto [ec, msg] = fail("alpha://h/?bogus=1");
   EXPECT_EQ(ec, errc::invalid_uri);
-  for (const char* s : {"bogus", "ttl", "watchdog", "renew", "poll", "db"}) EXPECT_NE(msg.find(s), std::string::npos) << msg;
+  for (const char* s : {"bogus", "ttl", "watchdog", "renew", "poll", "db"})
+    EXPECT_NE(msg.find(s), std::string::npos) << msg;
   EXPECT_EQ(opened, 0);
 }
 
@@ -170,11 +203,15 @@ TEST_F(registry_fixture, DuplicateSchemeIsRefused) {
 }
 
 TEST_F(registry_fixture, PasswordNeverAppearsInAnyMessage) {
-  const std::vector<std::string> texts = {
-      "redis://user:S3cr3t-P%40ss@host:1/?bogus=1", "alpha://user:S3cr3t-P%40ss@host:1/?bogus=1",
-      "alpha://user:S3cr3t@host:1/?ttl=soon", "alpha://user:S3cr3t@host:99999/", "redis://u:S3cr3t@@@:::/",
-      "alpha://u:S3cr3t@h/#frag", "alpha://u:S3cr3t@h/?a=1&a=2", "alpha://u:S3cr3t@a:1,,b/x",
-      "alpha://u:S3cr3t@h/?poll=x..y"};
+  const std::vector<std::string> texts = {"redis://user:S3cr3t-P%40ss@host:1/?bogus=1",
+                                          "alpha://user:S3cr3t-P%40ss@host:1/?bogus=1",
+                                          "alpha://user:S3cr3t@host:1/?ttl=soon",
+                                          "alpha://user:S3cr3t@host:99999/",
+                                          "redis://u:S3cr3t@@@:::/",
+                                          "alpha://u:S3cr3t@h/#frag",
+                                          "alpha://u:S3cr3t@h/?a=1&a=2",
+                                          "alpha://u:S3cr3t@a:1,,b/x",
+                                          "alpha://u:S3cr3t@h/?poll=x..y"};
   for (const auto& t : texts) {
     const auto [ec, msg] = fail(t, {});
     EXPECT_TRUE(ec) << t;

@@ -225,10 +225,23 @@ TEST(SharedPrimitivesCore, TheWatchdogRenewsRenewablePrimitives) {
 
 TEST(SharedPrimitivesCore, OpenRequiringAPrimitiveNamesTheSchemesThatHaveIt) {
   registry r;
-  r.add({.scheme = "plain", .caps = {capability::expiring}, .scope = lock_scope::process, .example_uri = "plain://", .summary = "p", .parameters = {}, .open = [](const uri&, const lock_options& o) {
+  r.add({.scheme = "plain",
+         .caps = {capability::expiring},
+         .scope = lock_scope::process,
+         .example_uri = "plain://",
+         .summary = "p",
+         .parameters = {},
+         .open = [](const uri&, const lock_options& o) {
            return std::make_shared<test_backend>(capabilities{capability::expiring}, o);
          }});
-  r.add({.scheme = "pools", .caps = {capability::expiring}, .primitives = {pool_caps, pool_caps}, .scope = lock_scope::process, .example_uri = "pools://", .summary = "q", .parameters = {}, .open = [](const uri&, const lock_options&) { return std::make_shared<pool_backend>(); }});
+  r.add({.scheme = "pools",
+         .caps = {capability::expiring},
+         .primitives = {pool_caps, pool_caps},
+         .scope = lock_scope::process,
+         .example_uri = "pools://",
+         .summary = "q",
+         .parameters = {},
+         .open = [](const uri&, const lock_options&) { return std::make_shared<pool_backend>(); }});
   std::error_code ec;
   EXPECT_FALSE(r.open("plain://", {capability::semaphore}, ec));
   EXPECT_EQ(ec, make_error_code(errc::missing_capability));

@@ -24,8 +24,8 @@ struct table {
 
 class test_lease final : public spi::lease_state {
  public:
-  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl, bool expiring,
-             bool renewable, bool stalled = false)
+  test_lease(std::shared_ptr<table> t, std::string name, std::string owner, std::chrono::milliseconds ttl,
+             bool expiring, bool renewable, bool stalled = false)
       : lease_state(name, ttl,
                     stalled    ? clock::now() - std::chrono::milliseconds(1)
                     : expiring ? validity_after(clock::now(), ttl)
@@ -74,8 +74,8 @@ class test_lock final : public distributed_lock {
     if (!inserted) ++t_->holds[std::string(name())];
     const bool stalled = t_->stalled_grants > 0;
     if (stalled) --t_->stalled_grants;
-    return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl, caps().has(capability::expiring),
-                                        caps().has(capability::renewable), stalled);
+    return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl,
+                                        caps().has(capability::expiring), caps().has(capability::renewable), stalled);
   }
   std::shared_ptr<table> t_;
 };

@@ -142,8 +142,8 @@ TEST(Uri, AnEmptyHostBeforeAPortIsRefused) {
 
 // Text that lost its "//" still has its password hidden in every message.
 TEST(Uri, APasswordInAUriWithoutItsSlashesIsNeverShown) {
-  for (const char* text : {"redis:/admin:S3cretPw@h", "redis//u:S3cretPw@h", "redis:u:S3cretPw@h:6379",
-                           "redis:///:S3cretPw@h"}) {
+  for (const char* text :
+       {"redis:/admin:S3cretPw@h", "redis//u:S3cretPw@h", "redis:u:S3cretPw@h:6379", "redis:///:S3cretPw@h"}) {
     EXPECT_EQ(dlock::redact_uri_text(text).find("S3cretPw"), std::string::npos) << dlock::redact_uri_text(text);
     try {
       (void)uri::parse(text);

@@ -90,8 +90,8 @@ class counting_semaphore {
     {
       const std::lock_guard guard(mutex_);
       if (update < 0 || static_cast<std::size_t>(update) > held_.size())
-        throw error(errc::invalid_argument, "counting_semaphore::release(" + std::to_string(update) + ") on semaphore '" +
-                                                std::string(sem_->name()) + "' that holds " +
+        throw error(errc::invalid_argument, "counting_semaphore::release(" + std::to_string(update) +
+                                                ") on semaphore '" + std::string(sem_->name()) + "' that holds " +
                                                 std::to_string(held_.size()) + " permit(s) here");
       for (std::ptrdiff_t i = 0; i < update; ++i) {
         releasing.push_back(std::move(held_.front()));
@@ -102,8 +102,8 @@ class counting_semaphore {
       std::error_code ec;
       l.release(ec);
       if (ec)
-        report_background_error(ec, "releasing a permit of semaphore '" + std::string(sem_->name()) +
-                                        "': " + last_error_message());
+        report_background_error(
+            ec, "releasing a permit of semaphore '" + std::string(sem_->name()) + "': " + last_error_message());
     }
   }
 

@@ -73,7 +73,8 @@ class shared_timed_lockable {
   }
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& timeout) {
-    return until(distributed_lock::deadline_after(timeout), [this](steady::time_point d) { return try_lock_until_steady(d); });
+    return until(distributed_lock::deadline_after(timeout),
+                 [this](steady::time_point d) { return try_lock_until_steady(d); });
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& deadline) {
@@ -83,9 +84,9 @@ class shared_timed_lockable {
   // (not_owner) is reported through dlock::report_background_error: the work was not protected.
   void unlock() noexcept {
     if (!written_) {
-      report_background_error(make_error_code(errc::invalid_argument),
-                              "shared_timed_lockable::unlock on rw lock '" + std::string(lock_->name()) +
-                                  "' whose write side is not held");
+      report_background_error(
+          make_error_code(errc::invalid_argument),
+          "shared_timed_lockable::unlock on rw lock '" + std::string(lock_->name()) + "' whose write side is not held");
       return;
     }
     lease releasing = std::move(written_);

@@ -89,8 +89,7 @@ class timed_lockable {
     lease releasing = std::move(held_);
     std::error_code ec;
     releasing.release(ec);
-    if (ec)
-      report_background_error(ec, "unlocking lock '" + std::string(lock_->name()) + "': " + last_error_message());
+    if (ec) report_background_error(ec, "unlocking lock '" + std::string(lock_->name()) + "': " + last_error_message());
     local_.unlock();
   }
 

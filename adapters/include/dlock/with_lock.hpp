@@ -51,8 +51,8 @@ decltype(auto) run_holding(lease& held, Fn&& fn) {
 
 template <class Rep, class Period>
 [[noreturn]] void throw_timeout(const std::string& what, std::chrono::duration<Rep, Period> timeout) {
-  throw error(errc::timeout,
-              "could not acquire " + what + " within " + format_duration(std::chrono::ceil<std::chrono::milliseconds>(timeout)));
+  throw error(errc::timeout, "could not acquire " + what + " within " +
+                                 format_duration(std::chrono::ceil<std::chrono::milliseconds>(timeout)));
 }
 }  // namespace detail
 
@@ -81,7 +81,8 @@ decltype(auto) with_write_lock(rw_lock& lock, std::chrono::duration<Rep, Period>
 
 // ... and holding `permits` permits of a semaphore (all of them given back together).
 template <class Rep, class Period, class Fn>
-decltype(auto) with_permits(semaphore& sem, std::uint32_t permits, std::chrono::duration<Rep, Period> timeout, Fn&& fn) {
+decltype(auto) with_permits(semaphore& sem, std::uint32_t permits, std::chrono::duration<Rep, Period> timeout,
+                            Fn&& fn) {
   lease held = sem.try_acquire_for(timeout, permits);
   if (!held)
     detail::throw_timeout(std::to_string(permits) + " of the " + std::to_string(sem.max_count()) +

@@ -88,7 +88,8 @@ void raw_flock_shared(benchmark::State& state) {
 int open_locked(const std::string& name, int operation) {
   const int dir = file_backend_dir_fd();
   const int fd = ::openat(dir, name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
-  struct stat locked {}, by_name {};
+  struct stat locked {
+  }, by_name{};
   if (fd < 0 || ::flock(fd, operation) != 0 || ::fstat(fd, &locked) != 0 ||
       ::fstatat(dir, name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) != 0 || by_name.st_ino != locked.st_ino) {
     if (fd >= 0) ::close(fd);
@@ -108,7 +109,9 @@ struct kept {
   std::string name;
   int fd;
   ino_t inode;
-  explicit kept(std::string n) : name(std::move(n)), fd(::openat(file_backend_dir_fd(), name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660)) {
+  explicit kept(std::string n)
+      : name(std::move(n)),
+        fd(::openat(file_backend_dir_fd(), name.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660)) {
     struct stat st {};
     ::fstat(fd, &st);
     inode = st.st_ino;
@@ -117,7 +120,8 @@ struct kept {
   bool lock(int operation) const {
     struct stat by_name {};
     return ::flock(fd, operation) == 0 &&
-           ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 && by_name.st_ino == inode;
+           ::fstatat(file_backend_dir_fd(), name.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 &&
+           by_name.st_ino == inode;
   }
   void unlock() const { ::flock(fd, LOCK_UN); }
 };
@@ -182,7 +186,8 @@ void raw_semaphore_protocol(benchmark::State& state) {
   const kept meta(files.meta);
   char bytes[64] = {};
   for (auto _ : state) {
-    const int slot = !meta.lock(LOCK_EX) || ::pread(meta.fd, bytes, 64, 0) < 0 ? -1 : open_locked(slot_name, LOCK_EX | LOCK_NB);
+    const int slot =
+        !meta.lock(LOCK_EX) || ::pread(meta.fd, bytes, 64, 0) < 0 ? -1 : open_locked(slot_name, LOCK_EX | LOCK_NB);
     const int held = slot < 0 ? -1 : open_locked(files.held, LOCK_SH | LOCK_NB);
     if (held < 0 || !missing(lock_file) || ::pwrite(meta.fd, bytes, 64, 0) != 64)
       state.SkipWithError("raw semaphore failed");

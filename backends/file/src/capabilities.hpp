@@ -22,7 +22,6 @@ inline constexpr capabilities file_caps{capability::expiring, capability::fencin
 // a writer holding the turnstile sleeps on inotify until the lock file is closed). Not renewable,
 // no lost notification, as the mutex.
 inline constexpr capabilities file_shared_caps{capability::expiring, capability::fencing};
-inline constexpr primitive_caps file_primitives{file_shared_caps.with(capability::writer_preferred),
-                                                file_shared_caps};
+inline constexpr primitive_caps file_primitives{file_shared_caps.with(capability::writer_preferred), file_shared_caps};
 
 }  // namespace dlock::file

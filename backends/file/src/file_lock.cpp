@@ -28,7 +28,8 @@ class file_release_watch final : public spi::release_watch {
   exclusive_wait wait_;
 };
 
-file_lock::file_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<const lock_directory> dir)
+file_lock::file_lock(std::string name, capabilities caps, lock_options options,
+                     std::shared_ptr<const lock_directory> dir)
     : distributed_lock(name, caps, std::move(options)), lock_(std::move(dir), std::move(name)) {}
 
 std::unique_ptr<spi::lease_state> file_lock::make_lease(held_file held) {

@@ -33,12 +33,14 @@ void make_directories_0700(const std::filesystem::path& dir) {
 
 std::filesystem::path directory_of(const uri& u) {
   const std::string expected = "; expected an absolute directory such as file:///var/lock/myapp";
-  if (!u.user().empty() || u.password()) throw error(errc::invalid_uri, u.redacted() + ": file:// takes no user" + expected);
+  if (!u.user().empty() || u.password())
+    throw error(errc::invalid_uri, u.redacted() + ": file:// takes no user" + expected);
   for (const auto& h : u.hosts()) {
     if (h.port) throw error(errc::invalid_uri, u.redacted() + ": file:// takes no port" + expected);
     if (!h.host.empty() && h.host != "localhost")
-      throw error(errc::invalid_uri, u.redacted() + ": file:// locks are local to this host, so the host must be empty "
-                                                    "or localhost (a relative path cannot be written in a URI)" +
+      throw error(errc::invalid_uri, u.redacted() +
+                                         ": file:// locks are local to this host, so the host must be empty "
+                                         "or localhost (a relative path cannot be written in a URI)" +
                                          expected);
   }
   if (u.path().empty() || u.path() == "/")

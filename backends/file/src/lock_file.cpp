@@ -15,8 +15,7 @@ namespace dlock::file {
 namespace {
 
 bool allowed_byte(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -32,8 +31,7 @@ std::string file_key(std::string_view name) {
   // key never equals a name used as it is.
   const bool leading_dot = name.starts_with('.');
   return spi::safe_key(
-      name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); },
-      "#");
+      name, max_key_length, [leading_dot](unsigned char c) { return !leading_dot && allowed_byte(c); }, "#");
 }
 
 bool still_names(int dir_fd, const std::string& file_name, dev_t device, ino_t inode) {

@@ -26,7 +26,8 @@ inline constexpr std::size_t max_key_length = 200;
 inline constexpr std::size_t max_name_length = 4096;
 
 // <key>.lock for a lock name: the file of its mutex and reader-writer lock. A name made of
-// [A-Za-z0-9._-], not starting with '.', and at most 200 bytes is used as it is; any other name ("a/b", "..", ".hidden", bytes outside that set) becomes
+// [A-Za-z0-9._-], not starting with '.', and at most 200 bytes is used as it is; any other name ("a/b", "..",
+// ".hidden", bytes outside that set) becomes
 // '#' + a readable head + '.' + sha256(name). Distinct names never collide (Linux file names are
 // case-sensitive, so "A" and "a" are two files), and no name can reach outside the directory.
 std::string lock_file_name(std::string_view name);

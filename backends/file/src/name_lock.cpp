@@ -71,8 +71,7 @@ bool name_lock::grant(held_file& held, lock_side side, std::error_code& ec) {
     if (ec) return false;
     if (!look && !look.missing()) {
       set_error(ec, errc::name_conflict,
-                name_conflict_message(name_,
-                                      "a semaphore (its permit holders flock " + semaphore_.label().str() + ")",
+                name_conflict_message(name_, "a semaphore (its permit holders flock " + semaphore_.label().str() + ")",
                                       side == lock_side::mutex ? "a mutex" : "a reader-writer lock"));
       return false;
     }

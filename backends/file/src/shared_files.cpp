@@ -188,7 +188,8 @@ std::optional<counter_state> read_counter_file(int fd, const file_label& where, 
   }
   if (static_cast<std::size_t>(n) != counter_file_size) {
     set_error(ec, errc::backend_error,
-              where.str() + " holds " + std::to_string(n) + " bytes; expected an empty file or the 64-byte counter of " +
+              where.str() + " holds " + std::to_string(n) +
+                  " bytes; expected an empty file or the 64-byte counter of " +
                   (older == older_counter::accepted ? "a file:// lock (or the 8-byte counter of an older version)"
                                                     : "a file:// semaphore") +
                   " (was it written by something else?)");
@@ -232,7 +233,8 @@ std::optional<std::uint64_t> issue_token(int fd, counter_state& state, const fil
   // handing out token N must not let the next holder (after a reboot) hand out N again.
   if (static_cast<std::size_t>(n) != counter_file_size || (flush && ::fdatasync(fd) != 0)) {
     const int err = errno;
-    set_error(ec, errc::backend_unavailable, "cannot write the fencing counter " + where.str() + ": " + std::strerror(err));
+    set_error(ec, errc::backend_unavailable,
+              "cannot write the fencing counter " + where.str() + ": " + std::strerror(err));
     return std::nullopt;
   }
   return token;

@@ -148,9 +148,9 @@ inline constexpr std::uint64_t counter_reserve = 4096;
 struct counter_state {
   std::uint64_t last = 0;
   std::uint64_t reserved = 0;
-  std::uint64_t extra = 0;  // [16, 24): max_count, or the kind of the latest grant
+  std::uint64_t extra = 0;         // [16, 24): max_count, or the kind of the latest grant
   std::array<char, 36> boot_id{};  // all zeros: none stored
-  bool laid_out = false;  // the file had the 64 bytes (not empty, not an older 8-byte counter)
+  bool laid_out = false;           // the file had the 64 bytes (not empty, not an older 8-byte counter)
 };
 
 // Whether a counter file may hold the 8-byte counter of older versions (<key>.lock).

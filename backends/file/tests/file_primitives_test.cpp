@@ -113,8 +113,8 @@ TEST_F(FilePrimitives, DeclaresTheRwLockAndSemaphoreCapabilities) {
   EXPECT_TRUE(backend_->caps().has(capability::read_write));
   EXPECT_TRUE(backend_->caps().has(capability::semaphore));
   EXPECT_TRUE(backend_->caps().has(capability::writer_preferred));
-  EXPECT_EQ(backend_->rw_caps(), (dlock::capabilities{capability::expiring, capability::fencing,
-                                                      capability::writer_preferred}));
+  EXPECT_EQ(backend_->rw_caps(),
+            (dlock::capabilities{capability::expiring, capability::fencing, capability::writer_preferred}));
   EXPECT_EQ(backend_->semaphore_caps(), (dlock::capabilities{capability::expiring, capability::fencing}));
 }
 
@@ -389,7 +389,7 @@ TEST_F(FilePrimitives, ObjectsUsedOnBothSidesOfAForkNeverShareACounter) {
   constexpr int processes = 4, grants = 300;
   auto rw = backend_->make_rw_lock("forked");
   auto sem = backend_->make_semaphore("forked-sem", processes);  // another name: never beside "forked"'s readers
-  ASSERT_TRUE(rw->try_acquire_read() && sem->try_acquire());  // the kept files are open now
+  ASSERT_TRUE(rw->try_acquire_read() && sem->try_acquire());     // the kept files are open now
   const std::size_t bytes = sizeof(std::uint64_t) * processes * grants * 2;
   void* mem = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
@@ -508,7 +508,7 @@ TEST_F(FilePrimitives, FileNamesOfEveryKindNeverMeet) {
   // Names chosen so one kind's suffix reads like another's key: "a.rw" and "a.sem" as locks, "a"
   // as a semaphore of 12 (slot 1 vs slots 10, 11, and "a.sem.1" as a name), "a.sem-held" and
   // "a.rw-gate" as names of their own.
-  const std::vector<std::string> names = {"a",      "a.rw",      "a.sem",      "a.sem.1", "a.rw-gate",
+  const std::vector<std::string> names = {"a",      "a.rw",       "a.sem",      "a.sem.1",    "a.rw-gate",
                                           "a.lock", "a.sem-held", "a.rw-fence", "a.sem.1.sem"};
   std::set<std::string> files;
   std::size_t expected = 0;
@@ -639,9 +639,9 @@ TEST_F(FilePrimitives, TokensContinueAboveTheCountersOfOlderVersions) {
   const auto files = dlock::file::rw_files("older");
   write_file(files.lock, {41, 0, 0, 0, 0, 0, 0, 0});  // an older mutex handed out 41
   std::vector<unsigned char> fence(64, 0);
-  fence[0] = 100;               // an older rw lock handed out 100,
+  fence[0] = 100;  // an older rw lock handed out 100,
   fence[8] = 0x64;
-  fence[9] = 0x10;              // with its mark at 4196
+  fence[9] = 0x10;  // with its mark at 4196
   std::memset(fence.data() + 24, 'x', 36);
   write_file(files.turn, fence);
   auto reading = backend_->make_rw_lock("older")->try_acquire_read();
@@ -726,7 +726,8 @@ TEST_F(FilePrimitives, ASemaphoreAndALockOfOneNameAreRefusedWithoutWaiting) {
   auto writing = backend_->make_rw_lock("no-wait")->try_acquire_write_for(1h, ec);
   EXPECT_FALSE(writing);
   EXPECT_EQ(ec, dlock::errc::name_conflict);
-  EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos) << dlock::last_error_message();
+  EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos)
+      << dlock::last_error_message();
   EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "a refusal waited";
   EXPECT_TRUE(permit.held());
   EXPECT_TRUE(backend_->make_semaphore("no-wait", 2)->try_acquire()) << "the refused locks took no permit";

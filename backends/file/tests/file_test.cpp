@@ -62,9 +62,9 @@ class File : public ::testing::Test {
 
 TEST_F(File, DeclaresHostScopeAndHonestCapabilities) {
   EXPECT_EQ(backend_->scope(), dlock::lock_scope::host);
-  EXPECT_EQ(backend_->caps(), (dlock::capabilities{dlock::capability::expiring, dlock::capability::fencing,
-                                                  dlock::capability::read_write, dlock::capability::semaphore,
-                                                  dlock::capability::writer_preferred}))
+  EXPECT_EQ(backend_->caps(),
+            (dlock::capabilities{dlock::capability::expiring, dlock::capability::fencing, dlock::capability::read_write,
+                                 dlock::capability::semaphore, dlock::capability::writer_preferred}))
       << "the mutex's own set, plus the primitives beside it (file_primitives_test.cpp)";
   auto held = backend_->make_lock("x")->try_acquire();
   ASSERT_TRUE(held);
@@ -197,9 +197,21 @@ TEST_F(File, DeletedLockFileIsRecreatedAndTheStaleHolderIsNotOwner) {
 }
 
 TEST_F(File, NamesMapToDistinctFilesInsideTheDirectory) {
-  const std::vector<std::string> names = {"a/b", "a_b", "..", ".", ".hidden", "A", "a", "#a", "a b", "\xff",
-                                          std::string(200, 'n'), std::string(201, 'n'), std::string(4096, 'z'),
-                                          "../escape", std::string("nul\0byte", 8)};
+  const std::vector<std::string> names = {"a/b",
+                                          "a_b",
+                                          "..",
+                                          ".",
+                                          ".hidden",
+                                          "A",
+                                          "a",
+                                          "#a",
+                                          "a b",
+                                          "\xff",
+                                          std::string(200, 'n'),
+                                          std::string(201, 'n'),
+                                          std::string(4096, 'z'),
+                                          "../escape",
+                                          std::string("nul\0byte", 8)};
   std::vector<dlock::lease> held;
   std::set<std::string> files;
   for (const auto& n : names) {

@@ -59,7 +59,8 @@ void raw_libmemcached_add_incr_gets_cas(benchmark::State& state) {
   for (auto _ : state) {
     const auto token = dlock::spi::random_token();
     if (memcached_add_by_key(m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(),
-                             token.size(), 31, 0) != MEMCACHED_SUCCESS) state.SkipWithError("add failed");
+                             token.size(), 31, 0) != MEMCACHED_SUCCESS)
+      state.SkipWithError("add failed");
     uint64_t v = 0;
     if (memcached_increment_by_key(m.get(), k.group.data(), k.group.size(), k.fence.data(), k.fence.size(), 1, &v) ==
         MEMCACHED_NOTFOUND)
@@ -136,8 +137,7 @@ void scaling_raw(benchmark::State& state) {
 }
 
 void scaling_dlock(benchmark::State& state) {
-  static const std::shared_ptr<dlock::backend> shared =
-      dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
+  static const std::shared_ptr<dlock::backend> shared = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
   auto lock = shared->make_lock("scale-dlock-" + dlock::spi::random_token());
   for (auto _ : state) {
     auto l = lock->try_acquire();
@@ -162,6 +162,12 @@ BENCHMARK(dlock_acquire_release)->UseRealTime();
 BENCHMARK(raw_semaphore_add_delete)->UseRealTime();
 BENCHMARK(dlock_semaphore_acquire_release)->UseRealTime();
 BENCHMARK(scaling_raw)->Name("scaling/memcached/raw")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
-BENCHMARK(scaling_dlock)->Name("scaling/memcached/dlock")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
+BENCHMARK(scaling_dlock)
+    ->Name("scaling/memcached/dlock")
+    ->Threads(1)
+    ->Threads(8)
+    ->Threads(32)
+    ->Threads(128)
+    ->UseRealTime();
 BENCHMARK(held_leases_cpu)->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

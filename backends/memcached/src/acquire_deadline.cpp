@@ -18,8 +18,12 @@ steady_clock::time_point io_deadline() noexcept {
   return d + deadline_grace;
 }
 
-io_bound::io_bound(memcached_st* m, std::chrono::milliseconds connect_timeout, std::chrono::milliseconds io_timeout) noexcept
-    : m_(m), connect_timeout_(connect_timeout), io_timeout_(io_timeout), bounded_(io_deadline() != steady_clock::time_point::max()) {
+io_bound::io_bound(memcached_st* m, std::chrono::milliseconds connect_timeout,
+                   std::chrono::milliseconds io_timeout) noexcept
+    : m_(m),
+      connect_timeout_(connect_timeout),
+      io_timeout_(io_timeout),
+      bounded_(io_deadline() != steady_clock::time_point::max()) {
   refresh();
 }
 
@@ -35,7 +39,8 @@ void io_bound::refresh() noexcept {
       1, std::chrono::ceil<std::chrono::milliseconds>(io_deadline() - steady_clock::now()).count());
   memcached_behavior_set(m_, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT,
                          static_cast<uint64_t>(std::min(left, connect_timeout_.count())));
-  memcached_behavior_set(m_, MEMCACHED_BEHAVIOR_POLL_TIMEOUT, static_cast<uint64_t>(std::min(left, io_timeout_.count())));
+  memcached_behavior_set(m_, MEMCACHED_BEHAVIOR_POLL_TIMEOUT,
+                         static_cast<uint64_t>(std::min(left, io_timeout_.count())));
 }
 
 }  // namespace dlock::memcached

@@ -108,8 +108,8 @@ bool ascii_pipeline::connect(std::string& why) {
   return fd_ >= 0;
 }
 
-std::optional<std::unordered_map<std::string, item>> ascii_pipeline::exchange(std::string_view request,
-                                                                             int gets_lines, std::string& why) {
+std::optional<std::unordered_map<std::string, item>> ascii_pipeline::exchange(std::string_view request, int gets_lines,
+                                                                              std::string& why) {
   if (fd_ < 0 && !connect(why)) return std::nullopt;
   std::unordered_map<std::string, item> items;
   std::string in;

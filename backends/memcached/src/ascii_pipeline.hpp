@@ -28,7 +28,7 @@ class ascii_pipeline {
   // SERVER_ERROR for a noreply store); `why` says what, and the connection is closed so that the
   // next call starts on a clean one.
   std::optional<std::unordered_map<std::string, item>> exchange(std::string_view request, int gets_lines,
-                                                               std::string& why);
+                                                                std::string& why);
 
  private:
   bool connect(std::string& why);

@@ -42,8 +42,8 @@ memc_ptr make_handle(const uri& u, std::chrono::milliseconds connect_timeout, st
   for (const auto& h : u.hosts()) {
     const auto rc = memcached_server_add(m.get(), h.host.c_str(), h.port_or(11211));
     if (memcached_failed(rc))
-      throw error(errc::invalid_uri, u.redacted() + ": cannot use server " + h.to_string() + ": " +
-                                         memcached_strerror(m.get(), rc));
+      throw error(errc::invalid_uri,
+                  u.redacted() + ": cannot use server " + h.to_string() + ": " + memcached_strerror(m.get(), rc));
   }
   return m;
 }
@@ -66,8 +66,9 @@ client_pool::handle client_pool::borrow() {
   if (until == std::chrono::steady_clock::time_point::max())
     returned_.wait(lock, free);
   else if (!returned_.wait_until(lock, until, free))
-    throw error(errc::backend_unavailable, "memcached: every client handle stayed in use until the caller's deadline (pool_size=" +
-                                               std::to_string(max_size_) + ")");
+    throw error(errc::backend_unavailable,
+                "memcached: every client handle stayed in use until the caller's deadline (pool_size=" +
+                    std::to_string(max_size_) + ")");
   ++out_;
   if (!idle_.empty()) {
     memc_ptr m = std::move(idle_.back());
@@ -125,7 +126,8 @@ std::optional<item> gets(memcached_st* m, const key_layout& k, const std::string
   memcached_result_st* r = nullptr;
   memcached_return_t frc = MEMCACHED_SUCCESS;
   while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
-    if (!found) found = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
+    if (!found)
+      found = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
     memcached_result_free(r);
   }
   if (frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND) {
@@ -143,8 +145,7 @@ memcached_return_t collect_clock(const memcached_instance_st*, const char* key, 
                                  size_t value_length, void* context) {
   auto& clock = *static_cast<server_clock*>(context);
   const std::string_view k(key, key_length);
-  std::chrono::seconds* field = k == "uptime" ? &clock.uptime : k == "time" ? &clock.unix_time
-                                                                            : nullptr;
+  std::chrono::seconds* field = k == "uptime" ? &clock.uptime : k == "time" ? &clock.unix_time : nullptr;
   if (field) *field = std::chrono::seconds(std::stoll(std::string(value, value_length)));
   return MEMCACHED_SUCCESS;
 }
@@ -181,9 +182,8 @@ std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout&
     if (!memcached_failed(rc)) rc = MEMCACHED_NO_SERVERS;
     return std::nullopt;
   }
-  auto one = configured_handle(
-      std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT)),
-      std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_POLL_TIMEOUT)));
+  auto one = configured_handle(std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_CONNECT_TIMEOUT)),
+                               std::chrono::milliseconds(memcached_behavior_get(m, MEMCACHED_BEHAVIOR_POLL_TIMEOUT)));
   rc = memcached_server_add(one.get(), memcached_server_name(server), memcached_server_port(server));
   if (memcached_failed(rc)) return std::nullopt;
   return stats_clock(one.get(), rc);
@@ -236,8 +236,8 @@ ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view t
   const auto current = gets(m, k, k.lock, rc);
   if (rc == MEMCACHED_NOTFOUND || (current && current->value != token)) return ownership::not_ours;
   if (!current) return ownership::failed;
-  rc = memcached_cas_by_key(m, k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(),
-                            token.size(), exptime, 0, current->cas);
+  rc = memcached_cas_by_key(m, k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(), token.size(),
+                            exptime, 0, current->cas);
   if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) return ownership::stored;
   if (rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTFOUND || rc == MEMCACHED_NOTSTORED) return ownership::not_ours;
   return ownership::failed;
@@ -245,8 +245,8 @@ ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view t
 
 known_cas_store store_with_cas(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
                                std::uint64_t cas, memcached_return_t& rc) {
-  rc = memcached_cas_by_key(m, k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(),
-                            token.size(), exptime, 0, cas);
+  rc = memcached_cas_by_key(m, k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), token.data(), token.size(),
+                            exptime, 0, cas);
   if (rc == MEMCACHED_SUCCESS || rc == MEMCACHED_STORED) return known_cas_store::stored;
   if (rc == MEMCACHED_NOTFOUND) return known_cas_store::gone;
   if (rc == MEMCACHED_DATA_EXISTS || rc == MEMCACHED_NOTSTORED) return known_cas_store::replaced;
@@ -266,10 +266,8 @@ bool is_network_failure(memcached_return_t rc) noexcept {
     case MEMCACHED_SERVER_TEMPORARILY_DISABLED:
     case MEMCACHED_NO_SERVERS:
     case MEMCACHED_ERRNO:
-    case MEMCACHED_CONNECTION_BIND_FAILURE:
-      return true;
-    default:
-      return false;
+    case MEMCACHED_CONNECTION_BIND_FAILURE: return true;
+    default: return false;
   }
 }
 

@@ -147,9 +147,7 @@ struct grant_items {
 grant_items read_grant(memcached_st* m, const key_layout& k, memcached_return_t& rc);
 
 // What a CAS-guarded store of our own grant found.
-enum class ownership { stored,
-                       not_ours,
-                       failed };
+enum class ownership { stored, not_ours, failed };
 // `gets` the lock item; if it still carries `token`, `cas` it with `exptime` (expired_exptime
 // deletes it). not_ours: absent, another token, or replaced between the two commands (rc tells
 // which command failed when the result is `failed`).
@@ -158,10 +156,7 @@ ownership store_if_ours(memcached_st* m, const key_layout& k, std::string_view t
 // The same `cas` store without the `gets`, for a caller that knows the item's CAS unique (from the
 // grant or its last renewal). not_ours only when the item is gone; `replaced` when its CAS unique
 // changed (another owner's item, or ours re-stored by a renewal): store_if_ours decides then.
-enum class known_cas_store { stored,
-                             gone,
-                             replaced,
-                             failed };
+enum class known_cas_store { stored, gone, replaced, failed };
 known_cas_store store_with_cas(memcached_st* m, const key_layout& k, std::string_view token, time_t exptime,
                                std::uint64_t cas, memcached_return_t& rc);
 

@@ -11,9 +11,7 @@
 
 namespace dlock::memcached {
 
-enum class fence_status { issued,
-                          server_restarted_recently,
-                          failed };
+enum class fence_status { issued, server_restarted_recently, failed };
 
 // The name's fencing base into `base`: the one read with the grant, or, when it is missing (a
 // first use of the name, or a base lost with a restart, an eviction or a delete), one created

@@ -1,10 +1,10 @@
 #pragma once
 // One grant of memcached:// (the lease) and the watchdog's renewal of many grants at once.
 #include <atomic>
-#include <map>
-#include <mutex>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>

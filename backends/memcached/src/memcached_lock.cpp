@@ -54,26 +54,18 @@ bool memcached_lease::store_if_ours(time_t exptime, std::string_view what, std::
     // Whatever happens next, the item's CAS unique changes (our store) or stops mattering.
     if (const auto cas = known_cas_.exchange(0); cas != 0) {
       switch (store_with_cas(h.get(), keys_, token_, exptime, cas, rc)) {
-        case known_cas_store::stored:
-          return true;
-        case known_cas_store::gone:
-          set_error(ec, errc::not_owner, not_ours_message(what, name()));
-          return false;
-        case known_cas_store::replaced:
-          break;  // re-stored by a renewal of ours, or another owner's: compare the token
+        case known_cas_store::stored: return true;
+        case known_cas_store::gone: set_error(ec, errc::not_owner, not_ours_message(what, name())); return false;
+        case known_cas_store::replaced: break;  // re-stored by a renewal of ours, or another owner's: compare the token
         case known_cas_store::failed:
           set_memcached_error(ec, h.get(), rc, std::string(what) + " of '" + name() + "'");
           return false;
       }
     }
     switch (memcached::store_if_ours(h.get(), keys_, token_, exptime, rc)) {
-      case ownership::stored:
-        return true;
-      case ownership::not_ours:
-        set_error(ec, errc::not_owner, not_ours_message(what, name()));
-        return false;
-      case ownership::failed:
-        break;
+      case ownership::stored: return true;
+      case ownership::not_ours: set_error(ec, errc::not_owner, not_ours_message(what, name())); return false;
+      case ownership::failed: break;
     }
     set_memcached_error(ec, h.get(), rc, std::string(what) + " of '" + name() + "'");
     return false;
@@ -88,8 +80,8 @@ namespace {
 class memcached_lock final : public distributed_lock {
  public:
   memcached_lock(std::string name, capabilities caps, lock_options options, std::shared_ptr<client_pool> pool,
-                 std::shared_ptr<orphan_sweeper> sweeper, std::shared_ptr<memcached_renewals> renewals,
-                 key_layout keys, semaphore_keys semaphore, bool restart_delay)
+                 std::shared_ptr<orphan_sweeper> sweeper, std::shared_ptr<memcached_renewals> renewals, key_layout keys,
+                 semaphore_keys semaphore, bool restart_delay)
       : distributed_lock(std::move(name), caps, std::move(options)),
         pool_(std::move(pool)),
         sweeper_(std::move(sweeper)),
@@ -132,13 +124,15 @@ class memcached_lock final : public distributed_lock {
       if (found.semaphores) {
         std::uint32_t recorded = 0;
         try {
-          recorded = static_cast<std::uint32_t>(std::min<unsigned long long>(std::stoull(found.semaphores->value), max_semaphore_count));
+          recorded = static_cast<std::uint32_t>(
+              std::min<unsigned long long>(std::stoull(found.semaphores->value), max_semaphore_count));
         } catch (...) {
         }
         bound.refresh();
         const auto held = semaphore_permits_held(h.get(), semaphore_, recorded, rc);
         if (!held) {
-          set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (get of its semaphore's permits)");
+          set_memcached_error(ec, h.get(), rc,
+                              "acquire of '" + std::string(name()) + "' (get of its semaphore's permits)");
           withdraw(h.get(), std::move(token), exptime);
           return nullptr;
         }
@@ -166,8 +160,7 @@ class memcached_lock final : public distributed_lock {
         case fence_status::server_restarted_recently:
           withdraw(h.get(), std::move(token), exptime);
           return nullptr;  // contention: holders from before the restart may still be working
-        case fence_status::failed:
-          break;
+        case fence_status::failed: break;
       }
       withdraw(h.get(), std::move(token), exptime);  // a fencing lock never grants without a token
       return nullptr;
@@ -178,7 +171,8 @@ class memcached_lock final : public distributed_lock {
   }
 
   // The core's wait, within the deadline whatever the servers do (acquire_deadline.hpp).
-  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
     return wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
       return distributed_lock::do_acquire_until(d, e);
     });
@@ -215,9 +209,10 @@ memcached_backend::memcached_backend(const uri& u, const lock_options& defaults)
   check_ttl_fits(defaults.ttl, errc::invalid_uri, u.redacted() + ":");
   if (prefix_.size() > 64) throw error(errc::invalid_uri, u.redacted() + ": prefix must be at most 64 bytes");
   for (unsigned char c : prefix_)
-    if (c <= 0x20 || c >= 0x7f) throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
-  pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size),
-                                        connect_timeout, io_timeout);
+    if (c <= 0x20 || c >= 0x7f)
+      throw error(errc::invalid_uri, u.redacted() + ": prefix must be printable ASCII without spaces");
+  pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout),
+                                        static_cast<std::size_t>(pool_size), connect_timeout, io_timeout);
   sweeper_ = std::make_shared<orphan_sweeper>(pool_);
   renewals_ = std::make_shared<memcached_renewals>(pool_, connect_timeout, io_timeout);
   // Reach every server once so a wrong address fails at open, not at the first acquire.

@@ -22,7 +22,7 @@ class memcached_backend final : public backend {
 
  private:
   std::shared_ptr<client_pool> pool_;
-  std::shared_ptr<orphan_sweeper> sweeper_;  // after pool_: destroyed (thread joined) before it
+  std::shared_ptr<orphan_sweeper> sweeper_;       // after pool_: destroyed (thread joined) before it
   std::shared_ptr<memcached_renewals> renewals_;  // the watchdog's batch; each lease keeps it alive
   std::string prefix_;
   bool restart_delay_;  // antirez's delayed restart (min_uptime_to_grant); URI restart_delay=off

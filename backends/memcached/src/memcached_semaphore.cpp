@@ -54,8 +54,8 @@ memcached_semaphore::memcached_semaphore(std::string name, std::uint32_t max_cou
       mutex_keys_(keys_for(prefix, name)),
       restart_delay_(restart_delay) {}
 
-std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys, std::uint32_t max_count,
-                                                    memcached_return_t& rc) {
+std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys,
+                                                    std::uint32_t max_count, memcached_return_t& rc) {
   constexpr std::uint32_t keys_per_get = 500;
   std::uint32_t held = 0;
   for (std::uint32_t from = 0; from < max_count; from += keys_per_get) {
@@ -99,7 +99,8 @@ bool memcached_semaphore::mutex_holds(memcached_st* m, std::optional<item> lock,
     }
     if (record && recorded >= max_count()) return lock.has_value();
     if (attempt == 3) {
-      set_error(ec, errc::backend_error, "memcached: " + what + ": its record " + mutex_keys_.semaphores + " keeps changing");
+      set_error(ec, errc::backend_error,
+                "memcached: " + what + ": its record " + mutex_keys_.semaphores + " keeps changing");
       return false;
     }
     // Missing (a first use, an eviction) or below our max_count: write it, then read the mutex's
@@ -133,7 +134,8 @@ void memcached_semaphore::withdraw(memcached_st* m, const std::vector<std::uint3
     try {
       const auto slot = keys_.slot(i);
       memcached_return_t rc;
-      if (store_if_ours(m, slot, token, expired_exptime, rc) == ownership::failed) sweeper_->sweep(slot, token, exptime);
+      if (store_if_ours(m, slot, token, expired_exptime, rc) == ownership::failed)
+        sweeper_->sweep(slot, token, exptime);
     } catch (...) {
       // allocation failure: the slot expires with its ttl
     }
@@ -158,7 +160,8 @@ std::vector<std::uint32_t> memcached_semaphore::slots_to_try(memcached_st* m, st
         ptrs.push_back(k.data());
         lengths.push_back(k.size());
       }
-      auto rc = memcached_mget_by_key(m, keys_.group.data(), keys_.group.size(), ptrs.data(), lengths.data(), ptrs.size());
+      auto rc =
+          memcached_mget_by_key(m, keys_.group.data(), keys_.group.size(), ptrs.data(), lengths.data(), ptrs.size());
       memcached_result_st* r = nullptr;
       memcached_return_t frc = MEMCACHED_SUCCESS;
       while (!memcached_failed(rc) && (r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
@@ -169,7 +172,8 @@ std::vector<std::uint32_t> memcached_semaphore::slots_to_try(memcached_st* m, st
         }
         memcached_result_free(r);
       }
-      if (!memcached_failed(rc) && frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND) rc = frc;
+      if (!memcached_failed(rc) && frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND)
+        rc = frc;
       if (memcached_failed(rc)) {
         set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (get of its permits)");
         return {};
@@ -184,7 +188,8 @@ std::vector<std::uint32_t> memcached_semaphore::slots_to_try(memcached_st* m, st
   return order;
 }
 
-std::unique_ptr<spi::lease_state> memcached_semaphore::do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+std::unique_ptr<spi::lease_state> memcached_semaphore::do_acquire_until(std::uint32_t permits,
+                                                                        clock::time_point deadline,
                                                                         std::error_code& ec) noexcept {
   return wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
     return semaphore::do_acquire_until(permits, d, e);
@@ -213,7 +218,8 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
                                            token.data(), token.size(), exptime, 0);
       if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) continue;  // held
       if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_STORED) {
-        set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (add of permit " + std::to_string(i) + ")");
+        set_memcached_error(
+            ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (add of permit " + std::to_string(i) + ")");
         // The request may have been stored and only its reply lost: no permit may stay behind.
         if (is_network_failure(rc)) sweeper_->sweep(keys_.slot(i), token, exptime);
         withdraw(m, taken, token, exptime);
@@ -252,7 +258,8 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
         const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
         for (std::size_t j = 0; j < keys.size(); ++j)
           if (keys[j] == key)
-            found[j] = item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
+            found[j] =
+                item{std::string(memcached_result_value(r), memcached_result_length(r)), memcached_result_cas(r)};
         memcached_result_free(r);
       }
       rc = (frc == MEMCACHED_END || frc == MEMCACHED_SUCCESS || frc == MEMCACHED_NOTFOUND) ? MEMCACHED_SUCCESS : frc;
@@ -271,7 +278,8 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
     } else {
       auto other = read_grant(m, mutex_keys_, rc);
       if (rc != MEMCACHED_SUCCESS) {
-        set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (gets " + mutex_keys_.lock + ")");
+        set_memcached_error(ec, m, rc,
+                            "acquire of semaphore '" + std::string(name()) + "' (gets " + mutex_keys_.lock + ")");
         withdraw(m, taken, token, exptime);
         return nullptr;
       }
@@ -320,8 +328,7 @@ std::unique_ptr<spi::lease_state> memcached_semaphore::do_try_acquire(std::uint3
       case fence_status::server_restarted_recently:
         withdraw(m, taken, token, exptime);
         return nullptr;  // contention: holders from before the restart may still be working
-      case fence_status::failed:
-        break;
+      case fence_status::failed: break;
     }
     withdraw(m, taken, token, exptime);  // never a grant without its token
     return nullptr;

@@ -40,8 +40,8 @@ semaphore_keys semaphore_keys_for(std::string_view prefix, std::string_view name
 // then counts the slots held. Of a mutex and a semaphore racing for one name at least one sees
 // the other and gives its grant back (errc::name_conflict): never both granted.
 // How many of the first `max_count` slots of `keys` are held (a multi-key `get`, 500 keys each).
-std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys, std::uint32_t max_count,
-                                                    memcached_return_t& rc);
+std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys,
+                                                    std::uint32_t max_count, memcached_return_t& rc);
 
 // One grant of k permits: k slot grants, each a memcached_lease (its own CAS-guarded release and
 // renewal), released and renewed together. The fencing token: the name's base plus the largest
@@ -72,8 +72,9 @@ class memcached_semaphore final : public semaphore {
 
  protected:
   // `add` of free slots from a random first one until `permits` are ours (one round trip per slot
-  // tried; above scan_above slots, a `get` of all of them first picks the free ones), one `gets` of the taken slots and the fencing base; fewer free: the taken ones are
-  // given back (CAS-guarded). memcached cannot queue or notify: waiting is the core's polling.
+  // tried; above scan_above slots, a `get` of all of them first picks the free ones), one `gets` of the taken slots and
+  // the fencing base; fewer free: the taken ones are given back (CAS-guarded). memcached cannot queue or notify:
+  // waiting is the core's polling.
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override;
   // The core's polling, within the deadline whatever the servers do (acquire_deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,

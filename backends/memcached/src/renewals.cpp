@@ -20,7 +20,8 @@ std::unordered_map<std::string_view, item> gets_many(memcached_st* m, std::strin
   if (memcached_failed(rc)) return found;
   // Keyed by views of the caller's key storage, which outlives the map (the result's key does not).
   std::unordered_map<std::string_view, std::string_view> ours;
-  for (std::size_t i = 0; i < keys.size(); ++i) ours.emplace(std::string_view(keys[i], lengths[i]), std::string_view(keys[i], lengths[i]));
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    ours.emplace(std::string_view(keys[i], lengths[i]), std::string_view(keys[i], lengths[i]));
   memcached_result_st* r = nullptr;
   memcached_return_t frc = MEMCACHED_SUCCESS;
   while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
@@ -63,7 +64,8 @@ void memcached_renewals::renew_all(std::span<spi::lease_state* const> leases,
       memcached_return_t rc = MEMCACHED_SUCCESS;
       const auto* server = memcached_server_by_key(m, l.keys_.group.data(), l.keys_.group.size(), &rc);
       if (!server || memcached_failed(rc)) {
-        set_memcached_error(outcomes[i], m, memcached_failed(rc) ? rc : MEMCACHED_NO_SERVERS, "renew of '" + l.name() + "'");
+        set_memcached_error(outcomes[i], m, memcached_failed(rc) ? rc : MEMCACHED_NO_SERVERS,
+                            "renew of '" + l.name() + "'");
         continue;
       }
       by_server[server].push_back(i);

@@ -53,8 +53,9 @@ class unsafe_delete_lock final : public distributed_lock {
       auto h = pool_->borrow();
       const auto start = clock::now();
       const auto token = spi::random_token();
-      const auto rc = memcached_add_by_key(h.get(), keys_.group.data(), keys_.group.size(), keys_.lock.data(),
-                                           keys_.lock.size(), token.data(), token.size(), exptime_for(options().ttl), 0);
+      const auto rc =
+          memcached_add_by_key(h.get(), keys_.group.data(), keys_.group.size(), keys_.lock.data(), keys_.lock.size(),
+                               token.data(), token.size(), exptime_for(options().ttl), 0);
       if (rc == MEMCACHED_NOTSTORED || rc == MEMCACHED_DATA_EXISTS) return nullptr;  // held
       if (rc != MEMCACHED_SUCCESS && rc != MEMCACHED_STORED) {
         set_memcached_error(ec, h.get(), rc, "acquire of '" + std::string(name()) + "' (add)");
@@ -81,8 +82,8 @@ class unsafe_delete_backend final : public backend {
     const auto connect_timeout = u.get_duration("connect_timeout").value_or(std::chrono::seconds{2});
     const auto io_timeout = u.get_duration("command_timeout").value_or(std::chrono::seconds{2});
     const auto pool_size = u.get_int("pool_size", 1, 1024).value_or(128);
-    pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout), static_cast<std::size_t>(pool_size),
-                                        connect_timeout, io_timeout);
+    pool_ = std::make_shared<client_pool>(make_handle(u, connect_timeout, io_timeout),
+                                          static_cast<std::size_t>(pool_size), connect_timeout, io_timeout);
     // Reach every server once so a wrong address fails at open, as memcached:// does.
     auto h = pool_->borrow();
     memcached_version(h.get());

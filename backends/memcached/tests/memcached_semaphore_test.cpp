@@ -123,7 +123,8 @@ TEST(memcached_semaphore, AMutexAndASemaphoreOfOneNameRefuseEachOther) {
       ASSERT_TRUE(mutex);
       EXPECT_FALSE(b->make_semaphore(name, 3)->try_acquire_for(1s, ec));
       EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
-      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos) << dlock::last_error_message();
+      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos)
+          << dlock::last_error_message();
       EXPECT_EQ(raw_slots(name).present(3), 0) << "the refused semaphore left a permit behind";
     }
     {
@@ -277,7 +278,8 @@ TEST(memcached_semaphore, RenewalKeepsEverySlotPastTheTtlAndAnOutOfBandDeleteFir
   EXPECT_FALSE(held.lost_token().stop_requested());
   raw.erase(*raw.first_present(3));
   const auto deadline = std::chrono::steady_clock::now() + 4s;
-  while (!held.lost_token().stop_requested() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  while (!held.lost_token().stop_requested() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
   EXPECT_TRUE(held.lost_token().stop_requested()) << "a permit deleted out of band is found at the next renewal";
 }
 

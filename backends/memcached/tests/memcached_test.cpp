@@ -13,9 +13,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <future>
-#include <optional>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -49,8 +49,7 @@ using dlock::testing::unique_name;
 struct raw_client {
   dlock::uri u;
   mc::memc_ptr m;
-  explicit raw_client(const std::string& text)
-      : u(dlock::uri::parse(text)), m(mc::make_handle(u, 2s, 2s)) {}
+  explicit raw_client(const std::string& text) : u(dlock::uri::parse(text)), m(mc::make_handle(u, 2s, 2s)) {}
   std::optional<mc::item> get(std::string_view name) {
     const auto k = mc::keys_for("dlock:", name);
     memcached_return_t rc;
@@ -174,7 +173,7 @@ TEST(memcached, NamesMemcachedCannotStoreAreHashedWithoutCollisions) {
   const std::string long_a(300, 'a');
   std::string long_b = long_a;
   long_b.back() = 'b';
-  const std::set<std::string> keys{mc::keys_for("dlock:", "a b").lock, mc::keys_for("dlock:", "a_b").lock,
+  const std::set<std::string> keys{mc::keys_for("dlock:", "a b").lock,  mc::keys_for("dlock:", "a_b").lock,
                                    mc::keys_for("dlock:", long_a).lock, mc::keys_for("dlock:", long_b).lock,
                                    mc::keys_for("dlock:", "a\nb").lock, mc::keys_for("dlock:", "#a").lock};
   EXPECT_EQ(keys.size(), 6u);
@@ -308,7 +307,8 @@ TEST(memcached, ARestartedServerGrantsOnlyAfterTheOldHolderWasToldAndWithAHigher
   auto next = lock->try_acquire_for(young_server_wait);
   const bool told_first = held.lost_token().stop_requested();
   ASSERT_TRUE(next) << "no grant within " << young_server_wait.count() << " s of the restart";
-  const auto granted_after = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted);
+  const auto granted_after =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted);
   EXPECT_TRUE(told_first) << "the old holder's lost_token had not fired when the new holder was granted";
   ASSERT_TRUE(next.fencing_token());
   EXPECT_GT(*next.fencing_token(), *a) << "the fencing token went back after the restart";
@@ -411,8 +411,8 @@ TEST(memcached_ring, EachNameLivesOnExactlyOneServerAndNamesSpread) {
       }
     ASSERT_EQ(copies, 1) << name << " is on " << copies << " servers";
     ++per_server[static_cast<std::size_t>(where)];
-    EXPECT_TRUE(fence_on(*servers[static_cast<std::size_t>(where)], name)) << "the fencing counter of " << name
-                                                                           << " is not on its lock's server";
+    EXPECT_TRUE(fence_on(*servers[static_cast<std::size_t>(where)], name))
+        << "the fencing counter of " << name << " is not on its lock's server";
   }
   for (std::size_t s = 0; s < servers.size(); ++s)
     EXPECT_GT(per_server[s], 0) << "no name of 40 landed on server " << s + 1 << ": the names are not spread";
@@ -550,7 +550,8 @@ TEST(memcached, WaitingAcquiresEndByTheirDeadlineWhateverTheServerDoes) {
         const auto start = std::chrono::steady_clock::now();
         auto l = form == 0 ? lock->try_acquire_for(wait, ec) : sem->try_acquire_for(wait, ec);
         if (l) ec = make_error_code(dlock::errc::invalid_argument);  // granted through a silent link: wrong
-        return std::make_pair(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start), ec);
+        return std::make_pair(
+            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start), ec);
       });
     for (int form = 0; form < 2; ++form) {
       const char* what = form == 0 ? "mutex" : "semaphore";

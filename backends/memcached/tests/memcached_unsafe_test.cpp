@@ -28,7 +28,9 @@ std::string uri_of(std::string_view scheme, std::string_view query) {
 
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
 
-std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what)); }
+std::string unique(std::string_view what) {
+  return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what));
+}
 
 // The lock item of a name, read and finally deleted directly (both schemes use the "dlock:" layout).
 class raw_item {
@@ -110,7 +112,8 @@ TEST(MemcachedUnsafe, RefusedUnlessTheUriSaysUnsafeTrue) {
     (void)open_uri("memcached+unsafe-delete://dlock:S3cr3tPw@" + server_uri().substr(server_uri().find("://") + 3));
     ADD_FAILURE() << "opened without unsafe=true";
   } catch (const dlock::error& e) {
-    EXPECT_EQ(std::string(e.what()).find("S3cr3tPw"), std::string::npos) << "the refusal shows the password: " << e.what();
+    EXPECT_EQ(std::string(e.what()).find("S3cr3tPw"), std::string::npos)
+        << "the refusal shows the password: " << e.what();
   }
   bool listed = false;
   for (const auto& info : dlock::default_registry().list()) {
@@ -123,7 +126,8 @@ TEST(MemcachedUnsafe, RefusedUnlessTheUriSaysUnsafeTrue) {
 }
 
 TEST(MemcachedUnsafe, DeleteReleaseOfAnExpiredHolderDeletesTheSuccessorsLock) {
-  const auto out = slow_holder_releases_after_expiry(uri_of("memcached+unsafe-delete", "unsafe=true"), unique("delete"));
+  const auto out =
+      slow_holder_releases_after_expiry(uri_of("memcached+unsafe-delete", "unsafe=true"), unique("delete"));
   EXPECT_FALSE(out.a_release) << "A's plain delete found an item to delete (B's), so it reports success: "
                               << out.a_release.message();
   EXPECT_TRUE(out.c_granted_while_b_holds) << "C was not granted while B held: no overlap";

@@ -1,7 +1,7 @@
 #pragma once
 // How memory://'s table (memory_table.*) tells a lease it is lost: each hold of a grant keeps a
-// lease_link, and a loss found under the table's mutex is collected as a lost note and delivered after the mutex is let go (a lost
-// callback may release, which takes the table's mutex again).
+// lease_link, and a loss found under the table's mutex is collected as a lost note and delivered after the mutex is let
+// go (a lost callback may release, which takes the table's mutex again).
 #include <memory>
 #include <mutex>
 #include <system_error>

@@ -7,7 +7,8 @@ namespace dlock::memory {
 
 std::string namespace_of(const uri& u) {
   if (!u.user().empty() || u.password())
-    throw error(errc::invalid_uri, u.redacted() + ": memory:// takes no user or password; expected memory://[namespace]");
+    throw error(errc::invalid_uri,
+                u.redacted() + ": memory:// takes no user or password; expected memory://[namespace]");
   if (u.hosts().size() > 1)
     throw error(errc::invalid_uri, u.redacted() + ": memory:// takes one namespace; expected memory://[namespace]");
   std::string ns;
@@ -39,8 +40,7 @@ std::unique_ptr<rw_lock> memory_backend::do_make_rw_lock(std::string name, lock_
 
 std::unique_ptr<semaphore> memory_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                              lock_options options) {
-  return std::make_unique<memory_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options),
-                                            table_);
+  return std::make_unique<memory_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), table_);
 }
 
 bool break_grant(const std::string& ns, const std::string& name) { return table_for(ns)->break_grants(name) > 0; }

@@ -13,7 +13,8 @@ namespace dlock::memory {
 inline constexpr std::size_t memory_max_name_length = 64 * 1024;
 
 // The namespace a memory:// URI names: "" for memory:// (and memory:///), "ns" for memory://ns (and
-// memory://ns/), "ns/sub" for memory://ns/sub. Case-sensitive, as lock names are. Throws errc::invalid_uri for a user, password, port or several hosts.
+// memory://ns/), "ns/sub" for memory://ns/sub. Case-sensitive, as lock names are. Throws errc::invalid_uri for a user,
+// password, port or several hosts.
 std::string namespace_of(const uri& u);
 
 class memory_backend final : public backend {

@@ -14,9 +14,8 @@ std::unique_ptr<spi::lease_state> memory_lock::do_try_acquire(std::error_code& e
 
 std::unique_ptr<spi::lease_state> memory_lock::do_acquire_until(clock::time_point deadline,
                                                                 std::error_code& ec) noexcept {
-  return lease_from(key_, options().ttl, table_, ec, [&] {
-    return table_->acquire_until(key_, request::mutex(owner(), options().ttl), deadline, ec);
-  });
+  return lease_from(key_, options().ttl, table_, ec,
+                    [&] { return table_->acquire_until(key_, request::mutex(owner(), options().ttl), deadline, ec); });
 }
 
 }  // namespace dlock::memory

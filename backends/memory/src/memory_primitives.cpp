@@ -21,8 +21,8 @@ std::unique_ptr<spi::lease_state> memory_rw_lock::do_acquire_until(access side, 
   });
 }
 
-memory_semaphore::memory_semaphore(std::string name, std::uint32_t max_count, capabilities caps,
-                                   lock_options options, std::shared_ptr<table> owner_table)
+memory_semaphore::memory_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
+                                   std::shared_ptr<table> owner_table)
     : semaphore(name, max_count, caps, std::move(options)), table_(std::move(owner_table)), key_(std::move(name)) {}
 
 std::unique_ptr<spi::lease_state> memory_semaphore::do_try_acquire(std::uint32_t permits,

@@ -38,8 +38,8 @@ table::entry* table::entry_for_locked(const std::string& name, const request& r,
       in_use_as = mutex ? "a mutex" : "a reader-writer lock";
     }
     set_error(ec, errc::name_conflict,
-              "lock '" + name + "' is in use as " + in_use_as + " in this memory:// namespace; " + what_is_asked(r.kind) +
-                  " of the same name cannot be taken: use another name");
+              "lock '" + name + "' is in use as " + in_use_as + " in this memory:// namespace; " +
+                  what_is_asked(r.kind) + " of the same name cannot be taken: use another name");
     return nullptr;
   }
   if (e.capacity != r.capacity) {  // only semaphores differ in capacity
@@ -54,7 +54,8 @@ table::entry* table::entry_for_locked(const std::string& name, const request& r,
 ticket table::grant_locked(entry& e, const request& r, clock::time_point now) {
   const auto id = ++last_token_;
   auto link = std::make_shared<lease_link>();
-  e.holders.push_back(holder{id, r.units, now + r.ttl, r.owner ? *r.owner : std::string(), r.kind == use::mutex, {link}});
+  e.holders.push_back(
+      holder{id, r.units, now + r.ttl, r.owner ? *r.owner : std::string(), r.kind == use::mutex, {link}});
   e.used += r.units;
   return ticket{id, id, std::move(link), now};
 }
@@ -175,8 +176,9 @@ void table::release(const std::string& name, std::uint64_t id, const std::shared
     }
     if (!held) {
       set_error(ec, errc::not_owner,
-                "memory lock '" + name + "' was no longer held by this lease when released: its grant expired "
-                                         "(not renewed within its ttl) or was broken, and may have gone to another owner");
+                "memory lock '" + name +
+                    "' was no longer held by this lease when released: its grant expired "
+                    "(not renewed within its ttl) or was broken, and may have gone to another owner");
     } else {
       auto& holds = found->holds;
       holds.erase(std::remove(holds.begin(), holds.end(), link), holds.end());
@@ -202,8 +204,9 @@ void table::renew(const std::string& name, std::uint64_t id, std::chrono::millis
     }
     if (!found) {
       set_error(ec, errc::not_owner,
-                "cannot renew memory lock '" + name + "': its grant expired (not renewed within its ttl) or was "
-                                                      "broken, and may have gone to another owner");
+                "cannot renew memory lock '" + name +
+                    "': its grant expired (not renewed within its ttl) or was "
+                    "broken, and may have gone to another owner");
     } else {
       found->expires_at = std::max(found->expires_at, now + ttl);
     }

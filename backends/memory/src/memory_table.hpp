@@ -77,8 +77,7 @@ class table {
   // Drops the hold `link` of grant `id`; the grant is freed when its last hold goes (a mutex's
   // re-entries are holds of one grant), and the waiters that now fit are granted.
   // errc::not_owner when the grant is gone (expired, or broken by a test).
-  void release(const std::string& name, std::uint64_t id, const std::shared_ptr<lease_link>& link,
-               std::error_code& ec);
+  void release(const std::string& name, std::uint64_t id, const std::shared_ptr<lease_link>& link, std::error_code& ec);
   // Extends grant `id` to at least now + ttl (never shortens it). errc::not_owner when it is gone.
   void renew(const std::string& name, std::uint64_t id, std::chrono::milliseconds ttl, std::error_code& ec);
 
@@ -95,7 +94,7 @@ class table {
     std::uint64_t id;
     std::uint64_t units;
     clock::time_point expires_at;
-    std::string owner;                               // the mutex's; empty for the other kinds
+    std::string owner;  // the mutex's; empty for the other kinds
     bool mutex;
     std::vector<std::shared_ptr<lease_link>> holds;  // one per live lease: a mutex's re-entries
   };

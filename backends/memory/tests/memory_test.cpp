@@ -42,8 +42,10 @@ bool wait_for_waiters(const std::string& ns, const std::string& name, std::size_
   auto t = dlock::memory::table_for(ns);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (t->waiting(name) < n)
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    else std::this_thread::yield();
+    if (std::chrono::steady_clock::now() > give_up)
+      return false;
+    else
+      std::this_thread::yield();
   return true;
 }
 
@@ -78,7 +80,7 @@ TEST(Memory, WaitersAreGrantedInArrivalOrderAndNobodyBarges) {
       auto l = locks[i]->acquire();
       std::lock_guard guard(order_mutex);
       order.push_back(i);
-    });                                                               // the lease is released when it goes out of scope, handing over to the next waiter
+    });  // the lease is released when it goes out of scope, handing over to the next waiter
     EXPECT_TRUE(wait_for_waiters("fifo", name, static_cast<std::size_t>(i) + 1));  // i+1 queued: arrival order is fixed
   }
   // A newcomer is refused while others queue, even the instant the lock is handed over.
@@ -237,7 +239,8 @@ TEST(Memory, NamespacesAreSeparateAndSharedByName) {
   auto held = a->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   EXPECT_FALSE(a_again->make_lock(name)->try_acquire()) << "one namespace, one table";
-  EXPECT_FALSE(open_memory("memory://alpha/")->make_lock(name)->try_acquire()) << "a trailing '/' names no other namespace";
+  EXPECT_FALSE(open_memory("memory://alpha/")->make_lock(name)->try_acquire())
+      << "a trailing '/' names no other namespace";
   EXPECT_TRUE(beta->make_lock(name)->try_acquire());
   EXPECT_TRUE(def->make_lock(name)->try_acquire());
   auto in_default = def->make_lock(name + "-default")->try_acquire();

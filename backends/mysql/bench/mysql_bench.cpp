@@ -1,6 +1,7 @@
 // dlock's four MySQL schemes against raw Connector/C++ issuing the same statements, uncontended
 // (each thread its own lock name), in the same run. Needs DLOCK_MYSQL_URI.
-//   taskset -c 1 ./mysql_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   taskset -c 1 ./mysql_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//   --benchmark_report_aggregates_only=true
 // Round trips per acquire + release, the same on both sides (counted with strace -f -c, sendto per
 // cycle, DLOCK_BENCH_ITERATIONS=200 vs 700): getlock 1+1, index 2+1 (INSERT ... ON DUPLICATE KEY
 // UPDATE, SELECT, each autocommitted; DELETE), forupdate 3+1 (START TRANSACTION, SELECT ... FOR UPDATE NOWAIT, fence
@@ -20,8 +21,8 @@
 #include "../src/dialect.hpp"
 #include "../src/getlock_key.hpp"
 #include "../tests/test_support.hpp"
-#include "dlock_test/held_leases_cpu.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/held_leases_cpu.hpp"
 
 namespace {
 
@@ -128,7 +129,8 @@ void BM_raw_index_statement(benchmark::State& state, bool with_rule) {
   const auto sql = index_dialect({"", "bench_index"});
   const auto name = test::unique_name("bench"), owner = test::unique_name("owner");
   const std::string before =
-      "INSERT INTO `bench_index` (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, NEXTVAL(`bench_index_fence`),"
+      "INSERT INTO `bench_index` (name, owner, hold_count, fence, expires_at) VALUES (?, ?, 1, "
+      "NEXTVAL(`bench_index_fence`),"
       " TIMESTAMPADD(MICROSECOND, ? * 1000, NOW(6))) ON DUPLICATE KEY UPDATE"
       " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
       " fence = IF(expires_at <= NOW(6), VALUES(fence), fence), owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
@@ -147,8 +149,9 @@ void BM_raw_getlock_statement(benchmark::State& state, bool with_rule) {
   backend_for("mysql+getlock");  // creates the sequence and the semaphores' table
   const auto key = getlock_key(test::unique_name("bench"));
   auto& before = r.p("SELECT CASE GET_LOCK(?, ?) WHEN 1 THEN NEXTVAL(`dlock_getlock_fence`) WHEN 0 THEN 0 END");
-  auto& now = r.p("SELECT CASE g WHEN 1 THEN IF(EXISTS (SELECT 1 FROM `dlock_getlock_semaphores` s WHERE s.name = ? AND"
-                  " g = 1), -1, NEXTVAL(`dlock_getlock_fence`)) WHEN 0 THEN 0 END FROM (SELECT GET_LOCK(?, ?) AS g) AS t");
+  auto& now =
+      r.p("SELECT CASE g WHEN 1 THEN IF(EXISTS (SELECT 1 FROM `dlock_getlock_semaphores` s WHERE s.name = ? AND"
+          " g = 1), -1, NEXTVAL(`dlock_getlock_fence`)) WHEN 0 THEN 0 END FROM (SELECT GET_LOCK(?, ?) AS g) AS t");
   auto& release = r.p("SELECT RELEASE_LOCK(?)");
   for (auto _ : state) {
     if (with_rule) {
@@ -297,8 +300,18 @@ BENCHMARK(BM_dlock_forupdate)->Apply(configure);
 BENCHMARK(BM_raw_version)->Apply(configure);
 BENCHMARK(BM_dlock_version)->Apply(configure);
 BENCHMARK(scaling_raw_index)->Name("scaling/mysql+index/raw")->Apply(scaling_threads);
-BENCHMARK_CAPTURE(scaling_dlock, index, std::string("mysql+index"))->Name("scaling/mysql+index/dlock")->Apply(scaling_threads);
+BENCHMARK_CAPTURE(scaling_dlock, index, std::string("mysql+index"))
+    ->Name("scaling/mysql+index/dlock")
+    ->Apply(scaling_threads);
 BENCHMARK(scaling_raw_getlock)->Name("scaling/mysql+getlock/raw")->Apply(scaling_threads);
-BENCHMARK_CAPTURE(scaling_dlock, getlock, std::string("mysql+getlock"))->Name("scaling/mysql+getlock/dlock")->Apply(scaling_threads);
-BENCHMARK(BM_held_leases_cpu)->Name("held leases CPU/mysql+index")->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
+BENCHMARK_CAPTURE(scaling_dlock, getlock, std::string("mysql+getlock"))
+    ->Name("scaling/mysql+getlock/dlock")
+    ->Apply(scaling_threads);
+BENCHMARK(BM_held_leases_cpu)
+    ->Name("held leases CPU/mysql+index")
+    ->Arg(3000)
+    ->Arg(30000)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
 BENCHMARK_MAIN();

@@ -1,7 +1,8 @@
 // mysql+index's reader-writer lock and semaphore, and mysql+getlock's semaphore, against raw
 // Connector/C++ issuing the same statements (the dialect's own text), in the same run; and 1 vs 8
 // readers of one name. Needs DLOCK_MYSQL_URI.
-//   taskset -c 1 ./mysql_primitives_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   taskset -c 1 ./mysql_primitives_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true
+//   --benchmark_report_aggregates_only=true
 // Round trips per uncontended acquire + release, the same on both sides: index read 1+1 (the
 // granting INSERT .. SELECT .. FOR UPDATE RETURNING; the DELETE .. RETURNING), index semaphore
 // 1+1, getlock semaphore of one permit 1+1 (GET_LOCK with NEXTVAL; RELEASE_LOCK).

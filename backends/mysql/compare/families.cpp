@@ -16,14 +16,23 @@ constexpr std::uint16_t default_port = 3306;
 // information_schema.PROCESSLIST.HOST ends with the holder's port, as the URI's own user.
 killed_connections kill_on_mariadb(const dlock::uri& u, const std::vector<std::uint16_t>& ports) {
   const auto& server = u.hosts().front();
-  std::vector<std::string> base = {"mariadb", "--protocol=tcp", "-h", server.host, "-P",
-                                   std::to_string(server.port_or(default_port)), "-u", u.user(), "-N", "-B",
+  std::vector<std::string> base = {"mariadb",
+                                   "--protocol=tcp",
+                                   "-h",
+                                   server.host,
+                                   "-P",
+                                   std::to_string(server.port_or(default_port)),
+                                   "-u",
+                                   u.user(),
+                                   "-N",
+                                   "-B",
                                    "--connect-timeout=10"};
   std::vector<std::string> env;
   if (u.password()) env.push_back("MYSQL_PWD=" + *u.password());
   auto list = base;
-  list.insert(list.end(), {"-e", "select ID from information_schema.PROCESSLIST where SUBSTRING_INDEX(HOST, ':', -1) in (" +
-                                     port_list(ports) + ") and ID <> CONNECTION_ID()"});
+  list.insert(list.end(),
+              {"-e", "select ID from information_schema.PROCESSLIST where SUBSTRING_INDEX(HOST, ':', -1) in (" +
+                         port_list(ports) + ") and ID <> CONNECTION_ID()"});
   const auto ids = run_tool(list, env);
   if (ids.exit_code != 0) return no_kill("mariadb PROCESSLIST failed: " + first_line(ids.output));
   killed_connections k;

@@ -21,8 +21,8 @@ inline constexpr capabilities mysql_getlock_caps{capability::blocking, capabilit
 // one name, a permit is any of N (waiters poll), so not fair either. No reader-writer lock:
 // GET_LOCK has only an exclusive mode (README).
 inline constexpr primitive_caps mysql_getlock_primitives{
-    std::nullopt, capabilities{capability::expiring, capability::renewable, capability::fencing,
-                               capability::lost_notification}};
+    std::nullopt,
+    capabilities{capability::expiring, capability::renewable, capability::fencing, capability::lost_notification}};
 
 // mysql+index. Not blocking (MySQL cannot notify: waiters poll with the core's jittered
 // backoff); fair only with fair=true (the strategy adds it then). Reentrant through owner +

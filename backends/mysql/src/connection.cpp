@@ -29,7 +29,8 @@ connection_settings connection_settings::from_uri(const uri& u) {
   connection_settings s;
   s.redacted_uri = u.redacted();
   if (u.hosts().size() != 1)
-    throw error(errc::invalid_uri, u.redacted() + ": expected exactly one host (mysql://user:password@host:port/database)");
+    throw error(errc::invalid_uri,
+                u.redacted() + ": expected exactly one host (mysql://user:password@host:port/database)");
   s.host = u.hosts().front().host;
   s.port = u.hosts().front().port_or(3306);
   s.user = u.user();
@@ -119,8 +120,8 @@ connection_ptr connect(const connection_settings& s) {
   options["password"] = ::sql::SQLString(s.password);
   options["schema"] = ::sql::SQLString(s.database);
   options["OPT_CONNECT_TIMEOUT"] = dlock::sql::io_deadline() == std::chrono::steady_clock::time_point::max()
-                                      ? whole_seconds(s.connect_timeout)
-                                      : whole_seconds_within(s.connect_timeout);
+                                       ? whole_seconds(s.connect_timeout)
+                                       : whole_seconds_within(s.connect_timeout);
   options["OPT_READ_TIMEOUT"] = whole_seconds(s.command_timeout);
   options["OPT_WRITE_TIMEOUT"] = whole_seconds(s.command_timeout);
   options["OPT_RECONNECT"] = false;
@@ -235,8 +236,8 @@ session::session(connection_ptr c, int server_port, const std::set<ino_t>& socke
   // would turn into plain snapshot reads (units.hpp: one name, one lock).
   st->execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
   if (socket_fd_ >= 0) return;
-  std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
-      "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
+  std::unique_ptr<::sql::ResultSet> rs(
+      st->executeQuery("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
   if (rs->next() && !rs->isNull(1)) socket_fd_ = find_socket(std::string(rs->getString(1)), server_port);
 }
 

@@ -43,24 +43,30 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   // the lock (re-entry) or no live waiter of another owner is older than ours (none at all when
   // we are not queued); then our waiter row goes if we hold the lock, else it is refreshed.
   s.acquire_fair = {
-      {"INSERT INTO " + tbl + " (name, owner, hold_count, fence, expires_at)"
-                              " SELECT ?, ?, 1, NEXTVAL(" +
-           seq + "), " + expiry_from_now + " FROM DUAL"
-                                           " WHERE (EXISTS (SELECT 1 FROM " +
-           tbl + " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
-                 " OR NOT EXISTS (SELECT 1 FROM " +
-           waiters + " w WHERE w.name = ? AND w.owner <> ?"
-                     "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " +
+      {"INSERT INTO " + tbl +
+           " (name, owner, hold_count, fence, expires_at)"
+           " SELECT ?, ?, 1, NEXTVAL(" +
+           seq + "), " + expiry_from_now +
+           " FROM DUAL"
+           " WHERE (EXISTS (SELECT 1 FROM " +
+           tbl +
+           " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
+           " OR NOT EXISTS (SELECT 1 FROM " +
+           waiters +
+           " w WHERE w.name = ? AND w.owner <> ?"
+           "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " +
            waiters +
            "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807)))"
            " AND NOT EXISTS (SELECT 1 FROM " +
-           holders + " u WHERE u.name = ? AND u.expires_at > NOW(6))"
+           holders +
+           " u WHERE u.name = ? AND u.expires_at > NOW(6))"
            " ON DUPLICATE KEY UPDATE"
            " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
            " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
            " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
            " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner, arg::name}},
+       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner,
+        arg::name}},
       {"DELETE FROM " + waiters + " WHERE name = ? AND owner = ? AND EXISTS (SELECT 1 FROM " + tbl +
            " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))",
        {arg::name, arg::owner, arg::name, arg::owner}},
@@ -68,8 +74,9 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
        {arg::ttl_ms, arg::name, arg::owner}},
       // Our row, or (NULL, NULL) when the name's reader-writer lock or semaphore has live holders
       // (index_sql::units_in_use says which), or nothing.
-      {"SELECT fence, hold_count FROM " + tbl + " WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
-                                                 " UNION ALL SELECT NULL, NULL FROM DUAL WHERE EXISTS (SELECT 1 FROM " +
+      {"SELECT fence, hold_count FROM " + tbl +
+           " WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
+           " UNION ALL SELECT NULL, NULL FROM DUAL WHERE EXISTS (SELECT 1 FROM " +
            holders + " u WHERE u.name = ? AND u.expires_at > NOW(6)) LIMIT 1",
        {arg::name, arg::owner, arg::name}},
   };
@@ -129,16 +136,18 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
            " RETURNING IF(owner = ?, fence, NULL), hold_count",
        {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner}},
   };
-  s.units_in_use = {{"SELECT kind, SUM(units) FROM " + holders + " WHERE name = ? AND expires_at > NOW(6) GROUP BY kind",
-                     {arg::name}}};
+  s.units_in_use = {
+      {"SELECT kind, SUM(units) FROM " + holders + " WHERE name = ? AND expires_at > NOW(6) GROUP BY kind",
+       {arg::name}}};
   // The common case, the last hold, is one statement: our live row with hold_count 1 is deleted
   // (the fence lives in the SEQUENCE, so nothing is lost). Only when that matched no row does the
   // strategy run release_reentered: one hold fewer of our live re-entered row. No row matched by
   // either -> not_owner (expired, maybe taken over, or deleted by an operator).
   s.release = {{"DELETE FROM " + tbl + " WHERE name = ? AND owner = ? AND hold_count = 1 AND expires_at > NOW(6)",
                 {arg::name, arg::owner}}};
-  s.release_reentered = {{"UPDATE " + tbl + " SET hold_count = hold_count - 1"
-                                            " WHERE name = ? AND owner = ? AND hold_count > 1 AND expires_at > NOW(6)",
+  s.release_reentered = {{"UPDATE " + tbl +
+                              " SET hold_count = hold_count - 1"
+                              " WHERE name = ? AND owner = ? AND hold_count > 1 AND expires_at > NOW(6)",
                           {arg::name, arg::owner}}};
   s.renew = {{"UPDATE " + tbl + " SET expires_at = " + expiry_from_now +
                   " WHERE name = ? AND owner = ? AND expires_at > NOW(6)",
@@ -160,9 +169,10 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
   // reader-writer lock, and refuses the semaphore; the other pool of the name (a semaphore beside
   // a reader-writer lock) refuses this one. Read with shared locks (INSERT ... SELECT at
   // REPEATABLE READ), as the mutex's statement reads the holders: see index_dialect.
-  const std::string mutex_live = "(SELECT 1 FROM " + quoted_table(t) + " m WHERE m.name = a.name AND m.expires_at > NOW(6))";
-  const std::string other_kind_live = "(SELECT 1 FROM " + holders +
-                                      " o WHERE o.name = a.name AND o.kind <> a.kind AND o.expires_at > NOW(6))";
+  const std::string mutex_live =
+      "(SELECT 1 FROM " + quoted_table(t) + " m WHERE m.name = a.name AND m.expires_at > NOW(6))";
+  const std::string other_kind_live =
+      "(SELECT 1 FROM " + holders + " o WHERE o.name = a.name AND o.kind <> a.kind AND o.expires_at > NOW(6))";
   dlock::sql::units_sql s;
   s.create = {
       "CREATE TABLE IF NOT EXISTS " + anchors +
@@ -180,8 +190,9 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
   // live holders' units and the insert of ours cannot interleave with another grant. Expired rows
   // count for nothing. RETURNING (MariaDB >= 10.5) gives the fence in the same round trip; no row
   // inserted = not granted.
-  s.grant = "INSERT INTO " + holders + " (name, kind, grant_id, units, fence, expires_at) SELECT a.name, a.kind, ?, ?, NEXTVAL(" +
-            seq + "), " + expiry_from_now + " FROM " + anchors +
+  s.grant = "INSERT INTO " + holders +
+            " (name, kind, grant_id, units, fence, expires_at) SELECT a.name, a.kind, ?, ?, NEXTVAL(" + seq + "), " +
+            expiry_from_now + " FROM " + anchors +
             " a WHERE a.kind = ? AND a.name = ? AND a.max_count = ?"
             " AND (? = 0 OR a.writer_waiting_until IS NULL OR a.writer_waiting_until <= NOW(6))"
             " AND ? + " +
@@ -193,13 +204,15 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
               " o WHERE o.name = a.name AND o.kind <> a.kind AND o.expires_at > NOW(6)) FROM " + anchors +
               " a WHERE a.kind = ? AND a.name = ?";
   s.create_anchor = "INSERT IGNORE INTO " + anchors + " (kind, name, max_count) VALUES (?, ?, ?)";
-  s.reset_max_count = "UPDATE " + anchors + " SET max_count = ? WHERE kind = ? AND name = ? AND NOT EXISTS (SELECT 1 FROM " +
-                      holders + " h WHERE h.kind = ? AND h.name = ? AND h.expires_at > NOW(6))";
+  s.reset_max_count = "UPDATE " + anchors +
+                      " SET max_count = ? WHERE kind = ? AND name = ? AND NOT EXISTS (SELECT 1 FROM " + holders +
+                      " h WHERE h.kind = ? AND h.name = ? AND h.expires_at > NOW(6))";
   s.delete_expired = "DELETE FROM " + holders + " WHERE kind = ? AND name = ? AND expires_at <= NOW(6)";
   s.mark_writer = "UPDATE " + anchors + " SET writer_waiting_until = " + expiry_from_now +
                   ", writer_waiting = ? WHERE kind = ? AND name = ?";
-  s.clear_writer = "UPDATE " + anchors +
-                   " SET writer_waiting_until = NULL, writer_waiting = NULL WHERE kind = ? AND name = ? AND writer_waiting = ?";
+  s.clear_writer =
+      "UPDATE " + anchors +
+      " SET writer_waiting_until = NULL, writer_waiting = NULL WHERE kind = ? AND name = ? AND writer_waiting = ?";
   // Our row goes whether live or not (nothing left behind); RETURNING says which it was.
   s.release = "DELETE FROM " + holders + " WHERE name = ? AND kind = ? AND grant_id = ? RETURNING expires_at > NOW(6)";
   s.renew = {{"UPDATE " + holders + " SET expires_at = " + expiry_from_now +
@@ -234,9 +247,9 @@ dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
   // absent names, so in a race with another inserter this INSERT could queue behind a holder
   // for the holder's whole lease. It is bounded to 1 s instead; a lock wait timeout then counts
   // as "held" (a try returns empty, a timed wait tries again).
-  s.ensure_row = {{"SET STATEMENT innodb_lock_wait_timeout = 1 FOR INSERT IGNORE INTO " + tbl +
-                       " (name, fence) VALUES (?, 0)",
-                   {arg::name}}};
+  s.ensure_row = {
+      {"SET STATEMENT innodb_lock_wait_timeout = 1 FOR INSERT IGNORE INTO " + tbl + " (name, fence) VALUES (?, 0)",
+       {arg::name}}};
   s.lock_nowait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};
   // Bounded by the session's innodb_lock_wait_timeout (whole seconds, set by the strategy).
   s.lock_wait = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE", {arg::name}}};
@@ -258,8 +271,8 @@ dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t) {
   s.create = {"CREATE TABLE IF NOT EXISTS " + tbl +
               " (name VARBINARY(512) NOT NULL PRIMARY KEY, version BIGINT NOT NULL, owner VARBINARY(255) NULL,"
               " expires_at DATETIME(6) NULL) ENGINE=InnoDB"};
-  s.ensure_row = {{"INSERT IGNORE INTO " + tbl + " (name, version, owner, expires_at) VALUES (?, 0, NULL, NULL)",
-                   {arg::name}}};
+  s.ensure_row = {
+      {"INSERT IGNORE INTO " + tbl + " (name, version, owner, expires_at) VALUES (?, 0, NULL, NULL)", {arg::name}}};
   s.read = {{"SELECT version, (owner IS NULL OR expires_at <= NOW(6)) FROM " + tbl + " WHERE name = ?", {arg::name}}};
   s.acquire = {{"UPDATE " + tbl + " SET owner = ?, expires_at = " + expiry_from_now +
                     ", version = version + 1"
@@ -272,12 +285,12 @@ dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t) {
   s.renew = {{"UPDATE " + tbl + " SET expires_at = " + expiry_from_now +
                   " WHERE name = ? AND owner = ? AND version = ? AND expires_at > NOW(6)",
               {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
-  s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)",
-              {arg::name}}};
+  s.probe = {
+      {"SELECT owner FROM " + tbl + " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)", {arg::name}}};
   s.renew_many = [tbl](std::size_t count) { return renew_many_statement(tbl, count, true); };
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
-  s.sweep = {{"UPDATE " + tbl + " SET owner = NULL, expires_at = NULL WHERE owner IS NOT NULL AND expires_at <= NOW(6)",
-              {}}};
+  s.sweep = {
+      {"UPDATE " + tbl + " SET owner = NULL, expires_at = NULL WHERE owner IS NOT NULL AND expires_at <= NOW(6)", {}}};
   return s;
 }
 

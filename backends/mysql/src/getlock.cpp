@@ -39,7 +39,8 @@ class getlock_lease final : public sql::session_lease {
   // `start`: taken before GET_LOCK was sent. Under s->mutex(), s->holders counting this lease.
   getlock_lease(std::shared_ptr<sql::session_monitor> monitor, std::string name, std::string key,
                 std::chrono::milliseconds ttl, clock::time_point start, std::uint64_t token,
-                std::shared_ptr<sql::session> s, sql::key_reservation reserved, std::shared_ptr<sql::session_share> share)
+                std::shared_ptr<sql::session> s, sql::key_reservation reserved,
+                std::shared_ptr<sql::session_share> share)
       : session_lease(std::move(monitor), std::move(name), ttl, start, false, s),
         share_(std::move(share)),
         key_(std::move(key)),
@@ -79,8 +80,9 @@ class getlock_lease final : public sql::session_lease {
       leave(false);
       if (ec == errc::backend_unavailable)
         set_error(ec, errc::not_owner,
-                  release_label() + ": the lease's connection was lost, and the server frees a "
-                                    "GET_LOCK lock with its connection: " +
+                  release_label() +
+                      ": the lease's connection was lost, and the server frees a "
+                      "GET_LOCK lock with its connection: " +
                       last_error_message());
       return;
     }
@@ -91,7 +93,8 @@ class getlock_lease final : public sql::session_lease {
       leave(connection()->usable());
       set_error(ec, errc::not_owner,
                 release_label() + ": RELEASE_LOCK returned " +
-                    (released ? std::to_string(*released) : std::string("NULL")) + ": this connection no longer held it");
+                    (released ? std::to_string(*released) : std::string("NULL")) +
+                    ": this connection no longer held it");
       return;
     }
     leave(connection()->usable());
@@ -111,7 +114,8 @@ class getlock_lease final : public sql::session_lease {
   void do_renew(std::chrono::milliseconds, std::error_code& ec) noexcept override {
     std::lock_guard lk(connection_mutex());
     if (!connection()) {
-      set_error(ec, errc::lock_lost, "lock '" + name() + "': the lease's connection is gone, so the server freed the lock");
+      set_error(ec, errc::lock_lost,
+                "lock '" + name() + "': the lease's connection is gone, so the server freed the lock");
       return;
     }
     const sql::param key{key_};
@@ -121,8 +125,8 @@ class getlock_lease final : public sql::session_lease {
                       "checking lock '" + name() + "' (IS_USED_LOCK)")) {
       if (ec == errc::backend_unavailable)
         set_error(ec, errc::lock_lost,
-                  "lock '" + name() + "': the lease's connection is gone, so the server freed the lock: " +
-                      last_error_message());
+                  "lock '" + name() +
+                      "': the lease's connection is gone, so the server freed the lock: " + last_error_message());
       return;
     }
     shared_session().answered(start);
@@ -140,7 +144,9 @@ class getlock_lease final : public sql::session_lease {
 class getlock_lock final : public distributed_lock {
  public:
   getlock_lock(std::string name, lock_options options, std::shared_ptr<const getlock_backend::shared> shared)
-      : distributed_lock(name, with_primitives(mysql_getlock_caps, mysql_getlock_primitives), std::move(options)), key_(getlock_key(name)), shared_(std::move(shared)) {}
+      : distributed_lock(name, with_primitives(mysql_getlock_caps, mysql_getlock_primitives), std::move(options)),
+        key_(getlock_key(name)),
+        shared_(std::move(shared)) {}
 
  protected:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
@@ -158,7 +164,8 @@ class getlock_lock final : public distributed_lock {
   // reservation. Fractional seconds are honoured by MariaDB. A wait longer than the socket read
   // timeout is cut into pieces.
   // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
-  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
     return sql::wait_out_outages(deadline, options().poll, ec,
                                  [this](clock::time_point d, std::error_code& e) { return wait(d, e); });
   }
@@ -173,7 +180,8 @@ class getlock_lock final : public distributed_lock {
     auto h = shared_->connections->checkout_dedicated(deadline, ec);
     if (!h) return nullptr;
     auto own = std::make_shared<sql::session>(std::move(h));
-    const auto piece = std::max<std::chrono::milliseconds>(std::chrono::milliseconds{500}, shared_->command_timeout / 2);
+    const auto piece =
+        std::max<std::chrono::milliseconds>(std::chrono::milliseconds{500}, shared_->command_timeout / 2);
     std::unique_lock lk(own->mutex());
     for (;;) {
       const auto now = clock::now();
@@ -221,7 +229,8 @@ class getlock_lock final : public distributed_lock {
         ++s->holders;
         try {
           return std::make_unique<getlock_lease>(shared_->monitor, std::string(name()), key_, options().ttl, start,
-                                                 static_cast<std::uint64_t>(*got), s, std::move(reserved), shared_->share);
+                                                 static_cast<std::uint64_t>(*got), s, std::move(reserved),
+                                                 shared_->share);
         } catch (...) {
           --s->holders;
           throw;
@@ -289,13 +298,15 @@ std::string identifier_of(const uri& u, const char* key, const char* fallback) {
   if (!v) return fallback;
   if (!dlock::sql::is_identifier(*v))
     throw error(errc::invalid_uri, std::string(key) + "=" + *v +
-                                       ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0,62} in " + u.redacted());
+                                       ": expected an SQL identifier matching [A-Za-z_][A-Za-z0-9_]{0,62} in " +
+                                       u.redacted());
   return *v;
 }
 
 // The semaphores' table: created like the sequence (an existing one is used as it is); with
 // create_sequence=false it must exist, since the mutex's statement reads it.
-void ensure_semaphores_table(dlock::sql::pool& p, const std::string& name, bool create, const std::string& redacted_uri) {
+void ensure_semaphores_table(dlock::sql::pool& p, const std::string& name, bool create,
+                             const std::string& redacted_uri) {
   const std::string quoted = "`" + name + "`";
   const std::string hint = " (set create_sequence=false if an administrator creates it; DDL in the README)";
   std::error_code ec;
@@ -339,13 +350,16 @@ void create_sequence(dlock::sql::pool& p, const std::string& name, const std::st
     if (err.code.starts_with("1050")) return;  // "1050/42S01": created by a concurrent opener
   }
   if (!h->usable()) h.discard();
-  dlock::sql::set_sql_error(ec, err, "creating the fencing sequence " + quoted + " for " + redacted_uri + " (set create_sequence=false if an administrator creates it; DDL in the README)");
+  dlock::sql::set_sql_error(ec, err,
+                            "creating the fencing sequence " + quoted + " for " + redacted_uri +
+                                " (set create_sequence=false if an administrator creates it; DDL in the README)");
   throw error(ec, last_error_message());
 }
 }  // namespace
 
 getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
-    : backend(mysql_getlock_caps, mysql_getlock_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()) {
+    : backend(mysql_getlock_caps, mysql_getlock_primitives, lock_scope::network, name_limits{}, defaults,
+              u.redacted()) {
   const auto settings = connection_settings::from_uri(u);
   auto st = std::make_shared<shared>();
   st->connections = make_pool(settings, dlock::sql::parse_pool_options(u));
@@ -371,20 +385,22 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
   // be evaluated before GET_LOCK (measured on MariaDB 10.11: it missed a row inserted while
   // GET_LOCK waited).
   st->get_lock_sql = "SELECT CASE g WHEN 1 THEN IF(EXISTS (SELECT 1 FROM " + st->semaphores_table +
-                     " s WHERE s.name = ? AND g = 1), -1, NEXTVAL(`" + name + "`)) WHEN 0 THEN 0 END"
+                     " s WHERE s.name = ? AND g = 1), -1, NEXTVAL(`" + name +
+                     "`)) WHEN 0 THEN 0 END"
                      " FROM (SELECT GET_LOCK(?, ?) AS g) AS t";
   st->token_sql = "SELECT NEXTVAL(`" + name + "`)";
   st->slot_sql = "SELECT CASE g WHEN 1 THEN IF(IS_USED_LOCK(?) IS NULL, NEXTVAL(`" + name +
                  "`), -1) WHEN 0 THEN 0 END FROM (SELECT GET_LOCK(?, ?) AS g) AS t";
   // Every user of a name should give the same max_count; the largest one recorded is the one the
   // mutex counts the slots of.
-  st->register_sql = "INSERT INTO " + st->semaphores_table +
-                     " (name, max_count) VALUES (?, ?) ON DUPLICATE KEY UPDATE max_count = GREATEST(max_count, VALUES(max_count))";
+  st->register_sql =
+      "INSERT INTO " + st->semaphores_table +
+      " (name, max_count) VALUES (?, ?) ON DUPLICATE KEY UPDATE max_count = GREATEST(max_count, VALUES(max_count))";
   st->max_count_sql = "SELECT max_count FROM " + st->semaphores_table + " WHERE name = ?";
   const bool create = u.get_bool("create_sequence").value_or(true);
   if (create) {
     create_sequence(*st->connections, name, u.redacted());  // connects once: bad credentials fail at open
-  } else {                                                  // fail at open on wrong credentials, an unknown database or an unreachable server
+  } else {  // fail at open on wrong credentials, an unknown database or an unreachable server
     std::error_code ec;
     auto h = st->connections->checkout(ec);
     if (!h) throw error(ec, last_error_message());

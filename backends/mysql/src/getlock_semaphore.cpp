@@ -10,9 +10,9 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
-#include <stop_token>
 #include <random>
 #include <span>
+#include <stop_token>
 #include <vector>
 
 #include "dlock_sql/connection.hpp"
@@ -137,7 +137,9 @@ class getlock_semaphore final : public semaphore {
  public:
   getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
                     std::shared_ptr<const getlock_backend::shared> shared)
-      : semaphore(name, max_count, caps, std::move(options)), shared_(std::move(shared)), mutex_key_(getlock_key(name)) {
+      : semaphore(name, max_count, caps, std::move(options)),
+        shared_(std::move(shared)),
+        mutex_key_(getlock_key(name)) {
     keys_.reserve(max_count);
     for (std::uint32_t i = 0; i < max_count; ++i) keys_.push_back(semaphore_slot_key(name, i));
   }
@@ -249,7 +251,8 @@ std::optional<std::uint32_t> semaphore_permits_held(dlock::sql::connection& c, s
       std::string q = "SELECT 0";
       for (std::uint32_t i = 0; i < count; ++i) q += " + (IS_USED_LOCK(?) IS NOT NULL)";
       std::optional<long long> n;
-      if (!query_scalar(c, q, ps, n, ec, "counting the permits held of semaphore '" + std::string(name) + "'")) return std::nullopt;
+      if (!query_scalar(c, q, ps, n, ec, "counting the permits held of semaphore '" + std::string(name) + "'"))
+        return std::nullopt;
       held += static_cast<std::uint32_t>(n.value_or(0));
     }
     return held;

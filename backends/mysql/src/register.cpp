@@ -15,7 +15,9 @@ void register_mysql(registry& r) {
          .primitives = mysql::mysql_getlock_primitives,
          .scope = lock_scope::network,
          .example_uri = "mysql+getlock://user:password@127.0.0.1:3306/dlock?ttl=30s",
-         .summary = "GET_LOCK/RELEASE_LOCK, leases sharing few sessions (try first, wait on a session of its own); server-side waiting; fencing token from a sequence read in the granting statement; semaphores as N GET_LOCK slots (no reader-writer lock: no shared mode)",
+         .summary = "GET_LOCK/RELEASE_LOCK, leases sharing few sessions (try first, wait on a session of its own); "
+                    "server-side waiting; fencing token from a sequence read in the granting statement; semaphores as "
+                    "N GET_LOCK slots (no reader-writer lock: no shared mode)",
          .parameters = mysql::getlock_backend::parameters(),
          .open = [](const uri& u, const lock_options& d) { return std::make_shared<mysql::getlock_backend>(u, d); }});
 
@@ -24,7 +26,8 @@ void register_mysql(registry& r) {
          .primitives = mysql::mysql_index_primitives,
          .scope = lock_scope::network,
          .example_uri = "mysql+index://user:password@127.0.0.1:3306/dlock?ttl=30s&table=dlock_index",
-         .summary = "unique key: INSERT .. ON DUPLICATE KEY UPDATE takes over expired rows; reentrant count; polling; reader-writer locks (writer-preferred) and semaphores as holder rows under a FOR UPDATE anchor",
+         .summary = "unique key: INSERT .. ON DUPLICATE KEY UPDATE takes over expired rows; reentrant count; polling; "
+                    "reader-writer locks (writer-preferred) and semaphores as holder rows under a FOR UPDATE anchor",
          .parameters = mysql::table_parameters(),
          .open = [](const uri& u, const lock_options& d) -> std::shared_ptr<backend> {
            auto setup = mysql::setup_for(u, d, mysql::mysql_index_caps, "dlock_index");

@@ -159,7 +159,8 @@ class mysql_sql_connection final : public dlock::sql::connection {
 
 }  // namespace
 
-std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s, std::error_code& ec) noexcept {
+std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s,
+                                                            std::error_code& ec) noexcept {
   try {
     const auto before = sockets_before_connect();
     return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port, before));
@@ -177,14 +178,16 @@ std::shared_ptr<dlock::sql::pool> make_pool(const connection_settings& s, const 
   auto settings = s;
   settings.connect_timeout = options.connect_timeout;
   return dlock::sql::pool::make(
-      [settings](std::chrono::milliseconds connect_timeout, std::error_code& ec) -> std::unique_ptr<dlock::sql::connection> {
+      [settings](std::chrono::milliseconds connect_timeout,
+                 std::error_code& ec) -> std::unique_ptr<dlock::sql::connection> {
         // Within an acquire's deadline (dlock_sql/deadline.hpp) with less than a second left, no
         // connect is begun: the client library counts whole seconds and would outlast it.
         if (connect_timeout < std::chrono::seconds{1} &&
             dlock::sql::io_deadline() != std::chrono::steady_clock::time_point::max()) {
           set_error(ec, errc::backend_unavailable,
-                    "connecting to " + settings.redacted_uri + ": less than 1 s was left of the caller's deadline "
-                    "(the client library counts whole seconds)");
+                    "connecting to " + settings.redacted_uri +
+                        ": less than 1 s was left of the caller's deadline "
+                        "(the client library counts whole seconds)");
           return nullptr;
         }
         auto each = settings;

@@ -14,8 +14,7 @@ namespace dlock::mysql {
 std::shared_ptr<dlock::sql::pool> make_pool(const connection_settings& s, const dlock::sql::pool_options& options);
 
 // Opens one connection for the sql_common pool; nullptr with ec set on failure. Never throws.
-std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s,
-                                                            std::error_code& ec) noexcept;
+std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_settings& s, std::error_code& ec) noexcept;
 
 // The failure kind of a Connector/C++ exception, by MySQL/MariaDB error number and SQLSTATE.
 dlock::sql::failure failure_of(const ::sql::SQLException& e) noexcept;

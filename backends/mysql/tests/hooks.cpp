@@ -70,8 +70,10 @@ bool version_held(const std::string& uri, std::string_view name) {
 // the row, visible to a dirty read).
 void forupdate_break(const std::string& uri, const dlock::lease& held) {
   auto c = test::raw_connect(uri);
-  std::unique_ptr<::sql::Statement>(c->createStatement())->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
-  const auto holder = test::query_int(*c, "SELECT holder FROM dlock_forupdate WHERE name = ?", std::string(held.name()));
+  std::unique_ptr<::sql::Statement>(c->createStatement())
+      ->execute("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
+  const auto holder =
+      test::query_int(*c, "SELECT holder FROM dlock_forupdate WHERE name = ?", std::string(held.name()));
   if (!holder) throw std::runtime_error("mysql+forupdate hook: no holder recorded");
   test::kill_connection(*c, *holder);
 }

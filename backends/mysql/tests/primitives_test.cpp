@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <set>
 #include <future>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -110,8 +110,8 @@ class Primitives : public ::testing::Test {
   // Whether a writer's mark on `name`'s anchor is live, read on a raw connection.
   bool writer_mark_live(const std::string& name) const {
     auto c = test::raw_connect(uri());
-    std::unique_ptr<::sql::PreparedStatement> st(c->prepareStatement(
-        "SELECT writer_waiting_until > NOW(6) FROM `" + table_ + "_units` WHERE kind = 1 AND name = ?"));
+    std::unique_ptr<::sql::PreparedStatement> st(c->prepareStatement("SELECT writer_waiting_until > NOW(6) FROM `" +
+                                                                     table_ + "_units` WHERE kind = 1 AND name = ?"));
     st->setString(1, name);
     std::unique_ptr<::sql::ResultSet> rs(st->executeQuery());
     return rs->next() && !rs->isNull(1) && rs->getInt(1) == 1;
@@ -363,7 +363,7 @@ TEST_F(Primitives, SweepDeletesExpiredHoldersAndIdleAnchors) {
   auto o = b->default_options();
   o.watchdog = false;
   const auto name = test::unique_name("sw"), rw_name = name + "-rw";  // one name, one kind of lock
-  auto kept = b->make_semaphore(name, 2)->try_acquire();  // renewed by the watchdog: stays
+  auto kept = b->make_semaphore(name, 2)->try_acquire();              // renewed by the watchdog: stays
   auto left = b->make_semaphore(name, 2, o)->try_acquire();
   auto idle = b->make_rw_lock(rw_name)->try_acquire_read();
   ASSERT_TRUE(kept && left && idle);
@@ -413,7 +413,8 @@ TEST_F(Primitives, RacingKindsOfOneNameAreNeverGrantedTogether) {
         }
         auto& mine = kind == 0 ? mutexes_in : kind == 1 ? readers_in : permits_in;
         ++mine;
-        if ((kind == 0 && (readers_in.load() || permits_in.load())) || (kind == 1 && (mutexes_in.load() || permits_in.load())) ||
+        if ((kind == 0 && (readers_in.load() || permits_in.load())) ||
+            (kind == 1 && (mutexes_in.load() || permits_in.load())) ||
             (kind == 2 && (mutexes_in.load() || readers_in.load())))
           ++overlaps;
         ++granted[kind];
@@ -484,7 +485,8 @@ TEST_F(GetlockSemaphore, SlotKeysFitGetLockAndNeverEqualALockKey) {
     keys.insert(k);
   }
   EXPECT_EQ(keys.size(), 100u);
-  EXPECT_NE(getlock_key(semaphore_slot_key(name, 0)), semaphore_slot_key(name, 0)) << "a lock named like a slot is hashed";
+  EXPECT_NE(getlock_key(semaphore_slot_key(name, 0)), semaphore_slot_key(name, 0))
+      << "a lock named like a slot is hashed";
 }
 
 TEST_F(GetlockSemaphore, NeverExceedsNFromManyThreadsAndReachesN) {
@@ -575,9 +577,11 @@ TEST_F(GetlockSemaphore, AMutexAndASemaphoreOfOneNameRefuseEachOtherAndNeverHold
     EXPECT_NE(dlock::last_error_message().find("in use as a semaphore (2 permits held"), std::string::npos)
         << dlock::last_error_message();
     auto c = test::raw_connect(test::uri_for("mysql+getlock"));
-    EXPECT_EQ(test::query_int(*c, "SELECT IS_USED_LOCK(?) IS NULL", getlock_key(name)), 1) << "the refused mutex gave the name back";
+    EXPECT_EQ(test::query_int(*c, "SELECT IS_USED_LOCK(?) IS NULL", getlock_key(name)), 1)
+        << "the refused mutex gave the name back";
   }
-  EXPECT_TRUE(b->make_lock(name)->try_acquire()) << "a name once used as a semaphore is a mutex again when no permit is held";
+  EXPECT_TRUE(b->make_lock(name)->try_acquire())
+      << "a name once used as a semaphore is a mutex again when no permit is held";
 
   const auto raced = test::unique_name("grace");
   std::atomic<int> mutex_in{0}, permits_in{0}, overlaps{0}, errors{0}, mutexes{0}, permits{0};
@@ -641,7 +645,8 @@ TEST_F(GetlockSemaphore, AMutexGrantedAfterAWaitSeesASemaphoreTakenMeanwhile) {
 
 TEST_F(GetlockSemaphore, WithoutCreateSequenceTheSemaphoresTableMustExist) {
   try {
-    (void)dlock::open(test::uri_for("mysql+getlock", "create_sequence=false&semaphore_table=" + test::unique_table("absent")));
+    (void)dlock::open(
+        test::uri_for("mysql+getlock", "create_sequence=false&semaphore_table=" + test::unique_table("absent")));
     ADD_FAILURE() << "opened without its semaphores' table";
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_error);

@@ -15,11 +15,11 @@
 #include <thread>
 
 #include "../src/getlock_key.hpp"
+#include "batched_renewal.hpp"
+#include "deadline_faults.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
-#include "batched_renewal.hpp"
-#include "deadline_faults.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "schema_race.hpp"
@@ -60,10 +60,20 @@ TEST_P(Tables, OneHolderAtATimeReleaseFreesAndFencesIncrease) {
 TEST_P(Tables, HostileNamesAreDistinctLocks) {
   auto b = open();
   const auto base = test::unique_name("h");
-  std::vector<std::string> names = {base + "'; DROP TABLE x; --", base + "\\", base + "%", base + "_",
-                                    base + std::string("\0a", 2), base + std::string("\0b", 2),
-                                    base + "\xc3\xa9", base + "\xff", base + "Case", base + "case", base + "CASE",
-                                    base + " ", base, base + std::string(512 - base.size(), 'm')};
+  std::vector<std::string> names = {base + "'; DROP TABLE x; --",
+                                    base + "\\",
+                                    base + "%",
+                                    base + "_",
+                                    base + std::string("\0a", 2),
+                                    base + std::string("\0b", 2),
+                                    base + "\xc3\xa9",
+                                    base + "\xff",
+                                    base + "Case",
+                                    base + "case",
+                                    base + "CASE",
+                                    base + " ",
+                                    base,
+                                    base + std::string(512 - base.size(), 'm')};
   std::vector<dlock::lease> held;
   for (const auto& n : names) {
     held.push_back(b->make_lock(n)->try_acquire());
@@ -130,11 +140,13 @@ TEST(MysqlTables, WatchdogRenewsLeasesDueTogetherInOneStatement) {
     auto c = test::raw_connect(test::server_uri());
     dlock::sql::testing::expect_batched_renewal(
         *b, scheme == "mysql+index", [&](const std::string& deleted, const std::string& stolen) {
-          std::unique_ptr<::sql::PreparedStatement> del(c->prepareStatement("DELETE FROM `" + table + "` WHERE name = ?"));
+          std::unique_ptr<::sql::PreparedStatement> del(
+              c->prepareStatement("DELETE FROM `" + table + "` WHERE name = ?"));
           del->setString(1, deleted);
           ASSERT_EQ(del->executeUpdate(), 1);
           std::unique_ptr<::sql::PreparedStatement> steal(c->prepareStatement(
-              "UPDATE `" + table + "` SET owner = 'another-owner', expires_at = NOW(6) + INTERVAL 1 MINUTE WHERE name = ?"));
+              "UPDATE `" + table +
+              "` SET owner = 'another-owner', expires_at = NOW(6) + INTERVAL 1 MINUTE WHERE name = ?"));
           steal->setString(1, stolen);
           ASSERT_EQ(steal->executeUpdate(), 1);
         });
@@ -256,8 +268,9 @@ TEST(MysqlIndexSweep, DeletesExactlyTheExpiredRowsOtherToolsWrote) {
   const auto p = test::unique_name("sw");
   const std::string insert = "INSERT INTO `" + table + "` (name, owner, hold_count, fence, expires_at) VALUES ";
   // Three expired rows of other owners (one a re-entered count), one live row of another owner.
-  exec(*raw, insert + "(?, 'tool-a', 1, 1, NOW(6) - INTERVAL 1 SECOND), (?, 'tool-b', 3, 2, NOW(6) - INTERVAL 1 HOUR),"
-                      " (?, 'tool-a', 1, 3, '2000-01-01 00:00:00'), (?, 'tool-c', 1, 4, NOW(6) + INTERVAL 1 HOUR)",
+  exec(*raw,
+       insert + "(?, 'tool-a', 1, 1, NOW(6) - INTERVAL 1 SECOND), (?, 'tool-b', 3, 2, NOW(6) - INTERVAL 1 HOUR),"
+                " (?, 'tool-a', 1, 3, '2000-01-01 00:00:00'), (?, 'tool-c', 1, 4, NOW(6) + INTERVAL 1 HOUR)",
        {p + "-old1", p + "-old2", p + "-old3", p + "-live-other"});
   auto ours = b->make_lock(p + "-ours")->try_acquire();  // our live row
   ASSERT_TRUE(ours);
@@ -279,10 +292,14 @@ TEST(MysqlIndexSweep, FairModeAlsoDeletesDeadWaitersOnly) {
   EXPECT_EQ(b->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
   auto raw = test::raw_connect(test::server_uri());
   const auto p = test::unique_name("swf");
-  exec(*raw, "INSERT INTO `" + table + "_waiters` (name, owner, expires_at) VALUES (?, 'dead-1', NOW(6) - INTERVAL 1 SECOND),"
-                                       " (?, 'dead-2', NOW(6) - INTERVAL 1 SECOND), (?, 'alive', NOW(6) + INTERVAL 1 HOUR)",
+  exec(*raw,
+       "INSERT INTO `" + table +
+           "_waiters` (name, owner, expires_at) VALUES (?, 'dead-1', NOW(6) - INTERVAL 1 SECOND),"
+           " (?, 'dead-2', NOW(6) - INTERVAL 1 SECOND), (?, 'alive', NOW(6) + INTERVAL 1 HOUR)",
        {p, p, p});
-  exec(*raw, "INSERT INTO `" + table + "` (name, owner, hold_count, fence, expires_at) VALUES (?, 'x', 1, 1, NOW(6) - INTERVAL 1 SECOND)",
+  exec(*raw,
+       "INSERT INTO `" + table +
+           "` (name, owner, hold_count, fence, expires_at) VALUES (?, 'x', 1, 1, NOW(6) - INTERVAL 1 SECOND)",
        {p + "-old"});
   EXPECT_EQ(b->sweep_expired(), 3u) << "1 expired lock row + 2 dead waiters";
   EXPECT_EQ(count_rows(*raw, table + "_waiters", "name = ?", p), 1);
@@ -296,8 +313,10 @@ TEST(MysqlVersionSweep, FreesExpiredGrantsButKeepsTheRowAndItsVersion) {
   auto b = dlock::open(test::uri_for("mysql+version", "table=" + table + "&ttl=30s"));
   auto raw = test::raw_connect(test::server_uri());
   const auto p = test::unique_name("swv");
-  exec(*raw, "INSERT INTO `" + table + "` (name, version, owner, expires_at) VALUES (?, 7, 'tool', NOW(6) - INTERVAL 1 SECOND),"
-                                       " (?, 3, 'tool', NOW(6) + INTERVAL 1 HOUR), (?, 5, NULL, NULL)",
+  exec(*raw,
+       "INSERT INTO `" + table +
+           "` (name, version, owner, expires_at) VALUES (?, 7, 'tool', NOW(6) - INTERVAL 1 SECOND),"
+           " (?, 3, 'tool', NOW(6) + INTERVAL 1 HOUR), (?, 5, NULL, NULL)",
        {p + "-expired", p + "-live", p + "-free"});
   EXPECT_EQ(b->sweep_expired(), 1u);
   EXPECT_EQ(count_rows(*raw, table, "name = ? AND owner IS NULL AND version = 7", p + "-expired"), 1);
@@ -379,8 +398,8 @@ TEST_P(Fencing, TokensStrictlyIncreaseAcrossAConnectionKillAndAServerRestart) {
   } else {
     ASSERT_TRUE(GetParam() == "mysql+index" || GetParam() == "mysql+version") << "no holder connection found";
   }
-  dlock::sql::testing::expect_tokens_rise_after_a_kill_and_a_restart(name, *first.fencing_token(), open_backend, "mariadb",
-                                                                     "connection kill");
+  dlock::sql::testing::expect_tokens_rise_after_a_kill_and_a_restart(name, *first.fencing_token(), open_backend,
+                                                                     "mariadb", "connection kill");
 }
 INSTANTIATE_TEST_SUITE_P(Mysql, Fencing,
                          ::testing::Values("mysql+index", "mysql+forupdate", "mysql+version", "mysql+getlock"),
@@ -416,7 +435,8 @@ TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
   }
   EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
   std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
-            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count() << " ms after the cut (ttl 3s)\n";
+            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count()
+            << " ms after the cut (ttl 3s)\n";
   std::error_code ec;
   held.release(ec);
   EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost) << ec.message();
@@ -440,14 +460,16 @@ TEST_P(Deadline, OpenIsBoundedByConnectTimeout) {
   dlock::testing::tcp_proxy proxy(target.hosts().front().host, target.hosts().front().port_or(3306));
   proxy.partition();
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THROW((void)dlock::open(dlock::sql_testing::through(test::uri_for(GetParam(), "connect_timeout=2s"), proxy)), dlock::error);
+  EXPECT_THROW((void)dlock::open(dlock::sql_testing::through(test::uri_for(GetParam(), "connect_timeout=2s"), proxy)),
+               dlock::error);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, 1900ms);
   EXPECT_LE(took, 4000ms) << "open waited past connect_timeout";
   proxy.heal();
 }
 
-INSTANTIATE_TEST_SUITE_P(Mysql, Deadline, ::testing::Values("mysql+getlock", "mysql+index", "mysql+forupdate", "mysql+version"),
+INSTANTIATE_TEST_SUITE_P(Mysql, Deadline,
+                         ::testing::Values("mysql+getlock", "mysql+index", "mysql+forupdate", "mysql+version"),
                          [](const auto& info) { return std::string(info.param).substr(6); });
 
 }  // namespace

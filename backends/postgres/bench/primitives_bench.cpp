@@ -10,7 +10,8 @@
 //   8 readers on ONE name vs 1 reader: acquire_read / release (dlock, one backend shared by the
 //     threads) vs the shared try-lock / unlock on a connection per thread (raw).
 //   eval "$(compose/native/dlock-servers env)"
-//   build/backends/postgres/postgres_primitives_bench --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   build/backends/postgres/postgres_primitives_bench --benchmark_repetitions=5
+//   --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -45,7 +46,8 @@ const std::string unlock_shared_sql = "SELECT pg_advisory_unlock_shared($1)";
 const std::string slots_try_sql =
     "WITH c AS MATERIALIZED (SELECT ord FROM unnest($1::int4[], $2::int4[]) WITH ORDINALITY AS s(hi, lo, ord)"
     " WHERE pg_try_advisory_lock(hi, lo) LIMIT $3::int)"
-    " SELECT array_agg(ord)::text, CASE WHEN count(*) = $3::int THEN nextval(" + seq + ") END FROM c";
+    " SELECT array_agg(ord)::text, CASE WHEN count(*) = $3::int THEN nextval(" +
+    seq + ") END FROM c";
 const std::string slots_unlock_sql =
     "SELECT coalesce(bool_and(pg_advisory_unlock(hi, lo)), false) FROM unnest($1::int4[], $2::int4[]) AS s(hi, lo)";
 
@@ -55,7 +57,8 @@ struct raw_conn : dlock::pg::bench::raw_pg_session {
 };
 
 std::string name_for(const benchmark::State& s, const char* what) {
-  return std::string("bench-") + what + "-" + std::to_string(s.thread_index()) + "-" + dlock::spi::random_token().substr(0, 6);
+  return std::string("bench-") + what + "-" + std::to_string(s.thread_index()) + "-" +
+         dlock::spi::random_token().substr(0, 6);
 }
 
 std::shared_ptr<dlock::backend> shared_backend() {
@@ -116,7 +119,9 @@ std::string array_text(const std::vector<std::int32_t>& v) {
   return out + "}";
 }
 std::int32_t high_of(std::int64_t k) { return static_cast<std::int32_t>(static_cast<std::uint64_t>(k) >> 32); }
-std::int32_t low_of(std::int64_t k) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(k))); }
+std::int32_t low_of(std::int64_t k) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(k)));
+}
 
 // The same two statements dlock sends for one permit of N = 4: the N slots from a random start
 // (the arrays built per acquire, as dlock does), LIMIT 1; then the unlock of the slot taken.
@@ -193,9 +198,15 @@ void paired(benchmark::State& state, Raw&& raw, Dlock&& dlock_cycle) {
   bool raw_first = true;
   for (auto _ : state) {
     const auto t0 = clock::now();
-    if (raw_first) raw(); else dlock_cycle();
+    if (raw_first)
+      raw();
+    else
+      dlock_cycle();
     const auto t1 = clock::now();
-    if (raw_first) dlock_cycle(); else raw();
+    if (raw_first)
+      dlock_cycle();
+    else
+      raw();
     const auto t2 = clock::now();
     (raw_first ? raw_time : dlock_time) += t1 - t0;
     (raw_first ? dlock_time : raw_time) += t2 - t1;
@@ -214,8 +225,7 @@ void BM_paired_read(benchmark::State& state) {
   const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "paired-raw-read"));
   auto rw = shared_backend()->make_rw_lock(name_for(state, "paired-dlock-read"));
   paired(
-      state,
-      [&] { raw_cycle(state, c, try_shared_sql, unlock_shared_sql, key); },
+      state, [&] { raw_cycle(state, c, try_shared_sql, unlock_shared_sql, key); },
       [&] { dlock_cycle(state, rw->try_acquire_read()); });
 }
 
@@ -232,8 +242,7 @@ void BM_paired_mutex(benchmark::State& state) {
   const std::int64_t key = dlock::spi::sha256_int64(name_for(state, "paired-raw-mutex"));
   auto lock = shared_backend()->make_lock(name_for(state, "paired-dlock-mutex"));
   paired(
-      state,
-      [&] { raw_cycle(state, c, try_exclusive_sql, unlock_exclusive_sql, key); },
+      state, [&] { raw_cycle(state, c, try_exclusive_sql, unlock_exclusive_sql, key); },
       [&] { dlock_cycle(state, lock->try_acquire()); });
 }
 

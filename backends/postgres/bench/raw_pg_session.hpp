@@ -21,7 +21,8 @@ class raw_pg_session {
   explicit raw_pg_session(const std::string& uri) {
     dlock::sql::sql_error err;
     // 60 s: 128 connecting at once on a loaded box take a while.
-    c_ = dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(uri)), std::chrono::seconds{60}, err);
+    c_ =
+        dlock::pg::connect_raw(dlock::pg::pg_settings::from_uri(dlock::uri::parse(uri)), std::chrono::seconds{60}, err);
     if (!c_) throw std::runtime_error("connect: " + err.message);
   }
 
@@ -48,7 +49,8 @@ class raw_pg_session {
       dlock::pg::pgresult_ptr p(PQprepare(c_.get(), name.c_str(), sql.c_str(), n, types.data()));
       if (PQresultStatus(p.get()) != PGRES_COMMAND_OK) throw std::runtime_error(PQresultErrorMessage(p.get()));
     }
-    dlock::pg::pgresult_ptr r(PQexecPrepared(c_.get(), name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
+    dlock::pg::pgresult_ptr r(
+        PQexecPrepared(c_.get(), name.c_str(), n, values.data(), lengths.data(), formats.data(), 0));
     auto st = PQresultStatus(r.get());
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) throw std::runtime_error(PQresultErrorMessage(r.get()));
     // PQgetvalue gives "" for NULL.

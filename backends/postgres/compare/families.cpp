@@ -19,11 +19,12 @@ killed_connections kill_on_postgres(const dlock::uri& u, const std::vector<std::
   const auto database = u.path().empty() ? std::string("postgres") : u.path().substr(1);
   std::vector<std::string> env = {"PGCONNECT_TIMEOUT=10"};
   if (u.password()) env.push_back("PGPASSWORD=" + *u.password());
-  const auto sql = "select count(*) filter (where pg_terminate_backend(pid)) from pg_stat_activity where client_port in (" +
-                   port_list(ports) + ") and pid <> pg_backend_pid()";
+  const auto sql =
+      "select count(*) filter (where pg_terminate_backend(pid)) from pg_stat_activity where client_port in (" +
+      port_list(ports) + ") and pid <> pg_backend_pid()";
   const auto issued_at = shared_clock::now();
-  const auto r = run_tool({"psql", "-X", "-A", "-t", "-q", "-h", server.host, "-p", std::to_string(server.port_or(default_port)),
-                           "-U", u.user(), "-d", database, "-c", sql},
+  const auto r = run_tool({"psql", "-X", "-A", "-t", "-q", "-h", server.host, "-p",
+                           std::to_string(server.port_or(default_port)), "-U", u.user(), "-d", database, "-c", sql},
                           env);
   if (r.exit_code != 0) return no_kill("psql pg_terminate_backend failed: " + first_line(r.output));
   killed_connections k;

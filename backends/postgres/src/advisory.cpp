@@ -18,7 +18,8 @@ namespace {
 class advisory_lock final : public distributed_lock {
  public:
   advisory_lock(std::shared_ptr<advisory_state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), with_primitives(postgres_advisory_caps, postgres_advisory_primitives), std::move(o)),
+      : distributed_lock(std::move(name), with_primitives(postgres_advisory_caps, postgres_advisory_primitives),
+                         std::move(o)),
         st_(std::move(st)),
         key_(advisory_key::of(std::string(this->name()))) {}
 
@@ -27,7 +28,8 @@ class advisory_lock final : public distributed_lock {
     return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), false, clock::now(), ec);
   }
   // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
-  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
     return sql::wait_out_outages(deadline, options().poll, ec, [this](clock::time_point d, std::error_code& e) {
       return acquire_advisory_key(st_, key_, advisory_kind::mutex, options(), true, d, e);
     });
@@ -51,7 +53,8 @@ class advisory_backend final : public backend {
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override {
     return make_advisory_rw_lock(st_, std::move(name), std::move(options));
   }
-  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count, lock_options options) override {
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override {
     return make_advisory_semaphore(st_, std::move(name), max_count, std::move(options));
   }
   std::shared_ptr<advisory_state> st_;
@@ -64,7 +67,8 @@ bool sequence_exists(sql::pool& connections, const std::string& qualified_name) 
   sql::param p{qualified_name};
   sql::result out;
   sql::sql_error err;
-  if (!h->execute("SELECT to_regclass($1) IS NOT NULL", std::span(&p, 1), out, err)) return false;  // let the DDL say why
+  if (!h->execute("SELECT to_regclass($1) IS NOT NULL", std::span(&p, 1), out, err))
+    return false;  // let the DDL say why
   return !out.rows.empty() && !out.rows[0].empty() && out.rows[0][0] == "t";
 }
 
@@ -90,8 +94,8 @@ advisory_sequence advisory_sequence::from_uri(const uri& u) {
   return s;
 }
 
-std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, lock_options defaults, std::string redacted_uri,
-                                               const advisory_sequence& sequence) {
+std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, lock_options defaults,
+                                               std::string redacted_uri, const advisory_sequence& sequence) {
   auto st = std::make_shared<advisory_state>();
   st->connections = std::move(connections);
   const std::string nextval = "nextval('" + sequence.qualified_name + "')";
@@ -103,18 +107,22 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
   // after a reader reads a larger one. Between the grant and the token, once k is held: the probe
   // of the semaphore mark q ($2, $3), in CASE order (advisory_grant.hpp); -1 when it fails.
   const std::string probe = "WHEN NOT pg_try_advisory_lock($2::int4, $3::int4) THEN -1"
-                            " WHEN pg_advisory_unlock($2::int4, $3::int4) THEN " + nextval + " END";
+                            " WHEN pg_advisory_unlock($2::int4, $3::int4) THEN " +
+                            nextval + " END";
   const auto index = [](advisory_kind k) { return static_cast<std::size_t>(k); };
   st->try_lock_sql[index(advisory_kind::mutex)] =
-      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN NOT got THEN NULL " + probe + " FROM l";
+      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got) SELECT CASE WHEN NOT got THEN NULL " + probe +
+      " FROM l";
   st->try_lock_sql[index(advisory_kind::reader)] =
-      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock_shared($1) AS got) SELECT CASE WHEN NOT got THEN NULL " + probe + " FROM l";
+      "WITH l AS MATERIALIZED (SELECT pg_try_advisory_lock_shared($1) AS got) SELECT CASE WHEN NOT got THEN NULL " +
+      probe + " FROM l";
   // A writer holds its mark w ($4, $5) shared from before it takes k; nobody ever asks for w
   // exclusively, so taking it never waits. Not granted: w is given back in the same statement.
   st->try_lock_sql[index(advisory_kind::writer)] =
       "WITH m AS MATERIALIZED (SELECT pg_advisory_lock_shared($4::int4, $5::int4)),"
       " l AS MATERIALIZED (SELECT pg_try_advisory_lock($1) AS got FROM m)"
-      " SELECT CASE WHEN NOT got THEN (CASE WHEN pg_advisory_unlock_shared($4::int4, $5::int4) THEN NULL::bigint END) " +
+      " SELECT CASE WHEN NOT got THEN (CASE WHEN pg_advisory_unlock_shared($4::int4, $5::int4) THEN NULL::bigint "
+      "END) " +
       probe + " FROM l";
   // The waiting statement bounds its own wait: lock_timeout (the last parameter) is set in the
   // first CTE, before the lock function starts waiting (the server reads it when the wait begins).
@@ -125,27 +133,30 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
   };
   st->lock_sql[index(advisory_kind::mutex)] = waiting("pg_advisory_lock", "$4", "");
   st->lock_sql[index(advisory_kind::reader)] = waiting("pg_advisory_lock_shared", "$4", "");
-  st->lock_sql[index(advisory_kind::writer)] =
-      waiting("pg_advisory_lock", "$6", " m AS MATERIALIZED (SELECT pg_advisory_lock_shared($4::int4, $5::int4) FROM t),");
+  st->lock_sql[index(advisory_kind::writer)] = waiting(
+      "pg_advisory_lock", "$6", " m AS MATERIALIZED (SELECT pg_advisory_lock_shared($4::int4, $5::int4) FROM t),");
   st->unlock_sql[index(advisory_kind::mutex)] = "SELECT pg_advisory_unlock($1)";
   st->unlock_sql[index(advisory_kind::reader)] = "SELECT pg_advisory_unlock_shared($1)";
   // Both unlocks run (a sum, not AND, which the planner may cut short).
   st->unlock_sql[index(advisory_kind::writer)] =
       "SELECT pg_advisory_unlock($1)::int + pg_advisory_unlock_shared($2::int4, $3::int4)::int = 2";
   st->probe_token_sql = "SELECT CASE WHEN NOT pg_try_advisory_lock($1::int4, $2::int4) THEN -1"
-                        " WHEN pg_advisory_unlock($1::int4, $2::int4) THEN " + nextval + " END";
+                        " WHEN pg_advisory_unlock($1::int4, $2::int4) THEN " +
+                        nextval + " END";
   // A failed probe of q: the sessions holding q shared are semaphore leases (or acquirers); an
   // exclusive holder of q is only another probe, of a mutex or rw lock of the name.
   st->semaphore_check_sql =
       "WITH s AS MATERIALIZED (SELECT count(DISTINCT pid) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted"
       " AND classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 2 AND mode = 'ShareLock')"
-      " SELECT n, CASE WHEN n = 0 THEN " + nextval + " END FROM s";
+      " SELECT n, CASE WHEN n = 0 THEN " +
+      nextval + " END FROM s";
   // A failed probe of k by a semaphore acquirer: the sessions holding k ($1, $2), except those
   // holding q ($3, $4) shared (other acquirers probing k: a session never holds a lock of each kind
   // of one name), counted as readers (shared), writers (exclusive, holding w: $5, $6) and all
   // exclusive holders; the token when none is left.
   st->lock_check_sql =
-      "WITH pl AS MATERIALIZED (SELECT pid, mode, classid, objid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+      "WITH pl AS MATERIALIZED (SELECT pid, mode, classid, objid, objsubid FROM pg_locks WHERE locktype = 'advisory' "
+      "AND granted"
       " AND ((classid = $1::bigint::oid AND objid = $2::bigint::oid AND objsubid = 1)"
       " OR (classid = $3::bigint::oid AND objid = $4::bigint::oid AND objsubid = 2)"
       " OR (classid = $5::bigint::oid AND objid = $6::bigint::oid AND objsubid = 2))),"
@@ -156,7 +167,8 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
       " (SELECT count(*) FROM h WHERE mode = 'ExclusiveLock' AND EXISTS (SELECT 1 FROM pl w WHERE w.pid = h.pid"
       " AND w.objsubid = 2 AND w.classid = $5::bigint::oid AND w.objid = $6::bigint::oid)),"
       " (SELECT count(*) FROM h WHERE mode = 'ExclusiveLock'),"
-      " CASE WHEN NOT EXISTS (SELECT 1 FROM h) THEN " + nextval + " END";
+      " CASE WHEN NOT EXISTS (SELECT 1 FROM h) THEN " +
+      nextval + " END";
   // The semaphore's slots, as parallel arrays of the two int4 halves ($1, $2): the first $3 that
   // are free, in array order (the LIMIT stops the scan, so no slot past them is taken), and, when
   // that completed the grant, the probe of k ($7) and the token (read while every slot of it is
@@ -170,15 +182,16 @@ std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connec
       " c AS MATERIALIZED (SELECT ord FROM p, unnest($1::int4[], $2::int4[]) WITH ORDINALITY AS s(hi, lo, ord)"
       " WHERE CASE WHEN p.published THEN pg_try_advisory_lock(hi, lo) ELSE false END LIMIT $3::int)"
       " SELECT (SELECT published FROM p), array_agg(ord)::text, CASE WHEN count(*) = $3::int THEN"
-      " CASE WHEN NOT pg_try_advisory_lock($7) THEN -1 WHEN pg_advisory_unlock($7) THEN " + nextval + " END END FROM c";
+      " CASE WHEN NOT pg_try_advisory_lock($7) THEN -1 WHEN pg_advisory_unlock($7) THEN " +
+      nextval + " END END FROM c";
   // The slots and the mark, both always run; 't' when every one was held.
   st->slots_unlock_sql = "SELECT (SELECT coalesce(bool_and(pg_advisory_unlock(hi, lo)), true)"
                          " FROM unnest($1::int4[], $2::int4[]) AS s(hi, lo))::int"
                          " + pg_advisory_unlock_shared($3::int4, $4::int4)::int = 2";
   // Half the sessions leases may hold are shared by holders; the other half stay for callers that
   // wait on a session of their own.
-  st->share = std::make_unique<sql::session_share>(st->connections,
-                                                   std::max<std::size_t>(1, st->connections->options().max_dedicated / 2));
+  st->share = std::make_unique<sql::session_share>(
+      st->connections, std::max<std::size_t>(1, st->connections->options().max_dedicated / 2));
   // Connect once now so wrong credentials / an unknown database fail at open; create the sequence
   // unless it exists (an existing sequence needs no CREATE privilege: a least-privileged user
   // that had none before keeps working once an administrator created it).

@@ -25,7 +25,7 @@ struct advisory_sequence {
 };
 
 // Declares postgres_advisory_caps (capabilities.hpp).
-std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, lock_options defaults, std::string redacted_uri,
-                                               const advisory_sequence& sequence);
+std::shared_ptr<backend> make_advisory_backend(std::shared_ptr<sql::pool> connections, lock_options defaults,
+                                               std::string redacted_uri, const advisory_sequence& sequence);
 
 }  // namespace dlock::pg

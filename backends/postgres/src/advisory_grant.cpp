@@ -48,19 +48,23 @@ struct free_keys_when_lost {
 class advisory_lease final : public sql::session_lease {
  public:
   // Under s->mutex(), s->holders already counting this lease.
-  advisory_lease(std::shared_ptr<advisory_state> st, std::string name, std::chrono::milliseconds ttl, clock::time_point start,
-                 bool confirm, std::uint64_t token, std::shared_ptr<sql::session> s, advisory_hold hold)
+  advisory_lease(std::shared_ptr<advisory_state> st, std::string name, std::chrono::milliseconds ttl,
+                 clock::time_point start, bool confirm, std::uint64_t token, std::shared_ptr<sql::session> s,
+                 advisory_hold hold)
       : session_lease(st->monitor, std::move(name), ttl, start, confirm, s),
         st_(std::move(st)),
         token_(token),
         hold_(std::move(hold)),
-        free_when_lost_(std::in_place, lost_token(), free_keys_when_lost{s->conn() ? s->conn()->native_socket() : -1, &hold_.reserved}) {}
+        free_when_lost_(std::in_place, lost_token(),
+                        free_keys_when_lost{s->conn() ? s->conn()->native_socket() : -1, &hold_.reserved}) {}
   ~advisory_lease() override {
     stop_watching();
     {
       std::lock_guard lk(connection_mutex());
-      if (connection()) unlock_and_leave(nullptr);
-      else end_session(false);
+      if (connection())
+        unlock_and_leave(nullptr);
+      else
+        end_session(false);
     }
     free_when_lost_.reset();
     forget_keys();
@@ -84,8 +88,7 @@ class advisory_lease final : public sql::session_lease {
     free_when_lost_.reset();
     forget_keys();  // only now: the session no longer holds the keys
     if (ec && !ok) sql::set_sql_error(*ec, err, release_label());
-    if (ec && ok && !was_held)
-      set_error(*ec, errc::not_owner, release_label() + ": the session no longer held it");
+    if (ec && ok && !was_held) set_error(*ec, errc::not_owner, release_label() + ": the session no longer held it");
     return ok && was_held;
   }
   void release_session(std::error_code& ec) noexcept override {
@@ -121,7 +124,8 @@ std::vector<sql::param> grant_params(const advisory_key& k, advisory_kind kind) 
   return ps;
 }
 
-advisory_hold hold_of(const advisory_state& st, const advisory_key& k, advisory_kind kind, sql::key_reservation reserved) {
+advisory_hold hold_of(const advisory_state& st, const advisory_key& k, advisory_kind kind,
+                      sql::key_reservation reserved) {
   advisory_hold h;
   h.unlock_sql = st.unlock_sql[index_of(kind)];
   h.params.emplace_back(k.key);
@@ -144,7 +148,8 @@ enum class settled { granted, held, refused, failed };
 // ordered like any grant). `failed`: ec set, and the connection may still hold k.
 settled settle(sql::connection& c, const advisory_state& st, const advisory_key& k, advisory_kind kind,
                const sql::result& answer, std::uint64_t& token, std::error_code& ec) noexcept {
-  const std::string what = "acquiring " + std::string(kind == advisory_kind::mutex ? "advisory lock " : "reader-writer lock ") +
+  const std::string what = "acquiring " +
+                           std::string(kind == advisory_kind::mutex ? "advisory lock " : "reader-writer lock ") +
                            describe(k.name);
   if (answer.rows.empty() || answer.rows[0].empty() || !answer.rows[0][0]) return settled::held;
   const auto value = int_of(answer.rows[0][0]);
@@ -229,13 +234,12 @@ std::unique_ptr<spi::lease_state> try_on_shared(const std::shared_ptr<advisory_s
   switch (settle(*s.conn(), *st, k, kind, out, token, ec)) {
     case settled::held:
     case settled::refused: return nullptr;
-    case settled::failed:
-      give_back();
-      return nullptr;
+    case settled::failed: give_back(); return nullptr;
     case settled::granted: break;
   }
   try {
-    return advisory_lease_on(st, std::move(picked.s), k.name, options, start, token, hold_of(*st, k, kind, std::move(reserved)), ec);
+    return advisory_lease_on(st, std::move(picked.s), k.name, options, start, token,
+                             hold_of(*st, k, kind, std::move(reserved)), ec);
   } catch (...) {
     s.end();
     set_error(ec, errc::backend_error, "out of memory");
@@ -245,12 +249,15 @@ std::unique_ptr<spi::lease_state> try_on_shared(const std::shared_ptr<advisory_s
 
 }  // namespace
 
-std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<advisory_state>& st, std::shared_ptr<sql::session> s,
-                                                    std::string name, const lock_options& options, clock::time_point start,
-                                                    std::uint64_t token, advisory_hold hold, std::error_code& ec) noexcept {
+std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<advisory_state>& st,
+                                                    std::shared_ptr<sql::session> s, std::string name,
+                                                    const lock_options& options, clock::time_point start,
+                                                    std::uint64_t token, advisory_hold hold,
+                                                    std::error_code& ec) noexcept {
   try {
     ++s->holders;
-    return std::make_unique<advisory_lease>(st, std::move(name), options.ttl, start, options.watchdog, token, s, std::move(hold));
+    return std::make_unique<advisory_lease>(st, std::move(name), options.ttl, start, options.watchdog, token, s,
+                                            std::move(hold));
   } catch (...) {
     s->end();  // it holds the locks: the session ends (the server frees them)
     set_error(ec, errc::backend_error, "out of memory");
@@ -298,7 +305,8 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
     try {
       auto s = std::make_shared<sql::session>(std::move(h));
       std::lock_guard lk(s->mutex());
-      return advisory_lease_on(st, std::move(s), k.name, options, start, token, hold_of(*st, k, kind, std::move(reserved)), ec);
+      return advisory_lease_on(st, std::move(s), k.name, options, start, token,
+                               hold_of(*st, k, kind, std::move(reserved)), ec);
     } catch (...) {
       h.discard();
       set_error(ec, errc::backend_error, "out of memory");
@@ -374,7 +382,9 @@ std::int32_t low_of(std::int64_t key) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(key)));
 }
 std::int64_t classid_of(std::int64_t key) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(key) >> 32); }
-std::int64_t objid_of(std::int64_t key) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(key) & 0xffffffffu); }
+std::int64_t objid_of(std::int64_t key) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(key) & 0xffffffffu);
+}
 
 std::optional<std::int64_t> int_of(const std::optional<std::string>& cell) {
   if (!cell) return std::nullopt;

@@ -37,9 +37,7 @@
 namespace dlock::pg {
 
 // Who takes the name's key k.
-enum class advisory_kind { mutex,
-                           writer,
-                           reader };
+enum class advisory_kind { mutex, writer, reader };
 
 struct advisory_state {
   std::shared_ptr<sql::pool> connections;
@@ -87,8 +85,9 @@ struct advisory_hold {
 
 // A lease on `s` (under s->mutex(); counts itself in s->holders). On failure (out of memory) the
 // session is ended, which frees its locks on the server, and ec is set.
-std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<advisory_state>& st, std::shared_ptr<sql::session> s,
-                                                    std::string name, const lock_options& options,
+std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<advisory_state>& st,
+                                                    std::shared_ptr<sql::session> s, std::string name,
+                                                    const lock_options& options,
                                                     std::chrono::steady_clock::time_point start, std::uint64_t token,
                                                     advisory_hold hold, std::error_code& ec) noexcept;
 

@@ -21,7 +21,9 @@ class advisory_rw_lock final : public rw_lock {
         key_(advisory_key::of(std::string(this->name()))) {}
 
  private:
-  static advisory_kind kind_of(access side) { return side == access::read ? advisory_kind::reader : advisory_kind::writer; }
+  static advisory_kind kind_of(access side) {
+    return side == access::read ? advisory_kind::reader : advisory_kind::writer;
+  }
   std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept override {
     return acquire_advisory_key(st_, key_, kind_of(side), options(), false, clock::now(), ec);
   }
@@ -71,7 +73,8 @@ std::vector<std::size_t> ordinals_of(const std::optional<std::string>& text) {
 class advisory_semaphore final : public semaphore {
  public:
   advisory_semaphore(std::shared_ptr<advisory_state> st, std::string name, std::uint32_t max_count, lock_options o)
-      : semaphore(std::move(name), max_count, postgres_advisory_primitives.semaphore.value_or(capabilities{}), std::move(o)),
+      : semaphore(std::move(name), max_count, postgres_advisory_primitives.semaphore.value_or(capabilities{}),
+                  std::move(o)),
         st_(std::move(st)),
         key_(advisory_key::of(std::string(this->name()))) {
     slots_.reserve(max_count);
@@ -176,9 +179,13 @@ class advisory_semaphore final : public semaphore {
         lo.push_back(low_of(key));
       }
       if (candidates.empty()) break;
-      const sql::param ps[] = {array_text(hi), array_text(lo), static_cast<std::int64_t>(permits - taken.size()),
-                               std::int64_t{high_of(key_.semaphore_mark)}, std::int64_t{low_of(key_.semaphore_mark)},
-                               std::int64_t{published ? 0 : 1}, key_.key};
+      const sql::param ps[] = {array_text(hi),
+                               array_text(lo),
+                               static_cast<std::int64_t>(permits - taken.size()),
+                               std::int64_t{high_of(key_.semaphore_mark)},
+                               std::int64_t{low_of(key_.semaphore_mark)},
+                               std::int64_t{published ? 0 : 1},
+                               key_.key};
       sql::result out;
       for (int attempt = 0;; ++attempt) {
         sql::sql_error err;
@@ -225,11 +232,12 @@ class advisory_semaphore final : public semaphore {
   // The probe of k failed: a mutex or rw lock of the name holds it, or another acquirer of this
   // semaphore was probing k at that instant. pg_locks tells which. The token when nothing holds
   // k; otherwise the slots and the mark go back and ec says name_conflict (or the failure).
-  std::optional<std::int64_t> check_locks(sql::session& s, const std::vector<std::int64_t>& taken, std::error_code& ec) {
+  std::optional<std::int64_t> check_locks(sql::session& s, const std::vector<std::int64_t>& taken,
+                                          std::error_code& ec) {
     const std::string what = "acquiring semaphore " + describe(name());
-    const sql::param ps[] = {classid_of(key_.key),          objid_of(key_.key),
-                             classid_of(key_.semaphore_mark), objid_of(key_.semaphore_mark),
-                             classid_of(key_.writer_mark),    objid_of(key_.writer_mark)};
+    const sql::param ps[] = {
+        classid_of(key_.key),          objid_of(key_.key),           classid_of(key_.semaphore_mark),
+        objid_of(key_.semaphore_mark), classid_of(key_.writer_mark), objid_of(key_.writer_mark)};
     sql::result out;
     sql::sql_error err;
     if (!s.conn()->execute(st_->lock_check_sql, ps, out, err)) {
@@ -266,7 +274,8 @@ class advisory_semaphore final : public semaphore {
 
 }  // namespace
 
-std::unique_ptr<rw_lock> make_advisory_rw_lock(std::shared_ptr<advisory_state> st, std::string name, lock_options options) {
+std::unique_ptr<rw_lock> make_advisory_rw_lock(std::shared_ptr<advisory_state> st, std::string name,
+                                               lock_options options) {
   return std::make_unique<advisory_rw_lock>(std::move(st), std::move(name), std::move(options));
 }
 

@@ -17,7 +17,8 @@
 
 namespace dlock::pg {
 
-std::unique_ptr<rw_lock> make_advisory_rw_lock(std::shared_ptr<advisory_state> st, std::string name, lock_options options);
+std::unique_ptr<rw_lock> make_advisory_rw_lock(std::shared_ptr<advisory_state> st, std::string name,
+                                               lock_options options);
 std::unique_ptr<semaphore> make_advisory_semaphore(std::shared_ptr<advisory_state> st, std::string name,
                                                    std::uint32_t max_count, lock_options options);
 

@@ -32,8 +32,9 @@ pg_settings pg_settings::from_uri(const uri& u) {
     bool ok = false;
     for (auto* m2 : modes) ok = ok || *m == m2;
     if (!ok)
-      throw error(errc::invalid_uri, "sslmode=" + *m + ": expected disable, allow, prefer, require, verify-ca or "
-                                                       "verify-full in " +
+      throw error(errc::invalid_uri, "sslmode=" + *m +
+                                         ": expected disable, allow, prefer, require, verify-ca or "
+                                         "verify-full in " +
                                          u.redacted());
     s.sslmode = *m;
   }
@@ -41,8 +42,8 @@ pg_settings pg_settings::from_uri(const uri& u) {
     // PostgreSQL keeps at most 63 bytes and shows them to every user of pg_stat_activity.
     const bool printable = std::all_of(a->begin(), a->end(), [](unsigned char c) { return c >= 0x20 && c < 0x7f; });
     if (a->empty() || a->size() > 63 || !printable)
-      throw error(errc::invalid_uri, "application_name='" + *a + "': expected 1 to 63 printable ASCII characters in " +
-                                         u.redacted());
+      throw error(errc::invalid_uri,
+                  "application_name='" + *a + "': expected 1 to 63 printable ASCII characters in " + u.redacted());
     s.application_name = *a;
   }
   s.redacted_uri = u.redacted();
@@ -102,8 +103,14 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
     const auto deadline = std::chrono::steady_clock::now() + connect_timeout;
     const std::string port = std::to_string(s.port);
     const char* keys[] = {"host", "port", "user", "password", "dbname", "sslmode", "application_name", nullptr};
-    const char* vals[] = {s.host.c_str(), port.c_str(), s.user.c_str(), s.password.c_str(), s.database.c_str(),
-                          s.sslmode.c_str(), s.application_name.c_str(), nullptr};
+    const char* vals[] = {s.host.c_str(),
+                          port.c_str(),
+                          s.user.c_str(),
+                          s.password.c_str(),
+                          s.database.c_str(),
+                          s.sslmode.c_str(),
+                          s.application_name.c_str(),
+                          nullptr};
     pgconn_ptr c(PQconnectStartParams(keys, vals, /*expand_dbname=*/0));
     if (!c) {
       err = {sql::failure::other, "", "libpq could not allocate a connection"};
@@ -139,20 +146,21 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
 }
 
 sql::connector make_connector(pg_settings s) {
-  return [s = std::move(s)](std::chrono::milliseconds timeout, std::error_code& ec) -> std::unique_ptr<sql::connection> {
-    sql::sql_error err;
-    auto c = connect_raw(s, timeout, err);
-    if (!c) {
-      std::error_code e;
-      if (err.kind == sql::failure::unknown_database) {
-        set_error(ec, errc::backend_error, "connecting to " + s.redacted_uri + ": " + err.message);
-      } else {
-        sql::set_sql_error(ec, err, "connecting to " + s.redacted_uri);
-      }
-      return nullptr;
-    }
-    return std::make_unique<pg_connection>(std::move(c));
-  };
+  return
+      [s = std::move(s)](std::chrono::milliseconds timeout, std::error_code& ec) -> std::unique_ptr<sql::connection> {
+        sql::sql_error err;
+        auto c = connect_raw(s, timeout, err);
+        if (!c) {
+          std::error_code e;
+          if (err.kind == sql::failure::unknown_database) {
+            set_error(ec, errc::backend_error, "connecting to " + s.redacted_uri + ": " + err.message);
+          } else {
+            sql::set_sql_error(ec, err, "connecting to " + s.redacted_uri);
+          }
+          return nullptr;
+        }
+        return std::make_unique<pg_connection>(std::move(c));
+      };
 }
 
 pg_connection::pg_connection(pgconn_ptr c) noexcept : conn_(std::move(c)) {
@@ -274,8 +282,8 @@ bool pg_connection::execute(std::string_view sql, std::span<const sql::param> pa
         if (!check(PQprepare(conn_.get(), name.c_str(), text.c_str(), n, types.data()), nullptr, err)) return false;
         it = prepared_.emplace(text, prepared_statement{std::move(name), types}).first;
       }
-      if (check(PQexecPrepared(conn_.get(), it->second.name.c_str(), n, values.data(), lengths.data(),
-                               formats.data(), /*resultFormat text*/ 0),
+      if (check(PQexecPrepared(conn_.get(), it->second.name.c_str(), n, values.data(), lengths.data(), formats.data(),
+                               /*resultFormat text*/ 0),
                 &out, err))
         return true;
       // 26000: the statement is gone from the session (DISCARD ALL / DEALLOCATE by someone else);
@@ -292,7 +300,8 @@ bool pg_connection::execute(std::string_view sql, std::span<const sql::param> pa
   }
 }
 
-bool pg_connection::set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout, sql::sql_error& err) noexcept {
+bool pg_connection::set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout,
+                                          sql::sql_error& err) noexcept {
   // lock_timeout 0 means "wait forever" in PostgreSQL; "fail at once" is the smallest bound.
   std::string value = !timeout ? "0" : std::to_string(std::max<long long>(1, timeout->count())) + "ms";
   sql::param p{value};

@@ -81,7 +81,9 @@ class pg_connection final : public sql::connection {
   // Inside an acquire's deadline scope (dlock_sql/deadline.hpp): the statement's socket is shut
   // down if it has not answered by the deadline + grace; check() then reports that.
   struct statement_deadline {
-    explicit statement_deadline(pg_connection& c) noexcept : c_(c), guard_(PQsocket(c.conn_.get())) { c_.guard_ = &guard_; }
+    explicit statement_deadline(pg_connection& c) noexcept : c_(c), guard_(PQsocket(c.conn_.get())) {
+      c_.guard_ = &guard_;
+    }
     ~statement_deadline() { c_.guard_ = nullptr; }
     statement_deadline(const statement_deadline&) = delete;
     statement_deadline& operator=(const statement_deadline&) = delete;

@@ -33,11 +33,13 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
   s.enqueue = {{"WITH gone AS (DELETE FROM " + waiters +
                     "   WHERE name = $1 AND owner <> $2 AND expires_at <= clock_timestamp())"
                     " INSERT INTO " +
-                    waiters + " (name, owner, expires_at) VALUES ($1, $2, " + expiry + ")"
-                                                                                       " ON CONFLICT (name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at",
+                    waiters + " (name, owner, expires_at) VALUES ($1, $2, " + expiry +
+                    ")"
+                    " ON CONFLICT (name, owner) DO UPDATE SET expires_at = EXCLUDED.expires_at",
                 {arg::name, arg::owner, arg::ttl_ms}}};
-  s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = $1 AND owner = $2"
-                                           " RETURNING pg_notify($3, encode(name, 'hex'))",
+  s.dequeue = {{"DELETE FROM " + waiters +
+                    " WHERE name = $1 AND owner = $2"
+                    " RETURNING pg_notify($3, encode(name, 'hex'))",
                 {arg::name, arg::owner, arg::channel}}};
   // The sweeper's part for fair=true: waiters that died without leaving the queue.
   s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= clock_timestamp()", {}}};
@@ -45,30 +47,36 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
   // we already hold the lock (re-entry) or no live waiter of another owner is older than ours
   // (no row of ours: no live waiter at all). On grant our waiter row goes; on a miss it is
   // refreshed. One statement, one round trip.
-  s.acquire_fair = {{"WITH mine AS (SELECT seq FROM " + waiters + " WHERE name = $1 AND owner = $2),"
-                                                                  " granted AS (INSERT INTO " +
-                         tab + " AS l (name, owner, hold_count, expires_at, fence)"
-                               "   SELECT $1, $2, 1, " +
-                         expiry + ", nextval('" + seq + "')"
-                                                        "   WHERE EXISTS (SELECT 1 FROM " +
-                         tab + " h"
-                               "                 WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp())"
-                               "      OR NOT EXISTS (SELECT 1 FROM " +
-                         waiters + " w"
-                                   "                     WHERE w.name = $1 AND w.owner <> $2 AND w.expires_at > clock_timestamp()"
-                                   "                       AND w.seq < COALESCE((SELECT seq FROM mine), 9223372036854775807))"
-                                   "   ON CONFLICT (name) DO UPDATE SET"
-                                   "   hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                                   "     THEN l.hold_count + 1 ELSE 1 END,"
-                                   "   fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
-                                   "     THEN l.fence ELSE EXCLUDED.fence END,"
-                                   "   owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
-                                   "   WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
-                                   "   RETURNING l.fence, l.hold_count),"
-                                   " left_queue AS (DELETE FROM " +
-                         waiters + " WHERE name = $1 AND owner = $2"
-                                   "   AND EXISTS (SELECT 1 FROM granted)),"
-                                   " refreshed AS (UPDATE " +
+  s.acquire_fair = {{"WITH mine AS (SELECT seq FROM " + waiters +
+                         " WHERE name = $1 AND owner = $2),"
+                         " granted AS (INSERT INTO " +
+                         tab +
+                         " AS l (name, owner, hold_count, expires_at, fence)"
+                         "   SELECT $1, $2, 1, " +
+                         expiry + ", nextval('" + seq +
+                         "')"
+                         "   WHERE EXISTS (SELECT 1 FROM " +
+                         tab +
+                         " h"
+                         "                 WHERE h.name = $1 AND h.owner = $2 AND h.expires_at > clock_timestamp())"
+                         "      OR NOT EXISTS (SELECT 1 FROM " +
+                         waiters +
+                         " w"
+                         "                     WHERE w.name = $1 AND w.owner <> $2 AND w.expires_at > clock_timestamp()"
+                         "                       AND w.seq < COALESCE((SELECT seq FROM mine), 9223372036854775807))"
+                         "   ON CONFLICT (name) DO UPDATE SET"
+                         "   hold_count = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                         "     THEN l.hold_count + 1 ELSE 1 END,"
+                         "   fence = CASE WHEN l.owner = EXCLUDED.owner AND l.expires_at > clock_timestamp()"
+                         "     THEN l.fence ELSE EXCLUDED.fence END,"
+                         "   owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+                         "   WHERE l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner"
+                         "   RETURNING l.fence, l.hold_count),"
+                         " left_queue AS (DELETE FROM " +
+                         waiters +
+                         " WHERE name = $1 AND owner = $2"
+                         "   AND EXISTS (SELECT 1 FROM granted)),"
+                         " refreshed AS (UPDATE " +
                          waiters + " SET expires_at = " + expiry +
                          "   WHERE name = $1 AND owner = $2 AND NOT EXISTS (SELECT 1 FROM granted))"
                          " SELECT fence, hold_count FROM granted",
@@ -90,8 +98,9 @@ std::string renew_many_statement(const std::string& tab, std::size_t count, bool
     if (with_version) rows += "$" + std::to_string(first + 2) + "::bigint, ";
     rows += std::to_string(k) + ")";
   }
-  return "UPDATE " + tab + " AS l SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
-                           " FROM (VALUES " +
+  return "UPDATE " + tab +
+         " AS l SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
+         " FROM (VALUES " +
          rows + (with_version ? ") AS b(name, owner, version, k)" : ") AS b(name, owner, k)") +
          " WHERE l.name = b.name AND l.owner = b.owner" + (with_version ? " AND l.version = b.version" : "") +
          " AND l.expires_at > clock_timestamp() RETURNING b.k";
@@ -143,18 +152,30 @@ sql::index_sql index_statements(const sql::table_ref& t, bool fair) {
   const std::string now = "(EXCLUDED.expires_at - $3::bigint * interval '1 millisecond')";
   const std::string live = "l.expires_at > " + now;
   const std::string grant = "(l.expires_at <= " + now + " OR l.owner = EXCLUDED.owner)";
-  s.acquire = {{"WITH attempt AS (INSERT INTO " + tab + " AS l (name, owner, hold_count, expires_at, fence)"
-                " VALUES ($1, $2, 1, " + expiry + ", nextval('" + seq + "'))"
-                " ON CONFLICT (name) DO UPDATE SET"
-                " hold_count = CASE WHEN NOT (" + live + ") THEN 1 WHEN l.owner = EXCLUDED.owner"
-                "   THEN l.hold_count + 1 ELSE l.hold_count END,"
-                " fence = CASE WHEN " + live + " THEN l.fence ELSE EXCLUDED.fence END,"
-                " owner = CASE WHEN " + live + " THEN l.owner ELSE EXCLUDED.owner END,"
-                " expires_at = CASE WHEN " + grant + " THEN EXCLUDED.expires_at ELSE l.expires_at END,"
-                " waiting = l.waiting OR NOT " + grant +
-                " WHERE " + grant + " OR NOT l.waiting"
-                " RETURNING l.fence, l.hold_count, l.owner)"
-                " SELECT fence, hold_count FROM attempt WHERE owner = $2",
+  s.acquire = {{"WITH attempt AS (INSERT INTO " + tab +
+                    " AS l (name, owner, hold_count, expires_at, fence)"
+                    " VALUES ($1, $2, 1, " +
+                    expiry + ", nextval('" + seq +
+                    "'))"
+                    " ON CONFLICT (name) DO UPDATE SET"
+                    " hold_count = CASE WHEN NOT (" +
+                    live +
+                    ") THEN 1 WHEN l.owner = EXCLUDED.owner"
+                    "   THEN l.hold_count + 1 ELSE l.hold_count END,"
+                    " fence = CASE WHEN " +
+                    live +
+                    " THEN l.fence ELSE EXCLUDED.fence END,"
+                    " owner = CASE WHEN " +
+                    live +
+                    " THEN l.owner ELSE EXCLUDED.owner END,"
+                    " expires_at = CASE WHEN " +
+                    grant +
+                    " THEN EXCLUDED.expires_at ELSE l.expires_at END,"
+                    " waiting = l.waiting OR NOT " +
+                    grant + " WHERE " + grant +
+                    " OR NOT l.waiting"
+                    " RETURNING l.fence, l.hold_count, l.owner)"
+                    " SELECT fence, hold_count FROM attempt WHERE owner = $2",
                 {arg::name, arg::owner, arg::ttl_ms}}};
   // One hold less, the row deleted at the last one; the release NOTIFYs only when the deleted row
   // carries a waiter's mark (a transaction that never calls pg_notify skips PostgreSQL's commit-
@@ -162,14 +183,18 @@ sql::index_sql index_statements(const sql::table_ref& t, bool fair) {
   // notifies on every release: its waiters queue in the waiters table and, when not first in
   // line, do not touch the lock row, so they leave no mark to read.
   const std::string notify = "pg_notify($3, encode(name, 'hex'))";
-  s.release = {{"WITH dec AS (UPDATE " + tab + " SET hold_count = hold_count - 1"
-                                               "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
-                                               " del AS (DELETE FROM " +
-                    tab +
-                    "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
-                    "   RETURNING " + (fair ? notify : "CASE WHEN waiting THEN " + notify + " END") + ")"
-                    " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
-                {arg::name, arg::owner, arg::channel}}};
+  s.release = {
+      {"WITH dec AS (UPDATE " + tab +
+           " SET hold_count = hold_count - 1"
+           "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count > 1 RETURNING 1),"
+           " del AS (DELETE FROM " +
+           tab +
+           "   WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp() AND hold_count <= 1"
+           "   RETURNING " +
+           (fair ? notify : "CASE WHEN waiting THEN " + notify + " END") +
+           ")"
+           " SELECT 1 FROM dec UNION ALL SELECT 1 FROM del",
+       {arg::name, arg::owner, arg::channel}}};
   s.renew = {{"UPDATE " + tab + " SET expires_at = " + expiry +
                   " WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()",
               {arg::name, arg::owner, arg::ttl_ms}}};
@@ -186,7 +211,8 @@ sql::forupdate_sql forupdate_statements(const sql::table_ref& t) {
   const auto tab = qualified(t), seq = qualified(t, "_fence");
   sql::forupdate_sql s;
   if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
-  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab + " (name bytea PRIMARY KEY, fence bigint NOT NULL DEFAULT 0)");
+  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
+                     " (name bytea PRIMARY KEY, fence bigint NOT NULL DEFAULT 0)");
   s.create.push_back("CREATE SEQUENCE IF NOT EXISTS " + seq);
   s.ensure_row = {{"INSERT INTO " + tab + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {arg::name}}};
   // The fencing token comes from a sequence: nextval is not rolled back with the holder's
@@ -194,12 +220,14 @@ sql::forupdate_sql forupdate_statements(const sql::table_ref& t) {
   // holder got the same token). The materialized CTE locks the row first; nextval runs in the
   // outer SELECT, once the row lock is ours, so tokens are ordered like the grants. One round
   // trip; the row itself is not written.
-  s.lock_wait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE)"
-                                                                      " SELECT nextval('" +
+  s.lock_wait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab +
+                      " WHERE name = $1 FOR UPDATE)"
+                      " SELECT nextval('" +
                       seq + "') FROM l",
                   {arg::name}}};
-  s.lock_nowait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT)"
-                                                                        " SELECT nextval('" +
+  s.lock_nowait = {{"WITH l AS MATERIALIZED (SELECT name FROM " + tab +
+                        " WHERE name = $1 FOR UPDATE NOWAIT)"
+                        " SELECT nextval('" +
                         seq + "') FROM l",
                     {arg::name}}};
   s.probe = {{"SELECT 1 FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT", {arg::name}}};
@@ -210,32 +238,36 @@ sql::version_sql version_statements(const sql::table_ref& t) {
   const auto tab = qualified(t);
   sql::version_sql s;
   if (!t.schema.empty()) s.create.push_back("CREATE SCHEMA IF NOT EXISTS " + quote(t.schema));
-  s.create.push_back("CREATE TABLE IF NOT EXISTS " + tab +
-                     " (name bytea PRIMARY KEY, owner text, version bigint NOT NULL DEFAULT 0, expires_at timestamptz)");
+  s.create.push_back(
+      "CREATE TABLE IF NOT EXISTS " + tab +
+      " (name bytea PRIMARY KEY, owner text, version bigint NOT NULL DEFAULT 0, expires_at timestamptz)");
   s.ensure_row = {{"INSERT INTO " + tab + " (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", {arg::name}}};
   s.read = {{"SELECT version, CASE WHEN owner IS NULL OR expires_at <= clock_timestamp() THEN 1 ELSE 0 END"
              " FROM " +
                  tab + " WHERE name = $1",
              {arg::name}}};
-  s.acquire = {{"UPDATE " + tab + " SET owner = $1, version = version + 1,"
-                                  " expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'"
-                                  " WHERE name = $3 AND version = $4 AND (owner IS NULL OR expires_at <= clock_timestamp())",
+  s.acquire = {{"UPDATE " + tab +
+                    " SET owner = $1, version = version + 1,"
+                    " expires_at = clock_timestamp() + $2::bigint * interval '1 millisecond'"
+                    " WHERE name = $3 AND version = $4 AND (owner IS NULL OR expires_at <= clock_timestamp())",
                 {arg::owner, arg::ttl_ms, arg::name, arg::version}}};
-  s.release = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
-                                  " WHERE name = $1 AND owner = $2 AND version = $3 AND expires_at > clock_timestamp()"
-                                  " RETURNING pg_notify($4, encode(name, 'hex'))",
+  s.release = {{"UPDATE " + tab +
+                    " SET owner = NULL, expires_at = NULL"
+                    " WHERE name = $1 AND owner = $2 AND version = $3 AND expires_at > clock_timestamp()"
+                    " RETURNING pg_notify($4, encode(name, 'hex'))",
                 {arg::name, arg::owner, arg::version, arg::channel}}};
-  s.renew = {{"UPDATE " + tab + " SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
-                                " WHERE name = $2 AND owner = $3 AND version = $4 AND expires_at > clock_timestamp()",
+  s.renew = {{"UPDATE " + tab +
+                  " SET expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'"
+                  " WHERE name = $2 AND owner = $3 AND version = $4 AND expires_at > clock_timestamp()",
               {arg::ttl_ms, arg::name, arg::owner, arg::version}}};
-  s.probe = {{"SELECT owner FROM " + tab +
-                  " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
+  s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
               {arg::name}}};
   s.renew_many = [tab](std::size_t count) { return renew_many_statement(tab, count, true); };
   s.renew_many_returns_positions = true;
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
-  s.sweep = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL"
-                                " WHERE owner IS NOT NULL AND expires_at <= clock_timestamp()",
+  s.sweep = {{"UPDATE " + tab +
+                  " SET owner = NULL, expires_at = NULL"
+                  " WHERE owner IS NOT NULL AND expires_at <= clock_timestamp()",
               {}}};
   return s;
 }

@@ -15,7 +15,8 @@ void register_postgres(registry& r) {
          .caps = pg::postgres_index_caps,
          .scope = lock_scope::network,
          .example_uri = "postgres+index://dlock:secret@127.0.0.1:5432/dlock?table=dlock_index",
-         .summary = "unique index: INSERT ... ON CONFLICT takes a free or expired row in one statement; DELETE of our row releases and NOTIFYs waiters",
+         .summary = "unique index: INSERT ... ON CONFLICT takes a free or expired row in one statement; DELETE of our "
+                    "row releases and NOTIFYs waiters",
          .parameters = pg::table_scheme_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto setup = pg::table_setup(u, defaults, "dlock_index", pg::postgres_index_caps);
@@ -27,7 +28,8 @@ void register_postgres(registry& r) {
          .caps = pg::postgres_forupdate_caps,
          .scope = lock_scope::network,
          .example_uri = "postgres+forupdate://dlock:secret@127.0.0.1:5432/dlock?table=dlock_forupdate",
-         .summary = "SELECT ... FOR UPDATE (NOWAIT / lock_timeout) in a transaction held on a dedicated connection; COMMIT releases; fencing token from a sequence (the table name + _fence)",
+         .summary = "SELECT ... FOR UPDATE (NOWAIT / lock_timeout) in a transaction held on a dedicated connection; "
+                    "COMMIT releases; fencing token from a sequence (the table name + _fence)",
          .parameters = pg::table_scheme_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto setup = pg::table_setup(u, defaults, "dlock_forupdate", pg::postgres_forupdate_caps);
@@ -39,7 +41,8 @@ void register_postgres(registry& r) {
          .caps = pg::postgres_version_caps,
          .scope = lock_scope::network,
          .example_uri = "postgres+version://dlock:secret@127.0.0.1:5432/dlock?table=dlock_version",
-         .summary = "optimistic version: UPDATE ... WHERE version = read version AND free-or-expired; the version is the fencing token",
+         .summary = "optimistic version: UPDATE ... WHERE version = read version AND free-or-expired; the version is "
+                    "the fencing token",
          .parameters = pg::table_scheme_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto setup = pg::table_setup(u, defaults, "dlock_version", pg::postgres_version_caps);
@@ -54,13 +57,16 @@ void register_postgres(registry& r) {
          .scope = lock_scope::network,
          .example_uri = "postgres+advisory://dlock:secret@127.0.0.1:5432/dlock",
          .summary = "session advisory lock pg_try_advisory_lock / pg_advisory_lock + lock_timeout, "
-                    "key = first 8 bytes of SHA-256(name); leases share few sessions (try first, wait on a session of its own); fencing token from a sequence read in the granting statement; "
-                    "rw locks as pg_advisory_lock_shared / pg_advisory_lock on the same key, semaphores as N two-int4 advisory slots",
+                    "key = first 8 bytes of SHA-256(name); leases share few sessions (try first, wait on a session of "
+                    "its own); fencing token from a sequence read in the granting statement; "
+                    "rw locks as pg_advisory_lock_shared / pg_advisory_lock on the same key, semaphores as N two-int4 "
+                    "advisory slots",
          .parameters = pg::advisory_parameters(),
          .open = [](const uri& u, const lock_options& defaults) -> std::shared_ptr<backend> {
            auto settings = pg::pg_settings::from_uri(u);
            auto pool = sql::pool::make(pg::make_connector(settings), sql::parse_pool_options(u));
-           return pg::make_advisory_backend(std::move(pool), defaults, u.redacted(), pg::advisory_sequence::from_uri(u));
+           return pg::make_advisory_backend(std::move(pool), defaults, u.redacted(),
+                                            pg::advisory_sequence::from_uri(u));
          }});
 }
 

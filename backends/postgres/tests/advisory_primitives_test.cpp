@@ -51,7 +51,8 @@ bool writer_waits(const std::string& name) {
 
 TEST(pg_advisory_rw, readers_hold_together_across_sessions) {
   const auto name = unique_name("rw-readers");
-  auto a = dlock::open(advisory_uri(one_shared_session)), b = dlock::open(advisory_uri()), c = dlock::open(advisory_uri());
+  auto a = dlock::open(advisory_uri(one_shared_session)), b = dlock::open(advisory_uri()),
+       c = dlock::open(advisory_uri());
   auto ra = a->make_rw_lock(name), rb = b->make_rw_lock(name);
   auto r1 = ra->try_acquire_read(), r2 = rb->try_acquire_read();
   ASSERT_TRUE(r1);
@@ -130,7 +131,8 @@ TEST(pg_advisory_rw, the_server_queues_a_new_reader_behind_a_waiting_writer) {
 // holds the key in shared mode), both their tries and their waits.
 TEST(pg_advisory_rw, a_waiting_writer_holds_back_new_readers_through_dlock) {
   const auto name = unique_name("rw-writer-preferred");
-  auto a = dlock::open(advisory_uri(one_shared_session)), b = dlock::open(advisory_uri()), c = dlock::open(advisory_uri());
+  auto a = dlock::open(advisory_uri(one_shared_session)), b = dlock::open(advisory_uri()),
+       c = dlock::open(advisory_uri());
   EXPECT_TRUE(a->rw_caps().has(dlock::capability::writer_preferred));
   auto holder = a->make_rw_lock(name);
   auto held = holder->acquire_read();
@@ -143,7 +145,8 @@ TEST(pg_advisory_rw, a_waiting_writer_holds_back_new_readers_through_dlock) {
   });
   ASSERT_TRUE(eventually([&] { return writer_waits(name); }));
   EXPECT_FALSE(c->make_rw_lock(name)->try_acquire_read()) << "another process's reader got in past the waiting writer";
-  EXPECT_FALSE(a->make_rw_lock(name)->try_acquire_read()) << "the holder's process's reader got in past the waiting writer";
+  EXPECT_FALSE(a->make_rw_lock(name)->try_acquire_read())
+      << "the holder's process's reader got in past the waiting writer";
   EXPECT_FALSE(holder->try_acquire_read_for(200ms));
   std::thread other([&] {
     auto l = c->make_rw_lock(name)->acquire_read();
@@ -346,7 +349,8 @@ TEST(pg_advisory_one_name, a_semaphore_and_a_lock_refuse_each_other_on_one_share
       auto permit = b->make_semaphore(name, 3)->try_acquire(ec);
       EXPECT_FALSE(permit);
       EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
-      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos) << dlock::last_error_message();
+      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos)
+          << dlock::last_error_message();
       EXPECT_TRUE(probe::slot_rows(advisory_uri(), name, 3).empty()) << "the refused semaphore left slots behind";
     }
     for (auto side : {dlock::access::write, dlock::access::read}) {
@@ -367,7 +371,8 @@ TEST(pg_advisory_one_name, a_semaphore_and_a_lock_refuse_each_other_on_one_share
                                   : b->make_rw_lock(name)->try_acquire_write(ec);
         EXPECT_FALSE(l);
         EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
-        EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos) << dlock::last_error_message();
+        EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos)
+            << dlock::last_error_message();
       }
       EXPECT_TRUE(probe::advisory_rows(advisory_uri(), name).empty()) << "a refused lock left its key behind";
       EXPECT_EQ(probe::slot_rows(advisory_uri(), name, 3).size(), 1u);

@@ -4,8 +4,10 @@
 
 namespace {
 dlock::testing::backend_hooks pg_hooks() {
-  return {.break_lock = [](const std::string& uri, const dlock::lease& held) { dlock::pg::testing::break_lock(uri, held.name()); },
-          .is_held_on_server = [](const std::string& uri, std::string_view name) { return dlock::pg::testing::held_on_server(uri, name); }};
+  return {.break_lock = [](const std::string& uri,
+                           const dlock::lease& held) { dlock::pg::testing::break_lock(uri, held.name()); },
+          .is_held_on_server = [](const std::string& uri,
+                                  std::string_view name) { return dlock::pg::testing::held_on_server(uri, name); }};
 }
 }  // namespace
 

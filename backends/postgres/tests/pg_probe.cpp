@@ -68,10 +68,9 @@ std::int64_t high(std::int64_t k) { return static_cast<std::int64_t>(static_cast
 std::int64_t low(std::int64_t k) { return static_cast<std::int64_t>(static_cast<std::uint64_t>(k) & 0xffffffffu); }
 // The semaphore slots of a name, for any max_count up to probed_slots: pids holding one of them.
 constexpr std::uint32_t probed_slots = 1024;
-const char* slot_holders_sql =
-    "SELECT l.pid FROM pg_locks l JOIN unnest($1::bigint[], $2::bigint[]) AS s(hi, lo)"
-    " ON l.classid = s.hi::oid AND l.objid = s.lo::oid"
-    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2";
+const char* slot_holders_sql = "SELECT l.pid FROM pg_locks l JOIN unnest($1::bigint[], $2::bigint[]) AS s(hi, lo)"
+                               " ON l.classid = s.hi::oid AND l.objid = s.lo::oid"
+                               " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2";
 std::vector<sql::param> slot_params(std::string_view name) {
   std::string hi = "{", lo = "{";
   for (std::uint32_t i = 0; i < probed_slots; ++i) {
@@ -94,9 +93,15 @@ bool held_on_server(const std::string& uri_text, std::string_view name) {
     return !exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows.empty() ||
            !exec(c.get(), slot_holders_sql, slot_params(name)).rows.empty();
   if (u.scheme() == "postgres+index")
-    return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_index") + " WHERE name = $1 AND expires_at > clock_timestamp()", {sql::bytes{n}}).rows.empty();
+    return !exec(c.get(),
+                 "SELECT 1 FROM " + table_of(uri_text, "dlock_index") +
+                     " WHERE name = $1 AND expires_at > clock_timestamp()",
+                 {sql::bytes{n}})
+                .rows.empty();
   if (u.scheme() == "postgres+version")
-    return !exec(c.get(), "SELECT 1 FROM " + table_of(uri_text, "dlock_version") + " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
+    return !exec(c.get(),
+                 "SELECT 1 FROM " + table_of(uri_text, "dlock_version") +
+                     " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
                  {sql::bytes{n}})
                 .rows.empty();
   // forupdate: held iff the row is locked by an open transaction (NOWAIT probe).
@@ -129,7 +134,11 @@ int break_lock(const std::string& uri_text, std::string_view name) {
       exec(c.get(), "SELECT pg_terminate_backend($1::int)", {std::int64_t{std::stoi(*rows[i][0])}});
   } else if (u.scheme() == "postgres+forupdate") {
     // The holder's transaction updated the row (fence + 1): its xid is the row's xmax.
-    rows = exec(c.get(), "SELECT a.pid FROM pg_stat_activity a, " + table_of(uri_text, "dlock_forupdate") + " t WHERE t.name = $1 AND a.backend_xid = t.xmax", {sql::bytes{n}}).rows;
+    rows = exec(c.get(),
+                "SELECT a.pid FROM pg_stat_activity a, " + table_of(uri_text, "dlock_forupdate") +
+                    " t WHERE t.name = $1 AND a.backend_xid = t.xmax",
+                {sql::bytes{n}})
+               .rows;
   } else {
     // Table schemes: the grant is the row, not a session. An operator deletes the row.
     auto table = table_of(uri_text, u.scheme() == "postgres+index" ? "dlock_index" : "dlock_version");
@@ -156,10 +165,11 @@ std::vector<advisory_row> rows_of(const sql::result& r) {
 
 std::vector<advisory_row> advisory_rows(const std::string& uri_text, std::string_view name) {
   auto c = connect(uri_text);
-  return rows_of(exec(c.get(),
-                      "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
-                      " AND objid = $2::bigint::oid AND objsubid = 1",
-                      {high(key_of(name)), low(key_of(name))}));
+  return rows_of(
+      exec(c.get(),
+           "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
+           " AND objid = $2::bigint::oid AND objsubid = 1",
+           {high(key_of(name)), low(key_of(name))}));
 }
 
 std::vector<advisory_row> slot_rows(const std::string& uri_text, std::string_view name, std::uint32_t slots) {
@@ -167,10 +177,11 @@ std::vector<advisory_row> slot_rows(const std::string& uri_text, std::string_vie
   std::vector<advisory_row> out;
   for (std::uint32_t i = 0; i < slots; ++i) {
     const auto k = semaphore_slot_key(name, i);
-    auto rows = rows_of(exec(c.get(),
-                             "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
-                             " AND objid = $2::bigint::oid AND objsubid = 2",
-                             {high(k), low(k)}));
+    auto rows =
+        rows_of(exec(c.get(),
+                     "SELECT pid, mode, granted FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::bigint::oid"
+                     " AND objid = $2::bigint::oid AND objsubid = 2",
+                     {high(k), low(k)}));
     out.insert(out.end(), rows.begin(), rows.end());
   }
   return out;

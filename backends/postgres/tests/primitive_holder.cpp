@@ -1,7 +1,8 @@
 // postgres_primitive_holder: the other process of the advisory primitives' SIGKILL test.
 //   postgres_primitive_holder URI NAME MAX_COUNT
 // takes a read hold of the reader-writer lock NAME and one permit of the semaphore NAME of
-// MAX_COUNT named NAME-permits (a semaphore never holds beside a rw lock of its name), prints "held", and sleeps until killed. Exit 2 on any failure.
+// MAX_COUNT named NAME-permits (a semaphore never holds beside a rw lock of its name), prints "held", and sleeps until
+// killed. Exit 2 on any failure.
 #include <chrono>
 #include <cstdlib>
 #include <iostream>

@@ -50,10 +50,9 @@ inline void raw_cycle(benchmark::State& state, redisContext* c, const std::strin
   const auto waiting = "{" + name + "}:dlock_writers_waiting", permits = "{" + name + "}:timeout";
   const auto channel = "redisson_lock__channel:{" + name + "}", rw_channel = "redisson_rwlock:{" + name + "}";
   const auto token = "dlock:" + dlock::spi::random_token();
-  auto* r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 4 %b %b %b %b %b 30000 %s", acquire.sha1.c_str(),
-                                                  name.data(), name.size(), fence.data(), fence.size(), waiting.data(),
-                                                  waiting.size(), permits.data(), permits.size(), token.data(),
-                                                  token.size(), ""));
+  auto* r = static_cast<redisReply*>(redisCommand(
+      c, "EVALSHA %s 4 %b %b %b %b %b 30000 %s", acquire.sha1.c_str(), name.data(), name.size(), fence.data(),
+      fence.size(), waiting.data(), waiting.size(), permits.data(), permits.size(), token.data(), token.size(), ""));
   if (!r || r->type != REDIS_REPLY_ARRAY || r->element[0]->integer != 1) state.SkipWithError("raw acquire failed");
   freeReplyObject(r);
   if (replicas > 0) {
@@ -61,9 +60,9 @@ inline void raw_cycle(benchmark::State& state, redisContext* c, const std::strin
     if (!r || r->type != REDIS_REPLY_INTEGER || r->integer < replicas) state.SkipWithError("raw WAIT short");
     freeReplyObject(r);
   }
-  r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 3 %b %b %b %b", release.sha1.c_str(), name.data(), name.size(),
-                                            channel.data(), channel.size(), rw_channel.data(), rw_channel.size(),
-                                            token.data(), token.size()));
+  r = static_cast<redisReply*>(redisCommand(c, "EVALSHA %s 3 %b %b %b %b", release.sha1.c_str(), name.data(),
+                                            name.size(), channel.data(), channel.size(), rw_channel.data(),
+                                            rw_channel.size(), token.data(), token.size()));
   freeReplyObject(r);
 }
 

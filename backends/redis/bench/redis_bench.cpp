@@ -41,7 +41,9 @@ void BM_raw_hiredis(benchmark::State& state) {
   redisFree(c);
 }
 
-std::shared_ptr<dlock::backend> shared_backend(const std::string& query) { return dlock_bench::opened_backend(server_uri() + query); }
+std::shared_ptr<dlock::backend> shared_backend(const std::string& query) {
+  return dlock_bench::opened_backend(server_uri() + query);
+}
 
 void dlock_loop(benchmark::State& state, const std::string& query) {
   dlock_bench::dlock_cycles(state, server_uri() + query, name_for);
@@ -131,8 +133,8 @@ void BM_raw_pubsub_handoff(benchmark::State& state) {
         freeReplyObject(message);
         const auto token = "dlock:" + dlock::spi::random_token();
         if (eval(waiter, acq, fence, token, true)) {
-          samples.push_back(std::chrono::duration<double, std::micro>(
-                                clock::now().time_since_epoch() - clock::duration(released_at.load()))
+          samples.push_back(std::chrono::duration<double, std::micro>(clock::now().time_since_epoch() -
+                                                                      clock::duration(released_at.load()))
                                 .count());
           eval(waiter, rel, nobody, token, false);
         }
@@ -160,8 +162,8 @@ void BM_raw_pubsub_handoff(benchmark::State& state) {
 // What holding many leases costs the process (dlock_test/held_leases_cpu.hpp): the watchdog's timer
 // and renewals, the pool, the subscriber. Argument: the ttl in ms (renewal every ttl/3).
 void BM_held_leases_cpu(benchmark::State& state) {
-  auto b = dlock::default_registry().open(server_uri() + "?wait_after_restart=false&ttl=" +
-                                          std::to_string(state.range(0)) + "ms");
+  auto b = dlock::default_registry().open(server_uri() +
+                                          "?wait_after_restart=false&ttl=" + std::to_string(state.range(0)) + "ms");
   dlock::testing::held_leases_cpu(state, *b, "bench:held:" + dlock::spi::random_token().substr(0, 8) + ":");
 }
 

@@ -39,7 +39,8 @@ redisContext* connect_master() {
     }
     auto* r = static_cast<redisReply*>(redisCommand(s, "SENTINEL get-master-addr-by-name %s", set.c_str()));
     redisContext* m = nullptr;
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2) m = redisConnect(r->element[0]->str, std::atoi(r->element[1]->str));
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+      m = redisConnect(r->element[0]->str, std::atoi(r->element[1]->str));
     freeReplyObject(r);
     redisFree(s);
     if (m) return m;

@@ -28,7 +28,9 @@ std::string server_uri() {
   return v ? v : "redis://127.0.0.1:6379";
 }
 
-std::shared_ptr<dlock::backend> shared_backend(const std::string& query) { return dlock_bench::opened_backend(server_uri() + query); }
+std::shared_ptr<dlock::backend> shared_backend(const std::string& query) {
+  return dlock_bench::opened_backend(server_uri() + query);
+}
 
 struct raw_connection {
   redisContext* c;
@@ -37,7 +39,9 @@ struct raw_connection {
     c = redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379));
   }
   ~raw_connection() { redisFree(c); }
-  void load(const dlock::redis::script& s) { freeReplyObject(redisCommand(c, "SCRIPT LOAD %b", s.source.data(), s.source.size())); }
+  void load(const dlock::redis::script& s) {
+    freeReplyObject(redisCommand(c, "SCRIPT LOAD %b", s.source.data(), s.source.size()));
+  }
   // EVALSHA with binary-safe keys and arguments; the reply's first integer, or -99.
   long long evalsha(const dlock::redis::script& s, const std::vector<std::string>& keys,
                     const std::vector<std::string>& args) {
@@ -95,8 +99,8 @@ void raw_read(benchmark::State& state, bool one_name) {
                    {"30000", field}) != -1)
       state.SkipWithError("raw read acquire failed");
     rc.evalsha(dlock::redis::scripts::rw_read_release,
-               {name, "redisson_rwlock:{" + name + "}", timeouts, "{" + name + "}", "redisson_lock__channel:{" + name + "}",
-                "redisson_lock_queue:{" + name + "}"},
+               {name, "redisson_rwlock:{" + name + "}", timeouts, "{" + name + "}",
+                "redisson_lock__channel:{" + name + "}", "redisson_lock_queue:{" + name + "}"},
                {field});
   }
   state.SetItemsProcessed(state.iterations());
@@ -138,7 +142,8 @@ void raw_semaphore(benchmark::State& state) {
 void dlock_semaphore(benchmark::State& state, const std::string& query) {
   auto b = shared_backend(query);
   std::vector<std::unique_ptr<dlock::semaphore>> sems;
-  for (int i = 0; i < 8; ++i) sems.push_back(b->make_semaphore("bench-sem:" + std::to_string(state.thread_index() * 8 + i), 4));
+  for (int i = 0; i < 8; ++i)
+    sems.push_back(b->make_semaphore("bench-sem:" + std::to_string(state.thread_index() * 8 + i), 4));
   int i = 0;
   for (auto _ : state) {
     auto l = sems[i++ % 8]->try_acquire();

@@ -16,8 +16,8 @@ constexpr std::uint16_t default_port = 6379;
 // ended with CLIENT KILL ID (a killed client's connection is closed by the server at once).
 killed_connections kill_on_redis(const dlock::uri& u, const std::vector<std::uint16_t>& ports) {
   const auto& server = u.hosts().front();
-  std::vector<std::string> base = {"redis-cli", "--no-auth-warning", "-h", server.host, "-p",
-                                   std::to_string(server.port_or(default_port))};
+  std::vector<std::string> base = {
+      "redis-cli", "--no-auth-warning", "-h", server.host, "-p", std::to_string(server.port_or(default_port))};
   if (!u.user().empty()) base.insert(base.end(), {"--user", u.user()});
   std::vector<std::string> env;
   if (u.password()) env.push_back("REDISCLI_AUTH=" + *u.password());

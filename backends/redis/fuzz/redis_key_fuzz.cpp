@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "dlock_fuzz/check.hpp"
 #include "cluster.hpp"
+#include "dlock_fuzz/check.hpp"
 #include "redis_backend.hpp"
 
 using dlock::fuzz::check;
@@ -47,12 +47,12 @@ void check_one(std::string_view prefix, mode m, const std::string& name) {
   // alone does not: it closes the derived names' tag early, "redisson_lock_token:{a}b}".)
   if (k.key.find_first_of("{}") == std::string::npos) {
     const auto slot = dlock::redis::key_slot(k.key);
-    check(dlock::redis::key_slot(k.fence) == slot && dlock::redis::key_slot(k.channel) == slot &&
-              dlock::redis::key_slot(k.waiting) == slot && dlock::redis::key_slot(k.permits) == slot &&
-              dlock::redis::key_slot(k.rw_channel) == slot &&
-              (m != mode::fair ||
-               (dlock::redis::key_slot(k.queue) == slot && dlock::redis::key_slot(k.timeout) == slot)),
-          "a lock key without braces puts all its keys in one cluster slot", name);
+    check(
+        dlock::redis::key_slot(k.fence) == slot && dlock::redis::key_slot(k.channel) == slot &&
+            dlock::redis::key_slot(k.waiting) == slot && dlock::redis::key_slot(k.permits) == slot &&
+            dlock::redis::key_slot(k.rw_channel) == slot &&
+            (m != mode::fair || (dlock::redis::key_slot(k.queue) == slot && dlock::redis::key_slot(k.timeout) == slot)),
+        "a lock key without braces puts all its keys in one cluster slot", name);
   }
 }
 

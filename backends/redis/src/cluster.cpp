@@ -16,8 +16,7 @@ constexpr std::array<std::uint16_t, 256> crc16_table = [] {
   std::array<std::uint16_t, 256> t{};
   for (unsigned i = 0; i < 256; ++i) {
     std::uint16_t crc = static_cast<std::uint16_t>(i << 8);
-    for (int bit = 0; bit < 8; ++bit)
-      crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    for (int bit = 0; bit < 8; ++bit) crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
     t[i] = crc;
   }
   return t;
@@ -214,14 +213,16 @@ void cluster_map::refresh_locked(std::error_code& ec) noexcept {
         auto host = text_of(range->element[2]->element[0]);
         // An empty or unknown ("?") endpoint means the address we asked (the specification).
         if (host.empty() || host == "?") host = where.host;
-        auto master = node_at_locked(with_address(host, static_cast<std::uint16_t>(range->element[2]->element[1]->integer)));
+        auto master =
+            node_at_locked(with_address(host, static_cast<std::uint16_t>(range->element[2]->element[1]->integer)));
         for (auto s = first_slot; s <= last_slot; ++s) owners[static_cast<std::size_t>(s)] = master;
         covered += static_cast<std::size_t>(last_slot - first_slot + 1);
       }
       if (covered == 0) {
         set_error(ec, errc::backend_error,
-                  "redis " + where.label() + ": the cluster serves no slot yet (CLUSTER SLOTS is empty): "
-                                             "create it first (redis-cli --cluster create)");
+                  "redis " + where.label() +
+                      ": the cluster serves no slot yet (CLUSTER SLOTS is empty): "
+                      "create it first (redis-cli --cluster create)");
         return;
       }
       owner_ = std::move(owners);
@@ -295,7 +296,8 @@ std::vector<endpoint> parse_cluster_seeds(const uri& u, const endpoint& first) {
   if (!u.path().empty() && u.path() != "/")
     throw error(errc::invalid_uri, "redis: " + u.redacted() +
                                        ": a cluster URI has no path (a Redis Cluster has only database 0); "
-                                       "expected " + u.scheme() + "://host:port,host:port,...");
+                                       "expected " +
+                                       u.scheme() + "://host:port,host:port,...");
   std::vector<endpoint> seeds;
   for (const auto& h : u.hosts()) {
     endpoint e = first;

@@ -99,9 +99,9 @@ class cluster_map {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<node>> nodes_;  // by label: every node ever routed to
   std::array<std::shared_ptr<node>, cluster_slots> owner_{};
-  bool stale_ = false;  // a MOVED was seen: read the whole map at the next miss
+  bool stale_ = false;                 // a MOVED was seen: read the whole map at the next miss
   std::set<std::string> unreachable_;  // labels of the nodes whose last connect failed
-  std::mutex refresh_mutex_;  // one CLUSTER SLOTS at a time
+  std::mutex refresh_mutex_;           // one CLUSTER SLOTS at a time
 };
 
 // redis+...+cluster:// URIs: the seeds (every host of the URI, with its credentials); the

@@ -111,7 +111,8 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
       auth.push_back(*where.password);
       auto r = c->command(auth, ec);
       if (ec) {
-        set_error(ec, ec, "redis " + where.label() + ": no answer to AUTH (is it a Redis server?): " + last_error_message());
+        set_error(ec, ec,
+                  "redis " + where.label() + ": no answer to AUTH (is it a Redis server?): " + last_error_message());
         return nullptr;
       }
       if (r->type == REDIS_REPLY_ERROR) {
@@ -126,7 +127,8 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
     }
     auto pong = c->command({"PING"}, ec);
     if (ec) {
-      set_error(ec, ec, "redis " + where.label() + ": no answer to PING (is it a Redis server?): " + last_error_message());
+      set_error(ec, ec,
+                "redis " + where.label() + ": no answer to PING (is it a Redis server?): " + last_error_message());
       return nullptr;
     }
     if (is_error(pong.get(), "NOAUTH")) {
@@ -135,7 +137,9 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
       return nullptr;
     }
     if (pong->type != REDIS_REPLY_STATUS || std::string_view(pong->str, pong->len) != "PONG") {
-      set_error(ec, errc::backend_error, "redis " + where.label() + ": unexpected answer to PING: " + std::string(error_text(pong.get())) + " (expected PONG from a Redis server)");
+      set_error(ec, errc::backend_error,
+                "redis " + where.label() + ": unexpected answer to PING: " + std::string(error_text(pong.get())) +
+                    " (expected PONG from a Redis server)");
       return nullptr;
     }
     // Named "dlock-<pid>" so CLIENT LIST shows whose connection it is (and a test can kill only
@@ -366,8 +370,7 @@ pool::handle pool::checkout(std::chrono::steady_clock::time_point deadline, std:
         set_error(ec, errc::backend_unavailable,
                   "redis " + where_.label() + ": all " + std::to_string(max_size_) +
                       " pooled connections (pool_size) stayed busy until the caller's deadline (connect_timeout " +
-                      std::to_string(where_.connect_timeout.count()) +
-                      "ms for a call without one); raise pool_size");
+                      std::to_string(where_.connect_timeout.count()) + "ms for a call without one); raise pool_size");
         return {};
       }
     }

@@ -63,8 +63,8 @@ class connection {
   // then broken). A Redis error reply is returned as a reply of type REDIS_REPLY_ERROR.
   reply_ptr command(const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
   // EVALSHA, falling back to EVAL when the server answers NOSCRIPT (restart, SCRIPT FLUSH).
-  reply_ptr eval(const script& s, const std::vector<std::string_view>& keys,
-                 const std::vector<std::string_view>& args, std::error_code& ec) noexcept;
+  reply_ptr eval(const script& s, const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
+                 std::error_code& ec) noexcept;
 
   // EVAL with the source, never EVALSHA: for a request that must run even if its reply is never
   // read (a NOSCRIPT answer would go unseen).
@@ -183,7 +183,7 @@ class pool : public std::enable_shared_from_this<pool> {
     bool served = false;
     std::unique_ptr<connection> given;  // empty when served with room to open a connection
   };
-  void serve_next_locked(std::unique_ptr<connection> c) noexcept;  // c empty: room for one more
+  void serve_next_locked(std::unique_ptr<connection> c) noexcept;    // c empty: room for one more
   handle open_new(bool closed_found, std::error_code& ec) noexcept;  // a slot is counted already
   void give_back(std::unique_ptr<connection> c) noexcept;
   void server_changed() noexcept;

@@ -50,8 +50,8 @@ struct pipeline::node {
   enum class place { queued, promoted, taken };
 
   // Set by the caller.
-  std::string command;  // formatted
-  std::string trailer;  // formatted; empty: none (its reply is read right after the command's)
+  std::string command;               // formatted
+  std::string trailer;               // formatted; empty: none (its reply is read right after the command's)
   const script* fallback = nullptr;  // EVALSHA: sent again as EVAL on NOSCRIPT
   const std::vector<std::string_view>* keys = nullptr;
   const std::vector<std::string_view>* args = nullptr;
@@ -135,8 +135,8 @@ pipeline::pipeline(std::shared_ptr<pool> connections)
 
 pipeline::outcome pipeline::eval(const script& s, const std::vector<std::string_view>& keys,
                                  const std::vector<std::string_view>& args, clock::time_point deadline,
-                                 std::chrono::milliseconds min_server_age, std::error_code& ec,
-                                 bool source_only, const std::vector<std::string_view>& trailer) noexcept {
+                                 std::chrono::milliseconds min_server_age, std::error_code& ec, bool source_only,
+                                 const std::vector<std::string_view>& trailer) noexcept {
   node me;
   try {
     me.command = source_only ? eval_command("EVAL", s.source, keys, args) : eval_command("EVALSHA", s.sha1, keys, args);
@@ -277,7 +277,8 @@ void pipeline::lead(node& me) noexcept {
         continue;
       }
       if (n->min_server_age > std::chrono::milliseconds::zero()) {
-        const auto young = std::chrono::ceil<std::chrono::milliseconds>(c->server_started_by() + n->min_server_age - now);
+        const auto young =
+            std::chrono::ceil<std::chrono::milliseconds>(c->server_started_by() + n->min_server_age - now);
         if (young > std::chrono::milliseconds::zero()) {
           n->out.server_young = young;
           n->out.run_id = c->run_id();

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "capabilities.hpp"
-#include "renewal.hpp"
 #include "redis_primitives.hpp"
+#include "renewal.hpp"
 #include "scripts.hpp"
 #include "shared_scripts.hpp"
 
@@ -29,8 +29,7 @@ std::string now_ms() {
 
 // How a script is sent: EVALSHA (cached; NOSCRIPT falls back to EVAL), or always as source when
 // the request must run although its reply may never be read.
-enum class sending { cached,
-                     source };
+enum class sending { cached, source };
 
 reply_ptr run(connection& c, sending how, const script& s, const std::vector<std::string_view>& keys,
               const std::vector<std::string_view>& args, std::error_code& ec) {
@@ -136,14 +135,13 @@ class redis_lease final : public spi::lease_state {
   }
 
  protected:
-
   void do_release(std::error_code& ec) noexcept override {
     const auto& cfg = shared_->config;
     reply_ptr r;
     try {
       const auto call = release_call(cfg, name(), key_, secret_, ttl());
-      auto out = shared_->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(),
-                                         milliseconds::zero(), ec);
+      auto out =
+          shared_->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(), milliseconds::zero(), ec);
       if (out.withdrawn) set_withdrawn_error(ec, *shared_, "releasing lock '" + name() + "'");
       r = std::move(out.reply);
     } catch (...) {
@@ -156,8 +154,10 @@ class redis_lease final : public spi::lease_state {
     if (r->type == REDIS_REPLY_ERROR && !is_error(r.get(), "WRONGTYPE")) {
       set_error(ec, errc::backend_error, "redis: releasing lock '" + name() + "': " + std::string(error_text(r.get())));
     } else if (!ours) {
-      set_error(ec, errc::not_owner, "redis: lock '" + name() + "' was no longer ours at release (it expired or was deleted, and may "
-                                                                "belong to someone else now); the work done under it was not protected");
+      set_error(ec, errc::not_owner,
+                "redis: lock '" + name() +
+                    "' was no longer ours at release (it expired or was deleted, and may "
+                    "belong to someone else now); the work done under it was not protected");
     }
   }
 
@@ -166,7 +166,7 @@ class redis_lease final : public spi::lease_state {
     try {
       const auto ttl_text = ms_text(ttl);
       auto out = shared_->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(),
-                                         milliseconds::zero(), ec, false, replica_wait(shared_->config));
+                               milliseconds::zero(), ec, false, replica_wait(shared_->config));
       if (out.withdrawn) set_withdrawn_error(ec, *shared_, "renewing lock '" + name() + "'");
       r = std::move(out.reply);
       if (ec) return;
@@ -194,7 +194,6 @@ class redis_lease final : public spi::lease_state {
   std::uint64_t fencing_;
   std::uint64_t held_id_;
 };
-
 
 class redis_lock final : public distributed_lock {
  public:
@@ -233,7 +232,8 @@ class redis_lock final : public distributed_lock {
   // keeps an entry in its waiting-writers set, which holds new readers back, so the waits are also
   // bounded by a third of the ttl (the entry expires a ttl after the last try); leaving without
   // the lock takes the entry out.
-  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept override {
+  std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
     std::string entry;
     try {
       entry = "mutex:" + spi::random_token();
@@ -379,8 +379,8 @@ class redis_lock final : public distributed_lock {
       const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
       // With min_replicas, WAIT follows the script on its connection: it counts the replicas that
       // have the grant and its fencing counter (replication.hpp).
-      auto out = shared_->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
-                                         false, replica_wait(cfg));
+      auto out = shared_->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec, false,
+                               replica_wait(cfg));
       if (out.withdrawn) {
         if (!deadline) set_withdrawn_error(ec, *shared_, "acquiring lock '" + std::string(name()) + "'");
         held.pttl = milliseconds::zero();
@@ -424,10 +424,10 @@ class redis_lock final : public distributed_lock {
       const auto token = static_cast<std::uint64_t>(r->element[1]->integer);
       if (cfg.replicas.wanted() && replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
         give_back(secret, start + ttl);
-        cfg.replicas.set_short_error(ec, server_label(*shared_),
-                                     "lock '" + std::string(name()) + "' was granted (fencing token " +
-                                         std::to_string(token) + ")",
-                                     out.trailer.get(), "released it: a grant counts only once min_replicas replicas have it");
+        cfg.replicas.set_short_error(
+            ec, server_label(*shared_),
+            "lock '" + std::string(name()) + "' was granted (fencing token " + std::to_string(token) + ")",
+            out.trailer.get(), "released it: a grant counts only once min_replicas replicas have it");
         return nullptr;
       }
       return std::make_unique<redis_lease>(shared_, std::string(name()), key_, std::move(secret), ttl, start, token);
@@ -446,9 +446,9 @@ class redis_lock final : public distributed_lock {
   void undo_unanswered(std::shared_ptr<late_replies> late, std::size_t index, std::string owner, bool enqueued,
                        clock::time_point expires_at) noexcept {
     try {
-      auto task = [s = shared_.get(), late = std::move(late), index, owner = std::move(owner), name = std::string(name()),
-                   key = key_, queue = queue_key_, timeout = timeout_key_, enqueued, expires_at,
-                   ttl = options().ttl](std::stop_token stop) mutable {
+      auto task = [s = shared_.get(), late = std::move(late), index, owner = std::move(owner),
+                   name = std::string(name()), key = key_, queue = queue_key_, timeout = timeout_key_, enqueued,
+                   expires_at, ttl = options().ttl](std::stop_token stop) mutable {
         const auto& cfg = s->config;
         constexpr milliseconds slice{100};  // so a stopping backend is not held up
         if (auto outcome = late->take(index, slice, stop, expires_at)) {
@@ -490,8 +490,8 @@ class redis_lock final : public distributed_lock {
       const auto& cfg = shared_->config;
       const auto call = release_call(cfg, std::string(name()), key_, owner, options().ttl);
       std::error_code ec;
-      auto out = shared_->eval(*call.s, call.key_views(), call.arg_views(),
-                                         clock::now() + cfg.where.connect_timeout, milliseconds::zero(), ec);
+      auto out = shared_->eval(*call.s, call.key_views(), call.arg_views(), clock::now() + cfg.where.connect_timeout,
+                               milliseconds::zero(), ec);
       if (!ec && !out.withdrawn) return;
       shared_->post([s = shared_.get(), call, expires_at](std::stop_token stop) {
         for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
@@ -515,7 +515,8 @@ class redis_lock final : public distributed_lock {
     auto c = shared_->checkout_for(key_, ec);
     if (ec) return;  // its queue entry times out after fair_wait, as a crashed Java waiter's does
     try {
-      (void)c->eval(scripts::fair_cancel, {queue_key_, timeout_key_, key_, redisson_prefix_name("redisson_lock__channel", key_)},
+      (void)c->eval(scripts::fair_cancel,
+                    {queue_key_, timeout_key_, key_, redisson_prefix_name("redisson_lock__channel", key_)},
                     {field_, ms_text(shared_->config.fair_wait), publish_command(shared_->config)}, ec);
     } catch (...) {
     }
@@ -546,9 +547,9 @@ const script& as_published(const settings& cfg, const script& s) {
 std::string_view publish_command(const settings& cfg) noexcept { return cfg.sharded_pubsub ? "spublish" : "publish"; }
 
 bool is_name_conflict(const redisReply* r) noexcept {
-  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[0]->type == REDIS_REPLY_INTEGER &&
-         r->element[0]->integer == -3 && r->element[1]->type == REDIS_REPLY_INTEGER &&
-         r->element[2]->type == REDIS_REPLY_STRING;
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -3 &&
+         r->element[1]->type == REDIS_REPLY_INTEGER && r->element[2]->type == REDIS_REPLY_STRING;
 }
 
 void set_name_conflict(std::error_code& ec, std::string_view name, std::string_view key, const redisReply& r,
@@ -559,10 +560,11 @@ void set_name_conflict(std::error_code& ec, std::string_view name, std::string_v
   if (in_use_as == "semaphore") {
     // Redisson's layout keeps a semaphore's count key after its last permit is returned; taking
     // the name for a lock would mean deleting it under a Redisson client that relies on it.
-    what += permits > 0 ? " (" + std::to_string(permits) + (permits == 1 ? " permit" : " permits") + " held on the server)"
-                        : " (no permit is held now, but its count key '" + std::string(key) +
-                              "' stays after the last permit is returned, as Redisson keeps it; deleting that key "
-                              "frees the name for a lock)";
+    what += permits > 0
+                ? " (" + std::to_string(permits) + (permits == 1 ? " permit" : " permits") + " held on the server)"
+                : " (no permit is held now, but its count key '" + std::string(key) +
+                      "' stays after the last permit is returned, as Redisson keeps it; deleting that key "
+                      "frees the name for a lock)";
   } else {
     what += " (held now)";
   }
@@ -693,8 +695,8 @@ pipeline::outcome shared::eval(const script& s, const std::vector<std::string_vi
   auto n = node_for(routing_key, ec);
   if (!n) return {};
   if (!cluster) return n->requests->eval(s, keys, args, deadline, min_server_age, ec, source_only, trailer);
-  return eval_on_cluster(std::move(n), as_published(config, s), keys, args, deadline, min_server_age, ec,
-                         source_only, trailer);
+  return eval_on_cluster(std::move(n), as_published(config, s), keys, args, deadline, min_server_age, ec, source_only,
+                         trailer);
 }
 
 pipeline::outcome shared::eval_on_cluster(std::shared_ptr<node> n, const script& s,
@@ -818,9 +820,9 @@ void shared::check_held_soon() noexcept {
 
 // Asks the server, in one pipeline per node, whether each held key is still ours (GET == token, or
 // the owner field present in a hash without 'mode': HMGET key owner mode, so a reader of the
-// name's reader-writer lock with the same owner id is not taken for us), retrying until every node answers or every lease's validity has run
-// out anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended here.
-// A key whose slot moved meanwhile (MOVED, ASK) is asked again on the next round, after the map.
+// name's reader-writer lock with the same owner id is not taken for us), retrying until every node answers or every
+// lease's validity has run out anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended
+// here. A key whose slot moved meanwhile (MOVED, ASK) is asked again on the next round, after the map.
 void shared::check_held(std::stop_token stop) noexcept {
   try {
     for (auto pause = std::chrono::milliseconds(50); !stop.stop_requested();
@@ -859,8 +861,9 @@ void shared::check_held(std::stop_token stop) noexcept {
         }
         bool sent = true;
         for (const auto* l : group.second)
-          sent = sent && (config.lock_mode == mode::simple ? c->append({"GET", l->second.key})
-                                                           : c->append({"HMGET", l->second.key, l->second.owner, "mode"}));
+          sent =
+              sent && (config.lock_mode == mode::simple ? c->append({"GET", l->second.key})
+                                                        : c->append({"HMGET", l->second.key, l->second.owner, "mode"}));
         if (!sent || !c->flush()) {
           all_answered = false;
           continue;
@@ -932,8 +935,10 @@ settings parse_settings(const uri& u, mode m) {
   if (via_cluster) {
     s.cluster_seeds = parse_cluster_seeds(u, s.where);
     if (auto v = u.get("pubsub")) {
-      if (*v == "sharded") s.pubsub = settings::pubsub_choice::sharded;
-      else if (*v == "classic") s.pubsub = settings::pubsub_choice::classic;
+      if (*v == "sharded")
+        s.pubsub = settings::pubsub_choice::sharded;
+      else if (*v == "classic")
+        s.pubsub = settings::pubsub_choice::classic;
       else if (*v != "auto")
         throw error(errc::invalid_uri, "redis: " + u.redacted() + ": pubsub must be auto, sharded or classic, not '" +
                                            std::string(*v) + "'");
@@ -951,8 +956,11 @@ constexpr capabilities declared_caps(mode m, std::string_view scheme) noexcept {
   switch (m) {
     case mode::simple: return via_sentinel ? redis_sentinel_caps : via_cluster ? redis_cluster_caps : redis_caps;
     case mode::reentrant:
-      return via_sentinel ? redis_reentrant_sentinel_caps : via_cluster ? redis_reentrant_cluster_caps : redis_reentrant_caps;
-    case mode::fair: return via_sentinel ? redis_fair_sentinel_caps : via_cluster ? redis_fair_cluster_caps : redis_fair_caps;
+      return via_sentinel  ? redis_reentrant_sentinel_caps
+             : via_cluster ? redis_reentrant_cluster_caps
+                           : redis_reentrant_caps;
+    case mode::fair:
+      return via_sentinel ? redis_fair_sentinel_caps : via_cluster ? redis_fair_cluster_caps : redis_fair_caps;
   }
   return redis_caps;
 }
@@ -1060,7 +1068,8 @@ void require_one_slot(const shared& s, std::string_view name, std::initializer_l
                     std::string(*keys.begin()) + "' in slot " + std::to_string(slot) + ", '" + std::string(k) +
                     "' in slot " + std::to_string(key_slot(k)) +
                     "), and a cluster runs one script only on keys of one slot; a prefix must end in the name's "
-                    "hash tag, or the name must carry one (like '{" + std::string(name) + "}')");
+                    "hash tag, or the name must carry one (like '{" +
+                    std::string(name) + "}')");
   }
 }
 

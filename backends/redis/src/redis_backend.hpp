@@ -20,9 +20,7 @@
 
 namespace dlock::redis {
 
-enum class mode { simple,
-                  reentrant,
-                  fair };
+enum class mode { simple, reentrant, fair };
 
 struct settings {
   endpoint where;
@@ -154,7 +152,8 @@ class redis_backend final : public backend {
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
   // Redisson's RReadWriteLock and RPermitExpirableSemaphore layouts, the same on all three schemes.
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
-  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override;
 
  private:
   std::shared_ptr<shared> shared_;

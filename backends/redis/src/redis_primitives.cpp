@@ -51,7 +51,9 @@ class grant_lease final : public spi::lease_state {
   void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
     judge_renewal_replicas(*shared_, wait_reply, "'" + name() + "'", ec);
   }
-  renewal_request renewal(const std::string& ttl_text) const { return {renew_.s, views(renew_.keys), renew_args(ttl_text)}; }
+  renewal_request renewal(const std::string& ttl_text) const {
+    return {renew_.s, views(renew_.keys), renew_args(ttl_text)};
+  }
   // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
   clock::time_point connection_deadline() const noexcept {
     return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
@@ -62,7 +64,7 @@ class grant_lease final : public spi::lease_state {
     reply_ptr r;
     try {
       auto out = shared_->eval(*release_.s, views(release_.keys), views(release_.args), connection_deadline(),
-                                         milliseconds::zero(), ec);
+                               milliseconds::zero(), ec);
       if (out.withdrawn) set_busy_error(ec, "releasing");
       r = std::move(out.reply);
     } catch (...) {
@@ -74,8 +76,9 @@ class grant_lease final : public spi::lease_state {
       set_error(ec, errc::backend_error, "redis: releasing '" + name() + "': " + std::string(error_text(r.get())));
     } else if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
       set_error(ec, errc::not_owner,
-                "redis: '" + name() + "' was no longer ours at release (it expired or was deleted, and may be held "
-                                      "by someone else now); the work done under it was not protected");
+                "redis: '" + name() +
+                    "' was no longer ours at release (it expired or was deleted, and may be held "
+                    "by someone else now); the work done under it was not protected");
     }
   }
 
@@ -85,8 +88,8 @@ class grant_lease final : public spi::lease_state {
       const auto ttl_text = ms_text(ttl);
       const auto& repl = shared_->config.replicas;
       auto out = shared_->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
-                                         milliseconds::zero(), ec, false,
-                                         repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
+                               milliseconds::zero(), ec, false,
+                               repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
       if (out.withdrawn) set_busy_error(ec, "renewing");
       r = std::move(out.reply);
       if (ec) return;
@@ -96,7 +99,6 @@ class grant_lease final : public spi::lease_state {
       set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
     }
   }
-
 
  private:
   void set_busy_error(std::error_code& ec, std::string_view doing) const {
@@ -109,7 +111,6 @@ class grant_lease final : public spi::lease_state {
   std::uint64_t fencing_;
   script_call release_, renew_;
 };
-
 
 // What an acquire script answered.
 struct answer {
@@ -153,8 +154,8 @@ void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t 
 }
 
 bool is_grant(const redisReply* r) noexcept {
-  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_INTEGER &&
-         r->element[0]->integer == -1;
+  return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+         r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == -1;
 }
 
 // A grant that must not count (min_replicas not confirmed, or WAIT's reply lost): its release at
@@ -163,8 +164,8 @@ bool is_grant(const redisReply* r) noexcept {
 void give_back(shared& s, script_call undo, clock::time_point expires_at) noexcept {
   try {
     std::error_code ec;
-    auto out = s.eval(*undo.s, views(undo.keys), views(undo.args),
-                                clock::now() + s.config.where.connect_timeout, milliseconds::zero(), ec);
+    auto out = s.eval(*undo.s, views(undo.keys), views(undo.args), clock::now() + s.config.where.connect_timeout,
+                      milliseconds::zero(), ec);
     if (!ec && !out.withdrawn) return;
     s.post([&s, undo = std::move(undo), expires_at](std::stop_token stop) {
       for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
@@ -194,13 +195,14 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, request_kind
     // As the mutex: with wait_after_restart nothing is granted by a server younger than a ttl.
     const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
     // With min_replicas, WAIT follows the script on its connection, as for the mutex (replication.hpp).
-    auto out = s.eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec,
-                                false, cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
+    auto out = s.eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec, false,
+                      cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
     if (out.withdrawn) {
       if (!deadline)
-        set_error(ec, errc::backend_unavailable,
-                  "redis " + server_label(s) + ": " + std::string(what) +
-                      ": not sent: every pooled connection (pool_size) stayed busy for connect_timeout; raise pool_size");
+        set_error(
+            ec, errc::backend_unavailable,
+            "redis " + server_label(s) + ": " + std::string(what) +
+                ": not sent: every pooled connection (pool_size) stayed busy for connect_timeout; raise pool_size");
       return std::nullopt;
     }
     if (out.server_young > milliseconds::zero()) {
@@ -242,11 +244,9 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, request_kind
                     "RSemaphore) holds some of them");
       return std::nullopt;
     }
-    if (first == -1 && cfg.replicas.wanted() &&
-        replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
+    if (first == -1 && cfg.replicas.wanted() && replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
       give_back(s, make_undo(), start + ttl);
-      cfg.replicas.set_short_error(ec, server_label(s),
-                                   std::string(what) + " was granted", out.trailer.get(),
+      cfg.replicas.set_short_error(ec, server_label(s), std::string(what) + " was granted", out.trailer.get(),
                                    "released it: a grant counts only once min_replicas replicas have it");
       return std::nullopt;
     }
@@ -340,7 +340,8 @@ class redis_rw_lock final : public rw_lock {
     }
     const auto& waiting = side == access::write ? entry : no_entry_;
     // A waiting writer's entry expires a ttl after its last try: it tries again at least thrice a ttl.
-    const auto longest_wait = side == access::write ? std::max(options().ttl / 3, milliseconds(1)) : milliseconds::max();
+    const auto longest_wait =
+        side == access::write ? std::max(options().ttl / 3, milliseconds(1)) : milliseconds::max();
     bool polled = false;  // no subscription: the core's polling, whose tries leave no entry
     auto got = wait_for_grant(
         *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
@@ -361,7 +362,7 @@ class redis_rw_lock final : public rw_lock {
     try {
       std::error_code ec;
       (void)shared_->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
-                                    clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
+                          clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
     } catch (...) {
     }
   }
@@ -407,13 +408,14 @@ class redis_rw_lock final : public rw_lock {
   }
 
   script_call read_release() const {
-    return {&scripts::rw_read_release,
-            {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix, keys_.mutex_channel,
-             keys_.mutex_queue},
-            {field_}};
+    return {
+        &scripts::rw_read_release,
+        {keys_.hash, keys_.channel, keys_.timeout_prefix, keys_.holders_prefix, keys_.mutex_channel, keys_.mutex_queue},
+        {field_}};
   }
   script_call write_release(const std::string& ttl_text) const {
-    return {&scripts::rw_write_release, {keys_.hash, keys_.channel, keys_.mutex_channel, keys_.mutex_queue},
+    return {&scripts::rw_write_release,
+            {keys_.hash, keys_.channel, keys_.mutex_channel, keys_.mutex_queue},
             {write_field_, ttl_text}};
   }
 
@@ -471,8 +473,9 @@ class redis_semaphore final : public semaphore {
       const auto start = clock::now();
       milliseconds young{};
       const auto got = run_acquire(*shared_, "acquiring semaphore '" + std::string(name()) + "'",
-                                   request_kind{"a semaphore", name(), keys_.count}, scripts::semaphore_acquire, {keys_.count, keys_.timeouts, keys_.channel, keys_.token},
-                                   args, ttl, deadline, max_count(), young, ec, [&] { return release_of(ids); });
+                                   request_kind{"a semaphore", name(), keys_.count}, scripts::semaphore_acquire,
+                                   {keys_.count, keys_.timeouts, keys_.channel, keys_.token}, args, ttl, deadline,
+                                   max_count(), young, ec, [&] { return release_of(ids); });
       if (!got) {
         m = {young, false};
         return nullptr;

@@ -80,7 +80,10 @@ class redlock_lease final : public spi::lease_state {
     std::string failures;
     const auto channel = key + ":redlock_channel";
     released = on_all(
-        s, [&](connection& c) { return c.append({"EVAL", scripts::simple_release.source, "2", key, channel, token}); },
+        s,
+        [&](connection& c) {
+          return c.append({"EVAL", scripts::simple_release.source, "2", key, channel, token});
+        },
         [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
   }
 
@@ -105,7 +108,9 @@ class redlock_lease final : public spi::lease_state {
       const auto ttl_text = ms_text(ttl);
       const auto n = on_all(
           *shared_,
-          [&](connection& c) { return c.append({"EVAL", scripts::simple_renew.source, "1", key_, token_, ttl_text}); },
+          [&](connection& c) {
+            return c.append({"EVAL", scripts::simple_renew.source, "1", key_, token_, ttl_text});
+          },
           [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
       if (n < shared_->quorum() || validity_after(start, ttl) <= clock::now())
         set_error(ec, errc::lock_lost,
@@ -177,7 +182,10 @@ class redlock_lock final : public distributed_lock {
       std::vector<unanswered_request> late;
       std::size_t young = 0;
       const auto n = on_all(
-          *shared_, [&](connection& c) { return c.append({"SET", key_, token, "NX", "PX", ttl_text}); },
+          *shared_,
+          [&](connection& c) {
+            return c.append({"SET", key_, token, "NX", "PX", ttl_text});
+          },
           [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl);
       const auto valid_until = spi::lease_state::validity_after(start, ttl);
       // Held: a late SET is part of this lease, and its release (by token, everywhere) covers it.
@@ -188,7 +196,8 @@ class redlock_lock final : public distributed_lock {
       undo_late_grants(*shared_, std::move(late), key_, token, start + ttl);
       // Fewer masters answered than a majority: that is not contention but unavailability. (Young
       // masters answer; they only may not grant yet, which is waited out like contention.)
-      const auto reachable = shared_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
+      const auto reachable =
+          shared_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
       if (reachable < shared_->quorum())
         set_error(ec, errc::backend_unavailable,
                   "redlock: only " + std::to_string(reachable) + " of " + std::to_string(shared_->masters.size()) +
@@ -211,7 +220,8 @@ class redlock_lock final : public distributed_lock {
 redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
     : backend(redlock_caps, lock_scope::network, name_limits{4096}, defaults, u.redacted()) {
   if (u.hosts().size() < 3)
-    throw error(errc::invalid_uri, "redlock: " + u.redacted() + ": expected at least 3 independent masters, h1:p1,h2:p2,h3:p3");
+    throw error(errc::invalid_uri,
+                "redlock: " + u.redacted() + ": expected at least 3 independent masters, h1:p1,h2:p2,h3:p3");
   auto s = std::make_shared<redlock_shared>();
   s->prefix = u.get("prefix").value_or("");
   endpoint base;

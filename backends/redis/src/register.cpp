@@ -8,8 +8,8 @@
 namespace dlock {
 
 void register_redis(registry& r) {
-  const std::vector<std::string> params{"connect_timeout", "command_timeout", "pool_size", "prefix", "client_id",
-                                        "wait_after_restart", "min_replicas", "replica_timeout"};
+  const std::vector<std::string> params{"connect_timeout", "command_timeout",    "pool_size",    "prefix",
+                                        "client_id",       "wait_after_restart", "min_replicas", "replica_timeout"};
   r.add({.scheme = "redis",
          .caps = redis::redis_caps,
          .primitives = redis::redis_primitives,
@@ -61,16 +61,17 @@ void register_redis(registry& r) {
            .primitives = redis::redis_primitives,  // the same backend, so the same primitives
            .scope = lock_scope::network,
            .example_uri = std::string(v.scheme) + "://[user:password@]s1:26379,s2:26379,s3:26379/mymaster?ttl=30s",
-           .summary = std::string(v.layout) + "'s layout on the master the sentinels name (ROLE-checked), following "
+           .summary = std::string(v.layout) +
+                      "'s layout on the master the sentinels name (ROLE-checked), following "
                       "failovers (+switch-master, READONLY); min_replicas=N makes a grant wait for N replicas",
-           .parameters = [&] {
-             auto p = v.mode == redis::mode::fair ? fair_params : params;
-             for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.push_back(extra);
-             return p;
-           }(),
-           .open = [m = v.mode](const uri& u, const lock_options& d) {
-             return std::make_shared<redis::redis_backend>(u, d, m);
-           }});
+           .parameters =
+               [&] {
+                 auto p = v.mode == redis::mode::fair ? fair_params : params;
+                 for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.push_back(extra);
+                 return p;
+               }(),
+           .open = [m = v.mode](const uri& u,
+                                const lock_options& d) { return std::make_shared<redis::redis_backend>(u, d, m); }});
   }
   // The same three layouts on a Redis Cluster, each name on the master of its slot (cluster.hpp).
   static const sentinel_scheme cluster_schemes[] = {
@@ -84,16 +85,17 @@ void register_redis(registry& r) {
            .primitives = redis::redis_primitives,
            .scope = lock_scope::network,
            .example_uri = std::string(v.scheme) + "://[user:password@]n1:6379,n2:6379,n3:6379?ttl=30s",
-           .summary = std::string(v.layout) + "'s layout on the master of each name's hash slot (CLUSTER SLOTS, "
+           .summary = std::string(v.layout) +
+                      "'s layout on the master of each name's hash slot (CLUSTER SLOTS, "
                       "MOVED and ASK followed; every key of a lock in one slot, as Redisson places them)",
-           .parameters = [&] {
-             auto p = v.mode == redis::mode::fair ? fair_params : params;
-             p.push_back("pubsub");  // auto | sharded | classic
-             return p;
-           }(),
-           .open = [m = v.mode](const uri& u, const lock_options& d) {
-             return std::make_shared<redis::redis_backend>(u, d, m);
-           }});
+           .parameters =
+               [&] {
+                 auto p = v.mode == redis::mode::fair ? fair_params : params;
+                 p.push_back("pubsub");  // auto | sharded | classic
+                 return p;
+               }(),
+           .open = [m = v.mode](const uri& u,
+                                const lock_options& d) { return std::make_shared<redis::redis_backend>(u, d, m); }});
   }
   r.add({.scheme = "redlock",
          .caps = redis::redlock_caps,

@@ -6,11 +6,11 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "connection.hpp"
@@ -187,7 +187,6 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
       if (!o) set_error(o, errc::backend_unavailable, "redis: out of memory renewing");
   }
 }
-
 
 // The watchdog's renewals of many leases (of type Lease) of one backend, as one renew_in_one_pipeline.
 template <class Lease>

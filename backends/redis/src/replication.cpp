@@ -35,8 +35,9 @@ replication parse_replication(const uri& u, std::chrono::milliseconds command_ti
     r.timeout = *v;
   }
   if (r.timeout >= command_timeout)
-    throw error(errc::invalid_uri, "redis: " + u.redacted() + ": replica_timeout (" + std::to_string(r.timeout.count()) +
-                                       "ms) must be below command_timeout (" + std::to_string(command_timeout.count()) + "ms)");
+    throw error(errc::invalid_uri, "redis: " + u.redacted() + ": replica_timeout (" +
+                                       std::to_string(r.timeout.count()) + "ms) must be below command_timeout (" +
+                                       std::to_string(command_timeout.count()) + "ms)");
   r.n_text_ = std::to_string(r.min_replicas);
   r.timeout_text_ = std::to_string(r.timeout.count());
   return r;

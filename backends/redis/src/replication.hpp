@@ -32,8 +32,8 @@ struct replication {
   static long long confirmed(const redisReply* r) noexcept;
   // ec = backend_unavailable: `what` (e.g. "lock 'x' was granted") was confirmed by fewer replicas
   // than asked; says how many and how long it waited.
-  void set_short_error(std::error_code& ec, const std::string& label, const std::string& what,
-                       const redisReply* r, std::string_view consequence) const;
+  void set_short_error(std::error_code& ec, const std::string& label, const std::string& what, const redisReply* r,
+                       std::string_view consequence) const;
 
  private:
   friend replication parse_replication(const uri& u, std::chrono::milliseconds command_timeout);

@@ -1,8 +1,9 @@
 #pragma once
 // The Lua scripts of the redis backends, run by EVALSHA. Key and argument layouts:
 //   simple    : redis-py's redis.lock.Lock layout (STRING key = name, value = token).
-//   reentrant : Redisson's RLock / RFencedLock layout (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonLock.java).
-//   fair      : Redisson's RFairLock layout (queue list + timeout zset).
+//   reentrant : Redisson's RLock / RFencedLock layout
+//   (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonLock.java). fair :
+//   Redisson's RFairLock layout (queue list + timeout zset).
 #include "connection.hpp"
 
 namespace dlock::redis::scripts {
@@ -31,28 +32,28 @@ namespace dlock::redis::scripts {
 //   or the key's type for anything else (a list, a set: not a lock).
 // `quiet`: the holder is a client that publishes nothing on release (a string that is not a dlock
 // token: redis-py), so a waiter can only find out by trying again. dlock's tokens start 'dlock:'.
-#define DLOCK_NAME_KIND                                                                              \
-  "local function kind_of(key) local t = redis.call('type', key)['ok']; "                           \
-  "if t == 'none' then return 'free', false, t; end; "                                               \
-  "if t == 'hash' then if redis.call('hexists', key, 'mode') == 1 then return 'rw', false, t; end; " \
-  "return 'mutex', false, t; end; "                                                                  \
-  "if t == 'string' then local v = redis.call('get', key); "                                         \
-  "if string.sub(v, 1, 6) == 'dlock:' then return 'mutex', false, t; end; "                          \
+#define DLOCK_NAME_KIND                                                                                       \
+  "local function kind_of(key) local t = redis.call('type', key)['ok']; "                                     \
+  "if t == 'none' then return 'free', false, t; end; "                                                        \
+  "if t == 'hash' then if redis.call('hexists', key, 'mode') == 1 then return 'rw', false, t; end; "          \
+  "return 'mutex', false, t; end; "                                                                           \
+  "if t == 'string' then local v = redis.call('get', key); "                                                  \
+  "if string.sub(v, 1, 6) == 'dlock:' then return 'mutex', false, t; end; "                                   \
   "if redis.call('pttl', key) == -1 and string.match(v, '^%-?%d+$') then return 'semaphore', false, t; end; " \
-  "return 'mutex', true, t; end; "                                                                   \
-  "return t, false, t; end; "                                                                        \
+  "return 'mutex', true, t; end; "                                                                            \
+  "return t, false, t; end; "                                                                                 \
   "local function not_a_lock(t) return redis.error_reply('WRONGTYPE the key holds a ' .. t .. ', not a lock'); end; "
 
 // A waiting mutex holds back new readers as a waiting writer does (the reader-writer lock is
 // writer-preferred among dlock clients): its tries keep an entry in the name's waiting-writers
 // zset "{name}:dlock_writers_waiting" (member -> expiry, ms on the server clock), and its grant
 // takes it out. `entry` '' (a try that does not wait) leaves the set alone.
-#define DLOCK_WAITING_WRITER                                                                        \
-  "local function wait_as_writer(set, entry, ttl) if entry == '' then return; end; "               \
-  "local clock = redis.call('time'); "                                                              \
-  "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000); "                 \
-  "redis.call('zadd', set, now + tonumber(ttl), entry); "                                           \
-  "redis.call('pexpire', set, math.max(redis.call('pttl', set), tonumber(ttl))); end; "             \
+#define DLOCK_WAITING_WRITER                                                            \
+  "local function wait_as_writer(set, entry, ttl) if entry == '' then return; end; "    \
+  "local clock = redis.call('time'); "                                                  \
+  "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000); "     \
+  "redis.call('zadd', set, now + tonumber(ttl), entry); "                               \
+  "redis.call('pexpire', set, math.max(redis.call('pttl', set), tonumber(ttl))); end; " \
   "local function stop_waiting(set, entry) if entry ~= '' then redis.call('zrem', set, entry); end; end; "
 
 // Every lock's acquire script answers, besides its grant and its "held" answer, {-3, permits
@@ -76,10 +77,9 @@ inline const script simple_acquire{
 // KEYS = [lock, release channel, reader-writer lock's channel (optional)]  ARGV = [token]
 //   -> 1 released | 0 not ours (redis-py's release). The release also wakes the name's
 // reader-writer lock waiters ('1': every reader may go), who are held back by the mutex too.
-inline const script simple_release{
-    "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]); "
-    "redis.call('publish', KEYS[2], '0'); "
-    "if KEYS[3] then redis.call('publish', KEYS[3], '1'); end; return 1 end return 0"};
+inline const script simple_release{"if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]); "
+                                   "redis.call('publish', KEYS[2], '0'); "
+                                   "if KEYS[3] then redis.call('publish', KEYS[3], '1'); end; return 1 end return 0"};
 
 // KEYS = [lock]  ARGV = [token, ttl ms]  -> 1 extended | 0 not ours (redis-py's reacquire)
 inline const script simple_renew{
@@ -103,7 +103,7 @@ inline const script reentrant_acquire{
     "return {redis.call('pttl', KEYS[1]), -1, quiet and 1 or 0};"};
 
 // Whether KEYS[1] is a mutex hash (no 'mode' field: not a reader-writer lock's) holding ARGV[n].
-#define DLOCK_OWNS_MUTEX_HASH(field)                                                      \
+#define DLOCK_OWNS_MUTEX_HASH(field)                                                              \
   "(redis.call('type', KEYS[1])['ok'] == 'hash' and redis.call('hexists', KEYS[1], 'mode') == 0 " \
   "and redis.call('hexists', KEYS[1], " field ") == 1)"
 
@@ -112,54 +112,54 @@ inline const script reentrant_acquire{
 // KEYS = [name, redisson_lock__channel:{name}, redisson_rwlock:{name} (optional)]
 // ARGV = ['0', ttl ms, owner field, 'publish' | 'spublish']
 //   -> nil not ours | 0 still held re-entrantly | 1 released and published
-inline const script reentrant_release{
-    "if not " DLOCK_OWNS_MUTEX_HASH("ARGV[3]") " then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
-    "else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); "
-    "if KEYS[3] then redis.call(ARGV[4], KEYS[3], '1'); end; return 1; end;"};
+inline const script reentrant_release{"if not " DLOCK_OWNS_MUTEX_HASH(
+    "ARGV[3]") " then return nil; end; "
+               "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+               "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; "
+               "else redis.call('del', KEYS[1]); redis.call(ARGV[4], KEYS[2], ARGV[1]); "
+               "if KEYS[3] then redis.call(ARGV[4], KEYS[3], '1'); end; return 1; end;"};
 
 // Redisson's renewal (LockTask) for one key, on a mutex hash only. KEYS = [name]  ARGV = [ttl ms, owner field] -> 1 | 0
 inline const script reentrant_renew{
     "if " DLOCK_OWNS_MUTEX_HASH("ARGV[2]") " then redis.call('pexpire', KEYS[1], ARGV[1]); "
-    "return 1; end; return 0;"};
+                                           "return 1; end; return 0;"};
 
-// Redisson RFairLock (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonFairLock.java). Every fair script first drops stale
-// waiters whose timeout score has passed, exactly as Redisson's do.
-#define DLOCK_REDISSON_FAIR_SWEEP                                           \
-  DLOCK_NEXT_FENCING_TOKEN DLOCK_NAME_KIND DLOCK_WAITING_WRITER             \
-  "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); " \
-  "if firstThreadId2 == false then break; end; "                            \
-  "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "         \
-  "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "    \
-  "redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break; end; end; "
+// Redisson RFairLock
+// (https://github.com/redisson/redisson/blob/master/redisson/src/main/java/org/redisson/RedissonFairLock.java). Every
+// fair script first drops stale waiters whose timeout score has passed, exactly as Redisson's do.
+#define DLOCK_REDISSON_FAIR_SWEEP                                               \
+  DLOCK_NEXT_FENCING_TOKEN DLOCK_NAME_KIND DLOCK_WAITING_WRITER                 \
+      "while true do local firstThreadId2 = redis.call('lindex', KEYS[2], 0); " \
+      "if firstThreadId2 == false then break; end; "                            \
+      "local timeout = redis.call('zscore', KEYS[3], firstThreadId2); "         \
+      "if timeout ~= false and tonumber(timeout) <= tonumber(ARGV[4]) then "    \
+      "redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break; end; end; "
 
 // The grant branches of both fair scripts: free with the queue empty or headed by us, or a
 // re-entry into our own mutex hash; and the conflict with a semaphore. `quiet` also covers a
 // string holder (a redis-py Lock or a redis:// mutex): it publishes nowhere a fair waiter listens.
-#define DLOCK_REDISSON_FAIR_GRANT                                                                     \
-  "local kind, quiet, t = kind_of(KEYS[1]); "                                                         \
-  "if kind == 'semaphore' then return {-3, redis.call('zcard', KEYS[6]), 'semaphore'}; end; "         \
-  "if kind ~= 'free' and kind ~= 'mutex' and kind ~= 'rw' then return not_a_lock(t); end; "          \
-  "if kind == 'free' and ((redis.call('exists', KEYS[2]) == 0) "                                      \
-  "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "                                           \
-  "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], ARGV[2]); "                               \
-  "local keys = redis.call('zrange', KEYS[3], 0, -1); "                                               \
-  "for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); end; "         \
-  "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "                \
-  "stop_waiting(KEYS[5], ARGV[5]); return {-1, next_fencing_token(KEYS[4])}; end; "                  \
-  "if kind == 'mutex' and t == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then "         \
-  "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "             \
-  "stop_waiting(KEYS[5], ARGV[5]); return {-1, next_fencing_token(KEYS[4])}; end; "                  \
+#define DLOCK_REDISSON_FAIR_GRANT                                                             \
+  "local kind, quiet, t = kind_of(KEYS[1]); "                                                 \
+  "if kind == 'semaphore' then return {-3, redis.call('zcard', KEYS[6]), 'semaphore'}; end; " \
+  "if kind ~= 'free' and kind ~= 'mutex' and kind ~= 'rw' then return not_a_lock(t); end; "   \
+  "if kind == 'free' and ((redis.call('exists', KEYS[2]) == 0) "                              \
+  "or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then "                                   \
+  "redis.call('lpop', KEYS[2]); redis.call('zrem', KEYS[3], ARGV[2]); "                       \
+  "local keys = redis.call('zrange', KEYS[3], 0, -1); "                                       \
+  "for i = 1, #keys, 1 do redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), keys[i]); end; " \
+  "redis.call('hset', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "        \
+  "stop_waiting(KEYS[5], ARGV[5]); return {-1, next_fencing_token(KEYS[4])}; end; "           \
+  "if kind == 'mutex' and t == 'hash' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then " \
+  "redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); "     \
+  "stop_waiting(KEYS[5], ARGV[5]); return {-1, next_fencing_token(KEYS[4])}; end; "           \
   "if t == 'string' then quiet = true; end; "
 
 // Take it now or not at all (Redisson's tryLock() branch, plus the RFencedLock token INCR).
 // KEYS = [name, queue, timeout zset, redisson_lock_token:{name}, {name}:dlock_writers_waiting, {name}:timeout]
 // ARGV = [ttl, owner field, wait ms, now ms, waiting entry or '']
 //   -> {-1, fencing token} | {pttl, -1, quiet} | {-3, permits, 'semaphore'}
-inline const script fair_try{
-    DLOCK_REDISSON_FAIR_SWEEP DLOCK_REDISSON_FAIR_GRANT
-    "return {redis.call('pttl', KEYS[1]), -1, quiet and 1 or 0};"};
+inline const script fair_try{DLOCK_REDISSON_FAIR_SWEEP DLOCK_REDISSON_FAIR_GRANT
+                             "return {redis.call('pttl', KEYS[1]), -1, quiet and 1 or 0};"};
 
 // Take it or join the queue (Redisson's blocking branch, plus the token INCR). Same KEYS/ARGV.
 //   -> {-1, fencing token} | {ms to wait, -1, quiet} | {-3, permits, 'semaphore'}
@@ -167,9 +167,11 @@ inline const script fair_enqueue{
     DLOCK_REDISSON_FAIR_SWEEP DLOCK_REDISSON_FAIR_GRANT
     "wait_as_writer(KEYS[5], ARGV[5], ARGV[1]); "
     "local timeout = redis.call('zscore', KEYS[3], ARGV[2]); "
-    "if timeout ~= false then local ttl = redis.call('pttl', KEYS[1]); return {math.max(0, ttl), -1, quiet and 1 or 0}; end; "
+    "if timeout ~= false then local ttl = redis.call('pttl', KEYS[1]); return {math.max(0, ttl), -1, quiet and 1 or "
+    "0}; end; "
     "local lastThreadId = redis.call('lindex', KEYS[2], -1); local ttl; "
-    "if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false then "
+    "if lastThreadId ~= false and lastThreadId ~= ARGV[2] and redis.call('zscore', KEYS[3], lastThreadId) ~= false "
+    "then "
     "ttl = tonumber(redis.call('zscore', KEYS[3], lastThreadId)) - tonumber(ARGV[4]); "
     "else ttl = redis.call('pttl', KEYS[1]); end; "
     "local timeout = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4]); "
@@ -190,12 +192,13 @@ inline const script fair_release{
     "redis.call('zrem', KEYS[3], firstThreadId2); redis.call('lpop', KEYS[2]); else break; end; end; "
     "if (redis.call('exists', KEYS[1]) == 0) then local nextThreadId = redis.call('lindex', KEYS[2], 0); "
     "if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; return nil; end; "
-    "if not " DLOCK_OWNS_MUTEX_HASH("ARGV[3]") " then return nil; end; "
-    "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
-    "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; end; "
-    "redis.call('del', KEYS[1]); local nextThreadId = redis.call('lindex', KEYS[2], 0); "
-    "if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; "
-    "if KEYS[5] then redis.call(ARGV[5], KEYS[5], '1'); end; return 1;"};
+    "if not " DLOCK_OWNS_MUTEX_HASH(
+        "ARGV[3]") " then return nil; end; "
+                   "local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); "
+                   "if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; end; "
+                   "redis.call('del', KEYS[1]); local nextThreadId = redis.call('lindex', KEYS[2], 0); "
+                   "if nextThreadId ~= false then redis.call(ARGV[5], KEYS[4] .. ':' .. nextThreadId, ARGV[1]); end; "
+                   "if KEYS[5] then redis.call(ARGV[5], KEYS[5], '1'); end; return 1;"};
 
 // Redisson's acquireFailed: leave the queue, giving the wait time back to everyone behind us; if
 // the lock is free, wake the new head so it does not wait for a message that never comes.

@@ -86,8 +86,10 @@ std::unique_ptr<connection> sentinel_watch::open_sentinel(std::size_t index, mil
     where.command_timeout = read_timeout;
     auto c = connection::open(where, ec);
     if (!c && ec == make_error_code(errc::authentication_failed))
-      set_error(ec, ec, "sentinel " + last_error_message() + " (a sentinel's own credentials are sentinel_user= and sentinel_password=; the "
-                                                             "master's are user:password@ before the sentinels)");
+      set_error(ec, ec,
+                "sentinel " + last_error_message() +
+                    " (a sentinel's own credentials are sentinel_user= and sentinel_password=; the "
+                    "master's are user:password@ before the sentinels)");
     return c;
   } catch (...) {
     set_error(ec, errc::backend_unavailable, "redis: out of memory");
@@ -157,8 +159,7 @@ std::optional<sentinel_watch::address> sentinel_watch::ask(std::error_code& ec) 
                     (unreachable.empty() ? std::string() : "; unreachable: " + unreachable) +
                     "): check the name after the '/' against the sentinels' 'sentinel monitor' lines");
     } else {
-      set_error(ec, errc::backend_unavailable,
-                "redis: no sentinel answered for " + label() + ": " + unreachable);
+      set_error(ec, errc::backend_unavailable, "redis: no sentinel answered for " + label() + ": " + unreachable);
     }
     return std::nullopt;
   } catch (...) {

@@ -23,21 +23,21 @@ namespace dlock::redis::scripts {
 // "{name}:dlock_writers_waiting" of waiting writers and waiting mutexes (DLOCK_WAITING_WRITER) ->
 // expiry (ms, server clock), renewed by each waiter's tries. A dlock reader is not granted while
 // it has a live member.
-#define DLOCK_SERVER_NOW_MS                       \
-  "local clock = redis.call('time'); "           \
+#define DLOCK_SERVER_NOW_MS            \
+  "local clock = redis.call('time'); " \
   "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000); "
 
 // The mutex of the name counts as a writer: the scripts grant nothing while the name's raw key is
 // a mutex's (DLOCK_NAME_KIND), and a release that frees the name also wakes the mutex's waiters:
 // '0' on redisson_lock__channel:{name} (redis:// and redis+reentrant:// waiters) and on the
 // channel of the head of redisson_lock_queue:{name} (a redis+fair:// waiter's own channel).
-#define DLOCK_WAKE_MUTEX_WAITERS                                                             \
+#define DLOCK_WAKE_MUTEX_WAITERS                                                            \
   "local function wake_mutex_waiters(channel, queue) redis.call('publish', channel, '0'); " \
-  "local head = redis.call('lindex', queue, 0); "                                          \
+  "local head = redis.call('lindex', queue, 0); "                                           \
   "if head then redis.call('publish', channel .. ':' .. head, '0'); end; end; "
 
-// KEYS = [name, {name}:<field>:rwlock_timeout, redisson_lock_token:{name}, {name}:dlock_writers_waiting, {name}:timeout]
-// ARGV = [ttl ms, field]
+// KEYS = [name, {name}:<field>:rwlock_timeout, redisson_lock_token:{name}, {name}:dlock_writers_waiting,
+// {name}:timeout] ARGV = [ttl ms, field]
 //   -> {-1, fencing token} | {pttl or ms until the next waiting writer's entry expires, -1, quiet}
 //    | {-3, permits, 'semaphore'}
 // Deviation: a writer's own read (Redisson's downgrade, mode 'write' with our writer field) is
@@ -71,22 +71,22 @@ inline const script rw_read_acquire{
 //   -> 1 released | 0 not ours
 // Deviation: a missing hash answers 0 (not_owner), where Redisson publishes and answers 1.
 inline const script rw_read_release{
-    DLOCK_WAKE_MUTEX_WAITERS
-    "if redis.call('type', KEYS[1])['ok'] ~= 'hash' then return 0; end; "
-    "local mode = redis.call('hget', KEYS[1], 'mode'); "
-    "if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0; end; "
-    "local n = redis.call('hincrby', KEYS[1], ARGV[1], -1); "
-    "if n <= 0 then redis.call('hdel', KEYS[1], ARGV[1]); end; "
-    "redis.call('del', KEYS[3] .. ':' .. (n + 1)); "
-    "if redis.call('hlen', KEYS[1]) > 1 then local longest = -3; "
-    "for _, field in ipairs(redis.call('hkeys', KEYS[1])) do "
-    "local count = tonumber(redis.call('hget', KEYS[1], field)); "
-    "if type(count) == 'number' then for i = count, 1, -1 do "
-    "longest = math.max(longest, redis.call('pttl', KEYS[4] .. ':' .. field .. ':rwlock_timeout:' .. i)); end; end; end; "
-    "if longest > 0 then redis.call('pexpire', KEYS[1], longest); return 1; end; "
-    "if mode == 'write' then return 1; end; end; "
-    "redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], '0'); "
-    "wake_mutex_waiters(KEYS[5], KEYS[6]); return 1;"};
+    DLOCK_WAKE_MUTEX_WAITERS "if redis.call('type', KEYS[1])['ok'] ~= 'hash' then return 0; end; "
+                             "local mode = redis.call('hget', KEYS[1], 'mode'); "
+                             "if mode == false or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0; end; "
+                             "local n = redis.call('hincrby', KEYS[1], ARGV[1], -1); "
+                             "if n <= 0 then redis.call('hdel', KEYS[1], ARGV[1]); end; "
+                             "redis.call('del', KEYS[3] .. ':' .. (n + 1)); "
+                             "if redis.call('hlen', KEYS[1]) > 1 then local longest = -3; "
+                             "for _, field in ipairs(redis.call('hkeys', KEYS[1])) do "
+                             "local count = tonumber(redis.call('hget', KEYS[1], field)); "
+                             "if type(count) == 'number' then for i = count, 1, -1 do "
+                             "longest = math.max(longest, redis.call('pttl', KEYS[4] .. ':' .. field .. "
+                             "':rwlock_timeout:' .. i)); end; end; end; "
+                             "if longest > 0 then redis.call('pexpire', KEYS[1], longest); return 1; end; "
+                             "if mode == 'write' then return 1; end; end; "
+                             "redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], '0'); "
+                             "wake_mutex_waiters(KEYS[5], KEYS[6]); return 1;"};
 
 // Extends this reader's holds (its timeout keys) and the hash to at least the ttl. Deviation:
 // Redisson's read renewal extends every reader's timeout keys, a dead one's included; this one
@@ -135,7 +135,8 @@ inline const script rw_writer_gives_up{
 inline const script rw_write_release{
     DLOCK_WAKE_MUTEX_WAITERS
     "if redis.call('type', KEYS[1])['ok'] ~= 'hash' then return 0; end; "
-    "if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0; end; "
+    "if redis.call('hget', KEYS[1], 'mode') ~= 'write' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return 0; "
+    "end; "
     "if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then redis.call('pexpire', KEYS[1], ARGV[2]); return 1; end; "
     "redis.call('hdel', KEYS[1], ARGV[1]); "
     "if redis.call('hlen', KEYS[1]) == 1 then redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], '1'); "
@@ -149,7 +150,6 @@ inline const script rw_write_renew{
     "and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then redis.call('pexpire', KEYS[1], ARGV[1]); "
     "return 1; end; return 0;"};
 
-
 // ---- semaphore ---------------------------------------------------------------------------------
 // A string key at the raw name with the permits available; a zset "{name}:timeout" of permit id
 // (16 bytes, as Redisson's) -> expiry in ms since 1970 on the server clock; releases publish the
@@ -158,15 +158,15 @@ inline const script rw_write_renew{
 
 // now_ms() on the server clock, and the return of every expired permit. Lua's unpack is limited
 // to a few thousand values, so long lists go in slices.
-#define DLOCK_SEMAPHORE_SWEEP                                                                        \
-  "local clock = redis.call('time'); "                                                               \
-  "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000); "                  \
-  "local function zrem_all(key, ids) local removed = 0; for i = 1, #ids, 1000 do "                   \
-  "removed = removed + redis.call('zrem', key, unpack(ids, i, math.min(i + 999, #ids))); end; "      \
-  "return removed; end; "                                                                            \
-  "local function sweep(count, timeouts, channel) "                                                  \
+#define DLOCK_SEMAPHORE_SWEEP                                                                          \
+  "local clock = redis.call('time'); "                                                                 \
+  "local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000); "                    \
+  "local function zrem_all(key, ids) local removed = 0; for i = 1, #ids, 1000 do "                     \
+  "removed = removed + redis.call('zrem', key, unpack(ids, i, math.min(i + 999, #ids))); end; "        \
+  "return removed; end; "                                                                              \
+  "local function sweep(count, timeouts, channel) "                                                    \
   "local expired = redis.call('zrangebyscore', timeouts, 0, now); if #expired == 0 then return; end; " \
-  "zrem_all(timeouts, expired); local value = redis.call('incrby', count, #expired); "               \
+  "zrem_all(timeouts, expired); local value = redis.call('incrby', count, #expired); "                 \
   "if value > 0 then redis.call('publish', channel, value); end; end; "
 
 // Takes ARGV[3] permits together, or none. The count is initialised to max_count when missing

@@ -49,8 +49,7 @@ std::optional<std::int64_t> parse_ms(const redisReply* r) {
 }
 
 // One command; nullptr with ec set on I/O failure or on an error reply.
-reply_ptr run(connection& c, const std::vector<std::string_view>& args, const std::string& doing,
-              std::error_code& ec) {
+reply_ptr run(connection& c, const std::vector<std::string_view>& args, const std::string& doing, std::error_code& ec) {
   auto r = c.command(args, ec);
   if (ec) return nullptr;
   if (r->type == REDIS_REPLY_ERROR) {
@@ -79,7 +78,9 @@ class unsafe_lease final : public spi::lease_state {
       // The GETSET recipe's release: delete only if our own clock says the grant has not expired,
       // else leave the key alone. The check and the DEL are two steps, and the clock is ours.
       if (own_expiry_ms_ && wall_ms() >= *own_expiry_ms_) {
-        set_error(ec, errc::not_owner, settings_->scheme + ": lock '" + name() + "' had expired by this client's clock at release; the key was left alone");
+        set_error(ec, errc::not_owner,
+                  settings_->scheme + ": lock '" + name() +
+                      "' had expired by this client's clock at release; the key was left alone");
         return;
       }
       auto c = settings_->connections->checkout(ec);

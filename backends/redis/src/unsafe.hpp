@@ -15,10 +15,7 @@
 
 namespace dlock::redis {
 
-enum class unsafe_strategy { setnx_expire,
-                             getset,
-                             del,
-                             incr };
+enum class unsafe_strategy { setnx_expire, getset, del, incr };
 
 // The backend of an unsafe scheme (u.scheme() names it in messages); throws dlock::error.
 std::shared_ptr<backend> open_unsafe(const uri& u, const lock_options& defaults, unsafe_strategy strategy);

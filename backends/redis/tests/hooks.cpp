@@ -1,6 +1,6 @@
-// Conformance hooks for redis://, redis+reentrant://, redis+fair://, redlock://, the Sentinel and the Cluster schemes: the saboteur deletes the lock
-// key out of band (what an operator, an eviction or a restart without persistence does), and the
-// probe asks EXISTS. Raw hiredis, so the probe does not trust the code under test.
+// Conformance hooks for redis://, redis+reentrant://, redis+fair://, redlock://, the Sentinel and the Cluster schemes:
+// the saboteur deletes the lock key out of band (what an operator, an eviction or a restart without persistence does),
+// and the probe asks EXISTS. Raw hiredis, so the probe does not trust the code under test.
 #include <hiredis/hiredis.h>
 
 #include <memory>
@@ -49,7 +49,9 @@ long long run(redisContext* c, const char* cmd, std::string_view key) {
   return v;
 }
 
-std::string key_of(const dlock::uri& u, std::string_view name) { return u.get("prefix").value_or("") + std::string(name); }
+std::string key_of(const dlock::uri& u, std::string_view name) {
+  return u.get("prefix").value_or("") + std::string(name);
+}
 
 void break_lock(const std::string& text, const dlock::lease& held) {
   const auto u = dlock::uri::parse(text);
@@ -81,9 +83,9 @@ ctx_ptr sentinel_master_of(const dlock::uri& u) {
     ctx_ptr c(redisConnect(r->element[0]->str, std::stoi(r->element[1]->str)));
     if (!c || c->err) continue;
     if (u.password()) {
-      reply_ptr a(static_cast<redisReply*>(u.user().empty()
-                                               ? redisCommand(c.get(), "AUTH %s", u.password()->c_str())
-                                               : redisCommand(c.get(), "AUTH %s %s", u.user().c_str(), u.password()->c_str())));
+      reply_ptr a(static_cast<redisReply*>(
+          u.user().empty() ? redisCommand(c.get(), "AUTH %s", u.password()->c_str())
+                           : redisCommand(c.get(), "AUTH %s %s", u.user().c_str(), u.password()->c_str())));
     }
     if (auto db = u.get("db")) reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "SELECT %s", db->c_str())));
     return c;
@@ -129,7 +131,8 @@ DLOCK_TEST_HOOKS("redis+reentrant", {.break_lock = break_lock, .is_held_on_serve
 DLOCK_TEST_HOOKS("redis+fair", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held});
 DLOCK_TEST_HOOKS("redis+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
-DLOCK_TEST_HOOKS("redis+reentrant+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
+DLOCK_TEST_HOOKS("redis+reentrant+sentinel",
+                 {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
 DLOCK_TEST_HOOKS("redis+fair+sentinel", {.break_lock = sentinel_break_lock, .is_held_on_server = sentinel_is_held});
 DLOCK_TEST_HOOKS("redis+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
 DLOCK_TEST_HOOKS("redis+reentrant+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});

@@ -25,8 +25,8 @@ TEST(RedisClusterRouting, SlotsOfTheSpecificationsExamples) {
   EXPECT_EQ(key_slot("{user1000}.following"), key_slot("user1000"));
   EXPECT_EQ(key_slot("foo{}{bar}"), key_slot(std::string("foo{}{bar}")));  // an empty tag: the whole key
   EXPECT_NE(key_slot("foo{}{bar}"), key_slot("bar"));
-  EXPECT_EQ(key_slot("foo{{bar}}zap"), key_slot("{bar"));  // the first '{' to the next '}'
-  EXPECT_EQ(key_slot("foo{bar}{zap}"), key_slot("bar"));   // only the first tag counts
+  EXPECT_EQ(key_slot("foo{{bar}}zap"), key_slot("{bar"));            // the first '{' to the next '}'
+  EXPECT_EQ(key_slot("foo{bar}{zap}"), key_slot("bar"));             // only the first tag counts
   EXPECT_EQ(key_slot("foo{bar"), key_slot(std::string("foo{bar")));  // no '}': the whole key
   // Redisson's layout: the lock key and its channel share a slot.
   EXPECT_EQ(key_slot("orders"), key_slot("redisson_lock__channel:{orders}"));

@@ -77,8 +77,8 @@ class raw_node {
       argv.push_back(a.data());
       lens.push_back(a.size());
     }
-    return reply_ptr(
-        static_cast<redisReply*>(redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+    return reply_ptr(static_cast<redisReply*>(
+        redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
   }
 
  private:
@@ -187,7 +187,8 @@ std::vector<cluster_node> nodes_seen_by(int port) {
       if (s.front() == '[') {
         const bool migrating = s.find("->-") != std::string::npos;
         const auto arrow = s.find(migrating ? "->-" : "-<-");
-        n.open_slots.push_back({std::stoi(s.substr(1, arrow - 1)), migrating, s.substr(arrow + 3, s.size() - arrow - 4)});
+        n.open_slots.push_back(
+            {std::stoi(s.substr(1, arrow - 1)), migrating, s.substr(arrow + 3, s.size() - arrow - 4)});
       } else if (const auto dash = s.find('-'); dash == std::string::npos) {
         n.slots.emplace_back(std::stoi(s), std::stoi(s));
       } else {
@@ -216,7 +217,8 @@ std::optional<slot_owner> owner_seen_by(int port, int slot) {
     slot_owner o;
     o.master = static_cast<int>(range->element[2]->element[1]->integer);
     if (range->element[2]->elements > 2) o.master_id = range->element[2]->element[2]->str;
-    for (std::size_t j = 3; j < range->elements; ++j) o.replicas.push_back(static_cast<int>(range->element[j]->element[1]->integer));
+    for (std::size_t j = 3; j < range->elements; ++j)
+      o.replicas.push_back(static_cast<int>(range->element[j]->element[1]->integer));
     return o;
   }
   return std::nullopt;
@@ -234,7 +236,8 @@ std::vector<int> master_ports() {
   for (int p : cluster_ports()) {
     auto r = ask(p, {"CLUSTER", "SLOTS"});
     if (!r || r->type != REDIS_REPLY_ARRAY) continue;
-    for (std::size_t i = 0; i < r->elements; ++i) out.insert(static_cast<int>(r->element[i]->element[2]->element[1]->integer));
+    for (std::size_t i = 0; i < r->elements; ++i)
+      out.insert(static_cast<int>(r->element[i]->element[2]->element[1]->integer));
     break;
   }
   return {out.begin(), out.end()};
@@ -274,8 +277,8 @@ std::string describe_cluster() {
     }
     out += "cluster_state:" + cluster_info(p, "cluster_state");
     for (const auto& n : nodes_seen_by(p)) {
-      out += "\n    " + std::to_string(n.port) + " " + n.flags + (n.is_master() ? "" : " of " + n.master_id.substr(0, 8)) +
-             (n.connected ? "" : " disconnected");
+      out += "\n    " + std::to_string(n.port) + " " + n.flags +
+             (n.is_master() ? "" : " of " + n.master_id.substr(0, 8)) + (n.connected ? "" : " disconnected");
       for (auto [from, to] : n.slots) out += " " + std::to_string(from) + "-" + std::to_string(to);
       for (const auto& o : n.open_slots)
         out += " [" + std::to_string(o.slot) + (o.migrating ? "->" : "<-") + o.peer_id.substr(0, 8) + "]";
@@ -327,8 +330,8 @@ bool healthy() {
     for (const auto& [id, what] : view) flat += id + " " + what + "\n";
     if (shared_view && *shared_view != flat) return false;
     shared_view = flat;
-    if (info(p, "replication", "role") == "slave" &&
-        (info(p, "replication", "master_link_status") != "up" || info(p, "replication", "master_sync_in_progress") != "0"))
+    if (info(p, "replication", "role") == "slave" && (info(p, "replication", "master_link_status") != "up" ||
+                                                      info(p, "replication", "master_sync_in_progress") != "0"))
       return false;
   }
   return true;
@@ -359,7 +362,8 @@ std::map<std::string, int> ports_by_id(int port) {
 // (SETSLOT NODE on the target, the source and every other master). Each returns "" or what failed.
 class slot_move {
  public:
-  slot_move(int slot, int from, int to) : slot_(slot), from_(from), to_(to), from_id_(node_id(from)), to_id_(node_id(to)) {}
+  slot_move(int slot, int from, int to)
+      : slot_(slot), from_(from), to_(to), from_id_(node_id(from)), to_id_(node_id(to)) {}
 
   std::string open() {
     if (auto r = ask(to_, {"CLUSTER", "SETSLOT", std::to_string(slot_), "IMPORTING", from_id_}); is_error(r))
@@ -418,12 +422,13 @@ void restore_cluster() {
   if (wait_for(healthy, 5s)) return;
   // Failure detection and failovers settle first (node timeout 1 s): a slot whose master was
   // killed is served again once its replica is promoted, and only then can keys move.
-  wait_for([&] {
-    for (int p : ports)
-      if (!answers(p) || cluster_info(p, "cluster_state") != "ok") return false;
-    return true;
-  },
-           20s);
+  wait_for(
+      [&] {
+        for (int p : ports)
+          if (!answers(p) || cluster_info(p, "cluster_state") != "ok") return false;
+        return true;
+      },
+      20s);
 
   // Slots in migration: finished towards the target (the keys already there stay there).
   for (int p : ports) {
@@ -464,26 +469,28 @@ void restore_cluster() {
 
   // Replicas: a master without one (its replica was promoted elsewhere) takes a spare: a master
   // that owns no slot, or the second replica of another master.
-  wait_for([&] {
-    const auto nodes = nodes_seen_by(ports[0]);
-    std::map<std::string, std::vector<int>> replicas;
-    std::vector<std::string> orphans;
-    std::vector<int> spares;
-    for (const auto& n : nodes)
-      if (!n.is_master()) replicas[n.master_id].push_back(n.port);
-    for (const auto& n : nodes) {
-      if (!n.is_master() || n.failing()) continue;
-      if (n.slot_total() == 0)
-        spares.push_back(n.port);
-      else if (replicas[n.id].empty())
-        orphans.push_back(n.id);
-      else if (replicas[n.id].size() > 1)
-        spares.insert(spares.end(), replicas[n.id].begin() + 1, replicas[n.id].end());
-    }
-    for (std::size_t i = 0; i < orphans.size() && i < spares.size(); ++i) ask(spares[i], {"CLUSTER", "REPLICATE", orphans[i]});
-    return orphans.empty();
-  },
-           20s);
+  wait_for(
+      [&] {
+        const auto nodes = nodes_seen_by(ports[0]);
+        std::map<std::string, std::vector<int>> replicas;
+        std::vector<std::string> orphans;
+        std::vector<int> spares;
+        for (const auto& n : nodes)
+          if (!n.is_master()) replicas[n.master_id].push_back(n.port);
+        for (const auto& n : nodes) {
+          if (!n.is_master() || n.failing()) continue;
+          if (n.slot_total() == 0)
+            spares.push_back(n.port);
+          else if (replicas[n.id].empty())
+            orphans.push_back(n.id);
+          else if (replicas[n.id].size() > 1)
+            spares.insert(spares.end(), replicas[n.id].begin() + 1, replicas[n.id].end());
+        }
+        for (std::size_t i = 0; i < orphans.size() && i < spares.size(); ++i)
+          ask(spares[i], {"CLUSTER", "REPLICATE", orphans[i]});
+        return orphans.empty();
+      },
+      20s);
 
   if (!wait_for(healthy, 60s)) ADD_FAILURE() << "the cluster is not healthy again:" << describe_cluster();
 }
@@ -501,20 +508,21 @@ class cluster_restorer {
 // says ROLE master, and every answering node says cluster_state:ok. The new master, or -1.
 int wait_for_promotion(int slot, int old) {
   int now = -1;
-  wait_for([&] {
-    std::optional<int> agreed;
-    for (int p : cluster_ports()) {
-      if (p == old || !answers(p)) continue;
-      const auto o = owner_seen_by(p, slot);
-      if (!o || o->master == old || (agreed && *agreed != o->master) || cluster_info(p, "cluster_state") != "ok")
-        return false;
-      agreed = o->master;
-    }
-    if (!agreed || info(*agreed, "replication", "role") != "master") return false;
-    now = *agreed;
-    return true;
-  },
-           30s);
+  wait_for(
+      [&] {
+        std::optional<int> agreed;
+        for (int p : cluster_ports()) {
+          if (p == old || !answers(p)) continue;
+          const auto o = owner_seen_by(p, slot);
+          if (!o || o->master == old || (agreed && *agreed != o->master) || cluster_info(p, "cluster_state") != "ok")
+            return false;
+          agreed = o->master;
+        }
+        if (!agreed || info(*agreed, "replication", "role") != "master") return false;
+        now = *agreed;
+        return true;
+      },
+      30s);
   return now;
 }
 
@@ -670,11 +678,12 @@ void release_and_expect_every_waiter_served(dlock::lease& held, guarded_resource
 void let_waiters_wait(const waiters& w, int count, int master, const std::string& channel) {
   wait_for([&] { return w.waiting() == count; }, 10s);
   std::this_thread::sleep_for(300ms);
-  wait_for([&] {
-    auto r = ask(master, {"PUBSUB", "SHARDNUMSUB", channel});
-    return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer >= count;
-  },
-           3s);
+  wait_for(
+      [&] {
+        auto r = ask(master, {"PUBSUB", "SHARDNUMSUB", channel});
+        return r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->integer >= count;
+      },
+      3s);
 }
 
 std::shared_ptr<dlock::backend> open_cluster(const std::string& query = "") {
@@ -701,9 +710,10 @@ class RedisCluster : public ::testing::Test {
  protected:
   void SetUp() override {
     restore_cluster();
-    ASSERT_TRUE(wait_for(ready_for(15s), 90s)) << "the cluster is not healthy (or a node is younger than the ttl) before "
-                                                  "the test:"
-                                               << describe_cluster();
+    ASSERT_TRUE(wait_for(ready_for(15s), 90s))
+        << "the cluster is not healthy (or a node is younger than the ttl) before "
+           "the test:"
+        << describe_cluster();
   }
 };
 
@@ -712,8 +722,8 @@ class RedisCluster : public ::testing::Test {
 // Acquires each name through `scheme` and checks with raw commands that the lock's key (of
 // `key_type`) and its fencing key are on the slot's master (CLUSTER SLOTS of CLUSTER KEYSLOT)
 // and on no other master; released, the key is gone. Returns the masters the names landed on.
-std::set<int> check_routing(const std::string& scheme, const std::vector<std::string>& names, const std::string& key_type,
-                            const std::string& fencing_prefix) {
+std::set<int> check_routing(const std::string& scheme, const std::vector<std::string>& names,
+                            const std::string& key_type, const std::string& fencing_prefix) {
   std::set<int> used;
   auto backend = dlock::open(dlock::testing::with_scheme(cluster_uri(), scheme) + "?ttl=10s");
   for (const auto& name : names) {
@@ -820,7 +830,8 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   // The holder's release follows the slot (MOVED) and wakes the waiters there.
   release_and_expect_every_waiter_served(held, resource, waiting, waiter_count,
                                          "a waiter was not woken within 20 s after the release");
-  EXPECT_TRUE(stored_on(target, prefixed("redisson_lock_token", name))) << "the fencing counter did not follow the slot";
+  EXPECT_TRUE(stored_on(target, prefixed("redisson_lock_token", name)))
+      << "the fencing counter did not follow the slot";
   EXPECT_FALSE(stored_on(source, prefixed("redisson_lock_token", name)));
 }
 
@@ -861,8 +872,8 @@ TEST_F(RedisCluster, ALockOfASlotHalfMigratedIsRenewedThroughAskAndANewOneGrante
   ASSERT_FALSE(stored_on(source, moved_name));
   for (const auto& name : {moved_name, new_name}) {
     auto r = ask(source, {"EXISTS", name});
-    ASSERT_TRUE(is_error(r) && text_of(r).starts_with("ASK ")) << "the source does not redirect " << name << ": "
-                                                               << text_of(r);
+    ASSERT_TRUE(is_error(r) && text_of(r).starts_with("ASK "))
+        << "the source does not redirect " << name << ": " << text_of(r);
   }
   const auto ttl_on_target = [&] {
     raw_node n(target);
@@ -1023,7 +1034,8 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
   // The double grant: client 1's lease was still valid (its validity runs from before its request
   // and its watchdog extends it) when client 2 was granted the same name on the promoted replica.
   const bool told_before = lost_at.load() != 0;
-  EXPECT_GT(first.valid_until(), second_at) << "client 1's validity was over before client 2's grant: no double grant shown";
+  EXPECT_GT(first.valid_until(), second_at)
+      << "client 1's validity was over before client 2's grant: no double grant shown";
   EXPECT_LT(second_at, granted_at + ttl) << "client 2 came after client 1's ttl: no double grant shown";
 
   const auto token2 = second.fencing_token().value_or(0);
@@ -1031,14 +1043,15 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
   // renewal sent to the dead master, the map read again).
   const auto lost_bound = std::chrono::duration_cast<std::chrono::milliseconds>(ttl) / 3 + 3s;
   const bool lost = dlock::testing::fires_within(
-      first.lost_token(), std::max(std::chrono::milliseconds(0),
-                                   std::chrono::duration_cast<std::chrono::milliseconds>(promoted_at + lost_bound - clock_type::now())));
+      first.lost_token(), std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                     promoted_at + lost_bound - clock_type::now())));
   const auto ms_since_grant = [&](clock_type::time_point t) {
     return static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(t - granted_at).count());
   };
   const auto lost_time = clock_type::time_point(clock_type::duration(lost_at.load()));
-  std::cout << "[ measured ] double grant: killed " << ms_since_grant(killed_at) << " ms after client 1's grant, replica promoted at "
-            << ms_since_grant(promoted_at) << " ms, client 2 granted at " << ms_since_grant(second_at) << " ms (ttl "
+  std::cout << "[ measured ] double grant: killed " << ms_since_grant(killed_at)
+            << " ms after client 1's grant, replica promoted at " << ms_since_grant(promoted_at)
+            << " ms, client 2 granted at " << ms_since_grant(second_at) << " ms (ttl "
             << std::chrono::milliseconds(ttl).count() << " ms); client 1 told lost "
             << (lost_at.load() == 0 ? std::string("not within the bound")
                                     : "at " + std::to_string(ms_since_grant(lost_time)) + " ms, " +
@@ -1046,7 +1059,8 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
             << "; tokens: client 1 " << token1 << ", client 2 " << token2 << std::endl;
   RecordProperty("grant_to_second_grant_ms", std::to_string(ms_since_grant(second_at)));
   RecordProperty("grant_to_promotion_ms", std::to_string(ms_since_grant(promoted_at)));
-  RecordProperty("grant_to_lost_ms", lost_at.load() == 0 ? std::string("never") : std::to_string(ms_since_grant(lost_time)));
+  RecordProperty("grant_to_lost_ms",
+                 lost_at.load() == 0 ? std::string("never") : std::to_string(ms_since_grant(lost_time)));
   RecordProperty("lost_before_second_grant", told_before ? "yes" : "no");
   RecordProperty("token1", std::to_string(token1));
   RecordProperty("token2", std::to_string(token2));
@@ -1055,12 +1069,13 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
   // still refuses client 1.
   EXPECT_GT(token2, token1) << "THE FENCING TOKEN WENT BACKWARDS across the failover: a resource checking tokens would "
                                "accept client 1 after client 2";
-  EXPECT_TRUE(lost) << "client 1 was not told its lock is gone within " << lost_bound.count()
-                    << " ms of the promotion";
+  EXPECT_TRUE(lost) << "client 1 was not told its lock is gone within " << lost_bound.count() << " ms of the promotion";
   if (!lost) {  // when it is told at all, for the report: at the end of its validity, or never
     const bool later = dlock::testing::fires_within(first.lost_token(), ttl);
     std::cout << "[ measured ] client 1 told lost "
-              << (later ? "at " + std::to_string(ms_since_grant(clock_type::time_point(clock_type::duration(lost_at.load())))) +
+              << (later ? "at " +
+                              std::to_string(
+                                  ms_since_grant(clock_type::time_point(clock_type::duration(lost_at.load())))) +
                               " ms after its grant (its validity then ending at " +
                               std::to_string(ms_since_grant(first.valid_until())) + " ms)"
                         : std::string("not within another ttl"))
@@ -1161,13 +1176,13 @@ TEST_F(RedisCluster, BadInputIsRefusedClearly) {
     auto r = ask(cluster_ports()[0], {"AUTH", "dlock", "wrong"});
     ASSERT_TRUE(is_error(r) && text_of(r).starts_with("WRONGPASS")) << text_of(r);
   }
-  EXPECT_TRUE(dlock::open("redis+cluster://dlock:dlock-secret@" + hosts + "?ttl=5s")->make_lock(unique("acl"))->try_acquire());
+  EXPECT_TRUE(
+      dlock::open("redis+cluster://dlock:dlock-secret@" + hosts + "?ttl=5s")->make_lock(unique("acl"))->try_acquire());
   EXPECT_EQ(open_error("redis+cluster://dlock:pw-SECRET-1@" + hosts, what),
             make_error_code(dlock::errc::authentication_failed))
       << what;
   EXPECT_EQ(what.find("SECRET"), std::string::npos) << what;
 }
-
 
 // --- 6. Waiting on release messages ------------------------------------------------------------
 

@@ -6,8 +6,8 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -45,8 +45,7 @@ ctx_ptr raw(const std::string& uri_text) {
 // Scripts the server has run since its start or CONFIG RESETSTAT: EVALSHA and EVAL calls.
 long long scripts_run(redisContext* c) {
   auto* r = static_cast<redisReply*>(redisCommand(c, "INFO commandstats"));
-  const std::string text =
-      r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+  const std::string text = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
   if (r) freeReplyObject(r);
   long long total = 0;
   for (const std::string_view stat : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
@@ -138,8 +137,8 @@ TEST(RedisContention, WaitersOfOneProcessTakeTurns) {
   const auto done = std::accumulate(per_thread.begin(), per_thread.end(), 0);
   const auto fair_share = done / threads;
   for (int t = 0; t < threads; ++t)
-    EXPECT_GE(per_thread[t] * 2, fair_share) << "thread " << t << " got " << per_thread[t] << " of " << done
-                                             << " grants (fair share " << fair_share << ")";
+    EXPECT_GE(per_thread[t] * 2, fair_share)
+        << "thread " << t << " got " << per_thread[t] << " of " << done << " grants (fair share " << fair_share << ")";
 }
 
 // 40 threads on 4 pooled connections: a caller beyond the pool waits for a connection within

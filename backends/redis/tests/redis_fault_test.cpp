@@ -89,7 +89,8 @@ TEST(RedisFault, RestartWithoutPersistenceTellsTheHolderFirstAndTokensKeepIncrea
     EXPECT_GT(*after.fencing_token(), before[i].token) << scheme << ": the token went back after the restart";
     if (i == 0)
       std::printf("[ figure ] first grant %lld ms after the restart (ttl %lld ms); tokens %llu -> %llu\n",
-                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started).count()),
+                  static_cast<long long>(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started).count()),
                   static_cast<long long>(std::chrono::milliseconds(ttl).count()),
                   static_cast<unsigned long long>(before[i].token),
                   static_cast<unsigned long long>(*after.fencing_token()));
@@ -114,7 +115,8 @@ TEST(RedisFault, HolderIsToldAsSoonAsTheRestartedServerAnswers) {
     for (int i = 0; i < 100 && !l.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
     EXPECT_TRUE(l.lost_token().stop_requested()) << scheme << ": the holder was not told within 5s of the restart";
     std::printf("[ figure ] %s: holder told %lld ms after the server was back\n", scheme.c_str(),
-                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started).count()));
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - started).count()));
   }
 }
 
@@ -169,7 +171,8 @@ TEST(RedisFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
     auto l = second->make_lock(name)->try_acquire_for(8s);  // well under the 20s ttl
     EXPECT_TRUE(l) << scheme << ": the lock stayed taken by a grant nobody holds";
     std::printf("[ figure ] %s: next client granted %lld ms after the pause ended\n", scheme.c_str(),
-                static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - asked).count()));
+                static_cast<long long>(
+                    std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - asked).count()));
   }
 }
 
@@ -329,7 +332,8 @@ TEST(RedisFault, NoGrantBeforeTheRestartedServerIsOneTtlOld) {
   const auto uri = redis_uri();
   const char* host = std::getenv("DLOCK_REDIS_HOST");
   const char* port = std::getenv("DLOCK_REDIS_PORT");
-  ASSERT_TRUE(host && port) << "DLOCK_REDIS_HOST and DLOCK_REDIS_PORT must be set (compose/native/dlock-servers up redis)";
+  ASSERT_TRUE(host && port)
+      << "DLOCK_REDIS_HOST and DLOCK_REDIS_PORT must be set (compose/native/dlock-servers up redis)";
   constexpr auto ttl = 2s;
   const std::string query = "?ttl=2s";
   struct observed {
@@ -369,13 +373,15 @@ TEST(RedisFault, NoGrantBeforeTheRestartedServerIsOneTtlOld) {
     ASSERT_TRUE(down.start());
   }
   const auto deadline = before_start + 3s;
-  while (uptime_in_seconds(host, std::atoi(port)) < 1 && clock_type::now() < deadline) std::this_thread::sleep_for(10ms);
+  while (uptime_in_seconds(host, std::atoi(port)) < 1 && clock_type::now() < deadline)
+    std::this_thread::sleep_for(10ms);
   const auto said_one = clock_type::now();
-  std::printf("[ figure ] the restarted server said uptime_in_seconds 1 at %lld ms after its start began\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(said_one - before_start).count()));
+  std::printf(
+      "[ figure ] the restarted server said uptime_in_seconds 1 at %lld ms after its start began\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(said_one - before_start).count()));
   for (std::size_t i = 0; i < holders.size(); ++i)
-    waiting.emplace_back(acquire_and_note, open_uri(with_scheme(uri, single_server_schemes[i]) + query), holders[i].name,
-                         single_server_schemes[i] + " client connected after uptime 1");
+    waiting.emplace_back(acquire_and_note, open_uri(with_scheme(uri, single_server_schemes[i]) + query),
+                         holders[i].name, single_server_schemes[i] + " client connected after uptime 1");
   waiting.clear();  // joins
 
   ASSERT_EQ(grants.size(), 2 * single_server_schemes.size());
@@ -398,7 +404,9 @@ TEST(RedisFault, NoGrantBeforeTheRestartedServerIsOneTtlOld) {
 namespace {
 
 // The launcher's stop/start (compose/native/dlock-servers), found through DLOCK_SERVERS.
-int servers(const std::string& verb, const std::string& names) { return dlock::testing::run_launcher(verb + " " + names); }
+int servers(const std::string& verb, const std::string& names) {
+  return dlock::testing::run_launcher(verb + " " + names);
+}
 
 std::size_t master_count(const std::string& uri) { return dlock::uri::parse(uri).hosts().size(); }
 

@@ -114,8 +114,8 @@ TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
   // how many depends on how the threads are scheduled).
   std::printf("%llu requests in %llu writes\n", static_cast<unsigned long long>(p.requests_sent()),
               static_cast<unsigned long long>(p.batches_sent()));
-  EXPECT_LT(p.batches_sent() * 4, p.requests_sent() * 3) << p.batches_sent() << " writes for " << p.requests_sent()
-                                                          << " requests";
+  EXPECT_LT(p.batches_sent() * 4, p.requests_sent() * 3)
+      << p.batches_sent() << " writes for " << p.requests_sent() << " requests";
   raw_command(c.get(), {"DEL", key});
 }
 

@@ -54,7 +54,8 @@ reply_ptr ask(int port, const std::vector<std::string>& args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  return reply_ptr(static_cast<redisReply*>(redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+  return reply_ptr(
+      static_cast<redisReply*>(redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
 }
 
 // The master's port as the sentinels name it (the first that answers), or -1.
@@ -202,16 +203,18 @@ std::string unique(std::string_view what) { return dlock::testing::unique_name("
 // Waits until the sentinels name another master than `old` and it says ROLE master.
 int wait_for_failover(int old) {
   int now = -1;
-  wait_for([&] {
-    now = master_port();
-    return now > 0 && now != old && role_of(now) == "master";
-  },
-           40s);
+  wait_for(
+      [&] {
+        now = master_port();
+        return now > 0 && now != old && role_of(now) == "master";
+      },
+      40s);
   return now != old ? now : -1;
 }
 
 TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStillIncreases) {
-  ASSERT_TRUE(wait_for(ready_for(20s), 90s)) << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(wait_for(ready_for(20s), 90s))
+      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
   set_restorer restore;
   const int old_master = master_port();
   const auto name = unique("double-grant");
@@ -240,11 +243,12 @@ TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStill
   // The double grant: client 1's grant had not expired (its ttl runs from before its request)
   // when client 2 was granted the same name on the promoted replica.
   EXPECT_LT(second_at, granted_at + ttl) << "client 2 came after client 1's ttl: no double grant shown";
-  std::printf("[ measured ] failover: client 2 granted %lld ms after client 1 (ttl %lld ms); client 1 told lost "
-              "before that: %s\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(second_at - granted_at).count()),
-              static_cast<long long>(std::chrono::milliseconds(ttl).count()),
-              first.lost_token().stop_requested() ? "yes" : "no");
+  std::printf(
+      "[ measured ] failover: client 2 granted %lld ms after client 1 (ttl %lld ms); client 1 told lost "
+      "before that: %s\n",
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(second_at - granted_at).count()),
+      static_cast<long long>(std::chrono::milliseconds(ttl).count()),
+      first.lost_token().stop_requested() ? "yes" : "no");
   // The counter was lost with the grant, but it is raised to the server clock: a fenced resource
   // still refuses client 1.
   const auto token2 = *second.fencing_token();
@@ -256,7 +260,8 @@ TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStill
 }
 
 TEST(RedisSentinel, WithMinReplicasTheGrantSurvivesTheFailover) {
-  ASSERT_TRUE(wait_for(ready_for(20s), 90s)) << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(wait_for(ready_for(20s), 90s))
+      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
   set_restorer restore;
   const int old_master = master_port();
   const auto name = unique("replicated");
@@ -288,7 +293,8 @@ TEST(RedisSentinel, WithMinReplicasTheGrantSurvivesTheFailover) {
 }
 
 TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
-  ASSERT_TRUE(wait_for(ready_for(5s), 90s)) << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(wait_for(ready_for(5s), 90s))
+      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
   set_restorer restore;
   const int old_master = master_port();
   auto backend = open_uri(sentinel_uri() + "?ttl=5s");
@@ -312,7 +318,8 @@ TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
     followed = exists_on(new_master, name);
   }
   std::printf("[ measured ] grants on the new master %lld ms after the sentinels named it\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - named_at).count()));
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - named_at).count()));
   ASSERT_TRUE(followed) << "the client did not follow the switch within a second";
   for (int i = 0; i < 20; ++i) {
     const auto name = unique("after-switch");
@@ -320,13 +327,14 @@ TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
     ASSERT_TRUE(lease) << "attempt " << i;
     std::string where;
     for (int p : data_ports()) where += std::to_string(p) + (exists_on(p, name) ? ":yes(" : ":no(") + role_of(p) + ") ";
-    EXPECT_TRUE(exists_on(new_master, name)) << "attempt " << i << ": the grant is not on the new master " << new_master
-                                             << ": " << where;
+    EXPECT_TRUE(exists_on(new_master, name))
+        << "attempt " << i << ": the grant is not on the new master " << new_master << ": " << where;
   }
 }
 
 TEST(RedisMinReplicas, PlainRedisRefusesAGrantFewerReplicasConfirmedAndReleasesIt) {
-  ASSERT_TRUE(wait_for(ready_for(10s), 90s)) << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(wait_for(ready_for(10s), 90s))
+      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
   set_restorer restore;
   const int m = master_port();
   const auto uri = "redis://127.0.0.1:" + std::to_string(m) + "?ttl=10s&min_replicas=2&replica_timeout=200ms";

@@ -12,8 +12,8 @@
 #include <map>
 #include <memory>
 #include <sstream>
-#include <string_view>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -74,8 +74,8 @@ reply_ptr cmd(redisContext* c, std::vector<std::string> args) {
     argv.push_back(a.data());
     lens.push_back(a.size());
   }
-  return reply_ptr(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
+  return reply_ptr(
+      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
 }
 std::string str(const reply_ptr& r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
 long long num(const reply_ptr& r) { return r ? r->integer : -99; }
@@ -84,7 +84,8 @@ std::map<std::string, std::string> hgetall(redisContext* c, const std::string& k
   std::map<std::string, std::string> out;
   auto r = cmd(c, {"HGETALL", key});
   for (std::size_t i = 0; r && i + 1 < r->elements; i += 2)
-    out[std::string(r->element[i]->str, r->element[i]->len)] = std::string(r->element[i + 1]->str, r->element[i + 1]->len);
+    out[std::string(r->element[i]->str, r->element[i]->len)] =
+        std::string(r->element[i + 1]->str, r->element[i + 1]->len);
   return out;
 }
 
@@ -187,8 +188,9 @@ TEST(RedisShared, RedisSchemesOfferBothAndRedlockNeither) {
   for (const auto& info : dlock::default_registry().list()) {
     // The Sentinel and Cluster schemes are the same backend on the master the sentinels name, or the
     // master of the name's slot.
-    const bool safe_single = info.scheme == "redis" || info.scheme == "redis+reentrant" || info.scheme == "redis+fair" ||
-                             info.scheme.ends_with("+sentinel") || info.scheme.ends_with("+cluster");
+    const bool safe_single = info.scheme == "redis" || info.scheme == "redis+reentrant" ||
+                             info.scheme == "redis+fair" || info.scheme.ends_with("+sentinel") ||
+                             info.scheme.ends_with("+cluster");
     if (info.scheme.rfind("redis", 0) != 0 && info.scheme != "redlock") continue;
     EXPECT_EQ(info.primitives.rw_lock.has_value(), safe_single) << info.scheme;
     EXPECT_EQ(info.primitives.semaphore.has_value(), safe_single) << info.scheme;
@@ -242,7 +244,8 @@ TEST(RedisShared, OneOwnerIdOnTheMutexAndTheReaderWriterLockStillExcludes) {
       std::error_code ec;
       EXPECT_FALSE(mutex->try_acquire(ec)) << "the mutex re-entered a reader's hold of the same owner id";
       EXPECT_FALSE(ec) << dlock::last_error_message();
-      EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {field_of("same"), "1"}}));
+      EXPECT_EQ(hgetall(c.get(), name),
+                (std::map<std::string, std::string>{{"mode", "read"}, {field_of("same"), "1"}}));
     }
     {
       auto held = mutex->try_acquire();
@@ -317,7 +320,8 @@ TEST(RedisShared, ASemaphoresCountKeyKeepsItsNameFromLocksUntilDeleted) {
     const auto name = unique_name("sem-kept");
     b->make_semaphore(name, 2)->try_acquire(2).release();
     ASSERT_EQ(str(cmd(c.get(), {"GET", name})), "2");
-    const auto expect_refused = [&](const std::error_code& ec, const dlock::lease& l, std::chrono::steady_clock::time_point start) {
+    const auto expect_refused = [&](const std::error_code& ec, const dlock::lease& l,
+                                    std::chrono::steady_clock::time_point start) {
       EXPECT_FALSE(l);
       EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
       const auto message = dlock::last_error_message();

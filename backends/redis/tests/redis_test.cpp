@@ -68,7 +68,8 @@ struct raw_subscriber {
     if (redisGetReply(c.get(), &msg) != REDIS_OK || msg == nullptr) return "";
     reply_ptr m(static_cast<redisReply*>(msg));
     if (m->elements != 3 || std::string(m->element[0]->str) != "message") return "";
-    return std::string(m->element[1]->str, m->element[1]->len) + " " + std::string(m->element[2]->str, m->element[2]->len);
+    return std::string(m->element[1]->str, m->element[1]->len) + " " +
+           std::string(m->element[2]->str, m->element[2]->len);
   }
 };
 
@@ -258,20 +259,19 @@ TEST(Redis, InteropWithRedisPyLock) {
 std::unique_ptr<dlock::testing::child_process> redis_py_holder(const std::string& uri, const std::string& name,
                                                                double hold_s) {
   const auto u = dlock::uri::parse(uri);
-  const std::string code =
-      "import redis, sys, time\n"
-      "r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))\n"
-      "l = r.lock(sys.argv[3], timeout=30)\n"
-      "if not l.acquire(blocking=False): sys.exit(2)\n"
-      "print('held', flush=True)\n"
-      "hold = float(sys.argv[4])\n"
-      "time.sleep(hold if hold >= 0 else 3600)\n"
-      "l.release()\n"
-      "print('released', flush=True)\n";
+  const std::string code = "import redis, sys, time\n"
+                           "r = redis.Redis(host=sys.argv[1], port=int(sys.argv[2]))\n"
+                           "l = r.lock(sys.argv[3], timeout=30)\n"
+                           "if not l.acquire(blocking=False): sys.exit(2)\n"
+                           "print('held', flush=True)\n"
+                           "hold = float(sys.argv[4])\n"
+                           "time.sleep(hold if hold >= 0 else 3600)\n"
+                           "l.release()\n"
+                           "print('released', flush=True)\n";
   // Debian's interpreter, where python3-redis lives (a pyenv shim may come first on PATH).
-  auto child = std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
-      "/usr/bin/python3", "-c", code, u.hosts()[0].host, std::to_string(u.hosts()[0].port_or(6379)), name,
-      std::to_string(hold_s)});
+  auto child = std::make_unique<dlock::testing::child_process>(
+      std::vector<std::string>{"/usr/bin/python3", "-c", code, u.hosts()[0].host,
+                               std::to_string(u.hosts()[0].port_or(6379)), name, std::to_string(hold_s)});
   EXPECT_EQ(child->read_line(20s), std::optional<std::string>("held")) << "the redis-py holder did not take " << name;
   return child;
 }
@@ -288,9 +288,10 @@ TEST(Redis, AWaiterBehindARedisPyLockTriesAgainAtPollMax) {
     const char* scheme;
     int kind;  // 0 mutex, 1 write, 2 read
   };
-  for (const auto& w : {waiter_case{"redis:// mutex", "redis", 0}, waiter_case{"redis+reentrant:// mutex", "redis+reentrant", 0},
-                        waiter_case{"redis+fair:// mutex", "redis+fair", 0}, waiter_case{"writer", "redis", 1},
-                        waiter_case{"reader", "redis", 2}}) {
+  for (const auto& w :
+       {waiter_case{"redis:// mutex", "redis", 0}, waiter_case{"redis+reentrant:// mutex", "redis+reentrant", 0},
+        waiter_case{"redis+fair:// mutex", "redis+fair", 0}, waiter_case{"writer", "redis", 1},
+        waiter_case{"reader", "redis", 2}}) {
     SCOPED_TRACE(w.what);
     const auto name = unique_name("py-waiter");
     auto b = open_uri(with_scheme(uri, w.scheme) + "?ttl=10s&poll=100ms..400ms");
@@ -355,7 +356,8 @@ class script_counter {
     for (at += 2; words.size() < 4 && at < line.size() && line[at] == '"';) {
       std::string word;
       std::size_t i = at + 1;
-      for (; i < line.size() && line[i] != '"'; ++i) word += line[i] == '\\' && i + 1 < line.size() ? line[++i] : line[i];
+      for (; i < line.size() && line[i] != '"'; ++i)
+        word += line[i] == '\\' && i + 1 < line.size() ? line[++i] : line[i];
       words.push_back(std::move(word));
       at = i + 2;  // past the closing quote and the space
     }
@@ -434,8 +436,14 @@ TEST(Redis, ReentrantLayoutIsRedissons) {
 TEST(Redis, HostileNames) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=5s");
-  const std::string names[] = {std::string("bin\0\xff\x01", 6), "with spaces and\nnewline", std::string(1024, 'k'),
-                               "FLUSHALL", "DEL *", "*", "{braces}", "\"quoted'"};
+  const std::string names[] = {std::string("bin\0\xff\x01", 6),
+                               "with spaces and\nnewline",
+                               std::string(1024, 'k'),
+                               "FLUSHALL",
+                               "DEL *",
+                               "*",
+                               "{braces}",
+                               "\"quoted'"};
   for (const auto& base : names) {
     const auto name = base + dlock::spi::random_token().substr(0, 6);
     auto l = b->make_lock(name)->try_acquire();

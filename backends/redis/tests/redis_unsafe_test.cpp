@@ -34,7 +34,9 @@ std::string uri_of(std::string_view scheme, std::string_view query) {
 
 std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock::default_registry().open(text); }
 
-std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what)); }
+std::string unique(std::string_view what) {
+  return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what));
+}
 
 struct ctx_deleter {
   void operator()(redisContext* c) const noexcept { redisFree(c); }
@@ -318,7 +320,8 @@ bool client_with_clock_ahead_takes_a_live_lock(const std::string& uri, const std
   auto holder_lock = b->make_lock(name, options_of(*b, 20s));
   auto held = holder_lock->try_acquire();
   EXPECT_TRUE(held) << "the holder was not granted a free lock";
-  dlock::testing::child_process skewed(with_clock_ahead("+60s", {DLOCK_CONFORMANCE_WORKER, "hold", uri, name, "20000"}));
+  dlock::testing::child_process skewed(
+      with_clock_ahead("+60s", {DLOCK_CONFORMANCE_WORKER, "hold", uri, name, "20000"}));
   const auto line = skewed.read_line(patience);
   const bool granted = line && line->starts_with("acquired");
   EXPECT_GT(held.remaining(), 0ms) << "the holder's own validity ran out: the test proves nothing";

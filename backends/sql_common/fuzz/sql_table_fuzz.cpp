@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (table.empty() || schema.empty()) return 0;  // an empty value is the URI's business, not ours
   dlock::uri u;
   try {
-    u = dlock::uri::parse("postgres+index://127.0.0.1/db?table=" + percent_encoded(table) + "&schema=" +
-                          percent_encoded(schema));
+    u = dlock::uri::parse("postgres+index://127.0.0.1/db?table=" + percent_encoded(table) +
+                          "&schema=" + percent_encoded(schema));
   } catch (const dlock::error&) {
     // Every byte is percent-encoded, so only a NUL byte (%00, refused in any URI) stops the parse.
     check(table.find('\0') != std::string::npos || schema.find('\0') != std::string::npos,

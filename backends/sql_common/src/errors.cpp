@@ -8,13 +8,10 @@ namespace dlock::sql {
 
 std::error_code to_error_code(failure f) noexcept {
   switch (f) {
-    case failure::auth_failed:
-      return make_error_code(errc::authentication_failed);
+    case failure::auth_failed: return make_error_code(errc::authentication_failed);
     case failure::connection_lost:
-    case failure::unreachable:
-      return make_error_code(errc::backend_unavailable);
-    default:
-      return make_error_code(errc::backend_error);
+    case failure::unreachable: return make_error_code(errc::backend_unavailable);
+    default: return make_error_code(errc::backend_error);
   }
 }
 

@@ -3,9 +3,9 @@
 // session ends, which the session monitor (session_lease.hpp) notices.
 #include <algorithm>
 
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/session_lease.hpp"
 #include "strategy_common.hpp"
-#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql {
 using namespace detail;
@@ -159,8 +159,9 @@ class forupdate_backend final : public backend {
 
 std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql) {
   if (setup.params.fair)
-    throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the FOR UPDATE"
-                                                        " strategy has no waiters table)");
+    throw error(errc::invalid_uri, setup.redacted_uri +
+                                       ": fair=true applies to the unique-index scheme only (the FOR UPDATE"
+                                       " strategy has no waiters table)");
   auto st = std::make_shared<forupdate_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);

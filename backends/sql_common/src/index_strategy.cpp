@@ -5,8 +5,8 @@
 #include <span>
 #include <thread>
 
-#include "strategy_common.hpp"
 #include "dlock_sql/deadline.hpp"
+#include "strategy_common.hpp"
 #include "units_strategy.hpp"
 
 namespace dlock::sql {
@@ -33,7 +33,10 @@ class index_lease final : public spi::lease_state {
  public:
   index_lease(std::shared_ptr<index_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
               steady::time_point start, std::uint64_t fence)
-      : lease_state(name, ttl, validity_after(start, ttl)), st_(std::move(st)), owner_(std::move(owner)), fence_(fence) {}
+      : lease_state(name, ttl, validity_after(start, ttl)),
+        st_(std::move(st)),
+        owner_(std::move(owner)),
+        fence_(fence) {}
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
   spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
   const std::string& owner() const noexcept { return owner_; }
@@ -120,9 +123,9 @@ class index_lock final : public distributed_lock {
     }
     // No row (fair: a row (NULL, NULL)) from a dialect with reader-writer locks and semaphores:
     // those hold the name; a row with a NULL fence: another owner's live row holds the lock.
-    const bool units_hold = fair ? !out.rows.empty() && out.rows.front().size() > 1 && !out.rows.front()[0] &&
-                                       !out.rows.front()[1]
-                                 : out.rows.empty();
+    const bool units_hold =
+        fair ? !out.rows.empty() && out.rows.front().size() > 1 && !out.rows.front()[0] && !out.rows.front()[1]
+             : out.rows.empty();
     if (units_hold && !st_->sql.units_in_use.empty()) {
       readers_hold = !refuse_beside_a_semaphore(*h, v, ec) && !ec;
       return nullptr;
@@ -336,8 +339,10 @@ std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, 
   st->sql = std::move(sql);
   create_schema(*st, st->sql.create);
   if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
-  if (!units.grant.empty()) st->units.emplace(st->setup, std::move(units));
-  else st->setup.primitives = {};
+  if (!units.grant.empty())
+    st->units.emplace(st->setup, std::move(units));
+  else
+    st->setup.primitives = {};
   // A lock's caps() are its backend's: with read_write / semaphore / writer_preferred when offered.
   st->setup.caps = with_primitives(st->setup.caps, st->setup.primitives);
   return std::make_shared<index_backend>(std::move(st));

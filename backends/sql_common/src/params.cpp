@@ -29,15 +29,16 @@ pool_options parse_pool_options(const uri& u) {
   if (auto v = u.get_int("max_dedicated", 0, 4096)) p.max_dedicated = static_cast<std::size_t>(*v);
   if (auto v = u.get_duration("connect_timeout")) p.connect_timeout = *v;
   if (auto v = u.get_duration("checkout_timeout")) p.checkout_timeout = *v;
-  if (p.connect_timeout.count() <= 0) throw error(errc::invalid_uri, "connect_timeout must be positive in " + u.redacted());
+  if (p.connect_timeout.count() <= 0)
+    throw error(errc::invalid_uri, "connect_timeout must be positive in " + u.redacted());
   if (p.max_dedicated >= p.max_connections && p.max_connections > 1)
     p.max_dedicated = p.max_connections - 1;  // always leave one for short statements
   return p;
 }
 
 const std::vector<std::string>& common_parameter_names() {
-  static const std::vector<std::string> names{"table", "schema", "create_table",
-                                              "fair", "pool_size", "max_connections",
+  static const std::vector<std::string> names{"table",         "schema",          "create_table",
+                                              "fair",          "pool_size",       "max_connections",
                                               "max_dedicated", "connect_timeout", "checkout_timeout"};
   return names;
 }

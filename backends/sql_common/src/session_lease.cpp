@@ -98,16 +98,14 @@ std::chrono::milliseconds confirm_period(std::chrono::milliseconds ttl) {
 }
 }  // namespace
 
-session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name,
-                             std::chrono::milliseconds ttl, clock::time_point start, bool confirm, pool::handle h)
-    : session_lease(std::move(monitor), std::move(name), ttl, start, confirm,
-                    std::make_shared<session>(std::move(h))) {
+session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
+                             clock::time_point start, bool confirm, pool::handle h)
+    : session_lease(std::move(monitor), std::move(name), ttl, start, confirm, std::make_shared<session>(std::move(h))) {
   session_->holders = 1;  // nobody else can see this session yet
 }
 
-session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name,
-                             std::chrono::milliseconds ttl, clock::time_point start, bool confirm,
-                             std::shared_ptr<session> s)
+session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
+                             clock::time_point start, bool confirm, std::shared_ptr<session> s)
     : lease_state(std::move(name), ttl, validity_after(start, ttl)),
       monitor_(std::move(monitor)),
       session_(std::move(s)),

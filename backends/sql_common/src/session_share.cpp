@@ -98,7 +98,8 @@ session_share::picked session_share::pick(time_point deadline, std::error_code& 
       if (until == std::chrono::steady_clock::time_point::max())
         lk.lock();
       else if (!lk.try_lock_until(until)) {
-        set_error(ec, errc::backend_unavailable, "every shared session stayed busy with another statement until the deadline");
+        set_error(ec, errc::backend_unavailable,
+                  "every shared session stayed busy with another statement until the deadline");
         return {};
       }
       if (live(*least)) return {std::move(least), std::move(lk)};

@@ -212,7 +212,8 @@ void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<co
           continue;
         }
         for (std::size_t k = 0; k < chunk.size(); ++k)
-          for (auto i : chunk[k].leases) outcomes[i] = renewed[k] ? std::error_code{} : make_error_code(errc::not_owner);
+          for (auto i : chunk[k].leases)
+            outcomes[i] = renewed[k] ? std::error_code{} : make_error_code(errc::not_owner);
       }
     }
     if (broken) h.discard();

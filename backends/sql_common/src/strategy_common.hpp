@@ -134,7 +134,8 @@ class notified_release_watch final : public spi::release_watch {
 };
 
 template <class Try>
-std::unique_ptr<spi::release_watch> watch_notified(release_notifier* notifier, std::string name, Try try_once) noexcept {
+std::unique_ptr<spi::release_watch> watch_notified(release_notifier* notifier, std::string name,
+                                                   Try try_once) noexcept {
   if (!notifier) return nullptr;  // no notifier: the head polls with the core's backoff
   try {
     return std::make_unique<notified_release_watch<Try>>(*notifier, std::move(name), std::move(try_once));

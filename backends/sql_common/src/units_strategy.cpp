@@ -3,12 +3,12 @@
 // anchor row, so the count check and the insert are atomic. Waiters poll with the core's backoff.
 #include "units_strategy.hpp"
 
+#include "dlock_sql/deadline.hpp"
 #include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
 #include <vector>
-#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql::detail {
 
@@ -22,7 +22,8 @@ namespace {
 // Each statement is autocommitted on its own: safe to run again after a deadlock.
 constexpr int units_attempts = 5;
 
-bool execute(connection& c, const std::string& text, const std::vector<param>& ps, result& out, sql_error& err) noexcept {
+bool execute(connection& c, const std::string& text, const std::vector<param>& ps, result& out,
+             sql_error& err) noexcept {
   for (int attempt = 0;; ++attempt) {
     err = {};
     out = {};
@@ -116,8 +117,14 @@ class units_pool {
     try {
       const auto start = steady::now();
       const std::string grant_id = new_grant_id(owner);
-      const std::vector<param> grant{grant_id, units, std::int64_t{ttl.count()}, kind_, bytes{name_}, max_count_,
-                                     std::int64_t{heed_writer_mark ? 1 : 0}, units};
+      const std::vector<param> grant{grant_id,
+                                     units,
+                                     std::int64_t{ttl.count()},
+                                     kind_,
+                                     bytes{name_},
+                                     max_count_,
+                                     std::int64_t{heed_writer_mark ? 1 : 0},
+                                     units};
       auto h = st_->setup.connections->checkout(ec);
       if (!h) return nullptr;
       // Two rounds at most: the first attempt on a new name (or on an idle name whose max_count
@@ -210,10 +217,11 @@ class units_pool {
     std::string held;
     if (other_kind > 0) {
       conflict = kind_ == rw_kind ? "a semaphore" : "a reader-writer lock";
-      held = kind_ == rw_kind ? std::to_string(other_kind) + (other_kind == 1 ? " permit" : " permits") + " held on the server"
-                              : (other_kind >= rw_units ? std::string("held by a writer")
-                                                        : "held by " + std::to_string(other_kind) +
-                                                              (other_kind == 1 ? " reader" : " readers"));
+      held = kind_ == rw_kind
+                 ? std::to_string(other_kind) + (other_kind == 1 ? " permit" : " permits") + " held on the server"
+                 : (other_kind >= rw_units
+                        ? std::string("held by a writer")
+                        : "held by " + std::to_string(other_kind) + (other_kind == 1 ? " reader" : " readers"));
     } else if (mutex_live && kind_ == semaphore_kind) {
       conflict = "a mutex";
       held = "held on the server";
@@ -225,9 +233,9 @@ class units_pool {
                     " of the same name cannot be taken: use another name");
       return false;
     }
-    if (mutex_live) return false;  // a reader-writer lock waits for the mutex as for a writer
+    if (mutex_live) return false;            // a reader-writer lock waits for the mutex as for a writer
     if (stored == max_count_) return false;  // not enough free (or a writer waits): a miss
-    if (live == 0) {             // idle: it takes our max_count if nobody came meanwhile
+    if (live == 0) {                         // idle: it takes our max_count if nobody came meanwhile
       if (!execute(c, st_->sql.reset_max_count, {max_count_, kind_, bytes{name_}, kind_, bytes{name_}}, out, err)) {
         if (!transient(err.kind)) set_sql_error(ec, err, label("acquiring"));
         return false;
@@ -235,8 +243,8 @@ class units_pool {
       if (out.rows_affected == 1) return true;
     }
     set_error(ec, errc::name_conflict,
-              label("acquiring") + ": it is in use with max_count " + std::to_string(stored) +
-                  "; this one says " + std::to_string(max_count_) + " (every user of a name must give the same)");
+              label("acquiring") + ": it is in use with max_count " + std::to_string(stored) + "; this one says " +
+                  std::to_string(max_count_) + " (every user of a name must give the same)");
     return false;
   }
 
@@ -296,7 +304,8 @@ class units_semaphore final : public semaphore {
  public:
   units_semaphore(std::shared_ptr<units_state> st, std::string name, std::uint32_t max_count, capabilities caps,
                   lock_options o)
-      : semaphore(name, max_count, caps, std::move(o)), pool_(std::move(st), semaphore_kind, std::move(name), max_count) {}
+      : semaphore(name, max_count, caps, std::move(o)),
+        pool_(std::move(st), semaphore_kind, std::move(name), max_count) {}
 
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override {

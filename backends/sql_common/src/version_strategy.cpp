@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <span>
 
-#include "strategy_common.hpp"
 #include "dlock_sql/deadline.hpp"
+#include "strategy_common.hpp"
 
 namespace dlock::sql {
 using namespace detail;
@@ -39,7 +39,8 @@ class version_lease final : public spi::lease_state {
     v.channel = st_->channel;
     if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()))) return;
     if (out.rows_affected == 0)
-      set_error(ec, errc::not_owner, "releasing lock " + quoted_name(name()) + ": the version moved on (expired and taken over)");
+      set_error(ec, errc::not_owner,
+                "releasing lock " + quoted_name(name()) + ": the version moved on (expired and taken over)");
   }
   // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
@@ -140,7 +141,9 @@ class version_backend final : public backend {
     return std::make_unique<version_lock>(st_, std::move(name), std::move(options));
   }
   // Expired grants are freed, their rows kept: the version column is the fencing token.
-  std::size_t do_sweep_expired(std::error_code& ec) noexcept override { return sweep_with(*st_, {&st_->sql.sweep}, ec); }
+  std::size_t do_sweep_expired(std::error_code& ec) noexcept override {
+    return sweep_with(*st_, {&st_->sql.sweep}, ec);
+  }
   std::string do_sweep_target() const override {
     if (st_->sql.sweep.empty()) return {};
     return table_label(st_->setup.params.table) + " (grants freed, rows kept: the version is the fencing token)";
@@ -169,8 +172,9 @@ void version_state::renew_all(std::span<spi::lease_state* const> leases, std::sp
 
 std::shared_ptr<backend> make_version_backend(backend_setup setup, version_sql sql) {
   if (setup.params.fair)
-    throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the optimistic-version"
-                                                        " strategy has no waiters table)");
+    throw error(errc::invalid_uri, setup.redacted_uri +
+                                       ": fair=true applies to the unique-index scheme only (the optimistic-version"
+                                       " strategy has no waiters table)");
   auto st = std::make_shared<version_state>();
   init_shared(*st, std::move(setup));
   st->sql = std::move(sql);

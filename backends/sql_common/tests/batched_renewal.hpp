@@ -1,7 +1,7 @@
 #pragma once
 // The watchdog's batched renewal of the index and version strategies (renew_many in
-// dlock_sql/dialect.hpp), shared by the PostgreSQL and MySQL backend tests: the leases that fall due together are renewed in one
-// statement, and each lease's outcome is its own, as its single renewal would report it.
+// dlock_sql/dialect.hpp), shared by the PostgreSQL and MySQL backend tests: the leases that fall due together are
+// renewed in one statement, and each lease's outcome is its own, as its single renewal would report it.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -51,7 +51,8 @@ inline std::vector<timed_acquire> start_acquires(const std::shared_ptr<dlock::ba
                      std::error_code ec;
                      const auto begin = std::chrono::steady_clock::now();
                      auto l = acquire(wait, ec);
-                     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begin);
+                     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - begin);
                      if (l) ec = make_error_code(errc::invalid_argument);  // granted through a silent link: wrong
                      return std::make_pair(took, ec);
                    })});
@@ -78,7 +79,8 @@ void expect_within(std::vector<timed_acquire>& acquires, std::chrono::millisecon
   constexpr auto slack = 2s;
   for (auto& a : acquires) {
     if (a.result.wait_for(30s) != std::future_status::ready) {
-      ADD_FAILURE() << fault << ": the " << a.form << " acquire with a " << wait.count() << " ms deadline still ran after 30 s";
+      ADD_FAILURE() << fault << ": the " << a.form << " acquire with a " << wait.count()
+                    << " ms deadline still ran after 30 s";
       continue;
     }
     const auto [took, ec] = a.result.get();

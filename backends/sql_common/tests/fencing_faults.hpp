@@ -20,9 +20,10 @@ namespace dlock::sql::testing {
 // `open_backend` makes, must come within 20 s with a higher token; then the server (`server`, the
 // launcher's process name) is restarted while that grant is held, and the grant after the
 // restart must have a higher token again.
-inline void expect_tokens_rise_after_a_kill_and_a_restart(const std::string& name, std::uint64_t first_token,
-                                                          const std::function<std::shared_ptr<dlock::backend>()>& open_backend,
-                                                          const std::string& server, const std::string& how) {
+inline void expect_tokens_rise_after_a_kill_and_a_restart(
+    const std::string& name, std::uint64_t first_token,
+    const std::function<std::shared_ptr<dlock::backend>()>& open_backend, const std::string& server,
+    const std::string& how) {
   using namespace std::chrono_literals;
   auto next_backend = open_backend();
   auto second = next_backend->make_lock(name)->try_acquire_for(20s);

@@ -19,10 +19,10 @@ namespace dlock::sql::testing {
 // so only the backend's local key guard keeps two leases of one process apart: a read-modify-write
 // counter that loses updates, and an overlap detector, show whether it does.
 struct hammer_result {
-  int overlaps = 0;       // a thread entered while another was inside
-  int errors = 0;         // an acquire or release threw
-  long counter = 0;       // incremented once per round, protected only by the lock
-  long expected = 0;      // what counter must be: rounds that did not throw
+  int overlaps = 0;   // a thread entered while another was inside
+  int errors = 0;     // an acquire or release threw
+  long counter = 0;   // incremented once per round, protected only by the lock
+  long expected = 0;  // what counter must be: rounds that did not throw
 };
 
 // Odd threads use try_acquire (retrying after 1 ms), even ones try_acquire_for(30 s), so both

@@ -121,5 +121,11 @@ void contended_dlock(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(raw_handoff_floor)->UseRealTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(contended_dlock)->Name("contended/zookeeper/dlock")->Arg(8)->Arg(32)->Arg(128)->Iterations(1)
-    ->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(contended_dlock)
+    ->Name("contended/zookeeper/dlock")
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(128)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

@@ -29,13 +29,15 @@ bool create_node(zhandle_t* zh, const std::string& parent, const std::string& no
   char path[512];
   Stat st{};
   const auto prefix = parent + "/_c_" + dlock::spi::random_uuid() + "-" + node_name;
-  int rc = zoo_create2(zh, prefix.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path, &st);
+  int rc =
+      zoo_create2(zh, prefix.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path, &st);
   if (rc == ZNONODE) {
     zoo_create(zh, zk_bench::raw_root().c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
     const auto folder = parent.substr(0, parent.rfind('/'));
     zoo_create(zh, folder.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr, 0);
     zoo_create(zh, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr, 0);
-    rc = zoo_create2(zh, prefix.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path, &st);
+    rc =
+        zoo_create2(zh, prefix.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, path, sizeof path, &st);
   }
   created = path;
   return rc == ZOK;

@@ -50,17 +50,21 @@ static void raw_loop(benchmark::State& state, bool watch_own_node) {
   zoo_create(zh, u.path().c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
   // A container parent, as dlock's: the server deletes it once empty (the launcher checks every
   // second), and the next create then answers ZNONODE and makes it again, as dlock does.
-  const auto make_parent = [&] { zoo_create(zh, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr, 0); };
+  const auto make_parent = [&] {
+    zoo_create(zh, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_CONTAINER, nullptr, 0);
+  };
   make_parent();
   const auto before = server_packets();
   for (auto _ : state) {
     char created[512];
     Stat st{};
     const auto path = parent + "/_c_" + dlock::spi::random_token() + "-lock-";
-    int rc = zoo_create2(zh, path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
+    int rc = zoo_create2(zh, path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created,
+                         sizeof created, &st);
     if (rc == ZNONODE) {
       make_parent();
-      rc = zoo_create2(zh, path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created, &st);
+      rc = zoo_create2(zh, path.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created,
+                       sizeof created, &st);
     }
     if (rc != ZOK) state.SkipWithError("create failed");
     String_vector v{0, nullptr};

@@ -46,7 +46,8 @@ std::string srvr_mode(const std::string& host, int port, std::chrono::millisecon
   if (::send(s.get(), "srvr", 4, MSG_NOSIGNAL) != 4) return {};
   std::string answer;
   char buf[512];
-  for (ssize_t n; (n = ::recv(s.get(), buf, sizeof buf, 0)) > 0 && answer.size() < 16384;) answer.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::recv(s.get(), buf, sizeof buf, 0)) > 0 && answer.size() < 16384;)
+    answer.append(buf, static_cast<std::size_t>(n));
   const auto at = answer.find("Mode: ");
   if (at == std::string::npos) return {};
   const auto end = answer.find('\n', at);

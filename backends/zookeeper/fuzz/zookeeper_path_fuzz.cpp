@@ -22,7 +22,8 @@ std::string checked_path(const std::string& root, const std::string& name) {
   std::size_t start = 0;
   while (true) {
     const auto slash = below.find('/', start);
-    const auto component = below.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const auto component =
+        below.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     check(!component.empty() && component != "." && component != "..", "no empty, '.' or '..' component", name, path);
     if (slash == std::string_view::npos) break;
     start = slash + 1;

@@ -9,7 +9,7 @@ namespace dlock::zookeeper {
 // (the session), reentrant (per lock object), fencing (czxid of our node), lost_notification
 // (session expiry, node deletion, optionally a suspended connection). Not renewable: the session
 // keeps the node alive, there is no per-lock ttl.
-inline constexpr capabilities zookeeper_caps{capability::blocking, capability::fair, capability::expiring,
+inline constexpr capabilities zookeeper_caps{capability::blocking,  capability::fair,    capability::expiring,
                                              capability::reentrant, capability::fencing, capability::lost_notification};
 
 // The reader-writer lock and the semaphore (Curator's InterProcessReadWriteLock and

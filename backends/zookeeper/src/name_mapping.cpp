@@ -13,10 +13,7 @@ namespace {
 // overlong or surrogate sequence.
 std::optional<char32_t> next_code_point(std::string_view text, std::size_t& at) {
   const auto lead = static_cast<unsigned char>(text[at]);
-  const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2
-                                   : (lead >> 4) == 0xE   ? 3
-                                   : (lead >> 3) == 0x1E  ? 4
-                                                          : 0;
+  const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
   if (length == 0 || at + static_cast<std::size_t>(length) > text.size()) return std::nullopt;
   char32_t c = length == 1 ? lead : lead & (0x7F >> length);
   for (int i = 1; i < length; ++i) {
@@ -72,7 +69,8 @@ bool usable_as_path(const std::string& root, std::string_view name) {
 std::string hashed_folder(std::string_view name) {
   std::string head;
   for (const char c : name) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '-';
+    const bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':' || c == '-';
     if (!plain || head.size() == 32) break;
     head += c;
   }
@@ -95,7 +93,8 @@ bool usable_root(std::string_view root) {
   if (!root.starts_with('/')) return false;
   for (std::size_t start = 1;;) {
     const auto slash = root.find('/', start);
-    if (!storable(root.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start))) return false;
+    if (!storable(root.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)))
+      return false;
     if (slash == std::string_view::npos) return true;
     start = slash + 1;
   }
@@ -103,10 +102,9 @@ bool usable_root(std::string_view root) {
 
 std::string refusal(const std::string& root, std::string_view name) {
   if (!name.starts_with('/')) return {};
-  std::string message = "zookeeper: lock name '" + std::string(name) +
-                        "' starts with '/': a name is a path below the URI's path (" +
-                        (root.empty() ? std::string("none here: the namespace root") : "'" + root + "'") +
-                        "), not a ZooKeeper path";
+  std::string message =
+      "zookeeper: lock name '" + std::string(name) + "' starts with '/': a name is a path below the URI's path (" +
+      (root.empty() ? std::string("none here: the namespace root") : "'" + root + "'") + "), not a ZooKeeper path";
   auto relative = name;
   while (relative.starts_with('/')) relative.remove_prefix(1);
   if (relative.empty() || !usable_as_path(root, relative)) return message + "; write the name without the leading '/'";
@@ -114,11 +112,14 @@ std::string refusal(const std::string& root, std::string_view name) {
   if (!root.empty() && path.starts_with(root + "/")) {
     // "/dlock/x" under the root /dlock: the Curator or kazoo path of the name "x".
     const auto below = std::string_view(path).substr(root.size() + 1);
-    if (usable_as_path(root, below)) return message + "; for the node Curator and kazoo lock as '" + path + "', write '" + std::string(below) + "'";
+    if (usable_as_path(root, below))
+      return message + "; for the node Curator and kazoo lock as '" + path + "', write '" + std::string(below) + "'";
   }
-  message += "; for the node Curator and kazoo lock as '" + root + "/" + std::string(relative) + "', write '" + std::string(relative) + "'";
+  message += "; for the node Curator and kazoo lock as '" + root + "/" + std::string(relative) + "', write '" +
+             std::string(relative) + "'";
   if (!root.empty())
-    message += "; for '" + path + "' itself, open a URI without a path (zookeeper://host:port) and write '" + std::string(relative) + "'";
+    message += "; for '" + path + "' itself, open a URI without a path (zookeeper://host:port) and write '" +
+               std::string(relative) + "'";
   return message;
 }
 

@@ -75,8 +75,8 @@ class protected_create {
     switch (state_) {
       case state::create: {
         request::created_node made;
-        rc_ = request::create(s_, request_.parent + "/" + prefix_, request_.data, request_.acl, ZOO_EPHEMERAL_SEQUENTIAL,
-                              patience_, &made);
+        rc_ = request::create(s_, request_.parent + "/" + prefix_, request_.data, request_.acl,
+                              ZOO_EPHEMERAL_SEQUENTIAL, patience_, &made);
         if (rc_ == ZOK) return found(made.path, made.stat.czxid);
         if (rc_ == ZNONODE && parents_made_++ < max_parent_remakes) return state::make_parents;
         return after_failure(state::find_ours);  // a lost reply: the create may have been applied
@@ -84,8 +84,7 @@ class protected_create {
       case state::make_parents:
         rc_ = ensure_parents(s_, request_, patience_);
         return rc_ == ZOK ? state::create : after_failure(state::create);
-      case state::find_ours:
-        return find_ours();
+      case state::find_ours: return find_ours();
       case state::ride_out:
         if (ride_out_disconnect(s_, patience_)) return resume_;
         if (s_.expired()) {
@@ -95,8 +94,7 @@ class protected_create {
         }
         return state::failed;
       case state::created:
-      case state::failed:
-        break;
+      case state::failed: break;
     }
     return state_;
   }

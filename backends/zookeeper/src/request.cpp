@@ -46,7 +46,8 @@ int create(session& s, const std::string& path, std::string_view data, const ACL
   return rc;
 }
 
-int children(session& s, const std::string& path, clock::time_point deadline, std::vector<std::string>& out, bool watch) {
+int children(session& s, const std::string& path, clock::time_point deadline, std::vector<std::string>& out,
+             bool watch) {
   return children_request(s, path, watch).wait(deadline, out);
 }
 

@@ -74,7 +74,8 @@ class pending {
 
   // In a completion: the reply `data` points to, owned from here on.
   static std::shared_ptr<reply<Value>> taken(const void* data) {
-    std::unique_ptr<std::shared_ptr<reply<Value>>> owned(static_cast<std::shared_ptr<reply<Value>>*>(const_cast<void*>(data)));
+    std::unique_ptr<std::shared_ptr<reply<Value>>> owned(
+        static_cast<std::shared_ptr<reply<Value>>*>(const_cast<void*>(data)));
     return std::move(*owned);
   }
   // In a completion: records the answer and wakes the caller, if it still waits.

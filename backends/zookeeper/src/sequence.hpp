@@ -8,8 +8,8 @@
 //   Curator InterProcessMutex              _c_<uuid>-lock-<seq>
 //   Curator InterProcessReadWriteLock      _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>
 //   kazoo Lock / WriteLock, ReadLock       <hex uuid>__lock__<seq>, <hex uuid>__rlock__<seq>
-// (kazoo's contender rule is the regex (?:__lock__|__rlock__)(-?\d{10})$.) ZooKeeper's sequence is the parent's cversion, a
-// signed 32-bit counter printed with %010d: after 2147483647 it wraps to -2147483648 (printed
+// (kazoo's contender rule is the regex (?:__lock__|__rlock__)(-?\d{10})$.) ZooKeeper's sequence is the parent's
+// cversion, a signed 32-bit counter printed with %010d: after 2147483647 it wraps to -2147483648 (printed
 // "-2147483648"). Sorting the numbers as plain integers would put the wrapped (newest) nodes first;
 // we order by serial-number arithmetic instead: a precedes b iff int32(b - a) > 0, which is a
 // correct total order whenever the live nodes span less than 2^31 sequence numbers (always: one

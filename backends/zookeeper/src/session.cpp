@@ -31,7 +31,8 @@ void set_zk_error(std::error_code& ec, int rc, std::string_view what) {
     e = errc::authentication_failed;
     // Digest auth itself never fails (the server only records user:sha1 as our identity): a wrong
     // user or password shows up here, as nodes whose ACL does not admit us.
-    if (rc == ZNOAUTH) message += " (the node's ACL does not admit this client: wrong or missing digest user:password?)";
+    if (rc == ZNOAUTH)
+      message += " (the node's ACL does not admit this client: wrong or missing digest user:password?)";
   }
   set_error(ec, e, std::move(message));
 }
@@ -75,10 +76,12 @@ void route_client_log(const char* message) {
     }
     if (it->second.repeats > 0)
       summary = " (repeated " + std::to_string(it->second.repeats) + " times in the last " +
-                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - it->second.reported).count()) + " s)";
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - it->second.reported).count()) +
+                " s)";
     it->second = seen{now, 0};
   }
-  report_background_error(make_error_code(errc::backend_unavailable), "zookeeper client: " + std::string(line) + summary);
+  report_background_error(make_error_code(errc::backend_unavailable),
+                          "zookeeper client: " + std::string(line) + summary);
 }
 
 // Resolves the hosts of "h1:2181,h2:2181" as the C client will: it skips a host it cannot resolve
@@ -93,7 +96,8 @@ void resolve_some_host(const std::string& hosts, const std::string& redacted_uri
     const std::string entry = hosts.substr(start, end - start);
     start = end + 1;
     const auto colon = entry.rfind(':');
-    const std::string host = entry.substr(0, colon), port = colon == std::string::npos ? "2181" : entry.substr(colon + 1);
+    const std::string host = entry.substr(0, colon),
+                      port = colon == std::string::npos ? "2181" : entry.substr(colon + 1);
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -139,7 +143,9 @@ void session::wait_established(clock::time_point deadline, std::string_view wait
   if (auth_rc_ != ZOK || state_ == ZOO_AUTH_FAILED_STATE)
     throw error(errc::authentication_failed, "zookeeper: digest authentication failed for " + redacted_uri_ + ": " +
                                                  zerror(auth_rc_ != ZOK ? auth_rc_ : ZAUTHFAILED));
-  if (gone()) throw error(errc::backend_unavailable, "zookeeper: the session with " + redacted_uri_ + " expired before it was established");
+  if (gone())
+    throw error(errc::backend_unavailable,
+                "zookeeper: the session with " + redacted_uri_ + " expired before it was established");
   throw error(errc::backend_unavailable, "zookeeper: no session with " + redacted_uri_ + " " + std::string(waited) +
                                              " (is the ensemble up? the client keeps trying)");
 }
@@ -468,7 +474,8 @@ void session::on_event(int type, int state, const char* path) {
   {
     std::lock_guard lock(mutex_);
     if (type == ZOO_SESSION_EVENT) {
-      if (state == ZOO_CONNECTING_STATE && state_ != ZOO_CONNECTING_STATE) disconnected_since_ = std::chrono::steady_clock::now();
+      if (state == ZOO_CONNECTING_STATE && state_ != ZOO_CONNECTING_STATE)
+        disconnected_since_ = std::chrono::steady_clock::now();
       state_ = state;
       state_changed_locked();
       if (state == ZOO_CONNECTED_STATE && !established_) {

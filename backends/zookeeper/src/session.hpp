@@ -22,8 +22,7 @@
 
 namespace dlock::zookeeper {
 
-enum class suspended_policy { keep,
-                              lose };
+enum class suspended_policy { keep, lose };
 
 struct session_options {
   std::string hosts;  // "h1:2181,h2:2181"
@@ -76,10 +75,12 @@ class session : public std::enable_shared_from_this<session> {
   // one session, a wake-up of all of them per event cost more than the server's commit).
   class path_watch {
    public:
-    enum class outcome { deleted,        // the node was deleted
-                         other_event,    // another event on the path (data changed, watch removed)
-                         state_changed,  // the session's state changed
-                         deadline };
+    enum class outcome {
+      deleted,        // the node was deleted
+      other_event,    // another event on the path (data changed, watch removed)
+      state_changed,  // the session's state changed
+      deadline
+    };
     path_watch(session& s, std::string path);
     ~path_watch();
     path_watch(const path_watch&) = delete;

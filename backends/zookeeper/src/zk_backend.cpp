@@ -52,8 +52,9 @@ node_settings node_settings_of(const uri& u, const session_options& o) {
   while (!settings.root.empty() && settings.root.back() == '/') settings.root.pop_back();
   // Refused here rather than by every acquire ("bad arguments" from the server).
   if (!usable_root(settings.root))
-    throw error(errc::invalid_uri, u.redacted() + ": the path '" + settings.root +
-                                       "' is not a ZooKeeper path (an empty, '.' or '..' component, or a character ZooKeeper refuses)");
+    throw error(errc::invalid_uri,
+                u.redacted() + ": the path '" + settings.root +
+                    "' is not a ZooKeeper path (an empty, '.' or '..' component, or a character ZooKeeper refuses)");
   return settings;
 }
 

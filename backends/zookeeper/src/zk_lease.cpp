@@ -69,8 +69,9 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
     // lives. In the background, without waiting for a server that may be unreachable now (the
     // session drops the work if it expires). Still not_owner: the work done since was not protected.
     if (!node_->s->expired()) delete_in_background(*node_->s, node_->path);
-    set_error(ec, errc::not_owner,
-              "zookeeper: release of '" + name() + "': the lock was lost (session expired or may have, or node deleted)");
+    set_error(
+        ec, errc::not_owner,
+        "zookeeper: release of '" + name() + "': the lock was lost (session expired or may have, or node deleted)");
     return;
   }
   const int rc = delete_own_node(*node_->s, node_->path, patience);
@@ -78,8 +79,10 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
   if (rc == ZNONODE || rc == ZSESSIONEXPIRED)
     set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': our node " + node_->path + " is gone");
   else if (transient_failure(rc))
-    set_zk_error(ec, rc, "release of '" + name() + "' not confirmed (delete " + node_->path + "): no server answered for two session timeouts; the node is deleted in the background "
-                                                                                              "once the client reconnects, or goes with the session");
+    set_zk_error(ec, rc,
+                 "release of '" + name() + "' not confirmed (delete " + node_->path +
+                     "): no server answered for two session timeouts; the node is deleted in the background "
+                     "once the client reconnects, or goes with the session");
   else
     set_zk_error(ec, rc, "release of '" + name() + "' (delete " + node_->path + ")");
 }

@@ -33,9 +33,12 @@ struct held_node {
 class zk_lease final : public spi::lease_state {
  public:
   // valid_until: the session's (session::valid_until), moved forward by extend_to.
-  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl, clock::time_point valid_until);
+  zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl,
+           clock::time_point valid_until);
   ~zk_lease() override;
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(node_->czxid); }
+  std::optional<std::uint64_t> fencing_token() const noexcept override {
+    return static_cast<std::uint64_t>(node_->czxid);
+  }
   clientid_t client_id() const noexcept { return node_->s->client_id(); }
   zhandle_t* handle() const noexcept { return node_->s->handle(); }
   // The server answered again: the session, and so our node, is safe until `until`.

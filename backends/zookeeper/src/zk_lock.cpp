@@ -54,7 +54,8 @@ std::unique_ptr<spi::lease_state> zk_lock::reenter() {
   return l;
 }
 
-std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, bool wait, std::error_code& ec) noexcept {
+std::unique_ptr<spi::lease_state> zk_lock::attempt(clock::time_point deadline, bool wait,
+                                                   std::error_code& ec) noexcept {
   return acquire_or_error(ec, [&]() -> std::unique_ptr<spi::lease_state> {
     if (auto again = reenter()) return again;
     // Transient failures are ridden out until the deadline; no request is waited for past it plus
@@ -126,7 +127,8 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
       const auto ordered = lock_nodes_in_order(children);
       const auto it = std::find(ordered.begin(), ordered.end(), ours.name);
       if (it == ordered.end()) {
-        set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
+        set_error(ec, errc::lock_lost,
+                  "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
         return nullptr;
       }
       ahead.clear();
@@ -154,7 +156,8 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
     }
     if (rc == ZOK) outcome = watch.wait(deadline);
     if (s->expired()) {
-      set_error(ec, errc::backend_unavailable, "zookeeper: the session expired while waiting for '" + std::string(name()) + "'");
+      set_error(ec, errc::backend_unavailable,
+                "zookeeper: the session expired while waiting for '" + std::string(name()) + "'");
       return nullptr;
     }
     if (outcome == session::path_watch::outcome::deadline) {
@@ -173,12 +176,12 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
 }
 
 bool zk_lock::all_known_gone(const session& s, const queue_ahead& ahead, const std::string& deleted) {
-  return std::all_of(ahead.begin(), ahead.end(), [&](const node_ahead& n) {
-    return n.path == deleted || (n.own && !s.own_node_exists(n.path));
-  });
+  return std::all_of(ahead.begin(), ahead.end(),
+                     [&](const node_ahead& n) { return n.path == deleted || (n.own && !s.own_node_exists(n.path)); });
 }
 
-std::unique_ptr<spi::lease_state> zk_lock::grant(const std::shared_ptr<session>& s, const std::string& path, std::int64_t czxid) {
+std::unique_ptr<spi::lease_state> zk_lock::grant(const std::shared_ptr<session>& s, const std::string& path,
+                                                 std::int64_t czxid) {
   auto node = std::make_shared<held_node>();
   node->s = s;
   node->path = path;

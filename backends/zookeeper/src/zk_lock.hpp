@@ -53,7 +53,8 @@ class zk_lock final : public distributed_lock {
   // True if every node of `ahead` is known deleted: `deleted` itself (the watched predecessor), or
   // a node of this session whose delete the server has answered since.
   static bool all_known_gone(const session& s, const queue_ahead& ahead, const std::string& deleted);
-  std::unique_ptr<spi::lease_state> grant(const std::shared_ptr<session>& s, const std::string& path, std::int64_t czxid);
+  std::unique_ptr<spi::lease_state> grant(const std::shared_ptr<session>& s, const std::string& path,
+                                          std::int64_t czxid);
 
   std::shared_ptr<connection> conn_;
   node_settings settings_;

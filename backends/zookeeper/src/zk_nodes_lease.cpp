@@ -58,7 +58,9 @@ void zk_nodes_lease::do_release(std::error_code& ec) noexcept {
           const auto slash = path.rfind('/');
           s.delete_in_background(path.substr(0, slash), path.substr(slash + 1));
         }
-      set_error(ec, errc::not_owner, "zookeeper: release of '" + name() + "': the grant was lost (session expired or may have, or a node deleted)");
+      set_error(ec, errc::not_owner,
+                "zookeeper: release of '" + name() +
+                    "': the grant was lost (session expired or may have, or a node deleted)");
       return;
     }
     int failed = ZOK;

@@ -33,7 +33,9 @@ class zk_nodes_lease final : public spi::lease_state {
   zk_nodes_lease(std::shared_ptr<held_nodes> nodes, std::string name, std::chrono::milliseconds ttl);
   ~zk_nodes_lease() override;
 
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(nodes_->token); }
+  std::optional<std::uint64_t> fencing_token() const noexcept override {
+    return static_cast<std::uint64_t>(nodes_->token);
+  }
   clientid_t client_id() const noexcept { return nodes_->s->client_id(); }
   zhandle_t* handle() const noexcept { return nodes_->s->handle(); }
   // The server answered again: the session, and so our nodes, are safe until `until`.

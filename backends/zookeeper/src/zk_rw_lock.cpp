@@ -60,7 +60,9 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_p
                               .acl = settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE};
     lock_node ours;
     if (const int rc = create_lock_node_in_live_session(*conn_, s, request, patience, ours); rc != ZOK) {
-      set_zk_error(ec, rc, std::string(to_string(side)) + " acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
+      set_zk_error(
+          ec, rc,
+          std::string(to_string(side)) + " acquire of '" + std::string(name()) + "' (create under " + parent_ + ")");
       return nullptr;
     }
     s->own_node_created(parent_ + "/" + ours.name);
@@ -70,7 +72,8 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::attempt(access side, clock::time_p
 
 std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const std::shared_ptr<session>& s,
                                                             const lock_node& ours, clock::time_point deadline,
-                                                            clock::time_point patience, bool wait, std::error_code& ec) {
+                                                            clock::time_point patience, bool wait,
+                                                            std::error_code& ec) {
   const std::string our_path = parent_ + "/" + ours.name;
   const std::string what = std::string(to_string(side)) + " acquire of '" + std::string(name()) + "'";
   auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
@@ -109,8 +112,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
       return nullptr;
     }
     const auto blocker = blocking_node(side, ordered, ours.name);
-    if (blocker.empty())
-      return zk_nodes_lease::grant(s, {our_path}, ours.czxid, std::string(name()), options().ttl);
+    if (blocker.empty()) return zk_nodes_lease::grant(s, {our_path}, ours.czxid, std::string(name()), options().ttl);
     if (!wait || final_look) {
       give_up();
       return nullptr;

@@ -30,7 +30,8 @@ class zk_rw_lock final : public rw_lock {
 
  private:
   // try_acquire (wait = false) and acquire_until.
-  std::unique_ptr<spi::lease_state> attempt(access side, clock::time_point deadline, bool wait, std::error_code& ec) noexcept;
+  std::unique_ptr<spi::lease_state> attempt(access side, clock::time_point deadline, bool wait,
+                                            std::error_code& ec) noexcept;
   // Our node is queued: wait until nothing that excludes it is ahead (or the deadline), then grant.
   std::unique_ptr<spi::lease_state> wait_in_queue(access side, const std::shared_ptr<session>& s, const lock_node& ours,
                                                   clock::time_point deadline, clock::time_point patience, bool wait,

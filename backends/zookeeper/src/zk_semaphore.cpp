@@ -119,7 +119,8 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
     if (!conflict_checked) {
       if (const auto kind = lock_kind_of(locks); !kind.empty()) {
         give_up();
-        const auto count = std::count_if(locks.begin(), locks.end(), [](const std::string& c) { return sequence_of(c).has_value(); });
+        const auto count =
+            std::count_if(locks.begin(), locks.end(), [](const std::string& c) { return sequence_of(c).has_value(); });
         set_error(ec, errc::name_conflict, in_use_as_lock(name(), kind, static_cast<std::size_t>(count)));
         return nullptr;
       }
@@ -128,7 +129,8 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
     for (const auto& name : our_names)
       if (std::find(children.begin(), children.end(), name) == children.end()) {
         give_up();
-        set_error(ec, errc::lock_lost, "zookeeper: our lease node " + leases_ + "/" + name + " vanished while waiting (session expired?)");
+        set_error(ec, errc::lock_lost,
+                  "zookeeper: our lease node " + leases_ + "/" + name + " vanished while waiting (session expired?)");
         return nullptr;
       }
     // Curator's rule: every child of leases/ is a permit held or wanted, ours included.

@@ -76,8 +76,10 @@ inline double steady_seconds() {
 // (at the latest when the test ends, whatever it asserted).
 class kazoo_peer {
  public:
-  kazoo_peer(const std::string& uri, const std::string& path, const std::string& kind, std::vector<std::string> extra_patterns = {})
-      : release_file_(std::filesystem::temp_directory_path() / (dlock::testing::unique_name("kazoo-release") + ".flag")),
+  kazoo_peer(const std::string& uri, const std::string& path, const std::string& kind,
+             std::vector<std::string> extra_patterns = {})
+      : release_file_(std::filesystem::temp_directory_path() /
+                      (dlock::testing::unique_name("kazoo-release") + ".flag")),
         child_(arguments(uri, path, kind, extra_patterns)) {}
   ~kazoo_peer() {
     release();
@@ -101,8 +103,9 @@ class kazoo_peer {
  private:
   std::vector<std::string> arguments(const std::string& uri, const std::string& path, const std::string& kind,
                                      const std::vector<std::string>& extra_patterns) const {
-    std::vector<std::string> argv{"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_peer.py", hosts_of(uri), path,
-                                  kind, release_file_.string()};
+    std::vector<std::string> argv{
+        "/usr/bin/python3",    DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_peer.py", hosts_of(uri), path, kind,
+        release_file_.string()};
     argv.insert(argv.end(), extra_patterns.begin(), extra_patterns.end());
     return argv;
   }

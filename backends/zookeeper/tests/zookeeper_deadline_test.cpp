@@ -64,7 +64,8 @@ class refused_port {
 // A proxy to the test server that accepts connections and never answers from the start.
 std::unique_ptr<dlock::testing::tcp_proxy> silent_server(const std::string& uri) {
   const auto server = dlock::uri::parse(uri).hosts().at(0);
-  auto proxy = std::make_unique<dlock::testing::tcp_proxy>(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
+  auto proxy =
+      std::make_unique<dlock::testing::tcp_proxy>(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
   proxy->partition();
   return proxy;
 }
@@ -78,19 +79,39 @@ struct form {
 
 std::vector<form> every_form(std::chrono::milliseconds wait) {
   return {
-      {"mutex try_acquire_for", wait, [wait](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_lock(n)->try_acquire_for(wait, ec); }},
-      {"mutex try_acquire", 0ms, [](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_lock(n)->try_acquire(ec); }},
-      {"read try_acquire_for", wait, [wait](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_rw_lock(n)->try_acquire_read_for(wait, ec); }},
-      {"write try_acquire_for", wait, [wait](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_rw_lock(n)->try_acquire_write_for(wait, ec); }},
-      {"write try_acquire", 0ms, [](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_rw_lock(n)->try_acquire_write(ec); }},
-      {"semaphore try_acquire_for", wait, [wait](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_semaphore(n, 2)->try_acquire_for(wait, ec); }},
-      {"semaphore try_acquire", 0ms, [](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_semaphore(n, 2)->try_acquire(ec); }},
+      {"mutex try_acquire_for", wait,
+       [wait](dlock::backend& b, const std::string& n, std::error_code& ec) {
+         return b.make_lock(n)->try_acquire_for(wait, ec);
+       }},
+      {"mutex try_acquire", 0ms,
+       [](dlock::backend& b, const std::string& n, std::error_code& ec) { return b.make_lock(n)->try_acquire(ec); }},
+      {"read try_acquire_for", wait,
+       [wait](dlock::backend& b, const std::string& n, std::error_code& ec) {
+         return b.make_rw_lock(n)->try_acquire_read_for(wait, ec);
+       }},
+      {"write try_acquire_for", wait,
+       [wait](dlock::backend& b, const std::string& n, std::error_code& ec) {
+         return b.make_rw_lock(n)->try_acquire_write_for(wait, ec);
+       }},
+      {"write try_acquire", 0ms,
+       [](dlock::backend& b, const std::string& n, std::error_code& ec) {
+         return b.make_rw_lock(n)->try_acquire_write(ec);
+       }},
+      {"semaphore try_acquire_for", wait,
+       [wait](dlock::backend& b, const std::string& n, std::error_code& ec) {
+         return b.make_semaphore(n, 2)->try_acquire_for(wait, ec);
+       }},
+      {"semaphore try_acquire", 0ms,
+       [](dlock::backend& b, const std::string& n, std::error_code& ec) {
+         return b.make_semaphore(n, 2)->try_acquire(ec);
+       }},
   };
 }
 
 // Runs every form once on its own name of `b`, asserting that none is granted and each ends within
 // its deadline plus allowed_past_deadline, unavailable. The names used, for the checks after.
-std::vector<std::string> every_form_ends_in_time(dlock::backend& b, std::chrono::milliseconds wait, const std::string& situation) {
+std::vector<std::string> every_form_ends_in_time(dlock::backend& b, std::chrono::milliseconds wait,
+                                                 const std::string& situation) {
   std::vector<std::string> names;
   for (const auto& f : every_form(wait)) {
     SCOPED_TRACE(f.what + ", " + situation);
@@ -104,7 +125,8 @@ std::vector<std::string> every_form_ends_in_time(dlock::backend& b, std::chrono:
     EXPECT_LE(took, f.wait + allowed_past_deadline)
         << "took " << std::chrono::duration<double>(took).count() << " s for a deadline of "
         << std::chrono::duration<double>(f.wait).count() << " s";
-    std::cout << "[ took     ] " << f.what << ", " << situation << ": " << std::chrono::duration<double>(took).count() << " s\n";
+    std::cout << "[ took     ] " << f.what << ", " << situation << ": " << std::chrono::duration<double>(took).count()
+              << " s\n";
   }
   return names;
 }
@@ -115,7 +137,8 @@ void every_name_is_free_again(const std::string& uri, const std::vector<std::str
   auto zh = raw_connect(uri);
   const auto folder_of = [&](const std::string& n) { return zk::parent_path(root_of(uri), n); };
   const auto nodes_left = [&](const std::string& n) {
-    return zk::lock_nodes_in_order(children(zh.get(), folder_of(n))).size() + children(zh.get(), folder_of(n) + "/leases").size() +
+    return zk::lock_nodes_in_order(children(zh.get(), folder_of(n))).size() +
+           children(zh.get(), folder_of(n) + "/leases").size() +
            zk::lock_nodes_in_order(children(zh.get(), folder_of(n) + "/locks")).size();
   };
   const auto deadline = clock_type::now() + 40s;
@@ -134,7 +157,8 @@ TEST(zookeeper_deadline, OpenEndsWithinConnectTimeout) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto silent = silent_server(uri);
   refused_port refused;
-  for (const auto& [what, address] : {std::pair{"accepts and never answers", silent->address()}, std::pair{"refuses", refused.address()}}) {
+  for (const auto& [what, address] :
+       {std::pair{"accepts and never answers", silent->address()}, std::pair{"refuses", refused.address()}}) {
     for (const std::string credentials : {"", "user:secret@"}) {
       SCOPED_TRACE(std::string(what) + (credentials.empty() ? "" : ", with digest credentials"));
       const auto started = clock_type::now();
@@ -184,7 +208,8 @@ TEST(zookeeper_deadline, EveryAcquireEndsByItsDeadlineWhenTheServerGoesSilent) {
 TEST(zookeeper_deadline, EveryAcquireEndsByItsDeadlineWhenConnectionsAreRefused) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   const auto server = dlock::uri::parse(uri).hosts().at(0);
-  auto proxy = std::make_unique<dlock::testing::tcp_proxy>(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
+  auto proxy =
+      std::make_unique<dlock::testing::tcp_proxy>(server.host, static_cast<std::uint16_t>(server.port_or(2181)));
   auto b = dlock::open("zookeeper://" + proxy->address() + root_of(uri) + "?session_timeout=4s");
   ASSERT_TRUE(b->make_lock(unique_name("deadline-ok"))->try_acquire()) << "no acquire through the proxy";
   proxy.reset();  // closes every connection and the port: reconnects are refused

@@ -58,13 +58,15 @@ TEST(zookeeper_names, ValidPathsAreUsedAsCuratorUsesThemOnlyTheRestIsHashed) {
   EXPECT_EQ(zk::parent_path("/dlock", "zookeeper"), "/dlock/zookeeper");
   const auto hashed = [](const std::string& root, const std::string& name) {
     const auto p = zk::parent_path(root, name);
-    return p.starts_with(root + "/#") && p.find('/', root.size() + 1) == std::string::npos && p.ends_with(dlock::spi::sha256_hex(name));
+    return p.starts_with(root + "/#") && p.find('/', root.size() + 1) == std::string::npos &&
+           p.ends_with(dlock::spi::sha256_hex(name));
   };
   // What ZooKeeper (PathUtils.validatePath) cannot store: empty components, "." and "..",
   // control characters, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF and beyond U+FFFF, bad UTF-8.
-  for (const std::string& bad : std::vector<std::string>{"trail/", "a//b", ".", "..", "a/./b", "a/../b", "./a", std::string("nul\0x", 5),
-                                                         "tab\tx", "del\x7f", "c1\xc2\x85", "private\xee\x80\x80", "fff0\xef\xbf\xb0",
-                                                         "emoji\xf0\x9f\x98\x80", "bad\xff", "cut\xc3", "overlong\xc0\xaf"})
+  for (const std::string& bad :
+       std::vector<std::string>{"trail/", "a//b", ".", "..", "a/./b", "a/../b", "./a", std::string("nul\0x", 5),
+                                "tab\tx", "del\x7f", "c1\xc2\x85", "private\xee\x80\x80", "fff0\xef\xbf\xb0",
+                                "emoji\xf0\x9f\x98\x80", "bad\xff", "cut\xc3", "overlong\xc0\xaf"})
     EXPECT_TRUE(hashed("/dlock", bad)) << "'" << bad << "' -> " << zk::parent_path("/dlock", bad);
   EXPECT_TRUE(hashed("", "zookeeper")) << "the server's own /zookeeper tree: " << zk::parent_path("", "zookeeper");
   EXPECT_TRUE(hashed("", "zookeeper/quota"));
@@ -122,7 +124,8 @@ TEST(zookeeper_names, AbsolutePathsAreRefusedSayingWhatToWrite) {
   says("/dlock", "/x/abs", "for the node Curator and kazoo lock as '/dlock/x/abs', write 'x/abs'");
   says("/dlock", "/x/abs", "for '/x/abs' itself, open a URI without a path (zookeeper://host:port) and write 'x/abs'");
   says("/dlock", "/dlock/x", "for the node Curator and kazoo lock as '/dlock/x', write 'x'");
-  for (const std::string name : {"/", "//", "/a//b", "/zookeeper"}) says("", name, "write the name without the leading '/'");
+  for (const std::string name : {"/", "//", "/a//b", "/zookeeper"})
+    says("", name, "write the name without the leading '/'");
 
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
@@ -179,7 +182,8 @@ TEST(zookeeper_names, TheNameTheRefusalNamesContendsWithKazooOnThePath) {
 TEST(zookeeper_names, AUriPathZooKeeperCannotStoreIsRefusedAtOpen) {
   EXPECT_TRUE(zk::usable_root(""));
   EXPECT_TRUE(zk::usable_root("/dlock/svc.a"));
-  for (const std::string root : {"/a//b", "/a/./b", "/a/..", "/tab\tx", "//"}) EXPECT_FALSE(zk::usable_root(root)) << root;
+  for (const std::string root : {"/a//b", "/a/./b", "/a/..", "/tab\tx", "//"})
+    EXPECT_FALSE(zk::usable_root(root)) << root;
   const auto base = server_uri("DLOCK_ZOOKEEPER_URI");
   for (const std::string path : {"/a//b", "/a/./b", "/tab%09x"}) {
     try {

@@ -28,10 +28,12 @@ using dlock::testing::server_uri;
 using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
-void expect_conflict(const std::error_code& ec, const dlock::lease& l, const std::string& what, const std::string& in_use_as) {
+void expect_conflict(const std::error_code& ec, const dlock::lease& l, const std::string& what,
+                     const std::string& in_use_as) {
   EXPECT_FALSE(l) << what << " was granted";
   EXPECT_EQ(ec, dlock::errc::name_conflict) << what << ": " << ec.message() << ": " << dlock::last_error_message();
-  EXPECT_NE(dlock::last_error_message().find("in use as a " + in_use_as), std::string::npos) << what << ": " << dlock::last_error_message();
+  EXPECT_NE(dlock::last_error_message().find("in use as a " + in_use_as), std::string::npos)
+      << what << ": " << dlock::last_error_message();
 }
 
 }  // namespace
@@ -42,10 +44,11 @@ TEST(zookeeper_one_name, APeersSemaphorePermitRefusesOurMutexReaderAndWriter) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
   const auto name = unique_name("one-name-peer-sem");
-  dlock::testing::child_process peer({"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_semaphore_peer.py", hosts_of(uri),
-                                      zk::parent_path(root_of(uri), name), "2", "1", "4"});
+  dlock::testing::child_process peer({"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_semaphore_peer.py",
+                                      hosts_of(uri), zk::parent_path(root_of(uri), name), "2", "1", "4"});
   const auto line = peer.read_line(30s);
-  ASSERT_TRUE(line && line->starts_with("acquired ")) << "the kazoo semaphore peer did not acquire: " << line.value_or("<nothing>");
+  ASSERT_TRUE(line && line->starts_with("acquired "))
+      << "the kazoo semaphore peer did not acquire: " << line.value_or("<nothing>");
   std::error_code ec;
   auto mutex = b->make_lock(name)->try_acquire(ec);
   expect_conflict(ec, mutex, "a mutex beside the peer's permit", "semaphore");
@@ -126,14 +129,13 @@ TEST(zookeeper_one_name, RacingSemaphoreAndLockAreNeverBothGranted) {
       });
       semaphore_side.join();
       lock_side.join();
-      EXPECT_FALSE(permit && held) << "round " << round << ": a permit and a lock of '" << name << "' were both granted";
+      EXPECT_FALSE(permit && held) << "round " << round << ": a permit and a lock of '" << name
+                                   << "' were both granted";
       for (const auto& ec : {semaphore_ec, lock_ec})
         EXPECT_TRUE(!ec || ec == dlock::errc::name_conflict) << "round " << round << ": " << ec.message();
-      (permit && held ? both : permit ? only_semaphore
-                           : held     ? only_lock
-                                      : neither)++;
+      (permit && held ? both : permit ? only_semaphore : held ? only_lock : neither)++;
     }
-    std::cout << "[ rounds   ] " << variable << ": " << only_semaphore << " semaphore only, " << only_lock << " lock only, "
-              << neither << " both refused, " << both << " both granted\n";
+    std::cout << "[ rounds   ] " << variable << ": " << only_semaphore << " semaphore only, " << only_lock
+              << " lock only, " << neither << " both refused, " << both << " both granted\n";
   }
 }

@@ -72,7 +72,8 @@ void expire(const std::string& text, const dlock::lease& held) {
 const std::regex uuid_text("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
 
 bool named(const std::string& child, const std::string& node_name) {
-  return std::regex_match(child, std::regex("_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-" + node_name + "[0-9]{10}"));
+  return std::regex_match(
+      child, std::regex("_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-" + node_name + "[0-9]{10}"));
 }
 
 // Holding intervals (steady_seconds) from every holder, threads and processes: the most held at once.
@@ -173,9 +174,9 @@ TEST(zookeeper_semaphore, LayoutIsCuratorsSemaphoreV2WithLocksAndLeases) {
 }
 
 TEST(zookeeper_rw, ContendersOfEveryRecipeBlockAReaderOnlyWhenExclusive) {
-  const std::vector<std::string> ordered{"_c_a-__READ__0000000001", "0123__rlock__0000000002", "_c_b-__WRIT__0000000003",
-                                         "_c_c-__READ__0000000004", "0123__lock__0000000005", "_c_d-lock-0000000006",
-                                         "_c_e-__READ__0000000007"};
+  const std::vector<std::string> ordered{
+      "_c_a-__READ__0000000001", "0123__rlock__0000000002", "_c_b-__WRIT__0000000003", "_c_c-__READ__0000000004",
+      "0123__lock__0000000005",  "_c_d-lock-0000000006",    "_c_e-__READ__0000000007"};
   using dlock::access;
   EXPECT_EQ(zk::blocking_node(access::read, ordered, ordered[0]), "");
   EXPECT_EQ(zk::blocking_node(access::read, ordered, ordered[1]), "");
@@ -460,9 +461,9 @@ TEST(zookeeper_semaphore_interop, KazooPeersOnCuratorsLayoutAndOursNeverExceedN)
   overlap_record record;
   std::vector<std::unique_ptr<dlock::testing::child_process>> peers;
   for (int i = 0; i < 2; ++i)
-    peers.push_back(std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
-        "/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_semaphore_peer.py", hosts_of(uri), path,
-        std::to_string(n), std::to_string(rounds), "0.05"}));
+    peers.push_back(std::make_unique<dlock::testing::child_process>(
+        std::vector<std::string>{"/usr/bin/python3", DLOCK_ZOOKEEPER_TEST_DIR "/kazoo_semaphore_peer.py", hosts_of(uri),
+                                 path, std::to_string(n), std::to_string(rounds), "0.05"}));
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t)

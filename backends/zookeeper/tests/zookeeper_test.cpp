@@ -49,7 +49,8 @@ using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 void wait_for_contenders(zhandle_t* zh, const std::string& parent, std::size_t n) {
-  for (int i = 0; i < 400 && zk::lock_nodes_in_order(children(zh, parent)).size() < n; ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 400 && zk::lock_nodes_in_order(children(zh, parent)).size() < n; ++i)
+    std::this_thread::sleep_for(10ms);
   ASSERT_EQ(zk::lock_nodes_in_order(children(zh, parent)).size(), n);
 }
 
@@ -131,7 +132,8 @@ class ensemble_disturbance {
   ensemble_disturbance& operator=(const ensemble_disturbance&) = delete;
   ~ensemble_disturbance() {
     for (const int pid : frozen_) ::kill(pid, SIGCONT);
-    for (const auto& node : stopped_) EXPECT_EQ(dlock::testing::run_launcher("start " + node), 0) << "could not restart " << node;
+    for (const auto& node : stopped_)
+      EXPECT_EQ(dlock::testing::run_launcher("start " + node), 0) << "could not restart " << node;
     wait_until_every_node_serves();
   }
   // "zookeeper-ensemble.1": stopped (SIGTERM) now, started again at the end.
@@ -160,7 +162,8 @@ class ensemble_disturbance {
       bool serves = false;
       while (!serves && std::chrono::steady_clock::now() < deadline) {
         zh_ptr zh(zookeeper_init(one.c_str(), nullptr, 4000, nullptr, nullptr, 0));
-        for (int i = 0; i < 40 && zh && zoo_state(zh.get()) != ZOO_CONNECTED_STATE; ++i) std::this_thread::sleep_for(25ms);
+        for (int i = 0; i < 40 && zh && zoo_state(zh.get()) != ZOO_CONNECTED_STATE; ++i)
+          std::this_thread::sleep_for(25ms);
         Stat st{};
         serves = zh && zoo_state(zh.get()) == ZOO_CONNECTED_STATE && zoo_exists(zh.get(), "/", 0, &st) == ZOK;
         if (!serves) std::this_thread::sleep_for(200ms);
@@ -203,7 +206,8 @@ TEST(zookeeper, NodesAreNamedAsCuratorNamesThem) {
   auto zh = raw_connect(uri);
   const auto kids = children(zh.get(), zk::parent_path(root_of(uri), name));
   ASSERT_EQ(kids.size(), 1u);
-  EXPECT_TRUE(std::regex_match(kids[0], std::regex("_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}")))
+  EXPECT_TRUE(std::regex_match(
+      kids[0], std::regex("_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}")))
       << kids[0];
   held.release();
   EXPECT_TRUE(children(zh.get(), zk::parent_path(root_of(uri), name)).empty());
@@ -295,7 +299,8 @@ void waiter_behind_a_quitter_waits_for_the_holder(bool holder_in_same_session) {
   auto holder = (holder_in_same_session ? b : other)->make_lock(name)->acquire();
   auto quitter_lock = b->make_lock(name);
   auto waiter_lock = b->make_lock(name);
-  auto quitter = std::async(std::launch::async, [&] { return static_cast<bool>(quitter_lock->try_acquire_for(1500ms)); });
+  auto quitter =
+      std::async(std::launch::async, [&] { return static_cast<bool>(quitter_lock->try_acquire_for(1500ms)); });
   wait_for_contenders(zh.get(), parent, 2);
   std::atomic<bool> waiter_granted{false};
   std::thread waiter([&] {
@@ -312,8 +317,12 @@ void waiter_behind_a_quitter_waits_for_the_holder(bool holder_in_same_session) {
   EXPECT_TRUE(waiter_granted.load());
 }
 
-TEST(zookeeper_queue, WaiterBehindAQuitterWaitsForAHolderOfAnotherSession) { waiter_behind_a_quitter_waits_for_the_holder(false); }
-TEST(zookeeper_queue, WaiterBehindAQuitterWaitsForAHolderOfTheSameSession) { waiter_behind_a_quitter_waits_for_the_holder(true); }
+TEST(zookeeper_queue, WaiterBehindAQuitterWaitsForAHolderOfAnotherSession) {
+  waiter_behind_a_quitter_waits_for_the_holder(false);
+}
+TEST(zookeeper_queue, WaiterBehindAQuitterWaitsForAHolderOfTheSameSession) {
+  waiter_behind_a_quitter_waits_for_the_holder(true);
+}
 
 TEST(zookeeper, ReentrantPerLockObjectOnly) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
@@ -362,7 +371,8 @@ TEST(zookeeper, EmptyParentsAreRemovedByTheServer) {
     EXPECT_EQ(st.numChildren, 1);
   }
   int rc = ZOK;
-  for (int i = 0; i < 100 && (rc = zoo_exists(zh.get(), parent.c_str(), 0, nullptr)) == ZOK; ++i) std::this_thread::sleep_for(100ms);
+  for (int i = 0; i < 100 && (rc = zoo_exists(zh.get(), parent.c_str(), 0, nullptr)) == ZOK; ++i)
+    std::this_thread::sleep_for(100ms);
   EXPECT_EQ(rc, ZNONODE) << parent << " is still there 10 s after its last lock node went";
   // And the name still works: the next acquire makes the parent again.
   EXPECT_TRUE(b->make_lock(name)->try_acquire());
@@ -375,7 +385,8 @@ TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   zk::session_options o;
   const auto parsed = dlock::uri::parse(uri);
-  for (const auto& h : parsed.hosts()) o.hosts += (o.hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port_or(2181));
+  for (const auto& h : parsed.hosts())
+    o.hosts += (o.hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port_or(2181));
   o.session_timeout = 6s;
   auto s = zk::session::start(o, "test");
   s->wait_established(std::chrono::steady_clock::now() + 10s, "within 10 s");
@@ -455,15 +466,15 @@ TEST(zookeeper, KazooWaitsBehindOurNodeWithCuratorsPattern) {
   const auto u = dlock::uri::parse(uri);
   const auto hosts = u.hosts()[0].to_string();
   const auto path = zk::parent_path(root_of(uri), name);
-  const std::string script =
-      "import sys\nfrom kazoo.client import KazooClient\n"
-      "c=KazooClient(hosts=sys.argv[1]); c.start(timeout=10)\n"
-      "l=c.Lock(sys.argv[2], extra_lock_patterns=['-lock-'])\n"
-      "from kazoo.exceptions import LockTimeout\n"
-      "try:\n  got=l.acquire(timeout=1.5)\nexcept LockTimeout:\n  got=False\n"
-      "print('acquired' if got else 'waited')\n"
-      "if got: l.release()\nc.stop()\n";
-  const std::string cmd = "/usr/bin/python3 -c \"" + std::regex_replace(script, std::regex("\""), "\\\"") + "\" " + hosts + " " + path;
+  const std::string script = "import sys\nfrom kazoo.client import KazooClient\n"
+                             "c=KazooClient(hosts=sys.argv[1]); c.start(timeout=10)\n"
+                             "l=c.Lock(sys.argv[2], extra_lock_patterns=['-lock-'])\n"
+                             "from kazoo.exceptions import LockTimeout\n"
+                             "try:\n  got=l.acquire(timeout=1.5)\nexcept LockTimeout:\n  got=False\n"
+                             "print('acquired' if got else 'waited')\n"
+                             "if got: l.release()\nc.stop()\n";
+  const std::string cmd =
+      "/usr/bin/python3 -c \"" + std::regex_replace(script, std::regex("\""), "\\\"") + "\" " + hosts + " " + path;
   auto run = [&] {
     std::string out;
     FILE* p = popen(cmd.c_str(), "r");
@@ -525,7 +536,9 @@ TEST(zookeeper_validity, PartitionedHolderIsToldBeforeAnotherClientIsGranted) {
   const auto partitioned_at = clock::now();
   auto [granted, granted_at] = waiter.get();
   ASSERT_TRUE(granted) << "the waiter was not granted the lock after the holder's session expired";
-  const auto ms = [&](clock::time_point t) { return std::chrono::duration_cast<std::chrono::milliseconds>(t - partitioned_at).count(); };
+  const auto ms = [&](clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(t - partitioned_at).count();
+  };
   const clock::time_point told(clock::duration(lost_at.load()));
   ASSERT_NE(lost_at.load(), 0) << "the holder was not told at all by the time another client held the lock ("
                                << ms(granted_at) << " ms after the partition)";
@@ -710,8 +723,8 @@ TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
   } catch (const dlock::error& e) {
     EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
   }
-  EXPECT_TRUE(diagnostics.lines().empty()) << "a failed open reports through its exception, not the handler: "
-                                           << diagnostics.lines().front();
+  EXPECT_TRUE(diagnostics.lines().empty())
+      << "a failed open reports through its exception, not the handler: " << diagnostics.lines().front();
   {
     auto b = dlock::open("zookeeper://" + proxy.address() + root_of(uri) + "?session_timeout=4s");
     auto held = b->make_lock(unique_name("log"))->acquire();
@@ -725,7 +738,8 @@ TEST(zookeeper_input, ClientLogGoesToDiagnosticsNeverToStderr) {
   EXPECT_TRUE(err.empty()) << "written to stderr: " << err;
   const auto lines = diagnostics.lines();
   ASSERT_FALSE(lines.empty()) << "the client's complaint about the reset connection did not reach the handler";
-  const auto routed = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.starts_with("zookeeper client: ZOO_ERROR"); });
+  const auto routed = std::find_if(lines.begin(), lines.end(),
+                                   [](const std::string& l) { return l.starts_with("zookeeper client: ZOO_ERROR"); });
   ASSERT_NE(routed, lines.end()) << "no client line among what the handler got, the first: " << lines.front();
   std::cout << "[ routed   ] " << lines.size() << " line(s), e.g. " << *routed << "\n";
 }
@@ -758,7 +772,8 @@ int raw_add_auth(zhandle_t* zh, const std::string& credentials) {
   auto result = done->get_future();
   const int rc = zoo_add_auth(
       zh, "digest", credentials.data(), static_cast<int>(credentials.size()),
-      [](int rc, const void* data) { static_cast<std::promise<int>*>(const_cast<void*>(data))->set_value(rc); }, done.get());
+      [](int rc, const void* data) { static_cast<std::promise<int>*>(const_cast<void*>(data))->set_value(rc); },
+      done.get());
   if (rc != ZOK) return rc;
   if (result.wait_for(10s) != std::future_status::ready) {
     (void)done.release();  // the completion may still run: leave it its promise
@@ -772,7 +787,9 @@ struct acl_entry {
   int perms;
   bool operator==(const acl_entry&) const = default;
 };
-std::ostream& operator<<(std::ostream& os, const acl_entry& a) { return os << a.scheme << ":" << a.id << " perms " << a.perms; }
+std::ostream& operator<<(std::ostream& os, const acl_entry& a) {
+  return os << a.scheme << ":" << a.id << " perms " << a.perms;
+}
 
 std::vector<acl_entry> acl_of(zhandle_t* zh, const std::string& path, int& rc) {
   ACL_vector v{0, nullptr};
@@ -819,9 +836,11 @@ TEST(zookeeper_auth, CreatorAclKeepsOutClientsWithoutTheCredentialsAndSameCreden
   int len = sizeof data;
   Stat st{};
   EXPECT_EQ(zoo_get(anonymous.get(), node.c_str(), 0, data, &len, &st), ZNOAUTH);
-  EXPECT_EQ(zoo_delete(anonymous.get(), node.c_str(), -1), ZNOAUTH) << "a client without the credentials deleted the lock";
-  EXPECT_EQ(zoo_create(anonymous.get(), (parent + "/intruder").c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0),
-            ZNOAUTH);
+  EXPECT_EQ(zoo_delete(anonymous.get(), node.c_str(), -1), ZNOAUTH)
+      << "a client without the credentials deleted the lock";
+  EXPECT_EQ(
+      zoo_create(anonymous.get(), (parent + "/intruder").c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0),
+      ZNOAUTH);
   // What ZooKeeper does not protect: exists needs no permission, so anyone sees that the lock node exists.
   EXPECT_EQ(zoo_exists(anonymous.get(), node.c_str(), 0, &st), ZOK);
   EXPECT_FALSE(held.lost_token().stop_requested());
@@ -899,9 +918,19 @@ TEST(zookeeper_ensemble, OneNodeDownLockSurvivesAndWaitersStillGetItInOrder) {
   const auto parent = zk::parent_path(root_of(uri), name);
   std::vector<int> order;
   std::mutex m;
-  std::thread t1([&] { std::error_code ec; auto l = w1->acquire(ec); std::lock_guard g(m); order.push_back(ec ? -1 : 1); });
+  std::thread t1([&] {
+    std::error_code ec;
+    auto l = w1->acquire(ec);
+    std::lock_guard g(m);
+    order.push_back(ec ? -1 : 1);
+  });
   wait_for_contenders(zh.get(), parent, 2);
-  std::thread t2([&] { std::error_code ec; auto l = w2->acquire(ec); std::lock_guard g(m); order.push_back(ec ? -2 : 2); });
+  std::thread t2([&] {
+    std::error_code ec;
+    auto l = w2->acquire(ec);
+    std::lock_guard g(m);
+    order.push_back(ec ? -2 : 2);
+  });
   wait_for_contenders(zh.get(), parent, 3);
   ASSERT_TRUE(disturbance.stop("zookeeper-ensemble.1"));
   std::this_thread::sleep_for(2s);
@@ -987,5 +1016,6 @@ TEST(zookeeper_ensemble, TwoNodesDownHolderToldLostAndNobodyElseAcquires) {
   for (const auto& line : diagnostics.lines())
     if (line.starts_with("zookeeper client: ")) ++times_reported[line.substr(0, line.find(" (repeated "))];
   for (const auto& [line, times] : times_reported)
-    EXPECT_LE(times, quiet_periods) << "reported " << times << " times in " << quiet_periods << " quiet period(s): " << line;
+    EXPECT_LE(times, quiet_periods) << "reported " << times << " times in " << quiet_periods
+                                    << " quiet period(s): " << line;
 }

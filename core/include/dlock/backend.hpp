@@ -100,8 +100,7 @@ class backend : public std::enable_shared_from_this<backend> {
   // Called only when primitives() offers the primitive, with a valid name, max_count and options
   // (owner set). Should not throw; a throw is mapped to an error. Defaults: errc::not_supported.
   virtual std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options);
-  virtual std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
-                                                       lock_options options);
+  virtual std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count, lock_options options);
 
   // One sweep (see sweep_expired). Default: nothing to sweep, 0, no error -- a backend whose
   // server expires records itself (or that keeps none) has nothing left behind to delete.

@@ -24,10 +24,11 @@ enum class capability : std::uint32_t {
   writer_preferred = 1u << 9,  // a waiting writer holds back new readers: no writer starvation
 };
 
-inline constexpr capability all_capabilities[] = {
-    capability::reentrant, capability::fair, capability::blocking, capability::expiring,
-    capability::renewable, capability::fencing, capability::lost_notification,
-    capability::read_write, capability::semaphore, capability::writer_preferred};
+inline constexpr capability all_capabilities[] = {capability::reentrant,         capability::fair,
+                                                  capability::blocking,          capability::expiring,
+                                                  capability::renewable,         capability::fencing,
+                                                  capability::lost_notification, capability::read_write,
+                                                  capability::semaphore,         capability::writer_preferred};
 
 std::string_view to_string(capability c) noexcept;
 
@@ -41,8 +42,12 @@ class capabilities {
   constexpr bool has_all(capabilities wanted) const noexcept { return missing(wanted).empty(); }
   // The capabilities in `wanted` that this set lacks.
   constexpr capabilities missing(capabilities wanted) const noexcept { return capabilities(wanted.bits_ & ~bits_); }
-  constexpr capabilities with(capability c) const noexcept { return capabilities(bits_ | static_cast<std::uint32_t>(c)); }
-  constexpr capabilities without(capability c) const noexcept { return capabilities(bits_ & ~static_cast<std::uint32_t>(c)); }
+  constexpr capabilities with(capability c) const noexcept {
+    return capabilities(bits_ | static_cast<std::uint32_t>(c));
+  }
+  constexpr capabilities without(capability c) const noexcept {
+    return capabilities(bits_ & ~static_cast<std::uint32_t>(c));
+  }
   constexpr bool empty() const noexcept { return bits_ == 0; }
   constexpr std::uint32_t bits() const noexcept { return bits_; }
   friend constexpr bool operator==(capabilities, capabilities) noexcept = default;
@@ -69,7 +74,8 @@ struct primitive_caps {
 constexpr capabilities with_primitives(capabilities mutex_caps, const primitive_caps& primitives) noexcept {
   if (primitives.rw_lock) {
     mutex_caps = mutex_caps.with(capability::read_write);
-    if (primitives.rw_lock->has(capability::writer_preferred)) mutex_caps = mutex_caps.with(capability::writer_preferred);
+    if (primitives.rw_lock->has(capability::writer_preferred))
+      mutex_caps = mutex_caps.with(capability::writer_preferred);
   }
   if (primitives.semaphore) mutex_caps = mutex_caps.with(capability::semaphore);
   return mutex_caps;
@@ -77,9 +83,7 @@ constexpr capabilities with_primitives(capabilities mutex_caps, const primitive_
 
 // Where exclusion holds. Not a capability (every backend excludes within its scope), but the
 // suite needs it: a process-scoped lock must NOT exclude another process, and a test shows that.
-enum class lock_scope { process,
-                        host,
-                        network };
+enum class lock_scope { process, host, network };
 std::string_view to_string(lock_scope s) noexcept;
 
 }  // namespace dlock

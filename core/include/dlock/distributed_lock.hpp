@@ -92,8 +92,7 @@ class distributed_lock {
   // joins the tail), the head polling do_try_acquire with jittered exponential backoff
   // (options().poll) or sleeping on do_watch_release's watch; the head always makes one last
   // attempt at its deadline (DistributedLock's rule), a waiter behind it leaves the line then.
-  virtual std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
-                                                             std::error_code& ec) noexcept;
+  virtual std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept;
 
   // For the default do_acquire_until: a watch on which the head of the line sleeps until the lock
   // may have been freed, instead of polling (file://). Called after an attempt of the head found

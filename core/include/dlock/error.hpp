@@ -26,9 +26,7 @@ enum class errc {
 
 const std::error_category& error_category() noexcept;
 
-inline std::error_code make_error_code(errc e) noexcept {
-  return {static_cast<int>(e), error_category()};
-}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 class error : public std::system_error {
  public:

@@ -107,7 +107,8 @@ class lease_state {
   bool renewable_locked(std::error_code& ec) const;
   // What a renewal sent at `start` gave: validity extended to `ttl` from `start`, or the lease
   // marked lost when the server said it is no longer ours.
-  void record_renewal_locked(clock::time_point start, std::chrono::milliseconds ttl, const std::error_code& ec) noexcept;
+  void record_renewal_locked(clock::time_point start, std::chrono::milliseconds ttl,
+                             const std::error_code& ec) noexcept;
 
   std::string name_;
   std::chrono::milliseconds ttl_;

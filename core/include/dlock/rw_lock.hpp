@@ -30,8 +30,7 @@ class lease_state;
 }
 
 // The two sides of a reader-writer lock.
-enum class access { read,
-                    write };
+enum class access { read, write };
 std::string_view to_string(access a) noexcept;
 
 class rw_lock {
@@ -53,7 +52,9 @@ class rw_lock {
   // grant without validity left.
   [[nodiscard]] lease try_acquire_read() { return try_acquire(access::read); }
   [[nodiscard]] lease try_acquire_read(std::error_code& ec) noexcept { return try_acquire(access::read, ec); }
-  [[nodiscard]] lease try_acquire_read_until(clock::time_point deadline) { return try_acquire_until(access::read, deadline); }
+  [[nodiscard]] lease try_acquire_read_until(clock::time_point deadline) {
+    return try_acquire_until(access::read, deadline);
+  }
   [[nodiscard]] lease try_acquire_read_until(clock::time_point deadline, std::error_code& ec) noexcept {
     return try_acquire_until(access::read, deadline, ec);
   }
@@ -70,7 +71,9 @@ class rw_lock {
 
   [[nodiscard]] lease try_acquire_write() { return try_acquire(access::write); }
   [[nodiscard]] lease try_acquire_write(std::error_code& ec) noexcept { return try_acquire(access::write, ec); }
-  [[nodiscard]] lease try_acquire_write_until(clock::time_point deadline) { return try_acquire_until(access::write, deadline); }
+  [[nodiscard]] lease try_acquire_write_until(clock::time_point deadline) {
+    return try_acquire_until(access::write, deadline);
+  }
   [[nodiscard]] lease try_acquire_write_until(clock::time_point deadline, std::error_code& ec) noexcept {
     return try_acquire_until(access::write, deadline, ec);
   }

@@ -57,7 +57,8 @@ class semaphore {
   [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept {
     return try_acquire_until(deadline, 1, ec);
   }
-  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::uint32_t permits, std::error_code& ec) noexcept;
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::uint32_t permits,
+                                        std::error_code& ec) noexcept;
 
   template <class Rep, class Period>
   [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::uint32_t permits = 1) {

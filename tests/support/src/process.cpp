@@ -50,7 +50,8 @@ std::optional<std::string> child_process::read_line(std::chrono::milliseconds ti
       buffered_.erase(0, nl + 1);
       return line;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
     pollfd p{stdout_fd_, POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(left.count()));

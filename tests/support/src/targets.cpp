@@ -63,8 +63,9 @@ resolved_uri resolve(const conformance_target& t) {
   if (!t.uri.empty()) return {replace_scheme(with_query(t.uri, t.query), t.scheme), {}};
   const char* v = std::getenv(t.uri_env.c_str());
   if (v == nullptr || *v == '\0')
-    return {std::nullopt, t.uri_env + " is not set: start the servers with compose/native/dlock-servers, or exclude "
-                                      "this backend with DLOCK_TEST_EXCLUDE=" +
+    return {std::nullopt, t.uri_env +
+                              " is not set: start the servers with compose/native/dlock-servers, or exclude "
+                              "this backend with DLOCK_TEST_EXCLUDE=" +
                               t.label};
   return {replace_scheme(with_query(v, t.query), t.scheme), {}};
 }

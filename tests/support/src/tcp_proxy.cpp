@@ -206,8 +206,7 @@ class tcp_proxy::engine {
     if (server_events & (POLLIN | POLLHUP)) read_into(server, c.to_client, c);
     if (server_events & POLLOUT) write_from(server, c.to_server, c);
     if (client_events & POLLOUT) write_from(client, c.to_client, c);
-    if (c.to_server.eof && c.to_client.eof && c.to_server.pending.empty() && c.to_client.pending.empty())
-      c.dead = true;
+    if (c.to_server.eof && c.to_client.eof && c.to_server.pending.empty() && c.to_client.pending.empty()) c.dead = true;
   }
 
   static void read_into(int fd, pipe_half& half, forwarded_connection& c) {

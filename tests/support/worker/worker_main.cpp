@@ -130,7 +130,8 @@ int rw_rmw(const std::string& uri, const std::string& name, const std::filesyste
       std::cerr << "overlap: two writers inside (" << mine << " exists)\n";
       return 3;
     }
-    const int others = count_markers(dir, "writer", mine) + (side == dlock::access::write ? count_markers(dir, "reader.", mine) : 0);
+    const int others =
+        count_markers(dir, "writer", mine) + (side == dlock::access::write ? count_markers(dir, "reader.", mine) : 0);
     if (others != 0) {
       std::cerr << "overlap: a " << dlock::to_string(side) << " holder met " << others << " conflicting holder(s)\n";
       return 3;
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
       return rw_rmw(argv[2], argv[3], argv[4], std::stoi(argv[5]),
                     side == "read" ? dlock::access::read : dlock::access::write, side == "mutex");
     }
-    if (mode == "permits" && argc == 7) return permits(argv[2], argv[3], std::stoul(argv[4]), argv[5], std::stoi(argv[6]));
+    if (mode == "permits" && argc == 7)
+      return permits(argv[2], argv[3], std::stoul(argv[4]), argv[5], std::stoi(argv[6]));
     std::cerr << "usage: dlock_conformance_worker rmw URI NAME COUNTER_FILE ITERATIONS\n"
                  "       dlock_conformance_worker hold URI NAME [TTL_MS]\n"
                  "       dlock_conformance_worker hold-read|hold-write URI NAME [TTL_MS]\n"

@@ -43,7 +43,8 @@ std::string with_parameter(std::string uri, const std::string& parameter) {
   return uri + (uri.find('?') == std::string::npos ? "?" : "&") + parameter;
 }
 
-server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl, const std::filesystem::path& work_dir) {
+server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl,
+                    const std::filesystem::path& work_dir) {
   if (auto why = not_applicable_because(info, f); !why.empty()) return {std::nullopt, std::move(why)};
   std::string uri;
   if (auto local = local_uri_for(info.scheme, work_dir)) {
@@ -55,7 +56,9 @@ server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds
     uri = *server.uri;
   }
   uri = with_parameter(uri, "ttl=" + std::to_string(ttl.count()) + "ms");
-  const auto accepts = [&](std::string_view key) { return std::ranges::find(info.parameters, key) != info.parameters.end(); };
+  const auto accepts = [&](std::string_view key) {
+    return std::ranges::find(info.parameters, key) != info.parameters.end();
+  };
   // A healthy run restarts no server: it must not wait out a ttl because the launcher (or a
   // test) started the server just now. The fault runs keep the safe default.
   if (f == fault::healthy && accepts("wait_after_restart")) uri = with_parameter(uri, "wait_after_restart=false");

@@ -62,7 +62,10 @@ scenario_result run_clock_step(const scenario_settings& s) {
   plan.start_delay = 1s;  // a worker behind `ip netns exec` or libfaketime starts a little slower
   for (std::uint32_t c = 1; c <= s.clients; ++c) {
     write_setting(setting_file(s, c), "+0");
-    plan.launch.push_back({{}, {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + setting_file(s, c).string(), "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"}, {}});
+    plan.launch.push_back({{},
+                           {"LD_PRELOAD=" + lib, "FAKETIME_TIMESTAMP_FILE=" + setting_file(s, c).string(),
+                            "FAKETIME_NO_CACHE=1", "FAKETIME_DONT_FAKE_MONOTONIC=1"},
+                           {}});
   }
   instant stepped_at{};
   {
@@ -84,8 +87,8 @@ scenario_result run_clock_step(const scenario_settings& s) {
   if (next) r.recovered_after = *next - stepped_at;
   r.fault_notes.push_back("others' wall clocks +" + std::to_string(clock_step_by.count()) + "s while client " +
                           std::to_string(*r.victim) + " held");
-  if (const auto victim = fault_steps::section_at(sections, *r.victim, stepped_at); victim && next &&
-                                                                                    *next < victim->write_finish())
+  if (const auto victim = fault_steps::section_at(sections, *r.victim, stepped_at);
+      victim && next && *next < victim->write_finish())
     r.fault_notes.push_back("taken over " + fault_steps::seconds(*next - stepped_at) + " after the step, " +
                             fault_steps::notified_text(*victim, next));
   return r;

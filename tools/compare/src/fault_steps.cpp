@@ -59,7 +59,8 @@ std::optional<std::uint32_t> stop_a_holder_inside_its_write(const worker_fleet& 
     std::this_thread::sleep_for(10ms);
     if (!std::filesystem::exists(plan.history)) continue;  // no worker has opened its backend yet (a slow connect)
     for (const auto client : holders_at_end(read_history(plan.history))) {
-      if (::kill(fleet.pid(client), SIGSTOP) != 0 || !wait_stopped(fleet.pid(client), shared_clock::now() + 5s)) continue;
+      if (::kill(fleet.pid(client), SIGSTOP) != 0 || !wait_stopped(fleet.pid(client), shared_clock::now() + 5s))
+        continue;
       if (inside_its_write(client, plan.history)) return client;
       ::kill(fleet.pid(client), SIGCONT);
     }
@@ -109,8 +110,9 @@ std::vector<std::string> checker_observations(const scenario_result& r) {
 std::string notified_text(const section& victim, std::optional<instant> next_grant) {
   if (!victim.lost) return "holder never notified";
   if (!next_grant) return "holder notified (no other grant followed)";
-  return *victim.lost <= *next_grant ? "holder notified " + seconds(*next_grant - *victim.lost) + " before the next grant"
-                                     : "holder notified " + seconds(*victim.lost - *next_grant) + " after the next grant";
+  return *victim.lost <= *next_grant
+             ? "holder notified " + seconds(*next_grant - *victim.lost) + " before the next grant"
+             : "holder notified " + seconds(*victim.lost - *next_grant) + " after the next grant";
 }
 
 std::string release_text(const section& victim) {

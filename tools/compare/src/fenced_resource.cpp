@@ -35,7 +35,8 @@ class file_lock {
 
 fenced_resource::fenced_resource(const std::filesystem::path& path)
     : fd_(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-  if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "cannot open the fenced resource's file " + path.string());
+  if (fd_ < 0)
+    throw std::system_error(errno, std::generic_category(), "cannot open the fenced resource's file " + path.string());
 }
 
 fenced_resource::~fenced_resource() {

@@ -33,8 +33,7 @@ void history_writer::append(const event& e) {
     const auto n = ::write(fd_, &e, sizeof e);
     if (n == static_cast<ssize_t>(sizeof e)) return;
     if (n < 0 && errno == EINTR) continue;
-    throw std::system_error(n < 0 ? errno : EIO, std::generic_category(),
-                            "cannot append an event to the history file");
+    throw std::system_error(n < 0 ? errno : EIO, std::generic_category(), "cannot append an event to the history file");
   }
 }
 

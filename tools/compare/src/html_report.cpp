@@ -60,19 +60,19 @@ std::string details(const matrix_cell& cell, const cell_verdict& v) {
   if (r.server_down_for) out += "\nserver down for: " + ms(*r.server_down_for);
   if (r.recovered_after) out += "\nnext grant after the fault: " + ms(*r.recovered_after);
   out += "\nclients " + std::to_string(c.totals.clients) + ", acquires " + std::to_string(c.totals.acquires) +
-         ", grants " + std::to_string(c.totals.grants) + ", writes " + std::to_string(c.totals.writes) +
-         "\noverlaps " + std::to_string(c.overlap_count()) + " (unnotified " + std::to_string(c.unnotified_losses) +
+         ", grants " + std::to_string(c.totals.grants) + ", writes " + std::to_string(c.totals.writes) + "\noverlaps " +
+         std::to_string(c.overlap_count()) + " (unnotified " + std::to_string(c.unnotified_losses) +
          ", without two different tokens " + std::to_string(c.unfenced_overlaps) + ")" +
          "\nstale writes: accepted by the naive resource " + std::to_string(c.stale_writes_accepted_by_naive) +
-         ", refused by the fenced one " + std::to_string(c.stale_writes_refused_by_fenced) +
-         "\nlost notifications " + std::to_string(c.totals.lost_notifications) + ", releases not owner " +
-         std::to_string(c.totals.release_not_owner) + "\nacquire timeouts " + std::to_string(c.totals.acquire_timeouts) +
-         ", acquire errors " + std::to_string(c.totals.acquire_errors) + ", release errors " +
-         std::to_string(c.totals.release_errors) + "\nlongest unavailable " + ms(c.longest_unavailable) +
-         ", longest wait for a grant " + ms(c.longest_wait_for_grant);
+         ", refused by the fenced one " + std::to_string(c.stale_writes_refused_by_fenced) + "\nlost notifications " +
+         std::to_string(c.totals.lost_notifications) + ", releases not owner " +
+         std::to_string(c.totals.release_not_owner) + "\nacquire timeouts " +
+         std::to_string(c.totals.acquire_timeouts) + ", acquire errors " + std::to_string(c.totals.acquire_errors) +
+         ", release errors " + std::to_string(c.totals.release_errors) + "\nlongest unavailable " +
+         ms(c.longest_unavailable) + ", longest wait for a grant " + ms(c.longest_wait_for_grant);
   if (!cell.worker_messages.empty())
-    out += "\nworkers' stderr: " + std::to_string(cell.worker_messages.size()) + " lines, the first: " +
-           cell.worker_messages.front();
+    out += "\nworkers' stderr: " + std::to_string(cell.worker_messages.size()) +
+           " lines, the first: " + cell.worker_messages.front();
   return out;
 }
 
@@ -81,7 +81,8 @@ bool is_unsafe(const matrix& m, const std::string& backend) {
 }
 
 std::string row_header(const matrix& m, const std::string& backend) {
-  return "<th>" + html_escaped(backend) + (is_unsafe(m, backend) ? "<span class=\"badge\">UNSAFE</span>" : "") + "</th>";
+  return "<th>" + html_escaped(backend) + (is_unsafe(m, backend) ? "<span class=\"badge\">UNSAFE</span>" : "") +
+         "</th>";
 }
 
 std::string settings(const matrix& m, const run_context& context) {
@@ -111,21 +112,29 @@ std::string html_legend(const matrix& m) {
   };
   return "<div class=\"legend\"><dl>" +
          entry("safe", "safe", "no two clients wrote at once, and the fault kept no one from a grant") +
-         entry("fenced", "safe with fencing",
-               "writes overlapped, but each overlapping pair carried two different fencing tokens and the fenced resource "
-               "refused every stale write: a resource that checks the token keeps the data safe, one that does not took "
-               "both writes") +
-         entry("unavailable", "unavailable for D",
-               "no overlap, but no one was granted for D after the fault, or never again: the lock stayed with a paused "
-               "or cut-off holder until it was back, nothing was granted while a majority was down, or no grant for over " +
-                   limit + " (3 ttls); safe, at that cost") +
+         entry(
+             "fenced", "safe with fencing",
+             "writes overlapped, but each overlapping pair carried two different fencing tokens and the fenced "
+             "resource "
+             "refused every stale write: a resource that checks the token keeps the data safe, one that does not took "
+             "both writes") +
+         entry(
+             "unavailable", "unavailable for D",
+             "no overlap, but no one was granted for D after the fault, or never again: the lock stayed with a paused "
+             "or cut-off holder until it was back, nothing was granted while a majority was down, or no grant for "
+             "over " +
+                 limit + " (3 ttls); safe, at that cost") +
          entry("unsafe", "unsafe",
-               "a stale write the fenced resource did not refuse, or an overlap it cannot order (a write without a token, "
+               "a stale write the fenced resource did not refuse, or an overlap it cannot order (a write without a "
+               "token, "
                "or two with the same one)") +
-         entry("none", "not run: why", "the fault does not apply, the server is not set, or the fault could not be injected") +
-         "</dl><p>A row's verdict is its worst cell's, with the counts. Hover over a cell for what the checker counted. "
+         entry("none", "not run: why",
+               "the fault does not apply, the server is not set, or the fault could not be injected") +
+         "</dl><p>A row's verdict is its worst cell's, with the counts. Hover over a cell for what the checker "
+         "counted. "
          "Rows marked <span class=\"badge\">UNSAFE</span> are the well-known broken recipes, run to show their "
-         "failures; never use them.</p><details><summary>The definitions in full, and the observations' words</summary><pre>" +
+         "failures; never use them.</p><details><summary>The definitions in full, and the observations' "
+         "words</summary><pre>" +
          html_escaped(compare::legend(m)) + "</pre></details><p>" + html_escaped(worker_log_text(m)) + "</p></div>";
 }
 
@@ -186,8 +195,7 @@ std::string speed_section(const matrix& m) {
          html_escaped(m.speed.cpu_placement) + ".</p>" +
          svg_bars("acquire+release cycles per second (log scale), each client on a name of its own",
                   {"1 client", n + " clients"}, bars) +
-         table +
-         svg_cdf("uncontended acquire+release latency, 1 client: cumulative distribution", cycles) +
+         table + svg_cdf("uncontended acquire+release latency, 1 client: cumulative distribution", cycles) +
          svg_cdf("handoff under contention (" + n + " clients, one name): release to the next waiting client's grant",
                  handoffs);
 }
@@ -201,7 +209,8 @@ std::string to_html(const matrix& m, const run_context& context) {
          html_escaped(context.date_utc) + "</title><style>" + style + "</style></head><body>\n<h1>dlock compare</h1>" +
          "<p>Each backend under each fault: client processes contend for one lock and write to a recorded resource; a "
          "checker reads the history. Every cell is an observation of this run.</p>" +
-         settings(m, context) + "\n<h2>Faults</h2>" + html_legend(m) + grid(m) + "\n" + speed_section(m) + "\n</body></html>\n";
+         settings(m, context) + "\n<h2>Faults</h2>" + html_legend(m) + grid(m) + "\n" + speed_section(m) +
+         "\n</body></html>\n";
 }
 
 }  // namespace dlock::compare

@@ -86,8 +86,8 @@ void prepare_kill_mid_acquire(fleet_plan& plan, const scenario_settings& s) {
   // Longer than the run: once client 1 wins the first command, nothing but the kill ends its pause.
   if (s.acquire_has_two_commands) {
     if (plan.launch.empty()) plan.launch.resize(1);  // client 1 alone opens the pausing URI
-    plan.launch.front().uri =
-        with_parameter(plan.uri, std::string(pause_parameter) + "=" + std::to_string(plan.duration.count() + 60'000) + "ms");
+    plan.launch.front().uri = with_parameter(
+        plan.uri, std::string(pause_parameter) + "=" + std::to_string(plan.duration.count() + 60'000) + "ms");
   }
 }
 

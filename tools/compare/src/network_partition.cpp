@@ -85,7 +85,8 @@ std::string client_subnet(std::uint32_t client, int host) {
 std::vector<std::string> network_namespaces() {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/run/netns", ec)) names.push_back(entry.path().filename());
+  for (const auto& entry : std::filesystem::directory_iterator("/run/netns", ec))
+    names.push_back(entry.path().filename());
   return names;
 }
 
@@ -169,7 +170,8 @@ std::string network_partition::reachable_uri(const std::string& uri) const {
   static const std::regex loopback("(127\\.0\\.0\\.1|localhost):");
   const auto at = uri.find("://");
   const auto end = uri.find_first_of("/?", at + 3);
-  return uri.substr(0, at + 3) + std::regex_replace(uri.substr(at + 3, end - (at + 3)), loopback, std::string(hub_address) + ":") +
+  return uri.substr(0, at + 3) +
+         std::regex_replace(uri.substr(at + 3, end - (at + 3)), loopback, std::string(hub_address) + ":") +
          (end == std::string::npos ? "" : uri.substr(end));
 }
 

@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "dlock/uri.hpp"
+#include "dlock_compare/families.hpp"
 #include "dlock_compare/history.hpp"
 #include "dlock_compare/network_partition.hpp"
-#include "dlock_compare/families.hpp"
-#include "dlock/uri.hpp"
 #include "fault_steps.hpp"
 
 namespace dlock::compare {
@@ -82,10 +82,9 @@ scenario_result run_partition(const scenario_settings& s) {
     r.fault_notes.push_back(fault_steps::notified_text(*victim, next));
     // Its release begins when its write ends: say on which side of the heal it was sent.
     const bool after_heal = victim->write_end && *victim->write_end >= healed_at;
-    r.fault_notes.push_back(fault_steps::release_text(*victim) +
-                            (victim->release == release_outcome::none ? ""
-                             : after_heal                             ? " (sent with the link back)"
-                                                                      : " (sent while the link was down)"));
+    r.fault_notes.push_back(fault_steps::release_text(*victim) + (victim->release == release_outcome::none ? ""
+                                                                  : after_heal ? " (sent with the link back)"
+                                                                               : " (sent while the link was down)"));
   }
   return r;
 }

@@ -113,7 +113,8 @@ void measure(const std::vector<section>& sections, const std::optional<writer>& 
   for (const auto& sec : sections) {
     if (!sec.granted) continue;
     if (*sec.granted >= fault_at && *sec.granted < down_until) ++q.grants_while_down;
-    if (holder && sec.client != holder->client && *sec.granted > fault_at && (!other_grant || *sec.granted < *other_grant))
+    if (holder && sec.client != holder->client && *sec.granted > fault_at &&
+        (!other_grant || *sec.granted < *other_grant))
       other_grant = sec.granted;
   }
   if (other_grant) q.other_granted_after = *other_grant - fault_at;
@@ -121,9 +122,8 @@ void measure(const std::vector<section>& sections, const std::optional<writer>& 
   if (back_at) q.next_grant_after_back = time_to_recover(sections, *back_at);
   if (!holder) return;
   q.holder = holder->client;
-  const auto it = std::ranges::find_if(sections, [&](const section& sec) {
-    return sec.client == holder->client && sec.attempt == holder->attempt;
-  });
+  const auto it = std::ranges::find_if(
+      sections, [&](const section& sec) { return sec.client == holder->client && sec.attempt == holder->attempt; });
   if (it == sections.end()) return;
   q.holder_kept_lock = !it->lost && it->release == release_outcome::released;
   if (it->lost) q.holder_told_after = *it->lost - fault_at;
@@ -148,14 +148,16 @@ std::optional<outage> take_down(launcher_processes& guard, const std::vector<std
     }
   sleep_until(stopped_at + length);
   std::optional<instant> first_back_at;
-  if (!guard.start_all([&] { first_back_at = shared_clock::now(); })) return outage{stopped_at, first_back_at, std::nullopt};
+  if (!guard.start_all([&] { first_back_at = shared_clock::now(); }))
+    return outage{stopped_at, first_back_at, std::nullopt};
   return outage{stopped_at, first_back_at, shared_clock::now()};
 }
 
 // When the masters are back, and the fault's effects on the holder and the others, once every
 // worker has ended.
 void finish(worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder, instant fault_at,
-            std::optional<instant> first_back_at, std::optional<instant> back_at, instant down_from, scenario_result& r) {
+            std::optional<instant> first_back_at, std::optional<instant> back_at, instant down_from,
+            scenario_result& r) {
   auto& q = *r.quorum;
   if (back_at) q.down_for = *back_at - down_from;
   r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
@@ -203,7 +205,8 @@ void restart_a_master_empty(launcher_processes& guard, const std::vector<member>
 // ensemble-leader-lost: the member that says it leads stopped, its successor timed from outside
 // while the outage runs.
 void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& guard, const std::vector<member>& members,
-                     worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder, scenario_result& r) {
+                     worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder,
+                     scenario_result& r) {
   auto& q = *r.quorum;
   const auto* ensemble = family_of_quorum(quorum_kind::ensemble);
   if (ensemble == nullptr || ensemble->is_leader == nullptr) {
@@ -226,7 +229,8 @@ void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& gu
   std::vector<member> rest;
   for (const auto& m : members)
     if (m.process != leader->process) rest.push_back(m);
-  if (leader_of(*ensemble, rest, stopped_at + outage_length(f, s))) q.new_leader_after = shared_clock::now() - stopped_at;
+  if (leader_of(*ensemble, rest, stopped_at + outage_length(f, s)))
+    q.new_leader_after = shared_clock::now() - stopped_at;
   sleep_until(stopped_at + outage_length(f, s));
   std::optional<instant> first_back_at, back_at;
   if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
@@ -265,8 +269,8 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
 }  // namespace
 
 bool is_quorum_fault(fault f) noexcept {
-  return f == fault::masters_minority_lost || f == fault::master_restarted_empty ||
-         f == fault::masters_majority_lost || is_ensemble_fault(f);
+  return f == fault::masters_minority_lost || f == fault::master_restarted_empty || f == fault::masters_majority_lost ||
+         is_ensemble_fault(f);
 }
 
 bool is_ensemble_fault(fault f) noexcept {
@@ -297,8 +301,10 @@ std::optional<std::string> quorum_not_applicable(std::string_view scheme, fault 
   const auto* family = family_of_scheme(scheme);
   if (family == nullptr || family->variable == nullptr) return "no server";
   if (family->quorum == quorum_kind_of(f)) return std::nullopt;
-  if (family->quorum == quorum_kind::independent_masters) return "independent masters, no ensemble (see the masters-* faults)";
-  if (family->quorum == quorum_kind::ensemble) return "an ensemble, not independent masters (see the ensemble-* faults)";
+  if (family->quorum == quorum_kind::independent_masters)
+    return "independent masters, no ensemble (see the masters-* faults)";
+  if (family->quorum == quorum_kind::ensemble)
+    return "an ensemble, not independent masters (see the ensemble-* faults)";
   return "single server";
 }
 
@@ -339,8 +345,9 @@ std::string quorum_observation(fault f, const scenario_result& r) {
     const auto& q = *r.quorum;
     std::string what;
     if (f == fault::ensemble_leader_lost) {
-      what = "leader " + q.leader + " stopped: " +
-             (q.new_leader_after ? "new leader after " + fault_steps::seconds(*q.new_leader_after) : "no new leader seen");
+      what =
+          "leader " + q.leader + " stopped: " +
+          (q.new_leader_after ? "new leader after " + fault_steps::seconds(*q.new_leader_after) : "no new leader seen");
     } else if (f == fault::master_restarted_empty) {
       what = q.stopped.size() == 2 ? q.stopped[0] + " back empty, then " + q.stopped[1] + " restarted empty"
                                    : "not both masters stopped";
@@ -358,8 +365,9 @@ std::string quorum_observation(fault f, const scenario_result& r) {
     else
       parts.push_back("holder never told");
     if (f == fault::ensemble_leader_lost)  // the election is what it costs; the old leader's return is not
-      parts.push_back(q.next_grant_after_fault ? "next grant " + fault_steps::seconds(*q.next_grant_after_fault) + " after the stop"
-                                               : "no grant after the stop");
+      parts.push_back(q.next_grant_after_fault
+                          ? "next grant " + fault_steps::seconds(*q.next_grant_after_fault) + " after the stop"
+                          : "no grant after the stop");
     else if (q.next_grant_after_back)
       parts.push_back("next grant " + fault_steps::seconds(*q.next_grant_after_back) + " after all were back");
     else if (q.down_for)
@@ -413,8 +421,8 @@ std::string ms_or_null(const std::optional<shared_clock::duration>& d) {
 std::string to_json(const quorum_outcome& q) {
   std::string stopped;
   for (const auto& p : q.stopped) stopped += (stopped.empty() ? "\"" : ", \"") + p + "\"";
-  return "{\"stopped\": [" + stopped + "], \"leader\": \"" + q.leader + "\", \"members\": " +
-         std::to_string(q.members) + ", \"down_for_ms\": " + ms_or_null(q.down_for) +
+  return "{\"stopped\": [" + stopped + "], \"leader\": \"" + q.leader +
+         "\", \"members\": " + std::to_string(q.members) + ", \"down_for_ms\": " + ms_or_null(q.down_for) +
          ", \"grants_while_down\": " + std::to_string(q.grants_while_down) +
          ", \"new_leader_after_ms\": " + ms_or_null(q.new_leader_after) +
          ", \"holder\": " + (q.holder ? std::to_string(*q.holder) : std::string("null")) +

@@ -84,11 +84,13 @@ std::string terminal_key(const matrix& m) {
   for (const auto f : m.faults)
     if (short_name(f) != to_string(f)) columns.push_back(std::string(short_name(f)) + " " + std::string(to_string(f)));
   std::string out =
-      "ttl " + ms_text(m.ttl) + ", " + std::to_string(m.clients) + " clients per cell (processes; threads of one for a " +
-      "process-scope lock), healthy runs " + ms_text(m.duration) + "\n" +
-      "safe      no two clients wrote at once, and the fault kept no one from a grant\n" +
-      "fenced    safe with fencing: writes overlapped, but with different tokens, and the fence refused every stale write\n" +
-      "gapD      unavailable for D: no overlap, but no grant for D after the fault (the lock stayed with a paused or cut-off\n" +
+      "ttl " + ms_text(m.ttl) + ", " + std::to_string(m.clients) +
+      " clients per cell (processes; threads of one for a " + "process-scope lock), healthy runs " +
+      ms_text(m.duration) + "\n" + "safe      no two clients wrote at once, and the fault kept no one from a grant\n" +
+      "fenced    safe with fencing: writes overlapped, but with different tokens, and the fence refused every stale "
+      "write\n" +
+      "gapD      unavailable for D: no overlap, but no grant for D after the fault (the lock stayed with a paused or "
+      "cut-off\n" +
       "          holder, no majority, or over " + limit + "); never: never granted again\n" +
       "UNSAFE    a stale write the fence let through, or an overlap it cannot order (no token, or the same one)\n" +
       "- / ?     not run (why: in the reports) / the fault could not be injected; worst: the row's worst verdict\n";
@@ -123,14 +125,15 @@ std::string connection_kills_described() {
 }  // namespace
 
 const matrix_cell* matrix::find(const std::string& backend, fault f) const {
-  const auto it = std::ranges::find_if(cells, [&](const matrix_cell& c) { return c.backend == backend && c.scenario == f; });
+  const auto it =
+      std::ranges::find_if(cells, [&](const matrix_cell& c) { return c.backend == backend && c.scenario == f; });
   return it == cells.end() ? nullptr : &*it;
 }
 
 std::string legend(const matrix& m) {
   return "ttl " + ms_text(m.ttl) + ", " + std::to_string(m.clients) +
-         " clients per cell (processes; a process-scope lock's are threads of one), healthy runs " + ms_text(m.duration) +
-         "\n" + verdict_legend(m.ttl) +
+         " clients per cell (processes; a process-scope lock's are threads of one), healthy runs " +
+         ms_text(m.duration) + "\n" + verdict_legend(m.ttl) +
          "Observations (after each verdict):\n"
          "  ok                         no overlap, no stale write, no error seen\n"
          "  overlaps N (unnotified M)  N pairs of critical sections wrote at once; in M the older holder's\n"
@@ -159,12 +162,14 @@ std::string legend(const matrix& m) {
          "stops itself after its grant, before its write, for 2.5 ttls (Kleppmann's pause: its write then carries\n"
          "a stale token, which the fenced resource refuses once a successor wrote); server-restart: the server is\n"
          "stopped half a second in and started again (dlock-servers stop, start); connection-kill: the holder's\n"
-         "connections are ended while it writes for 2 ttls, by the server's own command (" + connection_kills_described() +
+         "connections are ended while it writes for 2 ttls, by the server's own command (" +
+         connection_kills_described() +
          ";\nor, where it has none, a proxy silencing the holder until the server expires its session); server-pause:\n"
          "the server is SIGSTOPped for 2.5 ttls while the holder writes for 3, then resumed.\n"
          "partition: the holder's veth link is down for 2.5 ttls ('holder notified D before|after the next grant':\n"
          "its lost notification against the first grant to another client); clock-step: libfaketime steps the\n"
-         "other clients' wall clocks 60s ahead while one holds; clock-slow: client 1's clocks, monotonic too, x0.25.\n" +
+         "other clients' wall clocks 60s ahead while one holds; clock-slow: client 1's clocks, monotonic too, "
+         "x0.25.\n" +
          "kill-mid-acquire: client 1, alone, takes the lock; where its acquire is two commands (SETNX or INCR, then\n"
          "EXPIRE) it is held between them; the others wait, and it is SIGKILLed there.\n" +
          quorum_legend();
@@ -205,16 +210,17 @@ std::string to_markdown(const matrix& m) {
 
 std::string to_json(const matrix& m) {
   constexpr std::size_t max_messages_listed = 20;
-  std::string out = "{\"ttl_ms\": " + std::to_string(m.ttl.count()) + ", \"duration_ms\": " +
-                    std::to_string(m.duration.count()) + ", \"clients\": " + std::to_string(m.clients) +
+  std::string out = "{\"ttl_ms\": " + std::to_string(m.ttl.count()) +
+                    ", \"duration_ms\": " + std::to_string(m.duration.count()) +
+                    ", \"clients\": " + std::to_string(m.clients) +
                     ", \"unavailable_beyond_ms\": " + std::to_string((unavailable_beyond_ttls * m.ttl).count()) +
                     ", \"worker_log\": " + (m.worker_log.empty() ? std::string("null") : json_string(m.worker_log)) +
                     ", \"worker_log_lines\": " + std::to_string(m.worker_log_lines) + ",\n \"backends\": [";
   for (std::size_t i = 0; i < m.backends.size(); ++i) {
     const auto& b = m.backends[i];
     const auto row = row_verdict_of(m, b);
-    out += std::string(i ? "," : "") + "\n  {\"backend\": " + json_string(b) + ", \"unsafe\": " +
-           (std::ranges::find(m.unsafe_backends, b) != m.unsafe_backends.end() ? "true" : "false") +
+    out += std::string(i ? "," : "") + "\n  {\"backend\": " + json_string(b) +
+           ", \"unsafe\": " + (std::ranges::find(m.unsafe_backends, b) != m.unsafe_backends.end() ? "true" : "false") +
            ", \"verdict\": " + json_string(row.text()) + ", \"worst\": \"" + std::string(json_name(row.worst)) +
            "\", \"counts\": {";
     for (std::size_t k = 0; k < verdict_kinds; ++k)
@@ -228,10 +234,11 @@ std::string to_json(const matrix& m) {
     out += first ? "\n  " : ",\n  ";
     first = false;
     const auto v = verdict_of(c, m.ttl);
-    out += "{\"backend\": " + json_string(c.backend) + ", \"scenario\": " + json_string(std::string(to_string(c.scenario))) +
+    out += "{\"backend\": " + json_string(c.backend) +
+           ", \"scenario\": " + json_string(std::string(to_string(c.scenario))) +
            ", \"ran\": " + (c.result ? "true" : "false") + ", \"observation\": " + json_string(c.text) +
-           ", \"verdict\": " + json_string(v.text()) + ", \"verdict_kind\": \"" + std::string(json_name(v.kind)) + "\"" +
-           ", \"unavailable_for_ms\": " + ms_or_null(v.unavailable_for) +
+           ", \"verdict\": " + json_string(v.text()) + ", \"verdict_kind\": \"" + std::string(json_name(v.kind)) +
+           "\"" + ", \"unavailable_for_ms\": " + ms_or_null(v.unavailable_for) +
            ", \"never_granted\": " + (v.never_granted ? "true" : "false") +
            ", \"fault_injected\": " + (v.fault_not_injected || !c.result ? "false" : "true") +
            ", \"worker_messages\": " + std::to_string(c.worker_messages.size()) + ", \"worker_messages_listed\": [";
@@ -250,9 +257,10 @@ std::string to_json(const matrix& m) {
              (r.server_down_for ? std::to_string(std::chrono::duration<double, std::milli>(*r.server_down_for).count())
                                 : std::string("null"));
       out += ", \"fault_not_injected\": " + json_string(r.fault_not_injected);
-      out += ", \"victim_told_after_ms\": " +
-             (r.victim_told_after ? std::to_string(std::chrono::duration<double, std::milli>(*r.victim_told_after).count())
-                                  : std::string("null"));
+      out +=
+          ", \"victim_told_after_ms\": " +
+          (r.victim_told_after ? std::to_string(std::chrono::duration<double, std::milli>(*r.victim_told_after).count())
+                               : std::string("null"));
       out += ", \"successor_granted_after_ms\": " +
              (r.successor_granted_after
                   ? std::to_string(std::chrono::duration<double, std::milli>(*r.successor_granted_after).count())

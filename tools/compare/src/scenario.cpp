@@ -81,7 +81,8 @@ std::optional<std::uint32_t> client_stopped_by_itself(const worker_fleet& fleet,
     std::ifstream marker(plan.stop_once_marker);
     marker >> client;  // stays 0 until the client has written its id
   }
-  if (client == 0 || client > fleet.size() || !fault_steps::wait_stopped(fleet.pid(client), fleet.stop_at())) return std::nullopt;
+  if (client == 0 || client > fleet.size() || !fault_steps::wait_stopped(fleet.pid(client), fleet.stop_at()))
+    return std::nullopt;
   return client;
 }
 
@@ -139,13 +140,21 @@ std::optional<fault> fault_named(std::string_view name) noexcept {
 }
 
 const std::vector<fault>& every_fault() {
-  static const std::vector<fault> all = {fault::healthy, fault::holder_kill, fault::holder_pause,
-                                         fault::pause_before_write, fault::server_restart,
-                                         fault::connection_kill, fault::server_pause,
-                                         fault::masters_minority_lost, fault::master_restarted_empty,
-                                         fault::masters_majority_lost, fault::ensemble_leader_lost,
+  static const std::vector<fault> all = {fault::healthy,
+                                         fault::holder_kill,
+                                         fault::holder_pause,
+                                         fault::pause_before_write,
+                                         fault::server_restart,
+                                         fault::connection_kill,
+                                         fault::server_pause,
+                                         fault::masters_minority_lost,
+                                         fault::master_restarted_empty,
+                                         fault::masters_majority_lost,
+                                         fault::ensemble_leader_lost,
                                          fault::ensemble_majority_lost,
-                                         fault::partition, fault::clock_step, fault::clock_slow,
+                                         fault::partition,
+                                         fault::clock_step,
+                                         fault::clock_slow,
                                          fault::kill_mid_acquire};
   return all;
 }
@@ -155,12 +164,16 @@ milliseconds pause_length(const scenario_settings& s) { return s.ttl * 5 / 2; }
 milliseconds run_length(fault f, const scenario_settings& s) {
   switch (f) {
     case fault::healthy: return s.duration;
-    case fault::holder_kill: return std::max(s.duration, 3 * s.ttl + 500ms);                 // the wait for the dead holder's ttl, then handoffs
-    case fault::holder_pause: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
+    case fault::holder_kill:
+      return std::max(s.duration, 3 * s.ttl + 500ms);  // the wait for the dead holder's ttl, then handoffs
+    case fault::holder_pause:
+      return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
-    case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);                  // a SQL server takes seconds to start
-    case fault::connection_kill: return std::max(s.duration, 4 * s.ttl + 2s);                 // the 2-ttl write, a ttl's wait, handoffs
-    case fault::server_pause: return std::max(s.duration, pause_length(s) + 3 * s.ttl + 1s);  // the pause, the write's rest, handoffs
+    case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
+    case fault::connection_kill:
+      return std::max(s.duration, 4 * s.ttl + 2s);  // the 2-ttl write, a ttl's wait, handoffs
+    case fault::server_pause:
+      return std::max(s.duration, pause_length(s) + 3 * s.ttl + 1s);  // the pause, the write's rest, handoffs
     case fault::masters_minority_lost:
     case fault::master_restarted_empty:
     case fault::masters_majority_lost:
@@ -236,23 +249,28 @@ std::string observation(fault f, const scenario_result& r) {
                     (r.recovered_after ? "next grant " + fault_steps::seconds(*r.recovered_after) + " after the start"
                                        : "no grant after the start"));
   if (f == fault::holder_kill && r.victim)
-    parts.push_back(r.recovered_after ? "recovered in " + fault_steps::seconds(*r.recovered_after) : "not recovered in the run");
+    parts.push_back(r.recovered_after ? "recovered in " + fault_steps::seconds(*r.recovered_after)
+                                      : "not recovered in the run");
   if (f == fault::kill_mid_acquire && r.victim) parts.push_back(kill_mid_acquire_observation(r));
   // A lock that stays with its paused holder is safe but unavailable: the cell says for how long.
   if ((f == fault::holder_pause || f == fault::pause_before_write) && r.victim)
-    parts.push_back(r.recovered_after ? "next grant after " + fault_steps::seconds(*r.recovered_after) : "no grant after the pause began");
+    parts.push_back(r.recovered_after ? "next grant after " + fault_steps::seconds(*r.recovered_after)
+                                      : "no grant after the pause began");
   if (f == fault::connection_kill && r.connections_killed > 0)
-    parts.push_back((r.paused_for.count() > 0 ? "silenced " : "killed ") + std::to_string(r.connections_killed) +
-                    " connection(s)" + (r.paused_for.count() > 0 ? " for " + fault_steps::seconds(r.paused_for) + " (session expiry)" : "") +
-                    "; " + notification_text(r, "kill") +
-                    (r.recovered_after ? "; next grant " + fault_steps::seconds(*r.recovered_after) + " after the kill" : "; no grant after the kill"));
+    parts.push_back(
+        (r.paused_for.count() > 0 ? "silenced " : "killed ") + std::to_string(r.connections_killed) + " connection(s)" +
+        (r.paused_for.count() > 0 ? " for " + fault_steps::seconds(r.paused_for) + " (session expiry)" : "") + "; " +
+        notification_text(r, "kill") +
+        (r.recovered_after ? "; next grant " + fault_steps::seconds(*r.recovered_after) + " after the kill"
+                           : "; no grant after the kill"));
   if (f == fault::server_pause && r.server_down_for)
     parts.push_back("paused " + fault_steps::seconds(*r.server_down_for) + "; " + notification_text(r, "pause") + "; " +
                     (r.recovered_after ? "next grant " + fault_steps::seconds(*r.recovered_after) + " after the resume"
                                        : "no grant after the resume"));
   std::uint64_t failed_workers = 0;
   for (std::size_t i = 0; i < r.worker_exit_codes.size(); ++i) {
-    const bool killed_on_purpose = (f == fault::holder_kill || f == fault::kill_mid_acquire) && r.victim && *r.victim == i + 1;
+    const bool killed_on_purpose =
+        (f == fault::holder_kill || f == fault::kill_mid_acquire) && r.victim && *r.victim == i + 1;
     if (!killed_on_purpose && r.worker_exit_codes[i] != std::optional<int>(0)) ++failed_workers;
   }
   parts.insert(parts.end(), r.fault_notes.begin(), r.fault_notes.end());

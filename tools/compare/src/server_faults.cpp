@@ -22,14 +22,16 @@ std::set<std::string> socket_inodes(pid_t pid) {
   std::error_code ec;
   for (const auto& fd : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
     const auto target = fs::read_symlink(fd.path(), ec).string();
-    if (!ec && target.starts_with("socket:[") && target.ends_with("]")) inodes.insert(target.substr(8, target.size() - 9));
+    if (!ec && target.starts_with("socket:[") && target.ends_with("]"))
+      inodes.insert(target.substr(8, target.size() - 9));
   }
   return inodes;
 }
 
 std::uint16_t hex_port(const std::string& address) {  // "0100007F:D431" -> 54321
   const auto colon = address.rfind(':');
-  return colon == std::string::npos ? 0 : static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1), nullptr, 16));
+  return colon == std::string::npos ? 0
+                                    : static_cast<std::uint16_t>(std::stoul(address.substr(colon + 1), nullptr, 16));
 }
 
 // The pids of `roots` and of all their descendants (from /proc/*/stat's ppid).

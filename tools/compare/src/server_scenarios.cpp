@@ -16,7 +16,8 @@ namespace {
 
 // From `fault_at`: the victim's lost notification in the section it held then, and the first
 // grant to any other client; with the first grant to anyone (recovered_after) measured from `recovery_from`.
-void measure(const fleet_plan& plan, std::uint32_t victim, instant fault_at, instant recovery_from, scenario_result& r) {
+void measure(const fleet_plan& plan, std::uint32_t victim, instant fault_at, instant recovery_from,
+             scenario_result& r) {
   const auto sections = assemble_sections(read_history(plan.history));
   r.recovered_after = time_to_recover(sections, recovery_from);
   for (const auto& s : sections) {

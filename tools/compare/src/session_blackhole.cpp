@@ -110,7 +110,8 @@ class session_blackhole::engine {
       if (fds[0].revents & POLLIN) accept_one();
       for (std::size_t i = 1; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
-        auto it = std::ranges::find_if(connections_, [&](const forwarded& c) { return c.client == fds[i].fd || c.server == fds[i].fd; });
+        auto it = std::ranges::find_if(
+            connections_, [&](const forwarded& c) { return c.client == fds[i].fd || c.server == fds[i].fd; });
         if (it == connections_.end() || it->silenced) continue;
         const int to = fds[i].fd == it->client ? it->server : it->client;
         char buf[16384];

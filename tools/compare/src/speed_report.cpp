@@ -15,21 +15,23 @@ std::string number(double v, const char* format) {
   return buf;
 }
 
-std::string three_digits(double v) { return number(v, v >= 100 ? "%.0f" : v >= 10 ? "%.1f"
-                                                                                  : "%.2f"); }
+std::string three_digits(double v) { return number(v, v >= 100 ? "%.0f" : v >= 10 ? "%.1f" : "%.2f"); }
 
 }  // namespace
 
 text_rows speed_rows(const speed_table& t) {
   const auto n = std::to_string(speed_clients);
-  text_rows rows = {{"backend", "cycles/s 1 client", "cycles/s " + n + " clients", "handoffs", "handoff p50", "handoff p99", "cycle p50 (1 client)", "note"}};
+  text_rows rows = {{"backend", "cycles/s 1 client", "cycles/s " + n + " clients", "handoffs", "handoff p50",
+                     "handoff p99", "cycle p50 (1 client)", "note"}};
   for (const auto& r : t.rows) {
     std::vector<std::string> row = {r.backend};
     if (!r.measured) {
       row.insert(row.end(), {"-", "-", "-", "-", "-", "-", "not run: " + r.not_run_because});
     } else {
       const auto& s = *r.measured;
-      const auto rate = [](const std::optional<speed_measurement>& m) { return m ? rate_text(m->cycles_per_second()) : "-"; };
+      const auto rate = [](const std::optional<speed_measurement>& m) {
+        return m ? rate_text(m->cycles_per_second()) : "-";
+      };
       const auto handoff = [&](double p) {
         return s.contended && s.contended->handoffs.count() ? latency_text(s.contended->handoffs.percentile(p)) : "-";
       };
@@ -38,7 +40,8 @@ text_rows speed_rows(const speed_table& t) {
       row.push_back(s.contended ? std::to_string(s.contended->handoffs.count()) : "-");
       row.push_back(handoff(0.5));
       row.push_back(handoff(0.99));
-      row.push_back(s.one_client && s.one_client->cycles.count() ? latency_text(s.one_client->cycles.percentile(0.5)) : "-");
+      row.push_back(s.one_client && s.one_client->cycles.count() ? latency_text(s.one_client->cycles.percentile(0.5))
+                                                                 : "-");
       std::string note = r.unsafe ? "UNSAFE (baseline only)" : "";
       if (!r.errors.empty()) note += (note.empty() ? "" : "; ") + r.errors;
       row.push_back(note);
@@ -52,15 +55,18 @@ namespace {
 
 std::string speed_legend(const speed_table& t) {
   const auto n = std::to_string(speed_clients);
-  return "Speed, measured in this run, " + std::to_string(t.duration_per_point.count()) + "ms per point:\n"
-                                                                                          "  cycles/s      acquire+release cycles per second, by 1 client and by " +
-         n + " clients, each client a\n"
-             "                thread of this process with its own backend object (connection) and a name of its own\n"
-             "  handoff       " +
-         n + " clients on one name: from a release to the grant of a client already waiting\n"
-             "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
-             "  cycle p50     one uncontended acquire+release\n"
-             "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n" +
+  return "Speed, measured in this run, " + std::to_string(t.duration_per_point.count()) +
+         "ms per point:\n"
+         "  cycles/s      acquire+release cycles per second, by 1 client and by " +
+         n +
+         " clients, each client a\n"
+         "                thread of this process with its own backend object (connection) and a name of its own\n"
+         "  handoff       " +
+         n +
+         " clients on one name: from a release to the grant of a client already waiting\n"
+         "                (handoffs: how many were seen; a polling lock's releaser often takes it again, so few)\n"
+         "  cycle p50     one uncontended acquire+release\n"
+         "  UNSAFE        an unsafe variant, measured as the baseline such recipes claim; never use it\n" +
          wrapped_words("CPU placement: " + t.cpu_placement + ".", 160, 2);
 }
 

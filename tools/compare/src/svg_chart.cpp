@@ -41,7 +41,8 @@ log_axis decades(double smallest, double largest, double from, double to) {
 std::string decade_label(int d, const char* const* units, int unit_count, int first_power) {
   const int step = std::clamp((d - first_power) / 3, 0, unit_count - 1);
   const int rest = d - first_power - 3 * step;
-  const auto mantissa = rest >= 0 ? std::to_string(static_cast<long long>(std::pow(10.0, rest))) : num(std::pow(10.0, rest));
+  const auto mantissa =
+      rest >= 0 ? std::to_string(static_cast<long long>(std::pow(10.0, rest))) : num(std::pow(10.0, rest));
   return mantissa + units[step];
 }
 
@@ -58,9 +59,7 @@ std::string rate_decade(int d) {  // d: a power of ten per second
 // The CDF's vertical axis spreads the tail: a fraction f sits at -log10(1 - f), so p50, p90, p99
 // and p99.9 are evenly spaced; everything at or above p99.9 is drawn at the top.
 constexpr double tail_decades = 3;
-double tail_position(double fraction) {
-  return fraction >= 0.999 ? tail_decades : -std::log10(1.0 - fraction);
-}
+double tail_position(double fraction) { return fraction >= 0.999 ? tail_decades : -std::log10(1.0 - fraction); }
 
 std::string text_at(double x, double y, const std::string& text, const char* anchor = "start", const char* extra = "") {
   return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" +
@@ -73,9 +72,8 @@ std::string line(double x1, double y1, double x2, double y2, const char* cls) {
 }
 
 std::string svg_open(double width, double height, const std::string& title) {
-  return "<svg class=\"chart\" width=\"" + num(width) + "\" height=\"" +
-         num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) + "\" role=\"img\"><title>" +
-         html_escaped(title) + "</title>";
+  return "<svg class=\"chart\" width=\"" + num(width) + "\" height=\"" + num(height) + "\" viewBox=\"0 0 " +
+         num(width) + " " + num(height) + "\" role=\"img\"><title>" + html_escaped(title) + "</title>";
 }
 
 }  // namespace
@@ -128,14 +126,15 @@ std::string svg_cdf(const std::string& title, const std::vector<cdf_series>& ser
     out += line(left, y(f), right, y(f), "grid");
     out += text_at(left - 4, y(f) + 4, label, "end");
   }
-  out += text_at((left + right) / 2, bottom + 34, "latency (log scale); y: the share of samples at or below it", "middle");
+  out +=
+      text_at((left + right) / 2, bottom + 34, "latency (log scale); y: the share of samples at or below it", "middle");
   for (std::size_t i = 0; i < series.size(); ++i) {
     const auto& s = series[i];
     const double ly = top + 14.0 * static_cast<double>(i);
     const std::string colour = series_colour(i);
     const std::string dash = s.dashed ? " stroke-dasharray=\"5 3\"" : "";
-    out += "<line x1=\"" + num(right + 14) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(right + 36) + "\" y2=\"" + num(ly) +
-           "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + dash + "/>";
+    out += "<line x1=\"" + num(right + 14) + "\" y1=\"" + num(ly) + "\" x2=\"" + num(right + 36) + "\" y2=\"" +
+           num(ly) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"" + dash + "/>";
     const auto count = s.latencies ? s.latencies->count() : 0;
     out += text_at(right + 40, ly + 4, s.label + (count ? " (" + std::to_string(count) + ")" : " (none)"));
     if (count == 0) continue;
@@ -158,7 +157,8 @@ std::string svg_cdf(const std::string& title, const std::vector<cdf_series>& ser
   return out + "</svg>";
 }
 
-std::string svg_bars(const std::string& title, const std::vector<std::string>& series, const std::vector<bar_group>& groups) {
+std::string svg_bars(const std::string& title, const std::vector<std::string>& series,
+                     const std::vector<bar_group>& groups) {
   constexpr double left = 260, right = 720, top = 44, bar = 11, gap = 10, width = 840;
   const double group_height = bar * static_cast<double>(series.size()) + gap;
   const double height = top + group_height * static_cast<double>(groups.size()) + 30;
@@ -186,8 +186,9 @@ std::string svg_bars(const std::string& title, const std::vector<std::string>& s
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const double gy = top + group_height * static_cast<double>(g);
     const auto& group = groups[g];
-    out += text_at(left - 8, gy + bar * static_cast<double>(series.size()) / 2 + 4,
-                   group.label + (group.unsafe ? " (unsafe)" : ""), "end", group.unsafe ? " class=\"unsafe-label\"" : "");
+    out +=
+        text_at(left - 8, gy + bar * static_cast<double>(series.size()) / 2 + 4,
+                group.label + (group.unsafe ? " (unsafe)" : ""), "end", group.unsafe ? " class=\"unsafe-label\"" : "");
     for (std::size_t i = 0; i < group.values.size() && i < series.size(); ++i) {
       const double v = group.values[i];
       const double by = gy + bar * static_cast<double>(i);
@@ -197,8 +198,8 @@ std::string svg_bars(const std::string& title, const std::vector<std::string>& s
       }
       const double w = std::max(1.0, x.at(v) - left);
       out += "<rect x=\"" + num(left) + "\" y=\"" + num(by) + "\" width=\"" + num(w) + "\" height=\"" + num(bar - 1) +
-             "\" fill=\"" + series_colour(i) + "\"><title>" + html_escaped(group.label + ", " + series[i] + ": " + rate_text(v)) +
-             "</title></rect>";
+             "\" fill=\"" + series_colour(i) + "\"><title>" +
+             html_escaped(group.label + ", " + series[i] + ": " + rate_text(v)) + "</title></rect>";
       out += text_at(left + w + 4, by + bar - 2, rate_text(v), "start", " class=\"small\"");
     }
   }

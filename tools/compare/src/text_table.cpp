@@ -7,7 +7,9 @@ namespace dlock::compare {
 
 namespace {
 
-std::string pad(const std::string& s, std::size_t width) { return s + std::string(width - std::min(width, s.size()), ' '); }
+std::string pad(const std::string& s, std::size_t width) {
+  return s + std::string(width - std::min(width, s.size()), ' ');
+}
 
 std::string markdown_cell(const std::string& s) {
   std::string out;
@@ -43,7 +45,8 @@ std::string aligned_columns(const text_rows& rows) {
   std::string out;
   for (const auto& row : rows) {
     std::string line;
-    for (std::size_t i = 0; i < row.size(); ++i) line += (i ? "  " : "") + pad(row[i], i < widths.size() ? widths[i] : 0);
+    for (std::size_t i = 0; i < row.size(); ++i)
+      line += (i ? "  " : "") + pad(row[i], i < widths.size() ? widths[i] : 0);
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
   }

@@ -36,7 +36,8 @@ struct gap {
 
 gap judged(const matrix_cell& cell, milliseconds ttl) {
   const auto& r = *cell.result;
-  const auto beyond_the_limit = [&](std::optional<shared_clock::duration> d, std::optional<shared_clock::duration> watched) {
+  const auto beyond_the_limit = [&](std::optional<shared_clock::duration> d,
+                                    std::optional<shared_clock::duration> watched) {
     if (!d) return gap{watched, true, true};
     return gap{d, false, *d > unavailable_beyond_ttls * ttl};
   };
@@ -161,7 +162,8 @@ std::string row_verdict::text() const {
   std::string counted;
   for (const auto k : {verdict_kind::safe, verdict_kind::unavailable, verdict_kind::safe_with_fencing,
                        verdict_kind::unsafe, verdict_kind::not_run})
-    if (count(k) > 0) counted += (counted.empty() ? "" : ", ") + std::to_string(count(k)) + " " + std::string(to_string(k));
+    if (count(k) > 0)
+      counted += (counted.empty() ? "" : ", ") + std::to_string(count(k)) + " " + std::string(to_string(k));
   return std::string(to_string(worst)) + " (" + counted + ")";
 }
 

@@ -31,8 +31,17 @@ constexpr const char* usage =
     "The URI: --uri, or else the environment variable DLOCK_URI (kept out of `ps`).\n";
 
 std::map<std::string, std::string> parse_flags(const std::vector<std::string>& args) {
-  static const std::map<std::string, bool> known = {
-      {"uri", false}, {"name", true}, {"history", true}, {"client", true}, {"duration", true}, {"fence", false}, {"start-at-ns", false}, {"work", false}, {"acquire-timeout", false}, {"stop-once-marker", false}, {"threads", false}};
+  static const std::map<std::string, bool> known = {{"uri", false},
+                                                    {"name", true},
+                                                    {"history", true},
+                                                    {"client", true},
+                                                    {"duration", true},
+                                                    {"fence", false},
+                                                    {"start-at-ns", false},
+                                                    {"work", false},
+                                                    {"acquire-timeout", false},
+                                                    {"stop-once-marker", false},
+                                                    {"threads", false}};
   std::map<std::string, std::string> flags;
   for (std::size_t i = 0; i < args.size(); i += 2) {  // "--flag value" pairs; a value may be empty
     const std::string& flag = args[i];
@@ -58,7 +67,8 @@ dlock::compare::worker_options options_from(const std::map<std::string, std::str
   if (o.uri.empty()) throw std::invalid_argument("no URI: expected --uri URI or the environment variable DLOCK_URI");
   o.name = flags.at("name");
   o.history = flags.at("history");
-  o.fence = flags.contains("fence") ? std::filesystem::path(flags.at("fence")) : std::filesystem::path(o.history.string() + ".fence");
+  o.fence = flags.contains("fence") ? std::filesystem::path(flags.at("fence"))
+                                    : std::filesystem::path(o.history.string() + ".fence");
   o.client = static_cast<std::uint32_t>(std::stoul(flags.at("client")));
   o.start_at = flags.contains("start-at-ns") ? instant(shared_clock::duration(std::stoll(flags.at("start-at-ns"))))
                                              : shared_clock::now();
@@ -80,8 +90,7 @@ int worker_main(const std::vector<std::string>& args) {
   try {
     options = options_from(parse_flags(args));
   } catch (const std::exception& e) {
-    std::cerr << "dlock_compare_worker: " << e.what() << '\n'
-              << usage;
+    std::cerr << "dlock_compare_worker: " << e.what() << '\n' << usage;
     return 2;
   }
   try {

@@ -53,8 +53,9 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0)
-    throw std::system_error(rc, std::generic_category(),
-                            "cannot start the worker " + argv[0] + (log.empty() ? "" : " (its stderr to " + log.string() + ")"));
+    throw std::system_error(
+        rc, std::generic_category(),
+        "cannot start the worker " + argv[0] + (log.empty() ? "" : " (its stderr to " + log.string() + ")"));
   return pid;
 }
 
@@ -66,19 +67,28 @@ std::optional<int> exit_code(int status) {
 
 }  // namespace
 
-std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable,
-                                             const worker_options& o) {
+std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable, const worker_options& o) {
   return {worker_executable.string(),
-          "--name", o.name,
-          "--history", o.history.string(),
-          "--fence", o.fence.string(),
-          "--client", std::to_string(o.client),
-          "--start-at-ns", std::to_string(o.start_at.time_since_epoch().count()),
-          "--duration", ms(std::chrono::ceil<std::chrono::milliseconds>(o.stop_at - o.start_at)),
-          "--work", ms(o.work),
-          "--acquire-timeout", ms(o.acquire_timeout),
-          "--stop-once-marker", o.stop_once_marker.string(),
-          "--threads", std::to_string(o.threads)};
+          "--name",
+          o.name,
+          "--history",
+          o.history.string(),
+          "--fence",
+          o.fence.string(),
+          "--client",
+          std::to_string(o.client),
+          "--start-at-ns",
+          std::to_string(o.start_at.time_since_epoch().count()),
+          "--duration",
+          ms(std::chrono::ceil<std::chrono::milliseconds>(o.stop_at - o.start_at)),
+          "--work",
+          ms(o.work),
+          "--acquire-timeout",
+          ms(o.acquire_timeout),
+          "--stop-once-marker",
+          o.stop_once_marker.string(),
+          "--threads",
+          std::to_string(o.threads)};
 }
 
 worker_fleet::worker_fleet(const fleet_plan& plan) {

@@ -206,10 +206,10 @@ TEST(Checker, JsonCarriesEveryMeasure) {
   h.add(section_of(1).token(5).granted(0).write(10, 50).released(51));
   h.add(section_of(2).token(3).granted(30).write(40, 80).released(81).verdict(fence_verdict::refused));
   const auto json = to_json(check_history(h));
-  for (const char* part : {"\"overlaps\": 1,", "\"stale_writes_accepted_by_naive\": 1,",
-                           "\"stale_writes_refused_by_fenced\": 1,", "\"unnotified_losses\": 1,", "\"grants\": 2,",
-                           "\"release_not_owner\": 0,", "\"length_ms\": 10.000", "\"longest_unavailable_ms\": ",
-                           "\"unfenced_overlaps\": 0,", "\"fenced\": true"})
+  for (const char* part :
+       {"\"overlaps\": 1,", "\"stale_writes_accepted_by_naive\": 1,", "\"stale_writes_refused_by_fenced\": 1,",
+        "\"unnotified_losses\": 1,", "\"grants\": 2,", "\"release_not_owner\": 0,", "\"length_ms\": 10.000",
+        "\"longest_unavailable_ms\": ", "\"unfenced_overlaps\": 0,", "\"fenced\": true"})
     EXPECT_NE(json.find(part), std::string::npos) << "missing " << part << " in " << json;
 }
 

@@ -79,7 +79,8 @@ TEST(CompareEndToEnd, ProcessScopedLocksOverlapAcrossProcessesAndTheCheckerSeesI
   const auto r = run_and_check(plan_for(process_scope_uri(dir), dir, {5ms, 15ms, 30ms}));
   EXPECT_EQ(r.totals.clients, 3u);
   EXPECT_GT(r.overlap_count(), 0u) << "three processes each holding their own process-scope lock must overlap";
-  EXPECT_EQ(r.unnotified_losses, r.overlap_count()) << "a process-scope lock never tells a holder another process got in";
+  EXPECT_EQ(r.unnotified_losses, r.overlap_count())
+      << "a process-scope lock never tells a holder another process got in";
   EXPECT_GT(r.stale_writes_accepted_by_naive, 0u);
   // The fence judges in the order of the write_begin instants, as the checker does: it refuses
   // exactly the stale writes, and nothing else.
@@ -128,7 +129,9 @@ TEST(CompareEndToEnd, TheWorkersStderrGoesToTheWorkerLog) {
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_GE(lines.size(), 3u) << "the earlier line and one error per worker";
   EXPECT_EQ(lines.front(), "an earlier line") << "appended, not truncated";
-  EXPECT_EQ(std::ranges::count_if(lines, [](const std::string& l) { return l.find("nosuch-scheme") != std::string::npos; }), 2)
+  EXPECT_EQ(
+      std::ranges::count_if(lines, [](const std::string& l) { return l.find("nosuch-scheme") != std::string::npos; }),
+      2)
       << "each worker's error, naming the scheme";
 }
 

@@ -90,7 +90,8 @@ void expect_partitioned_holder_told(const run& r, shared_clock::duration allowed
   ASSERT_TRUE(struck) << "the partitioned holder (client " << victim << ") was never told its lease was lost";
   std::optional<instant> next;
   for (const auto& s : r.sections)
-    if (s.client != victim && s.granted && *s.granted > *struck->granted && (!next || *s.granted < *next)) next = s.granted;
+    if (s.client != victim && s.granted && *s.granted > *struck->granted && (!next || *s.granted < *next))
+      next = s.granted;
   ASSERT_TRUE(next) << "no other client was granted after the partitioned holder's grant";
   const auto margin = *next - *struck->lost;  // positive: told before the next grant
   std::cout << "  partitioned holder told " << ms(margin) << " ms before the next grant\n";
@@ -183,7 +184,8 @@ TEST(CompareClockFaults, SlowClientClockOutlivesItsRedisLeaseButNotAPostgresSess
   EXPECT_GE(*slow->write_end - *slow->write_begin, 1500ms);
   EXPECT_TRUE(slow->held_at_end) << "redis: the slow holder learned in time (held() false)";
   bool overtaken = false;
-  for (const auto& o : redis.result.check.overlaps) overtaken |= o.older.client == 1 && o.older.attempt == slow->attempt;
+  for (const auto& o : redis.result.check.overlaps)
+    overtaken |= o.older.client == 1 && o.older.attempt == slow->attempt;
   EXPECT_TRUE(overtaken) << "redis: no client was granted during the slow holder's write";
 
   // postgres+advisory: the lock lives as long as the session; the client's clock does not matter:

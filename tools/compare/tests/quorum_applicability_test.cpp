@@ -9,7 +9,8 @@
 namespace dlock::compare {
 namespace {
 
-constexpr fault masters_faults[] = {fault::masters_minority_lost, fault::master_restarted_empty, fault::masters_majority_lost};
+constexpr fault masters_faults[] = {fault::masters_minority_lost, fault::master_restarted_empty,
+                                    fault::masters_majority_lost};
 constexpr fault ensemble_faults[] = {fault::ensemble_leader_lost, fault::ensemble_majority_lost};
 
 // The family that runs `kind`'s faults: every build with the default backends has one of each.

@@ -52,8 +52,7 @@ class quorum_run {
     s.ttl = timing;
     scheme_ = dlock::uri::parse(s.uri).scheme();
     auto r = run_scenario(f, s);
-    std::cout << to_string(f) << " on " << s.uri << ": " << observation(f, r) << "\n"
-              << to_json(*r.quorum) << "\n";
+    std::cout << to_string(f) << " on " << s.uri << ": " << observation(f, r) << "\n" << to_json(*r.quorum) << "\n";
     return r;
   }
 
@@ -114,7 +113,8 @@ TEST(IndependentMastersQuorum, MasterRestartedEmptyGrantsNoOneBeforeTheHolderWas
 // that is a race, not the guarantee.
 TEST(IndependentMastersQuorum, WithoutTheDelayedRestartAMasterRestartedEmptyLetsASecondClientIn) {
   quorum_run run;
-  const auto r = run.run(fault::master_restarted_empty, "ttl=6000ms&renew=5000ms&poll=10ms..50ms&wait_after_restart=false", 2s);
+  const auto r =
+      run.run(fault::master_restarted_empty, "ttl=6000ms&renew=5000ms&poll=10ms..50ms&wait_after_restart=false", 2s);
   ASSERT_NO_FATAL_FAILURE(expect_injected(r));
   EXPECT_GE(r.check.unnotified_losses, 1u) << "no second majority while the holder believed it held";
 }

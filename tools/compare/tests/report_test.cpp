@@ -105,8 +105,9 @@ TEST(TerminalTable, EveryFaultAndTheLongestSchemesFitOneHundredSixtyColumns) {
 TEST(TerminalTable, TheSpeedTableFitsTooItsLongNotesWrittenBelow) {
   auto m = every_fault_matrix();
   m.speed.duration_per_point = 1s;
-  m.speed.cpu_placement = "client threads on CPUs 0-3,8-11,16-19,24-27,32-35,40-43,48-51,56-59 of 64 online (this process's "
-                          "affinity; threads not pinned further); the servers run on the same host";
+  m.speed.cpu_placement =
+      "client threads on CPUs 0-3,8-11,16-19,24-27,32-35,40-43,48-51,56-59 of 64 online (this process's "
+      "affinity; threads not pinned further); the servers run on the same host";
   for (const auto& b : m.backends) {
     speed_row row;
     row.backend = b;
@@ -145,15 +146,17 @@ TEST(Reports, MarkdownAndJsonCarryEachCellsVerdictAndEachRows) {
       "**safe**: observed | not run: DLOCK_SOMETHING_URI unset |";
   EXPECT_NE(markdown.find("| " + b + " | " + row_verdict_of(m, b).text() + " " + first_cells), std::string::npos)
       << markdown.substr(0, 2000);
-  EXPECT_NE(markdown.find("safe with fencing  writes overlapped"), std::string::npos) << "the legend defines the verdicts";
+  EXPECT_NE(markdown.find("safe with fencing  writes overlapped"), std::string::npos)
+      << "the legend defines the verdicts";
   EXPECT_NE(markdown.find(m.worker_log), std::string::npos);
 
   const auto json = to_json(m);
-  for (const char* part : {"\"verdict\": \"safe with fencing\", \"verdict_kind\": \"safe_with_fencing\"",
-                           "\"verdict\": \"unavailable for 123.46s\", \"verdict_kind\": \"unavailable\", \"unavailable_for_ms\": 123456",
-                           "\"verdict\": \"not run: DLOCK_SOMETHING_URI unset\", \"verdict_kind\": \"not_run\"",
-                           "\"unavailable_beyond_ms\": 3000", "\"worker_log\": \"/tmp/dlock-compare-12345-workers.log\"",
-                           "\"worker_log_lines\": 42", "\"worst\": \"unsafe\"", "\"counts\": {\"not_run\": "})
+  for (const char* part :
+       {"\"verdict\": \"safe with fencing\", \"verdict_kind\": \"safe_with_fencing\"",
+        "\"verdict\": \"unavailable for 123.46s\", \"verdict_kind\": \"unavailable\", \"unavailable_for_ms\": 123456",
+        "\"verdict\": \"not run: DLOCK_SOMETHING_URI unset\", \"verdict_kind\": \"not_run\"",
+        "\"unavailable_beyond_ms\": 3000", "\"worker_log\": \"/tmp/dlock-compare-12345-workers.log\"",
+        "\"worker_log_lines\": 42", "\"worst\": \"unsafe\"", "\"counts\": {\"not_run\": "})
     EXPECT_NE(json.find(part), std::string::npos) << "missing " << part;
 }
 

@@ -73,7 +73,8 @@ std::string counterpart_of(const backend_info& unsafe) {
 bool counterpart_of_a_two_command_acquire(const backend_info& i) {
   if (!safe(i)) return false;
   const auto all = default_registry().list();
-  return std::ranges::any_of(all, [&](const backend_info& u) { return two_command_acquire(u) && counterpart_of(u) == i.scheme; });
+  return std::ranges::any_of(
+      all, [&](const backend_info& u) { return two_command_acquire(u) && counterpart_of(u) == i.scheme; });
 }
 
 // ---- the checks ----
@@ -117,8 +118,10 @@ void recovered_within_ttl(const scenario_run& r) {
 
 void fence_refuses_every_stale_write(const scenario_run& r) {
   const auto& c = r.result.check;
-  EXPECT_EQ(c.stale_writes_refused_by_fenced, c.stale_writes_accepted_by_naive) << "a stale write got through the fence";
-  EXPECT_EQ(c.writes_refused_by_fenced, c.stale_writes_accepted_by_naive) << "the fence refused a write that was not stale";
+  EXPECT_EQ(c.stale_writes_refused_by_fenced, c.stale_writes_accepted_by_naive)
+      << "a stale write got through the fence";
+  EXPECT_EQ(c.writes_refused_by_fenced, c.stale_writes_accepted_by_naive)
+      << "the fence refused a write that was not stale";
 }
 
 // Kleppmann's pause: once a successor wrote a larger token, the resumed holder's write is refused.
@@ -131,9 +134,11 @@ void paused_writer_refused_after_a_successor(const scenario_run& r) {
   ASSERT_NE(paused, nullptr) << "the paused client never wrote";
   ASSERT_TRUE(paused->token);
   const bool successor_wrote_first = std::ranges::any_of(r.sections, [&](const section& s) {
-    return s.client != paused->client && s.wrote() && s.token && *s.write_begin<*paused->write_begin&& * s.token> * paused->token;
+    return s.client != paused->client && s.wrote() && s.token &&
+           *s.write_begin<*paused->write_begin&& * s.token> * paused->token;
   });
-  std::cout << "a successor wrote during the pause: " << (successor_wrote_first ? "yes" : "no (the lock stayed with its paused holder)")
+  std::cout << "a successor wrote during the pause: "
+            << (successor_wrote_first ? "yes" : "no (the lock stayed with its paused holder)")
             << "; the resumed write was " << to_string(paused->verdict) << "\n";
   if (successor_wrote_first) {
     EXPECT_EQ(paused->verdict, fence_verdict::refused) << "the stale write was accepted";
@@ -157,9 +162,10 @@ void knows_by_the_end_of_its_write(const scenario_run& r) {
     if (!successor) continue;
     std::cout << "client " << s.client << " (attempt " << s.attempt << "): client " << successor_client
               << " was granted before its write ended; lost_token "
-              << (s.lost ? (*s.lost <= *successor ? "fired " + seconds(*successor - *s.lost) + " before that grant"
-                                                  : "fired " + seconds(*s.lost - *successor) + " after that grant (late)")
-                         : std::string("had not fired by the end of the section"))
+              << (s.lost
+                      ? (*s.lost <= *successor ? "fired " + seconds(*successor - *s.lost) + " before that grant"
+                                               : "fired " + seconds(*s.lost - *successor) + " after that grant (late)")
+                      : std::string("had not fired by the end of the section"))
               << "; held() at the end of its write: " << (s.held_at_end ? "true" : "false") << "\n";
     EXPECT_FALSE(s.held_at_end) << "client " << s.client << " ended its write believing it held the lock, "
                                 << seconds(*s.write_end - *successor) << " after client " << successor_client
@@ -173,7 +179,8 @@ std::optional<section_id> paused_section(const scenario_run& r) {
   std::optional<section_id> paused;
   shared_clock::duration longest{-1};
   for (const auto& s : r.sections)
-    if (r.result.victim && s.client == *r.result.victim && s.granted && s.wrote() && s.write_finish() - *s.granted > longest) {
+    if (r.result.victim && s.client == *r.result.victim && s.granted && s.wrote() &&
+        s.write_finish() - *s.granted > longest) {
       longest = s.write_finish() - *s.granted;
       paused = section_id{s.client, s.attempt};
     }
@@ -206,7 +213,8 @@ void the_paused_holder_deletes_its_successors_lock(const scenario_run& r) {
   const auto paused = paused_section(r);
   ASSERT_TRUE(paused) << "the paused client " << *r.result.victim << " has no section that wrote";
   const auto others = overlaps_without(r, *paused);
-  std::cout << others.size() << " overlaps without the paused section " << paused->client << "/" << paused->attempt << "\n";
+  std::cout << others.size() << " overlaps without the paused section " << paused->client << "/" << paused->attempt
+            << "\n";
   EXPECT_GE(others.size(), 1u) << "no two holders wrote at once apart from the paused one: its release did not free "
                                   "a successor's lock";
 }
@@ -223,8 +231,9 @@ void no_unnotified_overlap(const scenario_run& r) {
     const section* newer = find_section(r.sections, o.newer);
     if (older == nullptr || newer == nullptr || !newer->granted) continue;
     std::cout << "overlap: client " << o.older.client << " and client " << o.newer.client << "; the older's lost_token "
-              << (older->lost ? (*older->lost <= *newer->granted ? "fired " + seconds(*newer->granted - *older->lost) + " before"
-                                                                 : "fired " + seconds(*older->lost - *newer->granted) + " after")
+              << (older->lost ? (*older->lost <= *newer->granted
+                                     ? "fired " + seconds(*newer->granted - *older->lost) + " before"
+                                     : "fired " + seconds(*older->lost - *newer->granted) + " after")
                               : std::string("never fired before"))
               << " the newer grant\n";
   }
@@ -245,7 +254,8 @@ void told_soon_after_its_successors_grant(const scenario_run& r) {
     const section* newer = find_section(r.sections, o.newer);
     if (older == nullptr || newer == nullptr || !newer->granted) continue;
     if (!older->lost) {
-      EXPECT_FALSE(older->held_at_end) << "client " << o.older.client << " was never told, and ended its write believing "
+      EXPECT_FALSE(older->held_at_end) << "client " << o.older.client
+                                       << " was never told, and ended its write believing "
                                        << "it held the lock client " << o.newer.client << " had been granted";
       std::cout << "overlap: client " << o.older.client << " and client " << o.newer.client
                 << "; the older's lost_token had not fired by the end of its write (held() at the end: "
@@ -253,7 +263,8 @@ void told_soon_after_its_successors_grant(const scenario_run& r) {
       continue;
     }
     const auto late = *older->lost - *newer->granted;
-    std::cout << "overlap: client " << o.older.client << " and client " << o.newer.client << "; the older's lost_token fired "
+    std::cout << "overlap: client " << o.older.client << " and client " << o.newer.client
+              << "; the older's lost_token fired "
               << (late <= 0ns ? seconds(-late) + " before" : seconds(late) + " after") << " the newer grant\n";
     EXPECT_LE(late, told_within) << "client " << o.older.client << " was told " << seconds(late) << " after client "
                                  << o.newer.client << " was granted its lock";
@@ -279,8 +290,9 @@ void killed_at_its_grant_recovers_within_ttl(const scenario_run& r) {
 
 const std::vector<scenario_property>& scenario_properties() {
   static const std::vector<scenario_property> table = {
-      {fault::healthy, "a safe lock never lets two clients write at once, and nothing fails (a process-scope lock's "
-                       "clients are threads of one process)",
+      {fault::healthy,
+       "a safe lock never lets two clients write at once, and nothing fails (a process-scope lock's "
+       "clients are threads of one process)",
        excludes_its_clients, healthy_exclusion},
       {fault::healthy, "fencing: every write carries a token, larger than every earlier one", fences_its_clients,
        tokens_increase_in_write_order},
@@ -297,19 +309,22 @@ const std::vector<scenario_property>& scenario_properties() {
        deletes_its_successors_lock, the_paused_holder_deletes_its_successors_lock},
       {fault::pause_before_write, "fencing: the resumed holder's stale write is refused", fencing_across_processes,
        paused_writer_refused_after_a_successor},
-      {fault::pause_before_write, "lost_notification: a holder knows by the end of its write that its lock went to another",
-       notifies, knows_by_the_end_of_its_write},
+      {fault::pause_before_write,
+       "lost_notification: a holder knows by the end of its write that its lock went to another", notifies,
+       knows_by_the_end_of_its_write},
       {fault::pause_before_write, "only the paused holder overlaps: no release frees a successor's lock", excludes,
        only_the_paused_holder_overlaps},
       {fault::server_restart, "the lock is granted again after the server's restart", safe_with_one_server,
        granted_again_after_the_restart},
       {fault::server_restart, "a restart guard: no overlap whose older holder was not told before the newer grant",
        guards_restarts, no_unnotified_overlap},
-      {fault::server_restart, "lost_notification: a holder the restart cost its lock is told at most 1 s after its "
-                              "successor's grant",
+      {fault::server_restart,
+       "lost_notification: a holder the restart cost its lock is told at most 1 s after its "
+       "successor's grant",
        notifies_with_one_server, told_soon_after_its_successors_grant},
-      {fault::kill_mid_acquire, "UNSAFE two-command acquire: a client killed between the commands leaves the lock forever",
-       two_command_acquire, never_granted_again},
+      {fault::kill_mid_acquire,
+       "UNSAFE two-command acquire: a client killed between the commands leaves the lock forever", two_command_acquire,
+       never_granted_again},
       {fault::kill_mid_acquire, "the safe counterpart: a client killed at its grant leaves a lock that frees itself",
        counterpart_of_a_two_command_acquire, killed_at_its_grant_recovers_within_ttl},
   };

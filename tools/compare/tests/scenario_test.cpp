@@ -75,8 +75,8 @@ void print_timeline(const std::vector<section>& sections) {
   for (const auto& s : sections)
     if (s.granted)
       std::cout << "  " << s.client << "/" << s.attempt << " " << (s.token ? std::to_string(*s.token) : "-") << ": "
-                << at(s.granted) << " " << at(s.write_begin) << ".." << at(s.write_end) << " (" << s.held_at_begin << "/"
-                << s.held_at_end << ") " << at(s.lost) << " " << outcome[static_cast<int>(s.release)] << " "
+                << at(s.granted) << " " << at(s.write_begin) << ".." << at(s.write_end) << " (" << s.held_at_begin
+                << "/" << s.held_at_end << ") " << at(s.lost) << " " << outcome[static_cast<int>(s.release)] << " "
                 << at(s.release_done) << "\n";
 }
 
@@ -109,8 +109,8 @@ TEST_P(Scenario, Properties) {
   const auto result = run_scenario(f, s);
   const auto events = read_history(s.work_dir / "history");
   const auto sections = assemble_sections(events);
-  std::cout << to_string(f) << " on " << scheme << ": " << observation(f, result) << "\ncheck: " << to_json(result.check, 5)
-            << "\n";
+  std::cout << to_string(f) << " on " << scheme << ": " << observation(f, result)
+            << "\ncheck: " << to_json(result.check, 5) << "\n";
   const scenario_run run{info, f, s, result, sections};
   for (const auto& p : scenario_properties()) {
     if (p.scenario != f || !p.claimed_by(info)) continue;

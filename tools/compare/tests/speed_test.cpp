@@ -1,6 +1,6 @@
 // The speed module: the histogram's percentiles on known samples, measure_speed on a process-scope
-// lock (the registry's, at its declared local URI: real lock objects, real threads; no rate is asserted, only what is counted), and the HTML
-// report's escaping. The cells' verdicts and colours: verdict_test.cpp, report_test.cpp.
+// lock (the registry's, at its declared local URI: real lock objects, real threads; no rate is asserted, only what is
+// counted), and the HTML report's escaping. The cells' verdicts and colours: verdict_test.cpp, report_test.cpp.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -75,8 +75,8 @@ class section_of {
 class synthetic_history {
  public:
   synthetic_history& add(event_kind kind, std::uint32_t client, std::uint32_t attempt, int at_ms,
-                         std::optional<std::uint64_t> token = std::nullopt,
-                         fence_verdict verdict = fence_verdict::none, bool held = false) {
+                         std::optional<std::uint64_t> token = std::nullopt, fence_verdict verdict = fence_verdict::none,
+                         bool held = false) {
     event e;
     e.client = client;
     e.attempt = attempt;
@@ -94,7 +94,8 @@ class synthetic_history {
     add(event_kind::acquire_started, s.client_, s.attempt_, s.started_ms_);
     add(event_kind::granted, s.client_, s.attempt_, s.granted_ms_, s.token_);
     add(event_kind::write_begin, s.client_, s.attempt_, s.begin_ms_, s.token_, s.verdict_, s.held_at_begin_);
-    if (s.end_ms_) add(event_kind::write_end, s.client_, s.attempt_, *s.end_ms_, s.token_, fence_verdict::none, s.held_at_end_);
+    if (s.end_ms_)
+      add(event_kind::write_end, s.client_, s.attempt_, *s.end_ms_, s.token_, fence_verdict::none, s.held_at_end_);
     if (s.lost_ms_) add(event_kind::lost, s.client_, s.attempt_, *s.lost_ms_, s.token_);
     if (s.release_ms_) add(s.release_, s.client_, s.attempt_, *s.release_ms_, s.token_);
     return *this;

@@ -208,7 +208,12 @@ TEST(Verdict, AQuorumLostIsUnavailableUntilTheNextGrantAndAMinorityLostIsSafe) {
   // acquire fails at once and its client sleeps, so the checker's waits have holes: the verdict
   // counts from the stop to the next grant.
   synthetic_history h;
-  h.add(section_of(1).granted(0).write(5, 2000).lost(700).released(2001, event_kind::release_failed).verdict(fence_verdict::no_token));
+  h.add(section_of(1)
+            .granted(0)
+            .write(5, 2000)
+            .lost(700)
+            .released(2001, event_kind::release_failed)
+            .verdict(fence_verdict::no_token));
   h.add(event_kind::acquire_started, 2, 0, 800).add(event_kind::acquire_failed, 2, 0, 810);
   h.add(section_of(2, 1).started(2810).granted(3300).write(3301, 3400).released(3401).verdict(fence_verdict::no_token));
   auto majority = cell_of(fault::masters_majority_lost, h);
@@ -286,7 +291,8 @@ TEST(RowVerdict, TheWorstCellWithTheCounts) {
   matrix m;
   m.ttl = ttl;
   m.backends = {"x"};
-  m.faults = {fault::healthy, fault::holder_kill, fault::holder_pause, fault::pause_before_write, fault::server_restart};
+  m.faults = {fault::healthy, fault::holder_kill, fault::holder_pause, fault::pause_before_write,
+              fault::server_restart};
   synthetic_history ok;
   ok.add(section_of(1).token(1).granted(0).write(5, 15).released(16));
   auto healthy = cell_of(fault::healthy, ok);

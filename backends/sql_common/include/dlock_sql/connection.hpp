@@ -69,8 +69,7 @@ class connection {
 
   // Runs one statement with its placeholders ($1.. for PostgreSQL, ? for MySQL) bound to
   // `params` in order. Returns false and fills `err` on failure.
-  virtual bool execute(std::string_view sql, std::span<const param> params, result& out,
-                       sql_error& err) noexcept = 0;
+  virtual bool execute(std::string_view sql, std::span<const param> params, result& out, sql_error& err) noexcept = 0;
 
   // Transactions (BEGIN / START TRANSACTION, COMMIT, ROLLBACK).
   virtual bool begin(sql_error& err) noexcept = 0;
@@ -79,8 +78,7 @@ class connection {
 
   // The session's row-lock wait bound (PG: SET lock_timeout; MySQL: innodb_lock_wait_timeout,
   // whole seconds, rounded up). zero() means NOWAIT-like: fail at once. nullopt: wait forever.
-  virtual bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout,
-                                     sql_error& err) noexcept = 0;
+  virtual bool set_lock_wait_timeout(std::optional<std::chrono::milliseconds> timeout, sql_error& err) noexcept = 0;
 
   // False once a statement failed with connection_lost: the pool then drops it.
   virtual bool usable() const noexcept = 0;

@@ -21,11 +21,11 @@
 // each reported by its own check within one tick) and its confirmation (one SELECT 1 per
 // session per period: a lease whose check falls due reuses a confirmation another lease of the
 // same session made after this lease's last one).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <algorithm>
 #include <list>
 #include <memory>
 #include <mutex>

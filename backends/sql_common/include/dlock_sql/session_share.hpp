@@ -82,9 +82,9 @@ class session_share {
   std::size_t max_sessions_;
   std::mutex m_;
   std::vector<std::shared_ptr<session>> sessions_;  // under m_; kept open between leases
-  std::size_t next_ = 0;                          // under m_: round robin when every one is busy
-  std::size_t opening_ = 0;                       // under m_: sessions being checked out now
-  std::condition_variable opened_;                // a session was opened
+  std::size_t next_ = 0;                            // under m_: round robin when every one is busy
+  std::size_t opening_ = 0;                         // under m_: sessions being checked out now
+  std::condition_variable opened_;                  // a session was opened
   std::mutex keys_m_;
   std::condition_variable key_freed_;
   struct holds {

@@ -26,7 +26,8 @@ std::string with_parameter(std::string uri, const std::string& parameter);
 // scheme that takes session_timeout instead), or why not ("no single server to restart",
 // "<VARIABLE> unset", process_scope_reason, ...). A scheme without a server runs with the URI its
 // backend declared (family::local_uri), "{dir}" replaced by `work_dir`.
-server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl, const std::filesystem::path& work_dir);
+server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds ttl,
+                    const std::filesystem::path& work_dir);
 
 // Sets s.launcher ($DLOCK_SERVERS) and s.server_process for the faults that act on a server
 // through the launcher, s.acquire_has_two_commands, and s.clients_in_one_process (from the declared

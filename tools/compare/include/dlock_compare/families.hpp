@@ -16,11 +16,11 @@ namespace dlock::compare {
 
 using compare_spi::connection_kill;
 using compare_spi::family;
+using compare_spi::first_line;
 using compare_spi::killed_connections;
 using compare_spi::no_kill;
 using compare_spi::quorum_kind;
 using compare_spi::run_tool;
-using compare_spi::first_line;
 
 // Every family the built backends declared.
 std::span<const family* const> families() noexcept;

@@ -10,7 +10,8 @@
 namespace dlock::compare {
 
 // `launcher VERB [--kill] PROCESS`, its output discarded; its exit status, -1 if it did not run.
-int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process, bool kill = false);
+int run_launcher(const std::filesystem::path& launcher, const char* verb, const std::string& process,
+                 bool kill = false);
 
 class launcher_processes {
  public:

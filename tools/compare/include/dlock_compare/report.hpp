@@ -41,11 +41,11 @@ struct matrix {
 // The width the terminal's table and its key are kept within, whatever the faults and schemes.
 inline constexpr std::size_t terminal_columns = 160;
 
-std::string legend(const matrix& m);           // the settings, the verdicts' definitions, the observations' words
-std::string terminal_table(const matrix& m);   // backend, one short verdict per fault, the row's worst
-std::string to_text(const matrix& m);          // the terminal's table, its key, the speed table
-std::string to_markdown(const matrix& m);      // backend, the row's verdict, verdict and observation per cell; the legend
-std::string to_json(const matrix& m);          // every cell with its verdict and check_result; each row's verdict
+std::string legend(const matrix& m);          // the settings, the verdicts' definitions, the observations' words
+std::string terminal_table(const matrix& m);  // backend, one short verdict per fault, the row's worst
+std::string to_text(const matrix& m);         // the terminal's table, its key, the speed table
+std::string to_markdown(const matrix& m);  // backend, the row's verdict, verdict and observation per cell; the legend
+std::string to_json(const matrix& m);      // every cell with its verdict and check_result; each row's verdict
 std::string worker_log_text(const matrix& m);  // "The workers wrote N lines on stderr ...: PATH"
 
 }  // namespace dlock::compare

@@ -37,22 +37,24 @@
 
 namespace dlock::compare {
 
-enum class fault { healthy,
-                   holder_kill,
-                   holder_pause,
-                   pause_before_write,
-                   server_restart,
-                   connection_kill,
-                   server_pause,
-                   masters_minority_lost,
-                   master_restarted_empty,
-                   masters_majority_lost,
-                   ensemble_leader_lost,
-                   ensemble_majority_lost,
-                   partition,
-                   clock_step,
-                   clock_slow,
-                   kill_mid_acquire };
+enum class fault {
+  healthy,
+  holder_kill,
+  holder_pause,
+  pause_before_write,
+  server_restart,
+  connection_kill,
+  server_pause,
+  masters_minority_lost,
+  master_restarted_empty,
+  masters_majority_lost,
+  ensemble_leader_lost,
+  ensemble_majority_lost,
+  partition,
+  clock_step,
+  clock_slow,
+  kill_mid_acquire
+};
 std::string_view to_string(fault f) noexcept;   // "healthy", "holder-kill", "holder-pause", "pause-before-write", ...
 std::string_view short_name(fault f) noexcept;  // its terminal column's heading, at most 7 characters: "h-kill"
 std::optional<fault> fault_named(std::string_view name) noexcept;

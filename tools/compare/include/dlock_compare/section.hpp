@@ -9,10 +9,7 @@
 
 namespace dlock::compare {
 
-enum class release_outcome { none,
-                             released,
-                             not_owner,
-                             failed };
+enum class release_outcome { none, released, not_owner, failed };
 
 struct section {
   std::uint32_t client = 0;

@@ -46,8 +46,8 @@ struct speed_measurement {
   // Each client's completed cycles, in client order: how evenly the grants went round. On one
   // contended name a starved waiter shows as a client far below the fair share.
   std::vector<std::uint64_t> cycles_per_client;
-  std::uint64_t errors = 0;    // clients stopped by an error (opening, acquire, release)
-  std::string first_error;     // its message, as the backend gave it (redact before printing)
+  std::uint64_t errors = 0;  // clients stopped by an error (opening, acquire, release)
+  std::string first_error;   // its message, as the backend gave it (redact before printing)
 
   double cycles_per_second() const noexcept {
     return seconds > 0 ? static_cast<double>(cycles.count()) / seconds : 0.0;

@@ -28,7 +28,8 @@ struct bar_group {
 };
 // Horizontal bars on a log scale, one group per backend, one bar per series, the value printed at
 // its end.
-std::string svg_bars(const std::string& title, const std::vector<std::string>& series, const std::vector<bar_group>& groups);
+std::string svg_bars(const std::string& title, const std::vector<std::string>& series,
+                     const std::vector<bar_group>& groups);
 
 // The colour of series i (a fixed palette that repeats), for the charts and their legends.
 std::string series_colour(std::size_t i);

@@ -28,11 +28,7 @@
 namespace dlock::compare {
 
 // In rank order, the worst last (a row's worst verdict is the highest of its cells that ran).
-enum class verdict_kind { not_run,
-                          safe,
-                          unavailable,
-                          safe_with_fencing,
-                          unsafe };
+enum class verdict_kind { not_run, safe, unavailable, safe_with_fencing, unsafe };
 inline constexpr std::size_t verdict_kinds = 5;
 
 std::string_view to_string(verdict_kind k) noexcept;  // "safe", "safe with fencing", "unavailable", "unsafe", "not run"

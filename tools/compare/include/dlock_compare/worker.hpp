@@ -1,7 +1,7 @@
 #pragma once
 // One client of a comparison run, the loop dlock_compare_worker runs in its own process (or
-// several, one per thread: worker_options::threads): until `stop_at`: acquire (waiting at most acquire_timeout), write to the resource for
-// `work` (the critical section: lease.held() checked before and after, lost_token watched
+// several, one per thread: worker_options::threads): until `stop_at`: acquire (waiting at most acquire_timeout), write
+// to the resource for `work` (the critical section: lease.held() checked before and after, lost_token watched
 // throughout), release; every step is appended to the history.
 #include <chrono>
 #include <cstdint>

@@ -60,8 +60,7 @@ struct fleet_plan {
 // without the URI: the fleet passes it in the environment variable below, where `ps` does not
 // show a password, as every dlock command reads DLOCK_URI.
 inline constexpr const char* worker_uri_variable = "DLOCK_URI";
-std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable,
-                                             const worker_options& o);
+std::vector<std::string> worker_command_line(const std::filesystem::path& worker_executable, const worker_options& o);
 
 class worker_fleet {
  public:

@@ -40,9 +40,7 @@ enum class connection_kill {
 
 // The quorum faults a family over several servers takes (masters-* for independent masters,
 // ensemble-* for a consensus ensemble), on the launcher's `quorum_variable` and `quorum_server`.
-enum class quorum_kind { none,
-                         independent_masters,
-                         ensemble };
+enum class quorum_kind { none, independent_masters, ensemble };
 
 struct family {
   // The schemes covered: `prefix` itself and `prefix+...` (prefix "x": x://, x+fair://, ...).
