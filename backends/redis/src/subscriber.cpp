@@ -32,11 +32,6 @@ void channel_state::wake_one_locked() {
   }
 }
 
-void channel_state::wake_all() {
-  std::lock_guard lock(mutex_);
-  wake_all_locked();
-}
-
 void channel_state::on_message_locked(std::string_view payload) {
   switch (rule_) {
     case wake_rule::one: wake_one_locked(); return;
@@ -108,7 +103,8 @@ void channel_waiter::pass_on() {
 
 subscriber::subscriber(endpoint where, std::function<void()> on_drop, opener open, std::optional<shard_routing> shards)
     : where_(std::move(where)), on_drop_(std::move(on_drop)), open_(std::move(open)), shards_(std::move(shards)) {
-  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::system_error(errno, std::generic_category(), "pipe2");
+  if (::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw std::system_error(errno, std::generic_category(), "pipe2");
   thread_ = std::thread([this] { run(); });
 }
 
@@ -150,7 +146,7 @@ std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel,
     wake();
     std::unique_lock lock(state->mutex_);
     if (!state->confirmed_cv_.wait_for(lock, where_.connect_timeout + where_.command_timeout,
-                                  [&] { return state->confirmed_; })) {
+                                       [&] { return state->confirmed_; })) {
       lock.unlock();
       unsubscribe(channel);
       set_error(ec, errc::backend_unavailable,

@@ -34,9 +34,7 @@ class channel_waiter;
 // How a message on a channel wakes this process's waiters. A mutex's release can let one waiter
 // in; a reader-writer lock's release can let every waiting reader in; a semaphore's release
 // publishes the permits now free (Redisson's RPermitExpirableSemaphore), which can let that many in.
-enum class wake_rule { one,
-                       all,
-                       published_count };
+enum class wake_rule { one, all, published_count };
 
 // The waiters of this process on one channel, in arrival order, and the wake-ups (release
 // messages) that found none of them parked.
@@ -56,7 +54,6 @@ class channel_state {
   };
   void wake_one_locked();  // a release message: the oldest parked waiter, or a kept wake-up
   void wake_all_locked();  // every parked waiter, and a kept wake-up for each one between tries
-  void wake_all();         // the connection dropped: every waiter retries
   void on_message_locked(std::string_view payload);  // by `rule_`
 
   wake_rule rule_ = wake_rule::one;  // set when the channel is first subscribed

@@ -23,21 +23,14 @@ std::chrono::steady_clock::time_point after(std::chrono::milliseconds wait) {
 }
 }  // namespace
 
-pool::handle pool::checkout(std::error_code& ec) noexcept { return checkout_impl(false, after(options_.checkout_timeout), ec); }
+pool::handle pool::checkout(std::error_code& ec) noexcept {
+  return checkout_impl(false, after(options_.checkout_timeout), ec);
+}
 pool::handle pool::checkout_dedicated(std::error_code& ec) noexcept {
   return checkout_impl(true, after(options_.checkout_timeout), ec);
 }
 pool::handle pool::checkout_dedicated(std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept {
   return checkout_impl(true, deadline, ec);
-}
-
-std::size_t pool::dedicated_in_use() const noexcept {
-  std::lock_guard lk(mutex_);
-  return dedicated_;
-}
-std::size_t pool::open_connections() const noexcept {
-  std::lock_guard lk(mutex_);
-  return open_;
 }
 
 pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time_point deadline,
@@ -68,7 +61,8 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
       std::unique_ptr<connection> c;
       auto timeout = options_.connect_timeout;
       if (io != std::chrono::steady_clock::time_point::max())
-        timeout = std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(io - std::chrono::steady_clock::now()));
+        timeout =
+            std::min(timeout, std::chrono::ceil<std::chrono::milliseconds>(io - std::chrono::steady_clock::now()));
       try {
         if (timeout.count() > 0)
           c = connect_(timeout, ec);
@@ -89,16 +83,17 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
     }
     // Full: wait for a connection (or, for a lease, a lease's connection) to come back.
     if (std::chrono::steady_clock::now() >= deadline) {
-      const std::string waited = " within the caller's deadline (checkout_timeout=" +
-                                 std::to_string(options_.checkout_timeout.count()) + "ms for calls without one)";
+      const std::string waited =
+          " within the caller's deadline (checkout_timeout=" + std::to_string(options_.checkout_timeout.count()) +
+          "ms for calls without one)";
       if (dedicated_full)
         set_error(ec, errc::backend_unavailable,
                   "every connection a lease may hold stayed in use" + waited + " (max_dedicated=" +
                       std::to_string(options_.max_dedicated) + "); release leases or raise max_dedicated");
       else
         set_error(ec, errc::backend_unavailable,
-                  "no connection came back" + waited + " (all max_connections=" +
-                      std::to_string(options_.max_connections) + " are in use)");
+                  "no connection came back" + waited +
+                      " (all max_connections=" + std::to_string(options_.max_connections) + " are in use)");
       return {};
     }
     ++waiting_;

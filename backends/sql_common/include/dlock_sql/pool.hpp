@@ -34,8 +34,8 @@ struct pool_options {
 // Opens one new connection within `connect_timeout` (the URI's, or less: what is left of the
 // caller's deadline, deadline.hpp), or returns nullptr with ec (and dlock's last error message)
 // set: authentication_failed / backend_unavailable / backend_error. Never throws.
-using connector = std::function<std::unique_ptr<connection>(std::chrono::milliseconds connect_timeout,
-                                                            std::error_code& ec)>;
+using connector =
+    std::function<std::unique_ptr<connection>(std::chrono::milliseconds connect_timeout, std::error_code& ec)>;
 
 class pool : public std::enable_shared_from_this<pool> {
  public:
@@ -53,8 +53,6 @@ class pool : public std::enable_shared_from_this<pool> {
   [[nodiscard]] handle checkout_dedicated(std::chrono::steady_clock::time_point deadline, std::error_code& ec) noexcept;
 
   const pool_options& options() const noexcept { return options_; }
-  std::size_t dedicated_in_use() const noexcept;
-  std::size_t open_connections() const noexcept;
 
  private:
   pool(connector connect, pool_options options);
@@ -66,8 +64,8 @@ class pool : public std::enable_shared_from_this<pool> {
   mutable std::mutex mutex_;
   std::condition_variable returned_;
   std::vector<std::unique_ptr<connection>> idle_;
-  std::size_t open_ = 0;       // connections alive (idle + out)
-  std::size_t dedicated_ = 0;  // of which held by leases
+  std::size_t open_ = 0;                 // connections alive (idle + out)
+  std::size_t dedicated_ = 0;            // of which held by leases
   std::atomic<std::size_t> waiting_{0};  // checkouts waiting for a connection to come back
 
   friend class handle;
