@@ -3,9 +3,9 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <iostream>
 #include <cppconn/connection.h>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -29,7 +29,8 @@ std::shared_ptr<dlock::backend> open_getlock(std::string_view query = "ttl=2s") 
 
 TEST(GetLockKey, PlainNamesStayReadableEverythingElseIsHashedInto64Chars) {
   EXPECT_EQ(getlock_key("jobs/nightly-report.v2"), "jobs/nightly-report.v2");
-  for (std::string_view n : std::initializer_list<std::string_view>{"Upper", "has space", "#plain", "quote'", std::string_view("nul\0x", 5)}) {
+  for (std::string_view n : std::initializer_list<std::string_view>{"Upper", "has space", "#plain", "quote'",
+                                                                    std::string_view("nul\0x", 5)}) {
     const auto k = getlock_key(n);
     EXPECT_EQ(k.front(), '#') << n;
     EXPECT_EQ(k.size(), 64u) << n;
@@ -213,7 +214,7 @@ TEST(SqlPool, AWaitingCallerGetsTheConnectionTheLeasesGiveBack) {
   EXPECT_TRUE(waiter.get());
 }
 
-// Issue 12: 128 concurrent GET_LOCK holders on few connections. The connections the server names
+// 128 concurrent GET_LOCK holders on few connections. The connections the server names
 // as holders (IS_USED_LOCK) stay within the shared bound (default max_dedicated=32: 16).
 TEST(GetLock, ManyConcurrentHoldersShareAtMost16Connections) {
   auto b = open_getlock("ttl=30s");
@@ -235,7 +236,8 @@ TEST(GetLock, ManyConcurrentHoldersShareAtMost16Connections) {
   EXPECT_EQ(held.granted, holders) << held.failed << " holders failed";
   EXPECT_EQ(unheld, 0);
   EXPECT_LE(connections.size(), 16u) << "the holders did not share connections";
-  std::cout << "[ figures ] " << holders << " concurrent GET_LOCK holders on " << connections.size() << " connections\n";
+  std::cout << "[ figures ] " << holders << " concurrent GET_LOCK holders on " << connections.size()
+            << " connections\n";
 }
 
 // Sharing a connection must never let two leases of one process both hold one name (GET_LOCK on
@@ -276,7 +278,8 @@ TEST(GetLock, AKilledSharedConnectionReportsEveryLeaseOnItLost) {
   }
   auto raw = test::raw_connect(test::server_uri());
   std::set<std::int64_t> holders;
-  for (const auto& n : names) holders.insert(test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n)).value_or(-1));
+  for (const auto& n : names)
+    holders.insert(test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n)).value_or(-1));
   ASSERT_EQ(holders.size(), 1u) << "the four leases were expected on one shared connection";
   test::kill_connection(*raw, *holders.begin());
   for (std::size_t i = 0; i < leases.size(); ++i)

@@ -5,7 +5,8 @@
 // shares one backend (one pool) per scheme between the threads, as an application would;
 // DLOCK_BENCH_PER_THREAD=1 gives each thread its own backend instead.
 //   eval "$(compose/native/dlock-servers env)"
-//   taskset -c 1 build/backends/postgres/postgres_bench --benchmark_repetitions=10 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   taskset -c 1 build/backends/postgres/postgres_bench --benchmark_repetitions=10
+//   --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 // Round trips per acquire + release (both sides; counted with strace -f -c: sendto per cycle):
 // index 1+1, forupdate 2+1 (BEGIN, locking UPDATE; COMMIT), version 2+1 (read, conditional
 // UPDATE; UPDATE), advisory 1+1; plus one PQprepare per statement text and connection, once.
@@ -18,13 +19,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "advisory_grant.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/held_leases_cpu.hpp"
-#include "advisory_grant.hpp"
 #include "pg_connection.hpp"
-#include "raw_pg_session.hpp"
 #include "pg_sql.hpp"
+#include "raw_pg_session.hpp"
 
 namespace {
 
@@ -44,7 +45,8 @@ struct raw_conn : dlock::pg::bench::raw_pg_session {
 };
 
 std::string name_for(const benchmark::State& s, const char* what) {
-  return std::string("bench-") + what + "-" + std::to_string(s.thread_index()) + "-" + dlock::spi::random_token().substr(0, 6);
+  return std::string("bench-") + what + "-" + std::to_string(s.thread_index()) + "-" +
+         dlock::spi::random_token().substr(0, 6);
 }
 
 const dlock::sql::table_ref table_index{"", "bench_index"}, table_forupdate{"", "bench_forupdate"},
@@ -157,7 +159,7 @@ void BM_raw_advisory_granting_statement(benchmark::State& state, bool with_probe
   }
 }
 
-// --- Scaling (issue 12; the lead's `--scaling` table reads these names) ---------------------
+// --- Scaling (tools/bench/scaling's table reads these names) ---------------------
 // One iteration = one uncontended acquire + release, each thread on its own name. raw: the
 // minimal commands of the strategy on one libpq connection per thread; dlock: ONE backend for all
 // threads (dlock::open once, as a service would) and a lock object per thread.
@@ -174,12 +176,14 @@ void BM_scaling_raw_index(benchmark::State& state) {
       " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, hold_count = 1,"
       " expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence"
       " WHERE l.expires_at <= clock_timestamp() RETURNING l.fence";
-  const std::string release = "DELETE FROM bench_index WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()";
+  const std::string release =
+      "DELETE FROM bench_index WHERE name = $1 AND owner = $2 AND expires_at > clock_timestamp()";
   const std::string name = name_for(state, "scaling-raw-index"), owner = dlock::spi::default_owner_id();
   c.exec(acquire, {dlock::sql::bytes{name}, owner, std::int64_t{30000}});  // untimed: prepares both
   c.exec(release, {dlock::sql::bytes{name}, owner});
   for (auto _ : state) {
-    if (c.exec(acquire, {dlock::sql::bytes{name}, owner, std::int64_t{30000}}).empty()) state.SkipWithError("contended");
+    if (c.exec(acquire, {dlock::sql::bytes{name}, owner, std::int64_t{30000}}).empty())
+      state.SkipWithError("contended");
     c.exec(release, {dlock::sql::bytes{name}, owner});
   }
 }
@@ -238,7 +242,13 @@ DLOCK_PG_BENCH(BM_raw_advisory);
 DLOCK_PG_BENCH(BM_dlock_advisory);
 BENCHMARK_CAPTURE(BM_raw_advisory_granting_statement, before_the_rule, false)->Apply(configure);
 BENCHMARK_CAPTURE(BM_raw_advisory_granting_statement, with_the_probe, true)->Apply(configure);
-BENCHMARK(BM_held_leases_cpu)->Name("held leases CPU/postgres+index")->Arg(3000)->Arg(30000)->Iterations(1)->UseRealTime()->Unit(benchmark::kSecond);
+BENCHMARK(BM_held_leases_cpu)
+    ->Name("held leases CPU/postgres+index")
+    ->Arg(3000)
+    ->Arg(30000)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
 
 void scaling(benchmark::internal::Benchmark* b) {
   b->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();

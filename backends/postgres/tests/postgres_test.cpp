@@ -13,13 +13,13 @@
 #include <set>
 #include <thread>
 
+#include "batched_renewal.hpp"
+#include "deadline_faults.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
-#include "batched_renewal.hpp"
-#include "deadline_faults.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
@@ -37,8 +37,8 @@ using dlock::testing::fires_within;
 
 // postgres://... -> <scheme>://...?<query>
 std::string uri_for(const std::string& scheme, const std::string& query = "") {
-  return dlock::testing::with_query(dlock::testing::with_scheme(dlock::testing::server_uri("DLOCK_POSTGRES_URI"), scheme),
-                                    query);
+  return dlock::testing::with_query(
+      dlock::testing::with_scheme(dlock::testing::server_uri("DLOCK_POSTGRES_URI"), scheme), query);
 }
 
 using dlock::testing::unique_name;
@@ -146,7 +146,8 @@ TEST_P(each_scheme, open_is_bounded_by_connect_timeout) {
   dlock::testing::tcp_proxy proxy("127.0.0.1", dlock::uri::parse(uri_for(GetParam())).hosts().front().port_or(5432));
   proxy.partition();
   const auto start = std::chrono::steady_clock::now();
-  EXPECT_THROW((void)dlock::open(dlock::sql_testing::through(uri_for(GetParam(), "connect_timeout=1500ms"), proxy)), dlock::error);
+  EXPECT_THROW((void)dlock::open(dlock::sql_testing::through(uri_for(GetParam(), "connect_timeout=1500ms"), proxy)),
+               dlock::error);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, 1400ms);
   EXPECT_LE(took, 3500ms) << "open waited past connect_timeout";
@@ -203,7 +204,8 @@ TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
   }
   EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
   std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
-            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count() << " ms after the cut (ttl 3s)\n";
+            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count()
+            << " ms after the cut (ttl 3s)\n";
   std::error_code ec;
   held.release(ec);
   EXPECT_EQ(ec, dlock::errc::not_owner);
@@ -214,9 +216,9 @@ TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
 // signals (then a pool's idle check sees the closed sockets and reconnects).
 bool terminate_sessions_of(const std::string& uri, const std::string& app) {
   auto admin = probe::connect(uri);
-  const std::string ours =
-      " FROM pg_stat_activity WHERE application_name = '" + app + "' AND datname = current_database()"
-                                                                  " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+  const std::string ours = " FROM pg_stat_activity WHERE application_name = '" + app +
+                           "' AND datname = current_database()"
+                           " AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
   probe::exec(admin.get(), "SELECT pg_terminate_backend(pid)" + ours);
   return eventually([&] { return probe::exec(admin.get(), "SELECT 1" + ours).rows.empty(); }, 10s);
 }
@@ -268,8 +270,8 @@ TEST_P(fencing_scheme, tokens_strictly_increase_across_a_session_kill_and_a_serv
   // 1. The holder's sessions killed on the server while it holds the lock.
   ASSERT_TRUE(terminate_sessions_of(uri_for(GetParam()), app)) << "our sessions outlived pg_terminate_backend";
   dlock::sql::testing::expect_tokens_rise_after_a_kill_and_a_restart(
-      name, *first.fencing_token(), [&] { return dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false")); }, "postgres",
-      "session kill");
+      name, *first.fencing_token(), [&] { return dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false")); },
+      "postgres", "session kill");
 }
 INSTANTIATE_TEST_SUITE_P(pg, fencing_scheme, ::testing::ValuesIn(all_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
@@ -456,7 +458,10 @@ TEST(index_pool, sixteen_concurrent_statements_reuse_their_sixteen_sessions) {
   auto admin = probe::connect(uri_for("postgres+index"));
   auto sessions = [&](const char* extra) {
     std::set<std::string> pids;
-    for (auto& r : probe::exec(admin.get(), std::string("SELECT pid::text FROM pg_stat_activity WHERE application_name = $1") + extra, {app}).rows)
+    for (auto& r :
+         probe::exec(admin.get(),
+                     std::string("SELECT pid::text FROM pg_stat_activity WHERE application_name = $1") + extra, {app})
+             .rows)
       pids.insert(*r[0]);
     return pids;
   };
@@ -490,8 +495,9 @@ TEST(index, watchdog_renews_leases_due_together_in_one_statement) {
         *be, scheme == "postgres+index", [&](const std::string& deleted, const std::string& stolen) {
           probe::exec(admin.get(), "DELETE FROM " + table + " WHERE name = $1", {bytes{deleted}});
           probe::exec(admin.get(),
-                      "UPDATE " + table + " SET owner = 'another-owner', expires_at = clock_timestamp() + interval '1 minute'"
-                                          " WHERE name = $1",
+                      "UPDATE " + table +
+                          " SET owner = 'another-owner', expires_at = clock_timestamp() + interval '1 minute'"
+                          " WHERE name = $1",
                       {bytes{stolen}});
         });
     probe::exec(admin.get(), "DROP TABLE " + table);
@@ -501,7 +507,8 @@ TEST(index, watchdog_renews_leases_due_together_in_one_statement) {
 // ---- fair=true (postgres+index): the waiters table grants in arrival order.
 std::int64_t queued(const std::string& name) {
   auto c = probe::connect(uri_for("postgres+index"));
-  auto r = probe::exec(c.get(), "SELECT count(*) FROM dlock_index_waiters WHERE name = $1 AND expires_at > clock_timestamp()",
+  auto r = probe::exec(c.get(),
+                       "SELECT count(*) FROM dlock_index_waiters WHERE name = $1 AND expires_at > clock_timestamp()",
                        {dlock::sql::bytes{name}});
   return std::stoll(r.rows.at(0).at(0).value());
 }
@@ -607,7 +614,7 @@ TEST(pool, holders_share_and_a_waiter_beyond_the_bound_waits_its_deadline_then_n
   EXPECT_TRUE(waiter.get()) << "the waiter never got the lock once its session came and the holder left";
 }
 
-// Issue 12: 128 concurrent holders on few server sessions. Each thread holds a distinct name at
+// 128 concurrent holders on few server sessions. Each thread holds a distinct name at
 // the same time as all the others; the sessions of this backend (by its application_name) stay
 // within the shared bound (the default max_dedicated=32: 16 shared sessions).
 TEST(advisory, many_concurrent_holders_share_at_most_16_server_sessions) {
@@ -619,10 +626,10 @@ TEST(advisory, many_concurrent_holders_share_at_most_16_server_sessions) {
   int sessions = 0, held_on_server = 0;
   const auto held = dlock::sql::testing::hold_all_at_once(*be, names, [&] {
     auto admin = probe::connect(uri_for("postgres+advisory"));
-    sessions = std::stoi(*probe::exec(admin.get(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" +
-                                                       app + "'")
-                              .rows.at(0)
-                              .at(0));
+    sessions = std::stoi(
+        *probe::exec(admin.get(), "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + app + "'")
+             .rows.at(0)
+             .at(0));
     for (const auto& n : names) held_on_server += probe::held_on_server(uri_for("postgres+advisory"), n) ? 1 : 0;
   });
   EXPECT_EQ(held.granted, holders) << held.failed << " holders failed";
@@ -672,9 +679,10 @@ TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
     ASSERT_TRUE(leases.back());
   }
   auto admin = probe::connect(uri_for("postgres+advisory"));
-  const auto sessions = probe::exec(admin.get(), "SELECT count(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND pid IN"
-                                                 " (SELECT pid FROM pg_stat_activity WHERE application_name = '" +
-                                                     app + "')");
+  const auto sessions =
+      probe::exec(admin.get(), "SELECT count(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND pid IN"
+                               " (SELECT pid FROM pg_stat_activity WHERE application_name = '" +
+                                   app + "')");
   ASSERT_EQ(sessions.rows.at(0).at(0), "1") << "the four leases were expected on one shared session";
   ASSERT_TRUE(terminate_sessions_of(uri_for("postgres+advisory"), app));
   for (std::size_t i = 0; i < leases.size(); ++i)
@@ -711,7 +719,8 @@ TEST(open, unknown_database_and_unreachable_server) {
   EXPECT_FALSE(be);
   EXPECT_EQ(ec, dlock::errc::backend_error);
   EXPECT_NE(dlock::last_error_message().find("no_such_db"), std::string::npos) << dlock::last_error_message();
-  be = dlock::default_registry().open("postgres+index://dlock:dlock-secret@127.0.0.1:1/dlock?connect_timeout=2s", {}, ec);
+  be = dlock::default_registry().open("postgres+index://dlock:dlock-secret@127.0.0.1:1/dlock?connect_timeout=2s", {},
+                                      ec);
   EXPECT_FALSE(be);
   EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
   EXPECT_EQ(dlock::last_error_message().find("dlock-secret"), std::string::npos);
@@ -730,8 +739,10 @@ class schema_race : public ::testing::TestWithParam<std::string> {};
 TEST_P(schema_race, creation_races_from_several_processes) {
   const auto suffix = dlock::spi::random_token().substr(0, 10);
   const auto scheme = GetParam().substr(0, GetParam().find('?'));
-  const auto extra = GetParam().find('?') == std::string::npos ? std::string() : "&" + GetParam().substr(GetParam().find('?') + 1);
-  const auto uri = uri_for(scheme, "schema=race_" + suffix + "&table=locks_" + suffix + "&ttl=10s&poll=1ms..20ms" + extra);
+  const auto extra =
+      GetParam().find('?') == std::string::npos ? std::string() : "&" + GetParam().substr(GetParam().find('?') + 1);
+  const auto uri =
+      uri_for(scheme, "schema=race_" + suffix + "&table=locks_" + suffix + "&ttl=10s&poll=1ms..20ms" + extra);
   dlock::sql::testing::expect_schema_race(uri, unique_name("race"));
   auto admin = probe::connect(uri);
   probe::exec(admin.get(), "DROP SCHEMA \"race_" + suffix + "\" CASCADE");
@@ -760,17 +771,21 @@ TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
   const auto p = unique_name("sw");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
-              "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence) VALUES"
-                                       " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
-                                       " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
-                                       " ($3, 'tool-a', 1, '2000-01-01', 3),"
-                                       " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
+              "INSERT INTO " + table +
+                  " (name, owner, hold_count, expires_at, fence) VALUES"
+                  " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
+                  " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
+                  " ($3, 'tool-a', 1, '2000-01-01', 3),"
+                  " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
               {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}, bytes{p + "-live-other"}});
   auto ours = be->make_lock(p + "-ours")->try_acquire();
   ASSERT_TRUE(ours);
   EXPECT_EQ(be->sweep_expired(), 3u);
-  EXPECT_EQ(count_where(admin.get(), table, "name IN ($1, $2, $3)", {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}}), 0);
-  EXPECT_EQ(count_where(admin.get(), table, "name = $1", {bytes{p + "-live-other"}}), 1) << "another owner's live row was swept";
+  EXPECT_EQ(count_where(admin.get(), table, "name IN ($1, $2, $3)",
+                        {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}}),
+            0);
+  EXPECT_EQ(count_where(admin.get(), table, "name = $1", {bytes{p + "-live-other"}}), 1)
+      << "another owner's live row was swept";
   EXPECT_EQ(count_where(admin.get(), table, "name = $1", {bytes{p + "-ours"}}), 1) << "our live row was swept";
   EXPECT_EQ(be->sweep_expired(), 0u);
   EXPECT_FALSE(be->make_lock(p + "-live-other")->try_acquire()) << "the live row still excludes";
@@ -786,14 +801,16 @@ TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
   const auto p = unique_name("swf");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
-              "INSERT INTO " + table + "_waiters (name, owner, expires_at) VALUES"
-                                       " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
-                                       " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
-                                       " ($1, 'alive', clock_timestamp() + interval '1 hour')",
+              "INSERT INTO " + table +
+                  "_waiters (name, owner, expires_at) VALUES"
+                  " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
+                  " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
+                  " ($1, 'alive', clock_timestamp() + interval '1 hour')",
               {bytes{p}});
   probe::exec(admin.get(),
-              "INSERT INTO " + table + " (name, owner, hold_count, expires_at, fence)"
-                                       " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
+              "INSERT INTO " + table +
+                  " (name, owner, hold_count, expires_at, fence)"
+                  " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
               {bytes{p + "-old"}});
   EXPECT_EQ(be->sweep_expired(), 3u) << "1 expired lock row + 2 dead waiters";
   EXPECT_EQ(count_where(admin.get(), table + "_waiters", "name = $1", {bytes{p}}), 1);
@@ -809,9 +826,10 @@ TEST(sweep, version_frees_expired_grants_but_keeps_rows_and_versions) {
   const auto p = unique_name("swv");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
-              "INSERT INTO " + table + " (name, owner, version, expires_at) VALUES"
-                                       " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
-                                       " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
+              "INSERT INTO " + table +
+                  " (name, owner, version, expires_at) VALUES"
+                  " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
+                  " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
               {bytes{p + "-expired"}, bytes{p + "-live"}, bytes{p + "-free"}});
   EXPECT_EQ(be->sweep_expired(), 1u);
   EXPECT_EQ(count_where(admin.get(), table, "name = $1 AND owner IS NULL AND version = 7", {bytes{p + "-expired"}}), 1);

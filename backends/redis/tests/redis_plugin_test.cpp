@@ -1,4 +1,4 @@
-// The redis family as a run-time module: libdlock_redis.so registers four schemes (and the four
+// The redis family as a run-time module: libdlock_redis.so registers ten schemes (and the four
 // unsafe ones), and a registry without builtins finds each of them, including those with no file of
 // their own name
 // (libdlock_redlock.so does not exist): open() then loads the plugin folder's modules and looks again.
@@ -22,10 +22,10 @@ TEST(RedisPlugin, EverySchemeOfTheModuleIsFoundWithoutAFileOfItsName) {
   // wait_after_restart=false: the servers may have just been restarted by the fault tests.
   auto backend = plugins.open(redlock + "?wait_after_restart=false");
   ASSERT_TRUE(backend);
-  for (const char* scheme : {"redis", "redis+reentrant", "redis+fair", "redlock", "redis+sentinel",
-                             "redis+reentrant+sentinel", "redis+fair+sentinel", "redis+cluster",
-                             "redis+reentrant+cluster", "redis+fair+cluster", "redis+unsafe-setnx-expire",
-                             "redis+unsafe-getset", "redis+unsafe-del", "redis+unsafe-incr"})
+  for (const char* scheme :
+       {"redis", "redis+reentrant", "redis+fair", "redlock", "redis+sentinel", "redis+reentrant+sentinel",
+        "redis+fair+sentinel", "redis+cluster", "redis+reentrant+cluster", "redis+fair+cluster",
+        "redis+unsafe-setnx-expire", "redis+unsafe-getset", "redis+unsafe-del", "redis+unsafe-incr"})
     EXPECT_TRUE(plugins.contains(scheme)) << scheme << " was not registered by loading libdlock_redis.so";
   EXPECT_TRUE(backend->make_lock("plugin-redlock")->try_acquire());
   auto fair = plugins.open("redis+fair" + redis.substr(redis.find("://")) + "?wait_after_restart=false");

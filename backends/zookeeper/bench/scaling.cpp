@@ -1,4 +1,4 @@
-// The scaling convention (issue 12): one uncontended acquire+release per iteration, each thread on
+// The scaling convention: one uncontended acquire+release per iteration, each thread on
 // names of its own, at 1/8/32/128 threads.
 //   scaling/zookeeper/raw: the raw C client, one session per thread, the minimal requests of the
 //     recipe: create ephemeral sequential, get_children (first? yes), delete.
@@ -82,5 +82,17 @@ void scaling_dlock(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(scaling_raw)->Name("scaling/zookeeper/raw")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
-BENCHMARK(scaling_dlock)->Name("scaling/zookeeper/dlock")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
-BENCHMARK(raw_one_session)->Name("raw_one_session/zookeeper")->Threads(1)->Threads(8)->Threads(32)->Threads(128)->UseRealTime();
+BENCHMARK(scaling_dlock)
+    ->Name("scaling/zookeeper/dlock")
+    ->Threads(1)
+    ->Threads(8)
+    ->Threads(32)
+    ->Threads(128)
+    ->UseRealTime();
+BENCHMARK(raw_one_session)
+    ->Name("raw_one_session/zookeeper")
+    ->Threads(1)
+    ->Threads(8)
+    ->Threads(32)
+    ->Threads(128)
+    ->UseRealTime();
