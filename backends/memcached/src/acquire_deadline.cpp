@@ -3,20 +3,6 @@
 #include <algorithm>
 
 namespace dlock::memcached {
-namespace {
-thread_local steady_clock::time_point thread_deadline = steady_clock::time_point::max();
-}
-
-deadline_scope::deadline_scope(steady_clock::time_point deadline) noexcept : previous_(thread_deadline) {
-  thread_deadline = std::min(previous_, deadline);
-}
-deadline_scope::~deadline_scope() { thread_deadline = previous_; }
-
-steady_clock::time_point io_deadline() noexcept {
-  const auto d = thread_deadline;
-  if (d >= steady_clock::time_point::max() - deadline_grace) return steady_clock::time_point::max();
-  return d + deadline_grace;
-}
 
 io_bound::io_bound(memcached_st* m, std::chrono::milliseconds connect_timeout,
                    std::chrono::milliseconds io_timeout) noexcept

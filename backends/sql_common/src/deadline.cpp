@@ -12,8 +12,6 @@
 namespace dlock::sql {
 namespace {
 
-thread_local steady_clock::time_point thread_deadline = steady_clock::time_point::max();
-
 // Armed sockets by the time they are due. Shutting one down happens under the mutex, so once
 // disarm returns the fd is never touched again (its connection may close it and the number be
 // reused at once).
@@ -95,19 +93,6 @@ class socket_cutter {
 };
 
 }  // namespace
-
-deadline_scope::deadline_scope(steady_clock::time_point deadline) noexcept : previous_(thread_deadline) {
-  thread_deadline = std::min(previous_, deadline);
-}
-deadline_scope::~deadline_scope() { thread_deadline = previous_; }
-
-steady_clock::time_point current_deadline() noexcept { return thread_deadline; }
-
-steady_clock::time_point io_deadline() noexcept {
-  const auto d = thread_deadline;
-  if (d >= steady_clock::time_point::max() - deadline_grace) return steady_clock::time_point::max();
-  return d + deadline_grace;
-}
 
 socket_guard::socket_guard(int fd) noexcept {
   const auto until = io_deadline();
