@@ -17,7 +17,7 @@ ok() { echo "ok: $*"; }
 
 "$dlock" compare --speed-duration 0 >"$work/out" 2>"$work/err"
 rc=$?
-[[ $rc == 64 ]] && ok "--speed-duration 0: exit 64" || fail "--speed-duration 0: exit $rc, expected 64"
+if [[ $rc == 64 ]]; then ok "--speed-duration 0: exit 64"; else fail "--speed-duration 0: exit $rc, expected 64"; fi
 grep -q "speed-duration" "$work/err" || fail "the bad option is not named: $(cat "$work/err")"
 
 start=$(date +%s)
@@ -26,12 +26,12 @@ start=$(date +%s)
 rc=$?
 echo "memory,file x healthy, with speed: $(($(date +%s) - start)) s"
 cat "$work/out"
-[[ $rc == 0 ]] && ok "the run completed" || { fail "the run exited $rc"; cat "$work/err"; }
+if [[ $rc == 0 ]]; then ok "the run completed"; else fail "the run exited $rc"; cat "$work/err"; fi
 grep -q "speed on file" "$work/err" || fail "no progress line for the speed phase: $(cat "$work/err")"
 grep -q "^memory .*/s" "$work/out" || fail "the text has no speed row for memory"
 grep -q "CPU placement: client threads on CPUs" "$work/out" || fail "the text does not state the CPU placement"
 
-python3 - "$work/report.html" "$work/report.json" <<'PY' || failures=$((failures + 1))
+if python3 - "$work/report.html" "$work/report.json" <<'PY'; then
 import html.parser, json, re, sys
 import xml.etree.ElementTree as ET
 
@@ -116,18 +116,24 @@ for p in problems:
     print("FAIL:", p)
 sys.exit(1 if problems else 0)
 PY
-[[ $? == 0 ]] && ok "the page is well-formed and self-contained, every cell coloured; the JSON has the speed"
+  ok "the page is well-formed and self-contained, every cell coloured; the JSON has the speed"
+else
+  failures=$((failures + 1))
+fi
 
 "$dlock" compare --backends memory --faults healthy --duration 1s --no-speed --html "$work/nospeed.html" \
   --json "$work/nospeed.json" >"$work/out" 2>"$work/err"
 rc=$?
-[[ $rc == 0 ]] && ok "--no-speed: the run completed" || { fail "--no-speed: exit $rc"; cat "$work/err"; }
+if [[ $rc == 0 ]]; then ok "--no-speed: the run completed"; else fail "--no-speed: exit $rc"; cat "$work/err"; fi
 grep -q "speed on" "$work/err" && fail "--no-speed still measured: $(cat "$work/err")"
 grep -q "cycles/s" "$work/out" && fail "--no-speed still printed a speed table"
-python3 -c '
+if python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-sys.exit(0 if "speed" in r and r["speed"] is None else 1)' "$work/nospeed.json" \
-  && ok "--no-speed: JSON speed is null" || fail "--no-speed: JSON speed is not null"
+sys.exit(0 if "speed" in r and r["speed"] is None else 1)' "$work/nospeed.json"; then
+  ok "--no-speed: JSON speed is null"
+else
+  fail "--no-speed: JSON speed is not null"
+fi
 grep -q "Not measured in this run (--no-speed)" "$work/nospeed.html" || fail "--no-speed: the page does not say the speed was skipped"
 exit $((failures > 0))

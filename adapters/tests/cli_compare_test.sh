@@ -84,9 +84,10 @@ if [[ $mode == local ]]; then
     echo "not checked here: the unset and unreachable server steps (the redis backend is not built)"
   else
   # Unset: reported in its row (and nothing to run, so this is quick).
-  env -u DLOCK_REDIS_URI "$dlock" compare --backends redis --faults healthy,holder-kill --json "$work/unset.json" \
-    >"$work/out" 2>"$work/err"
-  [[ $? == 0 ]] || fail "a run with only unset variables did not exit 0: $(cat "$work/err")"
+  if ! env -u DLOCK_REDIS_URI "$dlock" compare --backends redis --faults healthy,holder-kill --json "$work/unset.json" \
+    >"$work/out" 2>"$work/err"; then
+    fail "a run with only unset variables did not exit 0: $(cat "$work/err")"
+  fi
   check_json "$work/unset.json" '
 for s in ("healthy", "holder-kill"):
     c = cells.get(("redis", s))
@@ -98,7 +99,7 @@ for s in ("healthy", "holder-kill"):
   DLOCK_REDIS_URI=redis://dlock:pw-sekrit@127.0.0.1:1 "$dlock" compare --backends memory,redis --faults healthy \
     >"$work/out" 2>"$work/err"
   rc=$?
-  [[ $rc == 69 ]] && ok "unreachable server: exit 69" || fail "unreachable server: exit $rc, expected 69: $(cat "$work/err")"
+  if [[ $rc == 69 ]]; then ok "unreachable server: exit 69"; else fail "unreachable server: exit $rc, expected 69: $(cat "$work/err")"; fi
   grep -q "healthy on memory" "$work/err" && fail "a cell ran before the unreachable server was found"
   grep -q "redis is unreachable" "$work/err" || fail "the unreachable backend is not named: $(cat "$work/err")"
   grep -q "pw-sekrit" "$work/out" "$work/err" && fail "the password was printed"
@@ -115,9 +116,12 @@ for s in ("healthy", "holder-kill"):
   rc=$?
   [[ $rc == 0 ]] || { fail "every scheme x every fault, servers unset: exit $rc"; cat "$work/err"; }
   widest=$(awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }' "$work/out")
-  [[ $widest -le 160 ]] && ok "every fault x ${schemes//,/ }: the output is $widest columns wide" ||
-    { fail "the output is $widest columns wide, over 160"; cat "$work/out"; }
-  python3 - "$work/out" "$schemes" <<'PY' || failures=$((failures + 1))
+  if [[ $widest -le 160 ]]; then
+    ok "every fault x ${schemes//,/ }: the output is $widest columns wide"
+  else
+    fail "the output is $widest columns wide, over 160"; cat "$work/out"
+  fi
+  if python3 - "$work/out" "$schemes" <<'PY'; then
 import sys
 lines = open(sys.argv[1]).read().splitlines()
 schemes = sys.argv[2].split(",")
@@ -138,7 +142,10 @@ for p in problems:
     print("FAIL:", p)
 sys.exit(1 if problems else 0)
 PY
-  [[ $? == 0 ]] && ok "one short verdict per cell, '-' where not run"
+    ok "one short verdict per cell, '-' where not run"
+  else
+    failures=$((failures + 1))
+  fi
 
   start=$(date +%s)
   "$dlock" compare --backends memory,file --faults healthy,holder-pause --duration 2s --clients 3 --no-speed \
@@ -146,7 +153,7 @@ PY
   rc=$?
   echo "memory,file x healthy,holder-pause: $(($(date +%s) - start)) s"
   cat "$work/out"
-  [[ $rc == 0 ]] && ok "the run completed" || { fail "the run exited $rc"; cat "$work/err"; }
+  if [[ $rc == 0 ]]; then ok "the run completed"; else fail "the run exited $rc"; cat "$work/err"; fi
   grep -q "holder-pause on file" "$work/err" || fail "no progress line on stderr"
   check_json "$work/report.json" '
 expect(report["ttl_ms"] == 1000 and report["clients"] == 3, f"run settings: {report}")
@@ -160,20 +167,20 @@ expect(c is not None and not c["ran"] and c["observation"].startswith("not run: 
 if not problems:
     m = cells[("memory", "healthy")]
     expect(m["check"]["overlaps"] == 0 and m["check"]["counts"]["grants"] > 10,
-           f"memory:// with its clients threads of one process: {m['check']}")
-    expect(m["verdict"] == "safe" and m["verdict_kind"] == "safe", f"memory healthy: {m['verdict']}")
+           "memory:// with its clients threads of one process: {}".format(m["check"]))
+    expect(m["verdict"] == "safe" and m["verdict_kind"] == "safe", "memory healthy: {}".format(m["verdict"]))
     for s in ("healthy", "holder-pause"):
         expect(cells[("file", s)]["check"]["overlaps"] == 0, f"file:// overlapped in {s}")
     seen = cells[("file", "healthy")]
-    expect(seen["observation"] == "ok" and seen["verdict"] == "safe", f"file healthy: {seen['observation']}, {seen['verdict']}")
+    expect(seen["observation"] == "ok" and seen["verdict"] == "safe", "file healthy: {}, {}".format(seen["observation"], seen["verdict"]))
     paused = cells[("file", "holder-pause")]
     expect(paused["victim"] is not None, "no file:// holder was paused")
     # file:// keeps the lock with its paused holder: nobody is granted for the 2.5-ttl pause.
     expect(paused["verdict_kind"] == "unavailable" and paused["unavailable_for_ms"] >= 2400,
-           f"file holder-pause: {paused['verdict']}")
+           "file holder-pause: {}".format(paused["verdict"]))
 rows = {r["backend"]: r for r in report["backends"]}
-expect(rows["memory"]["worst"] == "safe" and rows["memory"]["counts"]["not_run"] == 1, f"memory row: {rows['memory']}")
-expect(rows["file"]["worst"] == "unavailable", f"file row: {rows['file']}")
+expect(rows["memory"]["worst"] == "safe" and rows["memory"]["counts"]["not_run"] == 1, "memory row: {}".format(rows["memory"]))
+expect(rows["file"]["worst"] == "unavailable", "file row: {}".format(rows["file"]))
 ' "$fence_python" && ok "the JSON has every cell and verdict; memory runs in one process, safe; file unavailable while paused"
   for row in "| memory | safe (1 safe, 1 not run) | **safe** |" "| file | unavailable (1 safe, 1 unavailable) | **safe** |"; do
     grep -qF "$row" "$work/report.md" || fail "the Markdown table has no row '$row'"
@@ -187,7 +194,7 @@ elif [[ $mode == redis ]]; then
   rc=$?
   echo "redis,redis+unsafe-del x holder-pause: $(($(date +%s) - start)) s"
   cat "$work/out"
-  [[ $rc == 0 ]] && ok "the run completed" || { fail "the run exited $rc"; cat "$work/err"; }
+  if [[ $rc == 0 ]]; then ok "the run completed"; else fail "the run exited $rc"; cat "$work/err"; fi
   check_json "$work/report.json" '
 for b in ("redis", "redis+unsafe-del"):
     c = cells.get((b, "holder-pause"))
@@ -207,7 +214,11 @@ for b in ("redis", "redis+unsafe-del"):
     --log "$work/kleppmann.log" --json "$work/kleppmann.json" >"$work/out" 2>"$work/err"
   rc=$?
   cat "$work/out"
-  [[ $rc == 0 ]] && ok "the pause-before-write run completed" || { fail "the pause-before-write run exited $rc"; cat "$work/err"; }
+  if [[ $rc == 0 ]]; then
+    ok "the pause-before-write run completed"
+  else
+    fail "the pause-before-write run exited $rc"; cat "$work/err"
+  fi
   check_json "$work/kleppmann.json" '
 c = cells.get(("redis", "pause-before-write"))
 expect(c is not None and c["ran"] and c["victim"] is not None, f"redis: the first holder did not stop itself: {c}")
@@ -235,9 +246,11 @@ expect(named == sys.argv[1].replace(".json", ".log"), f"the report names {named}
   # report names; never between the progress lines on stderr.
   grep -q "lease on lock" "$work/err" && fail "a worker's lease line reached stderr: $(grep -m1 'lease on lock' "$work/err")"
   grep -q "pause-before-write on redis" "$work/err" || fail "no progress line on stderr: $(cat "$work/err")"
-  grep -q "^\[redis x pause-before-write\] dlock: lease on lock" "$work/kleppmann.log" &&
-    ok "the workers' lease lines are in the --log file, after their cell" ||
+  if grep -q "^\[redis x pause-before-write\] dlock: lease on lock" "$work/kleppmann.log"; then
+    ok "the workers' lease lines are in the --log file, after their cell"
+  else
     fail "no lease line of the resumed redis holder in the log: $(head -3 "$work/kleppmann.log")"
+  fi
   grep -qF "$work/kleppmann.log" "$work/out" || fail "the terminal's report does not name the log"
   grep -qF "dlock compare: the workers' stderr" "$work/err" || fail "stderr does not name the workers' log"
 
@@ -252,7 +265,11 @@ expect(named == sys.argv[1].replace(".json", ".log"), f"the report names {named}
       --json "$work/restart.json" >"$work/out" 2>"$work/err"
     rc=$?
     cat "$work/out"
-    [[ $rc == 0 ]] && ok "the server-restart run completed" || { fail "the server-restart run exited $rc"; cat "$work/err"; }
+    if [[ $rc == 0 ]]; then
+      ok "the server-restart run completed"
+    else
+      fail "the server-restart run exited $rc"; cat "$work/err"
+    fi
     "$DLOCK_SERVERS" pid redis >/dev/null 2>&1 || { fail "redis is not running after the run"; "$DLOCK_SERVERS" start redis; }
     check_json "$work/restart.json" '
 c = cells.get(("redis", "server-restart"))

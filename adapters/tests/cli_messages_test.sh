@@ -46,7 +46,8 @@ says "no permit of semaphore '$name' (2 in all) is free; tried once (--wait 0)"
 never_says "timed out"
 expect 75 "a semaphore miss of 2 permits" -- "$dlock" run "$uri" "$name" --permits 2 --of 2 --wait 200ms -- true
 says "fewer than 2 of the 2 permits of semaphore '$name' are free; gave up after waiting 200ms"
-exec {HOLD[1]}>&-
+hold_in=${HOLD[1]}
+exec {hold_in}>&-
 wait "$holder"
 coproc HOLD { "$dlock" hold "$uri" "$name"; }
 holder=$HOLD_PID
@@ -55,7 +56,8 @@ expect 75 "a mutex miss with --wait 0" -- "$dlock" run "$uri" "$name" --wait 0 -
 says "lock '$name' is held by someone else"
 says "tried once (--wait 0)"
 never_says "timed out waiting"
-exec {HOLD[1]}>&-
+hold_in=${HOLD[1]}
+exec {hold_in}>&-
 wait "$holder"
 
 # --ttl where a grant's ttl is set by something else: refused, naming it, before connecting.

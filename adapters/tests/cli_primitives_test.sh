@@ -12,6 +12,7 @@ set -u
 dlock=$1
 work=$(mktemp -d)
 uri=${2:-"file://$work/locks"}
+# shellcheck disable=SC2154  # p is the trap's own loop variable
 trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -51,7 +52,9 @@ expect 64 "--shared with --write" -- "$dlock" run memory:// "$name" --shared --w
 says "--shared and --write are the two sides of one reader-writer lock"
 expect 64 "a usage error wins over an unreachable server" -- "$dlock" run "$down" "$name" --permits 3 --of 2 -- true
 expect 0 "run --help documents --shared" -- "$dlock" run --help
-grep -q -- "--shared" "$work/out" && grep -q -- "--permits N --of M" "$work/out" || fail "run --help lacks the new options"
+if ! { grep -q -- "--shared" "$work/out" && grep -q -- "--permits N --of M" "$work/out"; }; then
+  fail "run --help lacks the new options"
+fi
 expect 0 "dlock --help documents them" -- "$dlock" --help
 grep -q -- "--shared | --write | --permits N --of M" "$work/out" || fail "dlock --help lacks the new options"
 
@@ -84,6 +87,7 @@ grep -q "^| scheme | read-write lock capabilities | semaphore capabilities |" "$
 
 # ---- memory:// in one process: each form runs its command ----
 expect 0 "run --shared on memory://" -- "$dlock" run memory:// "$name" --shared -- true
+# shellcheck disable=SC2016  # $DLOCK_FENCING_TOKEN is the command's, set by dlock run
 expect 0 "run --write on memory:// passes the fencing token" -- \
   "$dlock" run memory:// "$name" --write -- sh -c 'test -n "$DLOCK_FENCING_TOKEN"'
 expect 3 "run --permits 2 --of 3 passes the status through" -- "$dlock" run memory:// "$name" --permits 2 --of 3 -- sh -c 'exit 3'
@@ -121,14 +125,20 @@ EOF
 round() {  # round DIR: the largest total any holder saw, and whether `reached` was made
   sort -n "$1"/seen.* | tail -1
 }
+seen_count() {  # seen_count DIR: how many holders ran to the end (wrote their seen.<pid>)
+  find "$1" -maxdepth 1 -name 'seen.*' | wc -l
+}
 
 # Two readers at once: each waits to see the other.
 mkdir "$work/shared"
 for _ in 1 2; do "$dlock" run "$uri" "rw-$name" --shared --wait 20s -- bash "$work/inside.sh" "$work/shared" 1 2 & done
 wait
-[[ $(ls "$work/shared"/seen.* | wc -l) -eq 2 ]] || fail "--shared: not both commands ran"
-[[ $(round "$work/shared") -eq 2 && -e $work/shared/reached ]] && echo "ok: two run --shared overlap" ||
+[[ $(seen_count "$work/shared") -eq 2 ]] || fail "--shared: not both commands ran"
+if [[ $(round "$work/shared") -eq 2 && -e $work/shared/reached ]]; then
+  echo "ok: two run --shared overlap"
+else
   fail "two run --shared never held the read side together (most seen: $(round "$work/shared"))"
+fi
 
 # Two writers and a reader: never two inside at once (each holds ~5 s waiting for a 2 that must not come).
 mkdir "$work/write"
@@ -136,9 +146,12 @@ mkdir "$work/write"
 "$dlock" run "$uri" "rw-$name" --write --wait 60s -- bash "$work/inside.sh" "$work/write" 1 2 &
 "$dlock" run "$uri" "rw-$name" --shared --wait 60s -- bash "$work/inside.sh" "$work/write" 1 2 &
 wait
-[[ $(ls "$work/write"/seen.* | wc -l) -eq 3 ]] || fail "--write: not all three commands ran"
-[[ $(round "$work/write") -eq 1 && ! -e $work/write/reached ]] && echo "ok: run --write excludes writers and readers" ||
+[[ $(seen_count "$work/write") -eq 3 ]] || fail "--write: not all three commands ran"
+if [[ $(round "$work/write") -eq 1 && ! -e $work/write/reached ]]; then
+  echo "ok: run --write excludes writers and readers"
+else
   fail "run --write overlapped another holder (most seen: $(round "$work/write"))"
+fi
 
 # Permits: two holders of 2 and two of 1 on a semaphore of 3: never more than 3 held, 3 reached.
 mkdir "$work/permits"
@@ -153,11 +166,14 @@ for _ in $(seq 200); do compgen -G "$work/permits/in.*" >/dev/null && break; sle
 permits_holder 1
 permits_holder 1
 wait
-[[ $(ls "$work/permits"/seen.* | wc -l) -eq 4 ]] || fail "--permits: not all four commands ran"
+[[ $(seen_count "$work/permits") -eq 4 ]] || fail "--permits: not all four commands ran"
 most=$(round "$work/permits")
 ((most <= 3)) || fail "--permits N --of 3 let $most permits in at once"
-[[ $most -eq 3 && -e $work/permits/reached ]] && echo "ok: --permits 2 --of 3 holders never exceed 3 permits and reach 3" ||
+if [[ $most -eq 3 && -e $work/permits/reached ]]; then
+  echo "ok: --permits 2 --of 3 holders never exceed 3 permits and reach 3"
+else
   fail "--of 3 never reached 3 permits at once (most seen: $most)"
+fi
 
 # Holders in other processes (`dlock hold`, stdin from a fifo: closing our end releases them).
 hold_in_background() {  # hold_in_background TAG ARGS...: starts `dlock hold ARGS`, waits for "acquired"

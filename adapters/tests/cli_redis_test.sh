@@ -23,6 +23,7 @@ command -v redis-cli >/dev/null || { echo "FAIL: redis-cli (the server's client)
 work=$(mktemp -d)
 pids=()
 redis_stopped=""
+# shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
   local p
   [[ -z $redis_stopped ]] || "$DLOCK_SERVERS" start redis >/dev/null  # never leave the server down
@@ -66,8 +67,8 @@ if appears "$work/deleted.pid"; then
   [[ $deleted == 1 ]] || fail "key deleted: redis-cli DEL $name answered '$deleted', expected 1 (is the key name still the lock name?)"
   if exits "$runner" 10; then
     wait "$runner"; st=$?
-    [[ $st -eq 70 ]] && ok "key deleted: exit 70" || { fail "key deleted: exit $st, expected 70"; cat "$work/err"; }
-    running "$gc" && fail "key deleted: the grandchild $gc still runs" || ok "key deleted: the grandchild is gone"
+    if [[ $st -eq 70 ]]; then ok "key deleted: exit 70"; else fail "key deleted: exit $st, expected 70"; cat "$work/err"; fi
+    if running "$gc"; then fail "key deleted: the grandchild $gc still runs"; else ok "key deleted: the grandchild is gone"; fi
   else
     fail "key deleted: dlock still runs 10 s later"
   fi
@@ -85,6 +86,7 @@ if appears "$work/killed.pid"; then
   kill -9 "$runner"
   wait "$runner" 2>/dev/null
   # The next holder's command looks for the grandchild the moment it starts.
+  # shellcheck disable=SC2016  # $1 is the inner sh's: the pid passed after "check"
   "$dlock" run "$uri" "$name" --wait 15s -- \
     sh -c '[ -r /proc/$1/status ] && ! grep -q "^State:[[:space:]]*Z" /proc/$1/status && exit 42; exit 0' check "$gc" \
     >"$work/out" 2>"$work/err"
@@ -102,12 +104,13 @@ fi
 # library's connection to Redis has no FD_CLOEXEC): a process holding a copy of a connection
 # keeps a connection-bound lock alive after dlock is gone.
 # Compared: the sockets the command holds, and those this script holds (and so passes on).
+# shellcheck disable=SC2016  # expanded where it runs: $$ is this shell here, the command's shell in dlock run
 list_sockets='for f in /proc/$$/fd/*; do readlink "$f"; done | grep "^socket:" | sort'
 eval "$list_sockets" >"$work/sockets-given"
 "$dlock" run "$uri" "$name" -- sh -c "$list_sockets" >"$work/sockets-run" 2>"$work/err" ||
   fail "sockets: dlock run failed"
 extra=$(comm -23 "$work/sockets-run" "$work/sockets-given" | tr '\n' ' ')
-[[ -z $extra ]] && ok "the command holds no socket of dlock's" || fail "the command holds dlock's sockets: $extra"
+if [[ -z $extra ]]; then ok "the command holds no socket of dlock's"; else fail "the command holds dlock's sockets: $extra"; fi
 
 # ---- the server is down when dlock starts and back within --wait: connecting is part of the
 # wait, so dlock gets the lock instead of exiting 69 at once. The restarted server grants nothing
@@ -123,8 +126,11 @@ sleep 1  # dlock tries to connect meanwhile (were it slower to start, the check 
 redis_stopped=""
 if exits "$runner" 30; then
   wait "$runner"; st=$?
-  [[ $st -eq 0 && -e $work/after-restart ]] && ok "server back within --wait: the command ran" ||
-    { fail "server back within --wait: exit $st, expected 0 and the command run"; cat "$work/err"; }
+  if [[ $st -eq 0 && -e $work/after-restart ]]; then
+    ok "server back within --wait: the command ran"
+  else
+    fail "server back within --wait: exit $st, expected 0 and the command run"; cat "$work/err"
+  fi
 else
   fail "server back within --wait: dlock still waits 30 s later"
 fi

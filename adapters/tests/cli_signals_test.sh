@@ -12,6 +12,7 @@ set -u
 dlock=$1
 work=$(mktemp -d)
 pids=()  # every process a check started, killed on exit even when a check failed
+# shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() {
   local p
   for p in "${pids[@]}" $(cat "$work"/*.pid 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
@@ -78,7 +79,7 @@ grandchild_check() {
 "$dlock" run "memory://?ttl=2s&watchdog=false" "$name" --grace 500ms -- sh "$work/grandchild.sh" "$work/lost" \
   >"$work/out" 2>"$work/err"
 st=$?
-[[ $st -eq 70 ]] && ok "lost lease: exit 70" || { fail "lost lease: exit $st, expected 70"; cat "$work/err"; }
+if [[ $st -eq 70 ]]; then ok "lost lease: exit 70"; else fail "lost lease: exit $st, expected 70"; cat "$work/err"; fi
 grandchild_check lost "lost lease"
 
 # ---- dlock is SIGKILLed while its command runs.
@@ -102,7 +103,7 @@ if appears "$work/term.pid"; then
   kill -TERM "$runner"
   if exits "$runner" 10; then
     wait "$runner"; st=$?
-    [[ $st -eq 143 ]] && ok "SIGTERM while running: exit 143" || fail "SIGTERM while running: exit $st, expected 143"
+    if [[ $st -eq 143 ]]; then ok "SIGTERM while running: exit 143"; else fail "SIGTERM while running: exit $st, expected 143"; fi
   else
     fail "SIGTERM while running: dlock still runs after 10 s"
   fi
@@ -134,7 +135,7 @@ waiting() {
     fail "$what: dlock still waits 10 s after the signal"; kill -9 "$waiter"; wait "$waiter" 2>/dev/null; return
   fi
   wait "$waiter"; local st=$?
-  [[ $st -eq $want ]] && ok "$what: exit $st" || fail "$what: exit $st, expected $want"
+  if [[ $st -eq $want ]]; then ok "$what: exit $st"; else fail "$what: exit $st, expected $want"; fi
   [[ ! -e $work/started ]] || fail "$what: the command was started"
   ! grep -q acquired "$work/out" || fail "$what: it acquired the lock"
   grep -q "while waiting for lock '$name'" "$work/err" || { fail "$what: no message saying so"; cat "$work/err"; }
@@ -143,7 +144,8 @@ waiting run INT 130
 waiting run TERM 143
 waiting hold INT 130
 waiting hold TERM 143
-exec {HOLD[1]}>&-  # closing stdin ends the holder
+hold_in=${HOLD[1]}
+exec {hold_in}>&-  # closing stdin ends the holder
 wait "$HOLD_PID"
 "$dlock" run "$uri" "$name" --wait 10s -- true || fail "the lock did not come free after the waiters gave up"
 

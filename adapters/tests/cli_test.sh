@@ -36,7 +36,8 @@ read -r -t 10 line <&"${HOLD[0]}"
 if [[ ${line:-} != acquired* ]]; then echo "FAIL: dlock hold printed '${line:-}'"; failures=$((failures + 1)); fi
 expect 75 "timeout while another dlock hold holds the lock" -- "$dlock" run "$uri" "$name" --wait 200ms -- true
 expect 75 "--wait 0 is one try" -- "$dlock" run "$uri" "$name" --wait 0 -- true
-exec {HOLD[1]}>&-   # closing stdin ends the holder
+hold_in=${HOLD[1]}
+exec {hold_in}>&-   # closing stdin ends the holder
 wait "$holder"; st=$?
 [[ $st -eq 0 ]] || { echo "FAIL: dlock hold exited $st after stdin closed"; failures=$((failures + 1)); }
 expect 0 "free again after hold released" -- "$dlock" run "$uri" "$name" --wait 2s -- true
@@ -47,7 +48,9 @@ expect 70 "lease lost while running kills the command" -- \
 grep -q "lost" "$work/err" || { echo "FAIL: no 'lost' message"; failures=$((failures + 1)); }
 
 expect 0 "backends" -- "$dlock" backends
-grep -q '^memory' "$work/out" && grep -q '^file' "$work/out" || { echo "FAIL: backends lacks memory/file"; cat "$work/out"; failures=$((failures + 1)); }
+if ! { grep -q '^memory' "$work/out" && grep -q '^file' "$work/out"; }; then
+  echo "FAIL: backends lacks memory/file"; cat "$work/out"; failures=$((failures + 1))
+fi
 expect 0 "backends --markdown" -- "$dlock" backends --markdown
 
 expect 0 "demo sells exactly the stock with the lock" -- "$dlock" demo "file://$work/demo?poll=1ms..20ms" --workers 4 --stock 50
