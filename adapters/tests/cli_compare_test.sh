@@ -40,8 +40,15 @@ expect_exit() {
   [[ $want == 0 ]] || grep -q "^dlock compare: " "$work/err" || fail "$what: not compare's message: $(head -1 "$work/err")"
 }
 
-# check_json FILE PYTHON...: each PYTHON asserts (expect) on `cells`, a dict (backend, scenario) -> cell.
+# check_json FILE PYTHON...: each PYTHON asserts (expect) on `cells`, a dict (backend, scenario) -> cell;
+# a failed expectation (or a Python error) is a failure of the test, not only a printed line.
 check_json() {
+  if ! run_json_checks "$@"; then
+    fail "the JSON checks of $(basename "$1") (above)"
+    return 1
+  fi
+}
+run_json_checks() {
   python3 - "$@" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
