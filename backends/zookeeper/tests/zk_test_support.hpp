@@ -1,22 +1,31 @@
 #pragma once
-// Helpers shared by zookeeper_test (the mutex) and zookeeper_primitives_test (the reader-writer
-// lock and the semaphore): a raw ZooKeeper handle to look at the nodes the backend made, and a
-// kazoo peer (tests/kazoo_peer.py) holding a node with one of kazoo's recipes.
+// Helpers shared by the zookeeper tests (zookeeper_test's files on the mutex and
+// zookeeper_primitives_test's on the reader-writer lock and the semaphore): a raw ZooKeeper handle
+// to look at the nodes the backend made, the server's four-letter words, what reaches dlock's
+// background error handler, and a kazoo peer (tests/kazoo_peer.py) holding a node with one of
+// kazoo's recipes.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
+#include "sequence.hpp"
 
 namespace dlock::zookeeper::testing {
 
@@ -59,6 +68,52 @@ inline void wait_for_children(zhandle_t* zh, const std::string& parent, std::siz
   for (int i = 0; i < 1000 && children(zh, parent).size() < n; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(children(zh, parent).size(), n) << parent;
 }
+
+// Lock nodes of any recipe, as the backend counts its contenders (sequence.hpp).
+inline void wait_for_contenders(zhandle_t* zh, const std::string& parent, std::size_t n) {
+  for (int i = 0; i < 400 && lock_nodes_in_order(children(zh, parent)).size() < n; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(lock_nodes_in_order(children(zh, parent)).size(), n);
+}
+
+// The server's answer to a four-letter word, on the first host of `text`.
+inline std::string four_letter(const std::string& text, const char* word) {
+  const auto u = dlock::uri::parse(text);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(u.hosts()[0].port_or(2181));
+  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &a.sin_addr);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(fd, word, 4) == 4) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
+// Collects what reaches dlock's background error handler; the previous handler comes back at the end.
+class collected_diagnostics {
+ public:
+  collected_diagnostics()
+      : previous_(dlock::set_background_error_handler([this](std::error_code, std::string_view message) {
+          std::lock_guard guard(mutex_);
+          lines_.emplace_back(message);
+        })) {}
+  ~collected_diagnostics() { dlock::set_background_error_handler(previous_); }
+  collected_diagnostics(const collected_diagnostics&) = delete;
+  collected_diagnostics& operator=(const collected_diagnostics&) = delete;
+  std::vector<std::string> lines() {
+    std::lock_guard guard(mutex_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+  dlock::background_error_handler previous_;
+};
 
 // The URI's path without trailing slashes: the root the backend puts its folders under.
 inline std::string root_of(const std::string& text) {
