@@ -96,12 +96,16 @@ TEST(zookeeper_interop, CuratorReadWriteLockNodesExcludeUs) {
     SCOPED_TRACE(marker);
     const auto name = unique_name("curator-rw");
     const auto parent = zk::parent_path(root_of(uri), name);
-    ASSERT_TRUE(b->make_lock(name)->try_acquire());  // makes the parent folder
+    // Our lease makes the parent folder and keeps it until the Curator node is in it: an empty
+    // folder is a container the server removes within a second.
+    auto keeper = b->make_lock(name)->try_acquire();
+    ASSERT_TRUE(keeper);
     // What Curator's InterProcessReadWriteLock creates: protected ephemeral sequential nodes.
     char created[512];
     ASSERT_EQ(zoo_create(zh.get(), (parent + "/_c_0b4c2d1e-1111-2222-3333-444455556666-" + marker).c_str(), nullptr, -1,
                          &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created),
               ZOK);
+    keeper.release();
     EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "a Curator " << marker << " node holds the lock, yet we got it";
     ASSERT_EQ(zoo_delete(zh.get(), created, -1), ZOK);
     EXPECT_TRUE(b->make_lock(name)->try_acquire());

@@ -94,13 +94,14 @@ TEST(zookeeper_names, KazooOnTheCuratorPathContendsWithUs) {
     SCOPED_TRACE(name);
     const auto path = root_of(uri) + "/" + name;
     EXPECT_EQ(zk::parent_path(root_of(uri), name), path);
-    {
-      auto held = b->make_lock(name)->try_acquire();
-      ASSERT_TRUE(held);
-      const auto kids = children(zh.get(), path);
-      EXPECT_EQ(kids.size(), 1u) << "our node is not in " << path;
-    }
+    auto held = b->make_lock(name)->try_acquire();
+    ASSERT_TRUE(held);
+    EXPECT_EQ(children(zh.get(), path).size(), 1u) << "our node is not in " << path;
+    // kazoo queues behind our node before we release: an empty folder is a container the server
+    // removes within a second, which could happen between kazoo's ensure_path and its create.
     kazoo_peer peer(uri, path, "lock");
+    wait_for_children(zh.get(), path, 2);
+    held.release();
     ASSERT_TRUE(peer.wait_for("acquired", 30s));
     auto lock = b->make_lock(name);
     EXPECT_FALSE(lock->try_acquire()) << "kazoo holds " << path << ", yet we got '" << name << "' too";
