@@ -14,14 +14,6 @@
 set(DLOCK_PRIVATE_SERVERS_ROOT ${PROJECT_BINARY_DIR}/private-servers)
 set(DLOCK_WITH_PRIVATE_SERVERS ${PROJECT_SOURCE_DIR}/tests/support/bin/with-private-servers)
 
-# dlock_private_servers_properties(<group> <variable>)
-#   Sets <variable> to the test properties of a test of the group (as DLOCK_PRIVATE_<group>), for a
-#   test added before the group itself is declared (the fixture is found by name at test time).
-function(dlock_private_servers_properties GROUP VARIABLE)
-  set(${VARIABLE} FIXTURES_REQUIRED servers-${GROUP} RESOURCE_LOCK servers-${GROUP}
-      ENVIRONMENT DLOCK_PRIVATE_SERVERS_DIR=${DLOCK_PRIVATE_SERVERS_ROOT}/${GROUP} PARENT_SCOPE)
-endfunction()
-
 function(dlock_private_servers GROUP)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SERVERS")
   set(dir ${DLOCK_PRIVATE_SERVERS_ROOT}/${GROUP})
@@ -35,8 +27,8 @@ function(dlock_private_servers GROUP)
                        TIMEOUT 180 LABELS servers)
   set_tests_properties(servers/${GROUP}/down PROPERTIES FIXTURES_CLEANUP servers-${GROUP} ENVIRONMENT "${env}"
                        TIMEOUT 120 LABELS servers)
-  dlock_private_servers_properties(${GROUP} properties)
-  set(DLOCK_PRIVATE_${GROUP} ${properties} PARENT_SCOPE)
+  set(DLOCK_PRIVATE_${GROUP} FIXTURES_REQUIRED servers-${GROUP} RESOURCE_LOCK servers-${GROUP}
+      ENVIRONMENT DLOCK_PRIVATE_SERVERS_DIR=${dir} PARENT_SCOPE)
 endfunction()
 
 function(dlock_use_private_servers)
