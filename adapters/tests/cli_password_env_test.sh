@@ -20,7 +20,7 @@ expect() {  # expect STATUS DESCRIPTION -- CMD...
   local want=$1 what=$2; shift 3
   local err; err=$("$@" 2>&1 </dev/null); local got=$?
   if [[ $got -ne $want ]]; then
-    echo "FAIL: $what: exit $got, expected $want"; echo "$err" | sed 's/^/  /'; failures=$((failures + 1))
+    echo "FAIL: $what: exit $got, expected $want"; while IFS= read -r line; do echo "  $line"; done <<<"$err"; failures=$((failures + 1))
   else
     echo "ok: $what (exit $got)"
   fi
