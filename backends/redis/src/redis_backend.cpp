@@ -76,7 +76,7 @@ std::vector<std::string_view> replica_wait(const settings& cfg) {
 }
 
 // A request the pipeline withdrew: its caller's deadline passed while every connection was busy.
-void set_withdrawn_error(std::error_code& ec, const shared& s, std::string_view doing) {
+void set_withdrawn_error(std::error_code& ec, const backend_state& s, std::string_view doing) {
   set_error(ec, errc::backend_unavailable,
             "redis " + server_label(s) + ": " + std::string(doing) + ": not sent: all " +
                 std::to_string(s.config.pool_size) +
@@ -105,44 +105,44 @@ bool holder_is_quiet(const redisReply* r) noexcept {
 // One grant. Simple mode: the token on the STRING key. Reentrant: one hold of the owner field.
 class redis_lease final : public spi::lease_state {
  public:
-  redis_lease(std::shared_ptr<shared> s, std::string name, std::string key, std::string secret, milliseconds ttl,
+  redis_lease(std::shared_ptr<backend_state> s, std::string name, std::string key, std::string secret, milliseconds ttl,
               clock::time_point start, std::uint64_t fencing)
       : lease_state(std::move(name), ttl, validity_after(start, ttl)),
-        shared_(std::move(s)),
+        state_(std::move(s)),
         key_(std::move(key)),
         secret_(std::move(secret)),
         fencing_(fencing),
-        held_id_(shared_->add_held(this, key_, secret_)) {
+        held_id_(state_->add_held(this, key_, secret_)) {
     // Watch the server from now on: its subscriber connection notices a stop or a restart at
     // once, and the held leases are then checked without waiting for their next renewal.
-    shared_->watch_server_of(key_);
+    state_->watch_server_of(key_);
   }
-  ~redis_lease() override { shared_->remove_held(held_id_); }
+  ~redis_lease() override { state_->remove_held(held_id_); }
 
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
-  spi::renewal_batch* batch() const noexcept override { return shared_->renewals.get(); }
+  spi::renewal_batch* batch() const noexcept override { return state_->renewals.get(); }
 
   // For renew_in_one_pipeline (renewal.hpp), and do_renew.
   void judge_renewal(const redisReply& r, std::error_code& ec) const { judge_renewal_reply(r, what(), ec); }
   void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
-    judge_renewal_replicas(*shared_, wait_reply, what(), ec);
+    judge_renewal_replicas(*state_, wait_reply, what(), ec);
   }
   renewal_request renewal(const std::string& ttl_text) const { return {&renew_script(), {key_}, renew_args(ttl_text)}; }
   // A release or renewal waits for a pooled connection while the grant is valid: after that it
   // is moot, and before it giving up would leave the lock taken until its ttl.
   clock::time_point connection_deadline() const noexcept {
-    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
+    return std::max(valid_until(), clock::now() + state_->config.where.connect_timeout);
   }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
-    const auto& cfg = shared_->config;
+    const auto& cfg = state_->config;
     reply_ptr r;
     try {
       const auto call = release_call(cfg, name(), key_, secret_, ttl());
       auto out =
-          shared_->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(), milliseconds::zero(), ec);
-      if (out.withdrawn) set_withdrawn_error(ec, *shared_, "releasing lock '" + name() + "'");
+          state_->eval(*call.s, call.key_views(), call.arg_views(), connection_deadline(), milliseconds::zero(), ec);
+      if (out.withdrawn) set_withdrawn_error(ec, *state_, "releasing lock '" + name() + "'");
       r = std::move(out.reply);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory releasing");
@@ -165,9 +165,9 @@ class redis_lease final : public spi::lease_state {
     reply_ptr r;
     try {
       const auto ttl_text = ms_text(ttl);
-      auto out = shared_->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(),
-                               milliseconds::zero(), ec, false, replica_wait(shared_->config));
-      if (out.withdrawn) set_withdrawn_error(ec, *shared_, "renewing lock '" + name() + "'");
+      auto out = state_->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(), milliseconds::zero(),
+                              ec, false, replica_wait(state_->config));
+      if (out.withdrawn) set_withdrawn_error(ec, *state_, "renewing lock '" + name() + "'");
       r = std::move(out.reply);
       if (ec) return;
       judge_renewal(*r, ec);
@@ -179,17 +179,17 @@ class redis_lease final : public spi::lease_state {
 
   // The renewal script and its arguments for this grant.
   const script& renew_script() const noexcept {
-    return shared_->config.lock_mode == mode::simple ? scripts::simple_renew : scripts::reentrant_renew;
+    return state_->config.lock_mode == mode::simple ? scripts::simple_renew : scripts::reentrant_renew;
   }
   std::vector<std::string_view> renew_args(const std::string& ttl_text) const {
-    if (shared_->config.lock_mode == mode::simple) return {secret_, ttl_text};
+    if (state_->config.lock_mode == mode::simple) return {secret_, ttl_text};
     return {ttl_text, secret_};
   }
 
  private:
   std::string what() const { return "lock '" + name() + "'"; }
 
-  std::shared_ptr<shared> shared_;
+  std::shared_ptr<backend_state> state_;
   std::string key_, secret_;
   std::uint64_t fencing_;
   std::uint64_t held_id_;
@@ -197,9 +197,9 @@ class redis_lease final : public spi::lease_state {
 
 class redis_lock final : public distributed_lock {
  public:
-  redis_lock(std::shared_ptr<shared> s, std::string name, capabilities caps, lock_options options)
-      : distributed_lock(name, caps, options), shared_(std::move(s)) {
-    const auto& cfg = shared_->config;
+  redis_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps, lock_options options)
+      : distributed_lock(name, caps, options), state_(std::move(s)) {
+    const auto& cfg = state_->config;
     auto keys = keys_for(cfg.prefix, cfg.lock_mode, name);
     key_ = std::move(keys.key);
     fence_key_ = std::move(keys.fence);
@@ -261,8 +261,8 @@ class redis_lock final : public distributed_lock {
 
   std::unique_ptr<spi::lease_state> wait_notified(clock::time_point deadline, std::error_code& ec,
                                                   const std::string& entry, held_answer& held) noexcept {
-    const bool fair = shared_->config.lock_mode == mode::fair;
-    auto sub = shared_->subscriber_for_waits();
+    const bool fair = state_->config.lock_mode == mode::fair;
+    auto sub = state_->subscriber_for_waits();
     // Already subscribed for another waiter here: releases from now on reach this process, so
     // no try is needed between joining and waiting. (Fair mode waits on a channel of its own.)
     auto channel = sub && !fair ? sub->join_subscribed(channel_) : nullptr;
@@ -276,7 +276,7 @@ class redis_lock final : public distributed_lock {
     std::optional<channel_waiter> place;
     if (channel) place.emplace(channel);
     bool try_now = !place || !place->has_others_waiting() ||
-                   (shared_->config.lock_mode == mode::reentrant && shared_->holds(key_, field_));
+                   (state_->config.lock_mode == mode::reentrant && state_->holds(key_, field_));
     if (!channel) {
       auto got = attempt(ec, held, false, deadline, entry);
       if (got || ec) return got;
@@ -327,8 +327,8 @@ class redis_lock final : public distributed_lock {
   void give_up_waiting(const std::string& entry) noexcept {
     try {
       std::error_code ec;
-      (void)shared_->eval(scripts::rw_writer_gives_up, {waiting_key_, key_, rw_channel_}, {entry},
-                          clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
+      (void)state_->eval(scripts::rw_writer_gives_up, {waiting_key_, key_, rw_channel_}, {entry},
+                         clock::now() + state_->config.where.connect_timeout, milliseconds::zero(), ec);
     } catch (...) {
     }
   }
@@ -343,7 +343,7 @@ class redis_lock final : public distributed_lock {
                                             std::optional<clock::time_point> deadline = std::nullopt,
                                             std::string_view entry = {}) noexcept {
     try {
-      const auto& cfg = shared_->config;
+      const auto& cfg = state_->config;
       const auto ttl = options().ttl;
       const auto ttl_text = ms_text(ttl);
       const script* s = nullptr;
@@ -379,10 +379,10 @@ class redis_lock final : public distributed_lock {
       const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
       // With min_replicas, WAIT follows the script on its connection: it counts the replicas that
       // have the grant and its fencing counter (replication.hpp).
-      auto out = shared_->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec, false,
-                               replica_wait(cfg));
+      auto out = state_->eval(*s, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec, false,
+                              replica_wait(cfg));
       if (out.withdrawn) {
-        if (!deadline) set_withdrawn_error(ec, *shared_, "acquiring lock '" + std::string(name()) + "'");
+        if (!deadline) set_withdrawn_error(ec, *state_, "acquiring lock '" + std::string(name()) + "'");
         held.pttl = milliseconds::zero();
         held.quiet = false;
         return nullptr;
@@ -391,7 +391,7 @@ class redis_lock final : public distributed_lock {
         // "held by someone else" until then: waiters wait, try_acquire says no
         held.pttl = out.server_young;
         held.quiet = false;
-        shared_->note_young_server(out.run_id, out.server_young, ttl);
+        state_->note_young_server(out.run_id, out.server_young, ttl);
         return nullptr;
       }
       if (ec) {
@@ -425,12 +425,12 @@ class redis_lock final : public distributed_lock {
       if (cfg.replicas.wanted() && replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
         give_back(secret, start + ttl);
         cfg.replicas.set_short_error(
-            ec, server_label(*shared_),
+            ec, server_label(*state_),
             "lock '" + std::string(name()) + "' was granted (fencing token " + std::to_string(token) + ")",
             out.trailer.get(), "released it: a grant counts only once min_replicas replicas have it");
         return nullptr;
       }
-      return std::make_unique<redis_lease>(shared_, std::string(name()), key_, std::move(secret), ttl, start, token);
+      return std::make_unique<redis_lease>(state_, std::string(name()), key_, std::move(secret), ttl, start, token);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
       return nullptr;
@@ -446,7 +446,7 @@ class redis_lock final : public distributed_lock {
   void undo_unanswered(std::shared_ptr<late_replies> late, std::size_t index, std::string owner, bool enqueued,
                        clock::time_point expires_at) noexcept {
     try {
-      auto task = [s = shared_.get(), late = std::move(late), index, owner = std::move(owner),
+      auto task = [s = state_.get(), late = std::move(late), index, owner = std::move(owner),
                    name = std::string(name()), key = key_, queue = queue_key_, timeout = timeout_key_, enqueued,
                    expires_at, ttl = options().ttl](std::stop_token stop) mutable {
         const auto& cfg = s->config;
@@ -476,7 +476,7 @@ class redis_lock final : public distributed_lock {
           worker::pause(stop, pause);
         }
       };
-      shared_->post(std::move(task));
+      state_->post(std::move(task));
     } catch (...) {
       // out of memory: the grant, if any, expires at its ttl as before
     }
@@ -487,13 +487,13 @@ class redis_lock final : public distributed_lock {
   // was read, so it has run: a release on any connection comes after it.
   void give_back(const std::string& owner, clock::time_point expires_at) noexcept {
     try {
-      const auto& cfg = shared_->config;
+      const auto& cfg = state_->config;
       const auto call = release_call(cfg, std::string(name()), key_, owner, options().ttl);
       std::error_code ec;
-      auto out = shared_->eval(*call.s, call.key_views(), call.arg_views(), clock::now() + cfg.where.connect_timeout,
-                               milliseconds::zero(), ec);
+      auto out = state_->eval(*call.s, call.key_views(), call.arg_views(), clock::now() + cfg.where.connect_timeout,
+                              milliseconds::zero(), ec);
       if (!ec && !out.withdrawn) return;
-      shared_->post([s = shared_.get(), call, expires_at](std::stop_token stop) {
+      state_->post([s = state_.get(), call, expires_at](std::stop_token stop) {
         for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
              pause = std::min(pause * 2, milliseconds(1000))) {
           std::error_code ec;
@@ -512,17 +512,17 @@ class redis_lock final : public distributed_lock {
   // Redisson's acquireFailed: a waiter that gives up leaves the queue.
   void leave_queue() noexcept {
     std::error_code ec;
-    auto c = shared_->checkout_for(key_, ec);
+    auto c = state_->checkout_for(key_, ec);
     if (ec) return;  // its queue entry times out after fair_wait, as a crashed Java waiter's does
     try {
       (void)c->eval(scripts::fair_cancel,
                     {queue_key_, timeout_key_, key_, redisson_prefix_name("redisson_lock__channel", key_)},
-                    {field_, ms_text(shared_->config.fair_wait), publish_command(shared_->config)}, ec);
+                    {field_, ms_text(state_->config.fair_wait), publish_command(state_->config)}, ec);
     } catch (...) {
     }
   }
 
-  std::shared_ptr<shared> shared_;
+  std::shared_ptr<backend_state> state_;
   std::string key_, fence_key_, channel_, field_, queue_key_, timeout_key_, waiting_key_, permits_key_, rw_channel_;
 };
 
@@ -605,7 +605,7 @@ std::string redisson_prefix_name(std::string_view prefix, std::string_view name)
   return out;
 }
 
-std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
+std::shared_ptr<subscriber> backend_state::subscriber_for_waits() noexcept {
   std::lock_guard lock(mutex_);
   if (!subscriber_) {
     try {
@@ -638,14 +638,14 @@ std::shared_ptr<subscriber> shared::subscriber_for_waits() noexcept {
   return subscriber_;
 }
 
-void shared::watch_server_of(std::string_view key) noexcept {
+void backend_state::watch_server_of(std::string_view key) noexcept {
   auto sub = subscriber_for_waits();
   if (!sub || !cluster) return;  // one server: the subscriber's own connection watches it
   std::error_code ec;
   if (auto n = node_for(key, ec)) sub->watch(n->connections->where());
 }
 
-shared::~shared() {
+backend_state::~backend_state() {
   if (sentinels) sentinels->stop();  // its thread calls master_moved()
   // A handle may outlive us (see the header): the pools' listeners must not call back.
   if (single) single->connections->on_server_change({});
@@ -653,16 +653,17 @@ shared::~shared() {
     for (const auto& n : cluster->known()) n->connections->on_server_change({});
 }
 
-std::shared_ptr<node> shared::node_for(std::string_view key, std::error_code& ec) noexcept {
+std::shared_ptr<node> backend_state::node_for(std::string_view key, std::error_code& ec) noexcept {
   if (single) return single;
   return cluster->for_slot(key_slot(key), ec);
 }
 
-pool::handle shared::checkout_for(std::string_view key, std::error_code& ec) noexcept {
+pool::handle backend_state::checkout_for(std::string_view key, std::error_code& ec) noexcept {
   return checkout_for(key, clock::now() + config.where.connect_timeout, ec);
 }
 
-pool::handle shared::checkout_for(std::string_view key, clock::time_point deadline, std::error_code& ec) noexcept {
+pool::handle backend_state::checkout_for(std::string_view key, clock::time_point deadline,
+                                         std::error_code& ec) noexcept {
   auto n = node_for(key, ec);
   if (!n) return {};
   return n->connections->checkout(deadline, ec);
@@ -687,10 +688,10 @@ pipeline::outcome eval_after_asking(node& target, const script& s, const std::ve
 
 }  // namespace
 
-pipeline::outcome shared::eval(const script& s, const std::vector<std::string_view>& keys,
-                               const std::vector<std::string_view>& args, clock::time_point deadline,
-                               milliseconds min_server_age, std::error_code& ec, bool source_only,
-                               const std::vector<std::string_view>& trailer) noexcept {
+pipeline::outcome backend_state::eval(const script& s, const std::vector<std::string_view>& keys,
+                                      const std::vector<std::string_view>& args, clock::time_point deadline,
+                                      milliseconds min_server_age, std::error_code& ec, bool source_only,
+                                      const std::vector<std::string_view>& trailer) noexcept {
   const auto routing_key = keys.empty() ? std::string_view{} : keys.front();
   auto n = node_for(routing_key, ec);
   if (!n) return {};
@@ -699,11 +700,11 @@ pipeline::outcome shared::eval(const script& s, const std::vector<std::string_vi
                          trailer);
 }
 
-pipeline::outcome shared::eval_on_cluster(std::shared_ptr<node> n, const script& s,
-                                          const std::vector<std::string_view>& keys,
-                                          const std::vector<std::string_view>& args, clock::time_point deadline,
-                                          milliseconds min_server_age, std::error_code& ec, bool source_only,
-                                          const std::vector<std::string_view>& trailer) noexcept {
+pipeline::outcome backend_state::eval_on_cluster(std::shared_ptr<node> n, const script& s,
+                                                 const std::vector<std::string_view>& keys,
+                                                 const std::vector<std::string_view>& args, clock::time_point deadline,
+                                                 milliseconds min_server_age, std::error_code& ec, bool source_only,
+                                                 const std::vector<std::string_view>& trailer) noexcept {
   const auto routing_key = keys.empty() ? std::string_view{} : keys.front();
   // A slot moves at most a few times while one request is routed; more redirections in a row than
   // this mean the cluster's nodes disagree (a failover in progress): an outage, tried again later.
@@ -746,7 +747,7 @@ pipeline::outcome shared::eval_on_cluster(std::shared_ptr<node> n, const script&
   }
 }
 
-void shared::master_moved() noexcept {
+void backend_state::master_moved() noexcept {
   single->connections->retire_all();  // also checks the held leases (the pool's server-change listener)
   std::lock_guard lock(mutex_);
   if (subscriber_) subscriber_->reconnect();
@@ -761,7 +762,7 @@ std::string key_and_owner(std::string_view key, std::string_view owner) {
 }
 }  // namespace
 
-std::uint64_t shared::add_held(spi::lease_state* lease, std::string key, std::string owner) noexcept {
+std::uint64_t backend_state::add_held(spi::lease_state* lease, std::string key, std::string owner) noexcept {
   std::lock_guard lock(held_mutex_);
   const auto id = ++next_held_id_;
   try {
@@ -773,7 +774,7 @@ std::uint64_t shared::add_held(spi::lease_state* lease, std::string key, std::st
   return id;
 }
 
-void shared::remove_held(std::uint64_t id) noexcept {
+void backend_state::remove_held(std::uint64_t id) noexcept {
   std::lock_guard lock(held_mutex_);
   auto it = held_.find(id);
   if (it == held_.end()) return;
@@ -785,7 +786,7 @@ void shared::remove_held(std::uint64_t id) noexcept {
   held_.erase(it);
 }
 
-bool shared::holds(const std::string& key, const std::string& owner) noexcept {
+bool backend_state::holds(const std::string& key, const std::string& owner) noexcept {
   try {
     std::lock_guard lock(held_mutex_);
     return holds_.contains(key_and_owner(key, owner));
@@ -794,7 +795,7 @@ bool shared::holds(const std::string& key, const std::string& owner) noexcept {
   }
 }
 
-void shared::note_young_server(const std::string& run_id, milliseconds left, milliseconds ttl) noexcept {
+void backend_state::note_young_server(const std::string& run_id, milliseconds left, milliseconds ttl) noexcept {
   try {
     {
       std::lock_guard lock(held_mutex_);
@@ -813,7 +814,7 @@ void shared::note_young_server(const std::string& run_id, milliseconds left, mil
   }
 }
 
-void shared::check_held_soon() noexcept {
+void backend_state::check_held_soon() noexcept {
   if (check_pending_.exchange(true)) return;  // one check at a time covers every trigger
   post([this](std::stop_token stop) { check_held(stop); });
 }
@@ -823,7 +824,7 @@ void shared::check_held_soon() noexcept {
 // name's reader-writer lock with the same owner id is not taken for us), retrying until every node answers or every
 // lease's validity has run out anyway; marks lost the leases whose grant is gone. Read-only: a lease is never extended
 // here. A key whose slot moved meanwhile (MOVED, ASK) is asked again on the next round, after the map.
-void shared::check_held(std::stop_token stop) noexcept {
+void backend_state::check_held(std::stop_token stop) noexcept {
   try {
     for (auto pause = std::chrono::milliseconds(50); !stop.stop_requested();
          pause = std::min(pause * 2, std::chrono::milliseconds(500))) {
@@ -969,7 +970,7 @@ constexpr capabilities declared_caps(mode m, std::string_view scheme) noexcept {
 // that drops, makes the slot map be read again at the next lookup: a dead master never answers
 // MOVED, and its slots are served by its promoted replica once the cluster has failed over. A drop
 // also makes the held leases be checked, as on a single server.
-std::shared_ptr<node> make_node(shared& s, const endpoint& where) {
+std::shared_ptr<node> make_node(backend_state& s, const endpoint& where) {
   auto n = std::make_shared<node>();
   auto open = [raw = &s](const endpoint& at, std::error_code& ec) {
     auto c = connection::open(at, ec);
@@ -991,7 +992,7 @@ std::shared_ptr<node> make_node(shared& s, const endpoint& where) {
 
 // redis:// (or a Sentinel scheme) at a cluster node would work for the names whose slot that node
 // serves and fail for the others: refused at open, naming the scheme that fits.
-void refuse_cluster_node(connection& c, const shared& s) {
+void refuse_cluster_node(connection& c, const backend_state& s) {
   std::error_code ec;
   auto r = c.command({"INFO", "cluster"}, ec);
   if (ec || r->type != REDIS_REPLY_STRING) return;  // an old server without the section is no cluster
@@ -1004,7 +1005,7 @@ void refuse_cluster_node(connection& c, const shared& s) {
 
 // pubsub=auto: sharded when the cluster's nodes know SPUBLISH (Redis 7), as Redisson's default
 // (ShardedSubscriptionMode.AUTO) chooses; a Redisson service on the same names must choose alike.
-bool uses_sharded_pubsub(shared& s, const uri& u) {
+bool uses_sharded_pubsub(backend_state& s, const uri& u) {
   using choice = settings::pubsub_choice;
   if (s.config.pubsub == choice::classic) return false;
   std::error_code ec;
@@ -1026,7 +1027,7 @@ bool uses_sharded_pubsub(shared& s, const uri& u) {
 redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
     : backend(declared_caps(m, u.scheme()), redis_primitives, lock_scope::network, name_limits{4096}, defaults,
               u.redacted()) {
-  auto s = std::make_shared<shared>();
+  auto s = std::make_shared<backend_state>();
   s->config = parse_settings(u, m);
   std::error_code ec;
   if (!s->config.cluster_seeds.empty()) {
@@ -1055,10 +1056,10 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
   s->renewals = std::make_unique<pipelined_renewals<redis_lease>>(*s);
   s->primitive_renewals = make_grant_renewals(*s);
   if (s->sentinels) s->sentinels->follow([raw = s.get()] { raw->master_moved(); });
-  shared_ = std::move(s);
+  state_ = std::move(s);
 }
 
-void require_one_slot(const shared& s, std::string_view name, std::initializer_list<std::string_view> keys) {
+void require_one_slot(const backend_state& s, std::string_view name, std::initializer_list<std::string_view> keys) {
   if (!s.cluster || keys.size() == 0) return;
   const auto slot = key_slot(*keys.begin());
   for (const auto k : keys) {
@@ -1074,18 +1075,18 @@ void require_one_slot(const shared& s, std::string_view name, std::initializer_l
 }
 
 std::unique_ptr<distributed_lock> redis_backend::do_make_lock(std::string name, lock_options options) {
-  const auto k = keys_for(shared_->config.prefix, shared_->config.lock_mode, name);
-  require_one_slot(*shared_, name, {k.key, k.fence, k.channel, k.queue, k.timeout, k.waiting, k.permits, k.rw_channel});
-  return std::make_unique<redis_lock>(shared_, std::move(name), caps(), std::move(options));
+  const auto k = keys_for(state_->config.prefix, state_->config.lock_mode, name);
+  require_one_slot(*state_, name, {k.key, k.fence, k.channel, k.queue, k.timeout, k.waiting, k.permits, k.rw_channel});
+  return std::make_unique<redis_lock>(state_, std::move(name), caps(), std::move(options));
 }
 
 std::unique_ptr<rw_lock> redis_backend::do_make_rw_lock(std::string name, lock_options options) {
-  return make_redis_rw_lock(shared_, std::move(name), rw_caps(), std::move(options));
+  return make_redis_rw_lock(state_, std::move(name), rw_caps(), std::move(options));
 }
 
 std::unique_ptr<semaphore> redis_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                             lock_options options) {
-  return make_redis_semaphore(shared_, std::move(name), max_count, semaphore_caps(), std::move(options));
+  return make_redis_semaphore(state_, std::move(name), max_count, semaphore_caps(), std::move(options));
 }
 
 }  // namespace dlock::redis

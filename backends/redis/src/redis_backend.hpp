@@ -60,11 +60,11 @@ settings parse_settings(const uri& u, mode m);  // throws dlock::error(invalid_u
 // (the subscriber's and the pool's listeners, the worker's tasks) holds a plain pointer: the
 // subscriber's thread and the worker's thread are joined before the members they use go, and
 // taking a shared_ptr there could make such a thread destroy, hence join, itself.
-struct shared {
-  shared() = default;
-  ~shared();
-  shared(const shared&) = delete;
-  shared& operator=(const shared&) = delete;
+struct backend_state {
+  backend_state() = default;
+  ~backend_state();
+  backend_state(const backend_state&) = delete;
+  backend_state& operator=(const backend_state&) = delete;
 
   settings config;
   // The Sentinel schemes' view of the master, shared with the pool's opener (null otherwise).
@@ -93,7 +93,7 @@ struct shared {
                          const std::vector<std::string_view>& args, std::chrono::steady_clock::time_point deadline,
                          std::chrono::milliseconds min_server_age, std::error_code& ec, bool source_only = false,
                          const std::vector<std::string_view>& trailer = {}) noexcept;
-  // shared::eval's part on a cluster, from the node of keys[0].
+  // backend_state::eval's part on a cluster, from the node of keys[0].
   pipeline::outcome eval_on_cluster(std::shared_ptr<node> n, const script& s, const std::vector<std::string_view>& keys,
                                     const std::vector<std::string_view>& args,
                                     std::chrono::steady_clock::time_point deadline,
@@ -146,7 +146,7 @@ struct shared {
 class redis_backend final : public backend {
  public:
   redis_backend(const uri& u, const lock_options& defaults, mode m);
-  const std::shared_ptr<shared>& state() const noexcept { return shared_; }
+  const std::shared_ptr<backend_state>& state() const noexcept { return state_; }
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
@@ -156,7 +156,7 @@ class redis_backend final : public backend {
                                                lock_options options) override;
 
  private:
-  std::shared_ptr<shared> shared_;
+  std::shared_ptr<backend_state> state_;
 };
 
 // The server keys of one lock (key = prefix + name). simple: redis-py's layout at the key;
@@ -174,7 +174,7 @@ key_names keys_for(std::string_view prefix, mode m, std::string_view name);
 
 // On a cluster, every key of one lock (or rw lock, or semaphore) must share a slot: throws
 // dlock::error(invalid_name) naming the two slots and the hash-tag fix otherwise.
-void require_one_slot(const shared& s, std::string_view name, std::initializer_list<std::string_view> keys);
+void require_one_slot(const backend_state& s, std::string_view name, std::initializer_list<std::string_view> keys);
 
 // The name is in use as another kind of primitive: an acquire script answered {-3, permits held,
 // what the name is} (scripts.hpp). Sets errc::name_conflict with a message saying what the name is

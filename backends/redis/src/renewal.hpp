@@ -32,10 +32,10 @@ struct renewal_request {
 void judge_renewal_reply(const redisReply& r, const std::string& what, std::error_code& ec);
 // With min_replicas, a renewal fewer replicas confirmed is not counted (the validity is not
 // extended; the watchdog tries again while the lease is valid).
-void judge_renewal_replicas(const shared& s, const redisReply* wait_reply, const std::string& what,
+void judge_renewal_replicas(const backend_state& s, const redisReply* wait_reply, const std::string& what,
                             std::error_code& ec);
 // What messages name: the server, or the Sentinel master set and its sentinels.
-std::string server_label(const shared& s);
+std::string server_label(const backend_state& s);
 
 // Renews `leases` (all of type Lease) in one pipeline on one pooled connection: every renewal
 // script appended and written at once, the replies read in order, a NOSCRIPT answer sent again
@@ -46,9 +46,9 @@ std::string server_label(const shared& s);
 // judge_replicas(wait_reply, ec).
 //
 // On a cluster, the leases of each node go in that node's pipeline; a renewal answered with a
-// redirection (its slot moved) is sent again alone through shared::eval, which follows it.
+// redirection (its slot moved) is sent again alone through backend_state::eval, which follows it.
 template <class Lease>
-void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> leases,
+void renew_on_node(backend_state& s, node& on, std::span<spi::lease_state* const> leases,
                    std::span<std::error_code> outcomes) noexcept {
   const auto of = [&](std::size_t i) -> const Lease& { return static_cast<const Lease&>(*leases[i]); };
   // A busy pool is waited for as a single renewal would wait for it: as long as the earliest of
@@ -161,7 +161,7 @@ void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> lease
 // Renews `leases` (all of type Lease): one renew_on_node per node serving their keys (one on a
 // single server).
 template <class Lease>
-void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
+void renew_in_one_pipeline(backend_state& s, std::span<spi::lease_state* const> leases,
                            std::span<std::error_code> outcomes) noexcept {
   if (s.single) return renew_on_node<Lease>(s, *s.single, leases, outcomes);
   try {
@@ -192,13 +192,13 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
 template <class Lease>
 class pipelined_renewals final : public spi::renewal_batch {
  public:
-  explicit pipelined_renewals(shared& owner) : shared_(owner) {}
+  explicit pipelined_renewals(backend_state& owner) : state_(owner) {}
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
-    renew_in_one_pipeline<Lease>(shared_, leases, outcomes);
+    renew_in_one_pipeline<Lease>(state_, leases, outcomes);
   }
 
  private:
-  shared& shared_;
+  backend_state& state_;
 };
 
 }  // namespace dlock::redis
