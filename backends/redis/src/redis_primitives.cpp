@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "name_conflict.hpp"
+#include "redis_keys.hpp"
 #include "renewal.hpp"
 #include "shared_scripts.hpp"
 
@@ -502,47 +504,6 @@ class redis_semaphore final : public semaphore {
 };
 
 }  // namespace
-
-std::string redisson_suffix_name(std::string_view name, std::string_view suffix) {
-  std::string out;
-  if (name.find('{') != std::string_view::npos) {
-    out = name;
-  } else {
-    out = "{";
-    out += name;
-    out += "}";
-  }
-  out += ":";
-  out += suffix;
-  return out;
-}
-
-rw_key_names rw_keys_for(std::string_view key, std::string_view field) {
-  rw_key_names k;
-  k.hash = key;
-  k.channel = redisson_prefix_name("redisson_rwlock", key);
-  // The name's one fencing counter, the mutex's too (keys_for), so their tokens are one sequence.
-  k.token = redisson_prefix_name("redisson_lock_token", key);
-  k.waiting = redisson_suffix_name(key, "dlock_writers_waiting");
-  // The semaphore's permits (a conflict reports them), and where the mutex's waiters listen.
-  k.permits = redisson_suffix_name(key, "timeout");
-  k.mutex_channel = redisson_prefix_name("redisson_lock__channel", key);
-  k.mutex_queue = redisson_prefix_name("redisson_lock_queue", key);
-  k.timeout_prefix = redisson_suffix_name(key, field) + ":rwlock_timeout";
-  // Redisson's getKeyPrefix: the timeout prefix up to ":<field>", i.e. "{name}" (or the name
-  // itself when it has braces), to which the read unlock appends any holder's field.
-  k.holders_prefix = key.find('{') != std::string_view::npos ? std::string(key) : "{" + std::string(key) + "}";
-  return k;
-}
-
-semaphore_key_names semaphore_keys_for(std::string_view key) {
-  semaphore_key_names k;
-  k.count = key;
-  k.timeouts = redisson_suffix_name(key, "timeout");
-  k.channel = redisson_prefix_name("redisson_sc", key);
-  k.token = redisson_prefix_name("dlock_semaphore_token", key);
-  return k;
-}
 
 // The watchdog's renewals of many reader-writer and semaphore leases of one backend: one pipeline
 // on one connection (renewal.hpp), as the mutex's.

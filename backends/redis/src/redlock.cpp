@@ -3,7 +3,6 @@
 #include <optional>
 
 #include "capabilities.hpp"
-#include "redis_backend.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis {

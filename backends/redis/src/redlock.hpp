@@ -12,7 +12,7 @@ namespace dlock::redis {
 struct redlock_shared {
   std::vector<std::shared_ptr<pool>> masters;
   std::string prefix;
-  // Grant nothing on a master younger than the ttl (see redis_backend.hpp's settings).
+  // Grant nothing on a master younger than the ttl (see redis_settings.hpp).
   bool wait_after_restart = true;
   std::size_t quorum() const noexcept { return masters.size() / 2 + 1; }
   // Undoes grants whose replies were lost. Tasks hold a plain pointer to this; last, so its thread

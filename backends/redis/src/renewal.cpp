@@ -27,10 +27,4 @@ void judge_renewal_replicas(const backend_state& s, const redisReply* wait_reply
                        "not counted: the lease's validity is not extended");
 }
 
-std::string server_label(const backend_state& s) {
-  if (s.sentinels) return s.sentinels->label();
-  if (s.cluster) return s.cluster->label();
-  return s.config.where.label();
-}
-
 }  // namespace dlock::redis

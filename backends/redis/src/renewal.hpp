@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "backend_state.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
-#include "redis_backend.hpp"
 
 namespace dlock::redis {
 
@@ -34,8 +34,6 @@ void judge_renewal_reply(const redisReply& r, const std::string& what, std::erro
 // extended; the watchdog tries again while the lease is valid).
 void judge_renewal_replicas(const backend_state& s, const redisReply* wait_reply, const std::string& what,
                             std::error_code& ec);
-// What messages name: the server, or the Sentinel master set and its sentinels.
-std::string server_label(const backend_state& s);
 
 // Renews `leases` (all of type Lease) in one pipeline on one pooled connection: every renewal
 // script appended and written at once, the replies read in order, a NOSCRIPT answer sent again
