@@ -70,19 +70,8 @@ void redis_lease::do_release(std::error_code& ec) noexcept {
 }
 
 void redis_lease::do_renew(milliseconds ttl, std::error_code& ec) noexcept {
-  reply_ptr r;
-  try {
-    const auto ttl_text = ms_text(ttl);
-    auto out = state_->eval(renew_script(), {key_}, renew_args(ttl_text), connection_deadline(), milliseconds::zero(),
-                            ec, false, replica_wait(state_->config));
-    if (out.withdrawn) set_withdrawn_error(ec, *state_, "renewing lock '" + name() + "'");
-    r = std::move(out.reply);
-    if (ec) return;
-    judge_renewal(*r, ec);
-    if (!ec) judge_replicas(out.trailer.get(), ec);
-  } catch (...) {
-    set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
-  }
+  renew_alone(*state_, *this, ttl, ec,
+              [&](std::error_code& e) { set_withdrawn_error(e, *state_, "renewing lock '" + name() + "'"); });
 }
 
 const script& redis_lease::renew_script() const noexcept {

@@ -9,6 +9,7 @@
 #include "name_conflict.hpp"
 #include "redis_keys.hpp"
 #include "renewal.hpp"
+#include "script_call.hpp"
 #include "shared_scripts.hpp"
 
 namespace dlock::redis {
@@ -17,16 +18,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
-
-// One script call with its keys and arguments owned (a lease keeps its release and renewal).
-struct script_call {
-  const script* s = nullptr;
-  std::vector<std::string> keys, args;
-};
-
-std::vector<std::string_view> views(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
 
 // One grant of a reader-writer lock (a read or a write hold) or of a semaphore (its permits):
 // released and renewed by the scripts given at the grant. Renewal calls put the ttl first.
@@ -54,7 +45,7 @@ class grant_lease final : public spi::lease_state {
     judge_renewal_replicas(*state_, wait_reply, "'" + name() + "'", ec);
   }
   renewal_request renewal(const std::string& ttl_text) const {
-    return {renew_.s, views(renew_.keys), renew_args(ttl_text)};
+    return {renew_.s, renew_.key_views(), renew_args(ttl_text)};
   }
   // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
   clock::time_point connection_deadline() const noexcept {
@@ -65,7 +56,7 @@ class grant_lease final : public spi::lease_state {
   void do_release(std::error_code& ec) noexcept override {
     reply_ptr r;
     try {
-      auto out = state_->eval(*release_.s, views(release_.keys), views(release_.args), connection_deadline(),
+      auto out = state_->eval(*release_.s, release_.key_views(), release_.arg_views(), connection_deadline(),
                               milliseconds::zero(), ec);
       if (out.withdrawn) set_busy_error(ec, "releasing");
       r = std::move(out.reply);
@@ -85,21 +76,7 @@ class grant_lease final : public spi::lease_state {
   }
 
   void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
-    reply_ptr r;
-    try {
-      const auto ttl_text = ms_text(ttl);
-      const auto& repl = state_->config.replicas;
-      auto out =
-          state_->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(), milliseconds::zero(),
-                       ec, false, repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
-      if (out.withdrawn) set_busy_error(ec, "renewing");
-      r = std::move(out.reply);
-      if (ec) return;
-      judge_renewal(*r, ec);
-      if (!ec) judge_replicas(out.trailer.get(), ec);
-    } catch (...) {
-      set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
-    }
+    renew_alone(*state_, *this, ttl, ec, [&](std::error_code& e) { set_busy_error(e, "renewing"); });
   }
 
  private:
@@ -147,7 +124,7 @@ void undo_late_grant(backend_state& s, std::shared_ptr<late_replies> late, std::
         return;
       (void)late->with_connection([&](connection& c) {
         std::error_code ec;
-        (void)c.eval_source(as_published(s.config, *undo.s), views(undo.keys), views(undo.args), ec);
+        (void)c.eval_source(as_published(s.config, *undo.s), undo.key_views(), undo.arg_views(), ec);
       });
     });
   } catch (...) {
@@ -166,7 +143,7 @@ bool is_grant(const redisReply* r) noexcept {
 void give_back(backend_state& s, script_call undo, clock::time_point expires_at) noexcept {
   try {
     std::error_code ec;
-    auto out = s.eval(*undo.s, views(undo.keys), views(undo.args), clock::now() + s.config.where.connect_timeout,
+    auto out = s.eval(*undo.s, undo.key_views(), undo.arg_views(), clock::now() + s.config.where.connect_timeout,
                       milliseconds::zero(), ec);
     if (!ec && !out.withdrawn) return;
     s.post([&s, undo = std::move(undo), expires_at](std::stop_token stop) {
@@ -174,7 +151,7 @@ void give_back(backend_state& s, script_call undo, clock::time_point expires_at)
            pause = std::min(pause * 2, milliseconds(1000))) {
         std::error_code ec;
         if (auto c = s.checkout_for(undo.keys.front(), ec); !ec) {
-          (void)c->eval(as_published(s.config, *undo.s), views(undo.keys), views(undo.args), ec);
+          (void)c->eval(as_published(s.config, *undo.s), undo.key_views(), undo.arg_views(), ec);
           if (!ec) return;
         }
         worker::pause(stop, pause);
@@ -198,7 +175,7 @@ std::optional<answer> run_acquire(backend_state& s, std::string_view what, reque
     const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
     // With min_replicas, WAIT follows the script on its connection, as for the mutex (replication.hpp).
     auto out = s.eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec, false,
-                      cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
+                      replica_wait(cfg));
     if (out.withdrawn) {
       if (!deadline)
         set_error(

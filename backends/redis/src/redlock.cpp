@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "capabilities.hpp"
+#include "script_call.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis {
@@ -11,8 +12,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
 
 // A master's connection whose request went out but whose reply was lost (its command_timeout).
 struct unanswered_request {
