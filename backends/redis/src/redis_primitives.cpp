@@ -246,6 +246,14 @@ struct miss {
   bool quiet = false;
 };
 
+// Whether run_acquire's answer `got` is no grant; if so, `m` says what the try learnt: with no
+// answer, `young` (a young server's wait, else 0), else the answer's hint.
+bool missed(const std::optional<answer>& got, milliseconds young, miss& m) noexcept {
+  if (got && got->granted) return false;
+  m = got ? miss{got->wait_hint, got->quiet} : miss{young, false};
+  return true;
+}
+
 // Notified waiting, as the mutex's: try; on a miss subscribe to the release channel, then try
 // again (a release between the miss and the subscription is not lost), and wait for a message or
 // the hint (the holder's PTTL, the next permit's expiry; poll.max without one, and at most poll.max
@@ -365,14 +373,7 @@ class redis_rw_lock final : public rw_lock {
                              {keys_.hash, keys_.token, keys_.waiting, keys_.permits},
                              {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec,
                              [&] { return write_release(ttl_text); });
-      if (!got) {
-        m = {young, false};
-        return nullptr;
-      }
-      if (!got->granted) {
-        m = {got->wait_hint, got->quiet};
-        return nullptr;
-      }
+      if (missed(got, young, m)) return nullptr;
       if (read)
         return std::make_unique<grant_lease>(
             state_, std::string(name()), ttl, start, got->token, read_release(),
@@ -454,14 +455,7 @@ class redis_semaphore final : public semaphore {
                                    request_kind{"a semaphore", name(), keys_.count}, scripts::semaphore_acquire,
                                    {keys_.count, keys_.timeouts, keys_.channel, keys_.token}, args, ttl, deadline,
                                    max_count(), young, ec, [&] { return release_of(ids); });
-      if (!got) {
-        m = {young, false};
-        return nullptr;
-      }
-      if (!got->granted) {
-        m = {got->wait_hint, got->quiet};
-        return nullptr;
-      }
+      if (missed(got, young, m)) return nullptr;
       auto release = release_of(ids);
       return std::make_unique<grant_lease>(state_, std::string(name()), ttl, start, got->token, std::move(release),
                                            script_call{&scripts::semaphore_renew, {keys_.timeouts}, std::move(ids)});
