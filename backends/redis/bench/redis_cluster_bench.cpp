@@ -15,7 +15,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "opened_backends.hpp"
-#include "redis_backend.hpp"
+#include "redis_settings.hpp"
 #include "scripts.hpp"
 
 namespace {

@@ -12,7 +12,7 @@
 
 #include "cluster.hpp"
 #include "dlock_fuzz/check.hpp"
-#include "redis_backend.hpp"
+#include "redis_keys.hpp"
 
 using dlock::fuzz::check;
 using dlock::redis::key_names;

@@ -6,7 +6,10 @@
 #include <span>
 #include <vector>
 
+#include "name_conflict.hpp"
+#include "redis_keys.hpp"
 #include "renewal.hpp"
+#include "script_call.hpp"
 #include "shared_scripts.hpp"
 
 namespace dlock::redis {
@@ -16,30 +19,20 @@ namespace {
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
-
-// One script call with its keys and arguments owned (a lease keeps its release and renewal).
-struct script_call {
-  const script* s = nullptr;
-  std::vector<std::string> keys, args;
-};
-
-std::vector<std::string_view> views(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
-
 // One grant of a reader-writer lock (a read or a write hold) or of a semaphore (its permits):
 // released and renewed by the scripts given at the grant. Renewal calls put the ttl first.
 class grant_lease final : public spi::lease_state {
  public:
-  grant_lease(std::shared_ptr<shared> s, std::string name, milliseconds ttl, clock::time_point start,
+  grant_lease(std::shared_ptr<backend_state> s, std::string name, milliseconds ttl, clock::time_point start,
               std::uint64_t fencing, script_call release, script_call renew)
       : lease_state(std::move(name), ttl, validity_after(start, ttl)),
-        shared_(std::move(s)),
+        state_(std::move(s)),
         fencing_(fencing),
         release_(std::move(release)),
         renew_(std::move(renew)) {}
 
   std::optional<std::uint64_t> fencing_token() const noexcept override { return fencing_; }
-  spi::renewal_batch* batch() const noexcept override { return shared_->primitive_renewals.get(); }
+  spi::renewal_batch* batch() const noexcept override { return state_->primitive_renewals.get(); }
 
   // The renewal script's arguments for `ttl_text` (ARGV[1]) and its answer, for the batch too.
   std::vector<std::string_view> renew_args(const std::string& ttl_text) const {
@@ -49,22 +42,22 @@ class grant_lease final : public spi::lease_state {
   }
   void judge_renewal(const redisReply& r, std::error_code& ec) const { judge_renewal_reply(r, "'" + name() + "'", ec); }
   void judge_replicas(const redisReply* wait_reply, std::error_code& ec) const {
-    judge_renewal_replicas(*shared_, wait_reply, "'" + name() + "'", ec);
+    judge_renewal_replicas(*state_, wait_reply, "'" + name() + "'", ec);
   }
   renewal_request renewal(const std::string& ttl_text) const {
-    return {renew_.s, views(renew_.keys), renew_args(ttl_text)};
+    return {renew_.s, renew_.key_views(), renew_args(ttl_text)};
   }
   // As a mutex lease: wait for a pooled connection while the grant is valid, at least connect_timeout.
   clock::time_point connection_deadline() const noexcept {
-    return std::max(valid_until(), clock::now() + shared_->config.where.connect_timeout);
+    return std::max(valid_until(), clock::now() + state_->config.where.connect_timeout);
   }
 
  protected:
   void do_release(std::error_code& ec) noexcept override {
     reply_ptr r;
     try {
-      auto out = shared_->eval(*release_.s, views(release_.keys), views(release_.args), connection_deadline(),
-                               milliseconds::zero(), ec);
+      auto out = state_->eval(*release_.s, release_.key_views(), release_.arg_views(), connection_deadline(),
+                              milliseconds::zero(), ec);
       if (out.withdrawn) set_busy_error(ec, "releasing");
       r = std::move(out.reply);
     } catch (...) {
@@ -83,31 +76,17 @@ class grant_lease final : public spi::lease_state {
   }
 
   void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
-    reply_ptr r;
-    try {
-      const auto ttl_text = ms_text(ttl);
-      const auto& repl = shared_->config.replicas;
-      auto out = shared_->eval(*renew_.s, views(renew_.keys), renew_args(ttl_text), connection_deadline(),
-                               milliseconds::zero(), ec, false,
-                               repl.wanted() ? repl.wait_command() : std::vector<std::string_view>{});
-      if (out.withdrawn) set_busy_error(ec, "renewing");
-      r = std::move(out.reply);
-      if (ec) return;
-      judge_renewal(*r, ec);
-      if (!ec) judge_replicas(out.trailer.get(), ec);
-    } catch (...) {
-      set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
-    }
+    renew_alone(*state_, *this, ttl, ec, [&](std::error_code& e) { set_busy_error(e, "renewing"); });
   }
 
  private:
   void set_busy_error(std::error_code& ec, std::string_view doing) const {
     set_error(ec, errc::backend_unavailable,
-              "redis " + server_label(*shared_) + ": " + std::string(doing) + " '" + name() +
+              "redis " + server_label(*state_) + ": " + std::string(doing) + " '" + name() +
                   "': not sent: every pooled connection (pool_size) stayed busy until the grant's validity ran out");
   }
 
-  std::shared_ptr<shared> shared_;
+  std::shared_ptr<backend_state> state_;
   std::uint64_t fencing_;
   script_call release_, renew_;
 };
@@ -133,7 +112,7 @@ struct request_kind {
 // grant after all, to nobody. Read the late reply in the background and, if it is a grant, send
 // its release on the same connection, so it runs after the grant. (On a broken connection
 // nothing can be read: such a grant runs out at its ttl.)
-void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t index, script_call undo,
+void undo_late_grant(backend_state& s, std::shared_ptr<late_replies> late, std::size_t index, script_call undo,
                      clock::time_point expires_at) noexcept {
   try {
     s.post([&s, late = std::move(late), index, undo = std::move(undo), expires_at](std::stop_token stop) {
@@ -145,7 +124,7 @@ void undo_late_grant(shared& s, std::shared_ptr<late_replies> late, std::size_t 
         return;
       (void)late->with_connection([&](connection& c) {
         std::error_code ec;
-        (void)c.eval_source(as_published(s.config, *undo.s), views(undo.keys), views(undo.args), ec);
+        (void)c.eval_source(as_published(s.config, *undo.s), undo.key_views(), undo.arg_views(), ec);
       });
     });
   } catch (...) {
@@ -161,10 +140,10 @@ bool is_grant(const redisReply* r) noexcept {
 // A grant that must not count (min_replicas not confirmed, or WAIT's reply lost): its release at
 // once, else in the background until it would have expired anyway. Its reply was read, so it has
 // run: a release on any connection comes after it.
-void give_back(shared& s, script_call undo, clock::time_point expires_at) noexcept {
+void give_back(backend_state& s, script_call undo, clock::time_point expires_at) noexcept {
   try {
     std::error_code ec;
-    auto out = s.eval(*undo.s, views(undo.keys), views(undo.args), clock::now() + s.config.where.connect_timeout,
+    auto out = s.eval(*undo.s, undo.key_views(), undo.arg_views(), clock::now() + s.config.where.connect_timeout,
                       milliseconds::zero(), ec);
     if (!ec && !out.withdrawn) return;
     s.post([&s, undo = std::move(undo), expires_at](std::stop_token stop) {
@@ -172,7 +151,7 @@ void give_back(shared& s, script_call undo, clock::time_point expires_at) noexce
            pause = std::min(pause * 2, milliseconds(1000))) {
         std::error_code ec;
         if (auto c = s.checkout_for(undo.keys.front(), ec); !ec) {
-          (void)c->eval(as_published(s.config, *undo.s), views(undo.keys), views(undo.args), ec);
+          (void)c->eval(as_published(s.config, *undo.s), undo.key_views(), undo.arg_views(), ec);
           if (!ec) return;
         }
         worker::pause(stop, pause);
@@ -185,7 +164,7 @@ void give_back(shared& s, script_call undo, clock::time_point expires_at) noexce
 
 // `make_undo()`: the release of the grant this call may make, for undo_late_grant.
 template <class MakeUndo>
-std::optional<answer> run_acquire(shared& s, std::string_view what, request_kind kind, const script& acquire,
+std::optional<answer> run_acquire(backend_state& s, std::string_view what, request_kind kind, const script& acquire,
                                   const std::vector<std::string_view>& keys, const std::vector<std::string_view>& args,
                                   milliseconds ttl, std::optional<clock::time_point> deadline, std::uint32_t max_count,
                                   milliseconds& young, std::error_code& ec, MakeUndo&& make_undo) noexcept {
@@ -196,7 +175,7 @@ std::optional<answer> run_acquire(shared& s, std::string_view what, request_kind
     const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
     // With min_replicas, WAIT follows the script on its connection, as for the mutex (replication.hpp).
     auto out = s.eval(acquire, keys, args, deadline.value_or(start + cfg.where.connect_timeout), min_age, ec, false,
-                      cfg.replicas.wanted() ? cfg.replicas.wait_command() : std::vector<std::string_view>{});
+                      replica_wait(cfg));
     if (out.withdrawn) {
       if (!deadline)
         set_error(
@@ -267,6 +246,14 @@ struct miss {
   bool quiet = false;
 };
 
+// Whether run_acquire's answer `got` is no grant; if so, `m` says what the try learnt: with no
+// answer, `young` (a young server's wait, else 0), else the answer's hint.
+bool missed(const std::optional<answer>& got, milliseconds young, miss& m) noexcept {
+  if (got && got->granted) return false;
+  m = got ? miss{got->wait_hint, got->quiet} : miss{young, false};
+  return true;
+}
+
 // Notified waiting, as the mutex's: try; on a miss subscribe to the release channel, then try
 // again (a release between the miss and the subscription is not lost), and wait for a message or
 // the hint (the holder's PTTL, the next permit's expiry; poll.max without one, and at most poll.max
@@ -275,7 +262,7 @@ struct miss {
 // subscription can be made; `longest_wait` bounds each wait (a waiting writer's entry must be
 // renewed by its tries before it expires).
 template <class Attempt, class Poll>
-std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& channel, wake_rule rule,
+std::unique_ptr<spi::lease_state> wait_for_grant(backend_state& s, const std::string& channel, wake_rule rule,
                                                  clock::time_point deadline, milliseconds poll_max,
                                                  milliseconds longest_wait, std::error_code& ec, Attempt&& attempt,
                                                  Poll&& poll) noexcept {
@@ -311,10 +298,10 @@ std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& c
 
 class redis_rw_lock final : public rw_lock {
  public:
-  redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps, lock_options options)
-      : rw_lock(name, caps, std::move(options)), shared_(std::move(s)) {
-    const auto key = shared_->config.prefix + name;
-    field_ = redisson_owner_field(shared_->config, owner());
+  redis_rw_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps, lock_options options)
+      : rw_lock(name, caps, std::move(options)), state_(std::move(s)) {
+    const auto key = state_->config.prefix + name;
+    field_ = redisson_owner_field(state_->config, owner());
     write_field_ = field_ + ":write";
     keys_ = rw_keys_for(key, field_);
   }
@@ -344,7 +331,7 @@ class redis_rw_lock final : public rw_lock {
         side == access::write ? std::max(options().ttl / 3, milliseconds(1)) : milliseconds::max();
     bool polled = false;  // no subscription: the core's polling, whose tries leave no entry
     auto got = wait_for_grant(
-        *shared_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
+        *state_, keys_.channel, wake_rule::all, deadline, options().poll.max, longest_wait, ec,
         [&](std::error_code& e, miss& m, clock::time_point d) { return attempt(side, e, m, d, waiting); },
         [&] {
           polled = true;
@@ -361,8 +348,8 @@ class redis_rw_lock final : public rw_lock {
   void give_up(const std::string& entry) noexcept {
     try {
       std::error_code ec;
-      (void)shared_->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
-                          clock::now() + shared_->config.where.connect_timeout, milliseconds::zero(), ec);
+      (void)state_->eval(scripts::rw_writer_gives_up, {keys_.waiting, keys_.hash, keys_.channel}, {entry},
+                         clock::now() + state_->config.where.connect_timeout, milliseconds::zero(), ec);
     } catch (...) {
     }
   }
@@ -379,27 +366,19 @@ class redis_rw_lock final : public rw_lock {
       const auto what = std::string(read ? "read-locking '" : "write-locking '") + std::string(name()) + "'";
       const request_kind kind{"a reader-writer lock", name(), keys_.hash};
       const auto got =
-          read ? run_acquire(*shared_, what, kind, scripts::rw_read_acquire,
+          read ? run_acquire(*state_, what, kind, scripts::rw_read_acquire,
                              {keys_.hash, keys_.timeout_prefix, keys_.token, keys_.waiting, keys_.permits},
                              {ttl_text, field_}, ttl, deadline, 0, young, ec, [&] { return read_release(); })
-               : run_acquire(*shared_, what, kind, scripts::rw_write_acquire,
+               : run_acquire(*state_, what, kind, scripts::rw_write_acquire,
                              {keys_.hash, keys_.token, keys_.waiting, keys_.permits},
                              {ttl_text, write_field_, waiting_entry}, ttl, deadline, 0, young, ec,
                              [&] { return write_release(ttl_text); });
-      if (!got) {
-        m = {young, false};
-        return nullptr;
-      }
-      if (!got->granted) {
-        m = {got->wait_hint, got->quiet};
-        return nullptr;
-      }
+      if (missed(got, young, m)) return nullptr;
       if (read)
         return std::make_unique<grant_lease>(
-            shared_, std::string(name()), ttl, start, got->token, read_release(),
+            state_, std::string(name()), ttl, start, got->token, read_release(),
             script_call{&scripts::rw_read_renew, {keys_.hash, keys_.timeout_prefix}, {field_}});
-      return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token,
-                                           write_release(ttl_text),
+      return std::make_unique<grant_lease>(state_, std::string(name()), ttl, start, got->token, write_release(ttl_text),
                                            script_call{&scripts::rw_write_renew, {keys_.hash}, {write_field_}});
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
@@ -420,18 +399,18 @@ class redis_rw_lock final : public rw_lock {
   }
 
   const std::string no_entry_;
-  std::shared_ptr<shared> shared_;
+  std::shared_ptr<backend_state> state_;
   std::string field_, write_field_;
   rw_key_names keys_;
 };
 
 class redis_semaphore final : public semaphore {
  public:
-  redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count, capabilities caps,
+  redis_semaphore(std::shared_ptr<backend_state> s, std::string name, std::uint32_t max_count, capabilities caps,
                   lock_options options)
       : semaphore(name, max_count, caps, std::move(options)),
-        shared_(std::move(s)),
-        keys_(semaphore_keys_for(shared_->config.prefix + name)),
+        state_(std::move(s)),
+        keys_(semaphore_keys_for(state_->config.prefix + name)),
         max_count_text_(std::to_string(max_count)) {}
 
  protected:
@@ -443,7 +422,7 @@ class redis_semaphore final : public semaphore {
   std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
     return wait_for_grant(
-        *shared_, keys_.channel, wake_rule::published_count, deadline, options().poll.max, milliseconds::max(), ec,
+        *state_, keys_.channel, wake_rule::published_count, deadline, options().poll.max, milliseconds::max(), ec,
         [&](std::error_code& e, miss& m, clock::time_point d) { return attempt(permits, e, m, d); },
         [&] { return semaphore::do_acquire_until(permits, deadline, ec); });
   }
@@ -472,20 +451,13 @@ class redis_semaphore final : public semaphore {
       args.insert(args.end(), ids.begin(), ids.end());
       const auto start = clock::now();
       milliseconds young{};
-      const auto got = run_acquire(*shared_, "acquiring semaphore '" + std::string(name()) + "'",
+      const auto got = run_acquire(*state_, "acquiring semaphore '" + std::string(name()) + "'",
                                    request_kind{"a semaphore", name(), keys_.count}, scripts::semaphore_acquire,
                                    {keys_.count, keys_.timeouts, keys_.channel, keys_.token}, args, ttl, deadline,
                                    max_count(), young, ec, [&] { return release_of(ids); });
-      if (!got) {
-        m = {young, false};
-        return nullptr;
-      }
-      if (!got->granted) {
-        m = {got->wait_hint, got->quiet};
-        return nullptr;
-      }
+      if (missed(got, young, m)) return nullptr;
       auto release = release_of(ids);
-      return std::make_unique<grant_lease>(shared_, std::string(name()), ttl, start, got->token, std::move(release),
+      return std::make_unique<grant_lease>(state_, std::string(name()), ttl, start, got->token, std::move(release),
                                            script_call{&scripts::semaphore_renew, {keys_.timeouts}, std::move(ids)});
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring");
@@ -497,61 +469,20 @@ class redis_semaphore final : public semaphore {
     return {&scripts::semaphore_release, {keys_.count, keys_.timeouts, keys_.channel}, ids};
   }
 
-  std::shared_ptr<shared> shared_;
+  std::shared_ptr<backend_state> state_;
   semaphore_key_names keys_;
   std::string max_count_text_;
 };
 
 }  // namespace
 
-std::string redisson_suffix_name(std::string_view name, std::string_view suffix) {
-  std::string out;
-  if (name.find('{') != std::string_view::npos) {
-    out = name;
-  } else {
-    out = "{";
-    out += name;
-    out += "}";
-  }
-  out += ":";
-  out += suffix;
-  return out;
-}
-
-rw_key_names rw_keys_for(std::string_view key, std::string_view field) {
-  rw_key_names k;
-  k.hash = key;
-  k.channel = redisson_prefix_name("redisson_rwlock", key);
-  // The name's one fencing counter, the mutex's too (keys_for), so their tokens are one sequence.
-  k.token = redisson_prefix_name("redisson_lock_token", key);
-  k.waiting = redisson_suffix_name(key, "dlock_writers_waiting");
-  // The semaphore's permits (a conflict reports them), and where the mutex's waiters listen.
-  k.permits = redisson_suffix_name(key, "timeout");
-  k.mutex_channel = redisson_prefix_name("redisson_lock__channel", key);
-  k.mutex_queue = redisson_prefix_name("redisson_lock_queue", key);
-  k.timeout_prefix = redisson_suffix_name(key, field) + ":rwlock_timeout";
-  // Redisson's getKeyPrefix: the timeout prefix up to ":<field>", i.e. "{name}" (or the name
-  // itself when it has braces), to which the read unlock appends any holder's field.
-  k.holders_prefix = key.find('{') != std::string_view::npos ? std::string(key) : "{" + std::string(key) + "}";
-  return k;
-}
-
-semaphore_key_names semaphore_keys_for(std::string_view key) {
-  semaphore_key_names k;
-  k.count = key;
-  k.timeouts = redisson_suffix_name(key, "timeout");
-  k.channel = redisson_prefix_name("redisson_sc", key);
-  k.token = redisson_prefix_name("dlock_semaphore_token", key);
-  return k;
-}
-
 // The watchdog's renewals of many reader-writer and semaphore leases of one backend: one pipeline
 // on one connection (renewal.hpp), as the mutex's.
-std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) {
+std::unique_ptr<spi::renewal_batch> make_grant_renewals(backend_state& s) {
   return std::make_unique<pipelined_renewals<grant_lease>>(s);
 }
 
-std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps,
                                             lock_options options) {
   const auto k = rw_keys_for(s->config.prefix + name, "field");
   require_one_slot(*s, name,
@@ -560,8 +491,8 @@ std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::stri
   return std::make_unique<redis_rw_lock>(std::move(s), std::move(name), caps, std::move(options));
 }
 
-std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count,
-                                                capabilities caps, lock_options options) {
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<backend_state> s, std::string name,
+                                                std::uint32_t max_count, capabilities caps, lock_options options) {
   const auto k = semaphore_keys_for(s->config.prefix + name);
   require_one_slot(*s, name, {k.count, k.timeouts, k.channel, k.token});
   return std::make_unique<redis_semaphore>(std::move(s), std::move(name), max_count, caps, std::move(options));

@@ -7,34 +7,18 @@
 #include <memory>
 #include <string>
 
+#include "backend_state.hpp"
 #include "dlock/rw_lock.hpp"
 #include "dlock/semaphore.hpp"
-#include "redis_backend.hpp"
 
 namespace dlock::redis {
 
-// The renewal batch of the leases these make (shared::primitive_renewals).
-std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s);
+// The renewal batch of the leases these make (backend_state::primitive_renewals).
+std::unique_ptr<spi::renewal_batch> make_grant_renewals(backend_state& s);
 
-std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps,
                                             lock_options options);
-std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count,
-                                                capabilities caps, lock_options options);
-
-// Redisson's suffixName(n, s): "{" + n + "}:" + s, or n + ":" + s when n already contains '{'.
-std::string redisson_suffix_name(std::string_view name, std::string_view suffix);
-
-// The server keys of one reader-writer lock (key = prefix + name) for the holder field `field`,
-// with those of the name's mutex and semaphore that its scripts read or publish to.
-struct rw_key_names {
-  std::string hash, channel, token, timeout_prefix, holders_prefix, waiting, permits, mutex_channel, mutex_queue;
-};
-rw_key_names rw_keys_for(std::string_view key, std::string_view field);
-
-// The server keys of one semaphore (key = prefix + name).
-struct semaphore_key_names {
-  std::string count, timeouts, channel, token;
-};
-semaphore_key_names semaphore_keys_for(std::string_view key);
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<backend_state> s, std::string name,
+                                                std::uint32_t max_count, capabilities caps, lock_options options);
 
 }  // namespace dlock::redis

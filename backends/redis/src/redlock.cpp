@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "capabilities.hpp"
-#include "redis_backend.hpp"
+#include "script_call.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis {
@@ -12,8 +12,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-std::string ms_text(milliseconds d) { return std::to_string(std::max<milliseconds::rep>(d.count(), 1)); }
 
 // A master's connection whose request went out but whose reply was lost (its command_timeout).
 struct unanswered_request {
@@ -28,7 +26,7 @@ struct unanswered_request {
 // asked nothing and counted in `young`: it may have restarted and forgotten a grant (antirez's
 // delayed restart, done by the client).
 template <class Build, class Ok>
-std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& failures,
+std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& failures,
                    std::vector<unanswered_request>* late = nullptr, std::size_t* young = nullptr,
                    milliseconds young_until_ttl = {}) {
   std::vector<pool::handle> conns(s.masters.size());
@@ -68,14 +66,14 @@ std::size_t on_all(const redlock_shared& s, Build build, Ok ok, std::string& fai
 
 class redlock_lease final : public spi::lease_state {
  public:
-  redlock_lease(std::shared_ptr<redlock_shared> s, std::string name, std::string key, std::string token,
+  redlock_lease(std::shared_ptr<redlock_state> s, std::string name, std::string key, std::string token,
                 milliseconds ttl, clock::time_point start)
       : lease_state(std::move(name), ttl, validity_after(start, ttl)),
-        shared_(std::move(s)),
+        state_(std::move(s)),
         key_(std::move(key)),
         token_(std::move(token)) {}
 
-  static void release_everywhere(const redlock_shared& s, const std::string& key, const std::string& token,
+  static void release_everywhere(const redlock_state& s, const std::string& key, const std::string& token,
                                  std::size_t& released) {
     std::string failures;
     const auto channel = key + ":redlock_channel";
@@ -91,11 +89,11 @@ class redlock_lease final : public spi::lease_state {
   void do_release(std::error_code& ec) noexcept override {
     try {
       std::size_t released = 0;
-      release_everywhere(*shared_, key_, token_, released);
-      if (released < shared_->quorum())
+      release_everywhere(*state_, key_, token_, released);
+      if (released < state_->quorum())
         set_error(ec, errc::not_owner,
                   "redlock: lock '" + name() + "' was ours on only " + std::to_string(released) + " of " +
-                      std::to_string(shared_->masters.size()) + " masters at release (expired or lost)");
+                      std::to_string(state_->masters.size()) + " masters at release (expired or lost)");
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redlock: out of memory");
     }
@@ -107,22 +105,22 @@ class redlock_lease final : public spi::lease_state {
       const auto start = clock::now();
       const auto ttl_text = ms_text(ttl);
       const auto n = on_all(
-          *shared_,
+          *state_,
           [&](connection& c) {
             return c.append({"EVAL", scripts::simple_renew.source, "1", key_, token_, ttl_text});
           },
           [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
-      if (n < shared_->quorum() || validity_after(start, ttl) <= clock::now())
+      if (n < state_->quorum() || validity_after(start, ttl) <= clock::now())
         set_error(ec, errc::lock_lost,
                   "redlock: lock '" + name() + "' renewed on only " + std::to_string(n) + " of " +
-                      std::to_string(shared_->masters.size()) + " masters:" + failures);
+                      std::to_string(state_->masters.size()) + " masters:" + failures);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redlock: out of memory");
     }
   }
 
  private:
-  std::shared_ptr<redlock_shared> shared_;
+  std::shared_ptr<redlock_state> state_;
   std::string key_, token_;
 };
 
@@ -130,11 +128,11 @@ class redlock_lease final : public spi::lease_state {
 // nobody. Compare-and-delete by the token, in the background: on an intact connection after the
 // late reply (so it runs after the SET, on the same connection), else on a fresh one, until the
 // grant would have expired.
-void undo_late_grants(redlock_shared& s, std::vector<unanswered_request> late, const std::string& key,
+void undo_late_grants(redlock_state& s, std::vector<unanswered_request> late, const std::string& key,
                       const std::string& token, clock::time_point expires_at) {
   for (auto& request : late) {
     auto pending = std::make_shared<std::optional<pool::handle>>(std::move(request.conn));
-    s.background.post([shared = &s, pending, master = request.master, key, token, expires_at](std::stop_token stop) {
+    s.background.post([state = &s, pending, master = request.master, key, token, expires_at](std::stop_token stop) {
       const auto channel = key + ":redlock_channel";
       const std::vector<std::string_view> release{"EVAL", scripts::simple_release.source, "2", key, channel, token};
       auto& c = **pending;
@@ -154,7 +152,7 @@ void undo_late_grants(redlock_shared& s, std::vector<unanswered_request> late, c
       for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
            pause = std::min(pause * 2, milliseconds(1000))) {
         ec.clear();
-        if (auto fresh = shared->masters[master]->checkout(ec); !ec) {
+        if (auto fresh = state->masters[master]->checkout(ec); !ec) {
           (void)fresh->command(release, ec);
           if (!ec) return;
         }
@@ -166,8 +164,8 @@ void undo_late_grants(redlock_shared& s, std::vector<unanswered_request> late, c
 
 class redlock_lock final : public distributed_lock {
  public:
-  redlock_lock(std::shared_ptr<redlock_shared> s, std::string name, capabilities caps, lock_options options)
-      : distributed_lock(name, caps, options), shared_(std::move(s)), key_(shared_->prefix + name) {}
+  redlock_lock(std::shared_ptr<redlock_state> s, std::string name, capabilities caps, lock_options options)
+      : distributed_lock(name, caps, options), state_(std::move(s)), key_(state_->prefix + name) {}
 
  protected:
   // One Redlock round: SET NX PX on every master in parallel; held with a majority and positive
@@ -182,27 +180,27 @@ class redlock_lock final : public distributed_lock {
       std::vector<unanswered_request> late;
       std::size_t young = 0;
       const auto n = on_all(
-          *shared_,
+          *state_,
           [&](connection& c) {
             return c.append({"SET", key_, token, "NX", "PX", ttl_text});
           },
           [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl);
       const auto valid_until = spi::lease_state::validity_after(start, ttl);
       // Held: a late SET is part of this lease, and its release (by token, everywhere) covers it.
-      if (n >= shared_->quorum() && valid_until > clock::now())
-        return std::make_unique<redlock_lease>(shared_, std::string(name()), key_, token, ttl, start);
+      if (n >= state_->quorum() && valid_until > clock::now())
+        return std::make_unique<redlock_lease>(state_, std::string(name()), key_, token, ttl, start);
       std::size_t ignored = 0;
-      redlock_lease::release_everywhere(*shared_, key_, token, ignored);
-      undo_late_grants(*shared_, std::move(late), key_, token, start + ttl);
+      redlock_lease::release_everywhere(*state_, key_, token, ignored);
+      undo_late_grants(*state_, std::move(late), key_, token, start + ttl);
       // Fewer masters answered than a majority: that is not contention but unavailability. (Young
       // masters answer; they only may not grant yet, which is waited out like contention.)
       const auto reachable =
-          shared_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
-      if (reachable < shared_->quorum())
+          state_->masters.size() - static_cast<std::size_t>(std::count(failures.begin(), failures.end(), ';'));
+      if (reachable < state_->quorum())
         set_error(ec, errc::backend_unavailable,
-                  "redlock: only " + std::to_string(reachable) + " of " + std::to_string(shared_->masters.size()) +
-                      " masters reachable, a majority of " + std::to_string(shared_->quorum()) +
-                      " is needed to lock '" + std::string(name()) + "':" + failures);
+                  "redlock: only " + std::to_string(reachable) + " of " + std::to_string(state_->masters.size()) +
+                      " masters reachable, a majority of " + std::to_string(state_->quorum()) + " is needed to lock '" +
+                      std::string(name()) + "':" + failures);
       return nullptr;
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redlock: out of memory");
@@ -211,7 +209,7 @@ class redlock_lock final : public distributed_lock {
   }
 
  private:
-  std::shared_ptr<redlock_shared> shared_;
+  std::shared_ptr<redlock_state> state_;
   std::string key_;
 };
 
@@ -222,7 +220,7 @@ redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
   if (u.hosts().size() < 3)
     throw error(errc::invalid_uri,
                 "redlock: " + u.redacted() + ": expected at least 3 independent masters, h1:p1,h2:p2,h3:p3");
-  auto s = std::make_shared<redlock_shared>();
+  auto s = std::make_shared<redlock_state>();
   s->prefix = u.get("prefix").value_or("");
   endpoint base;
   base.user = u.user();
@@ -251,11 +249,11 @@ redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
   if (up < s->quorum())
     throw error(errc::backend_unavailable, "redlock: " + u.redacted() + ": only " + std::to_string(up) +
                                                " masters reachable, a majority is needed:" + failures);
-  shared_ = std::move(s);
+  state_ = std::move(s);
 }
 
 std::unique_ptr<distributed_lock> redlock_backend::do_make_lock(std::string name, lock_options options) {
-  return std::make_unique<redlock_lock>(shared_, std::move(name), caps(), std::move(options));
+  return std::make_unique<redlock_lock>(state_, std::move(name), caps(), std::move(options));
 }
 
 }  // namespace dlock::redis

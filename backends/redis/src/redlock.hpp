@@ -9,10 +9,10 @@
 
 namespace dlock::redis {
 
-struct redlock_shared {
+struct redlock_state {
   std::vector<std::shared_ptr<pool>> masters;
   std::string prefix;
-  // Grant nothing on a master younger than the ttl (see redis_backend.hpp's settings).
+  // Grant nothing on a master younger than the ttl (see redis_settings.hpp).
   bool wait_after_restart = true;
   std::size_t quorum() const noexcept { return masters.size() / 2 + 1; }
   // Undoes grants whose replies were lost. Tasks hold a plain pointer to this; last, so its thread
@@ -28,7 +28,7 @@ class redlock_backend final : public backend {
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
 
  private:
-  std::shared_ptr<redlock_shared> shared_;
+  std::shared_ptr<redlock_state> state_;
 };
 
 }  // namespace dlock::redis

@@ -19,18 +19,12 @@ void judge_renewal_reply(const redisReply& r, const std::string& what, std::erro
   }
 }
 
-void judge_renewal_replicas(const shared& s, const redisReply* wait_reply, const std::string& what,
+void judge_renewal_replicas(const backend_state& s, const redisReply* wait_reply, const std::string& what,
                             std::error_code& ec) {
   const auto& repl = s.config.replicas;
   if (!repl.wanted() || replication::confirmed(wait_reply) >= repl.min_replicas) return;
   repl.set_short_error(ec, server_label(s), "the renewal of " + what + " was applied", wait_reply,
                        "not counted: the lease's validity is not extended");
-}
-
-std::string server_label(const shared& s) {
-  if (s.sentinels) return s.sentinels->label();
-  if (s.cluster) return s.cluster->label();
-  return s.config.where.label();
 }
 
 }  // namespace dlock::redis

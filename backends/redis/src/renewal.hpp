@@ -1,7 +1,8 @@
 #pragma once
 // Renewal, as every redis lease does it (the mutex's redis_lease and the reader-writer lock's and
 // semaphore's grant_lease): what a renewal script's answer and min_replicas' WAIT mean for the
-// lease, and the watchdog's batches, one pipeline on one pooled connection for many leases.
+// lease, one renewal alone (a lease's do_renew), and the watchdog's batches, one pipeline on one
+// pooled connection for many leases.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -13,9 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "backend_state.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
-#include "redis_backend.hpp"
+#include "redis_settings.hpp"
+#include "script_call.hpp"
 
 namespace dlock::redis {
 
@@ -32,10 +35,30 @@ struct renewal_request {
 void judge_renewal_reply(const redisReply& r, const std::string& what, std::error_code& ec);
 // With min_replicas, a renewal fewer replicas confirmed is not counted (the validity is not
 // extended; the watchdog tries again while the lease is valid).
-void judge_renewal_replicas(const shared& s, const redisReply* wait_reply, const std::string& what,
+void judge_renewal_replicas(const backend_state& s, const redisReply* wait_reply, const std::string& what,
                             std::error_code& ec);
-// What messages name: the server, or the Sentinel master set and its sentinels.
-std::string server_label(const shared& s);
+
+// One renewal of `lease` (a Lease as renew_on_node takes it) through backend_state::eval: a lease's
+// do_renew, and a renewal of a batch whose slot moved. Its renewal script for `ttl`, with
+// min_replicas' WAIT after it on the same connection, judged by the lease. A request the pipeline
+// never sent (every connection busy until the lease's connection_deadline()) fails with the error
+// `set_not_sent(ec)` sets, which says so in the caller's words.
+template <class Lease, class NotSent>
+void renew_alone(backend_state& s, const Lease& lease, std::chrono::milliseconds ttl, std::error_code& ec,
+                 NotSent&& set_not_sent) noexcept {
+  try {
+    const auto ttl_text = ms_text(ttl);
+    const auto call = lease.renewal(ttl_text);
+    auto out = s.eval(*call.s, call.keys, call.args, lease.connection_deadline(), std::chrono::milliseconds::zero(), ec,
+                      false, replica_wait(s.config));
+    if (!ec && (out.withdrawn || !out.reply)) set_not_sent(ec);
+    if (ec) return;
+    lease.judge_renewal(*out.reply, ec);
+    if (!ec) lease.judge_replicas(out.trailer.get(), ec);
+  } catch (...) {
+    set_error(ec, errc::backend_unavailable, "redis: out of memory renewing");
+  }
+}
 
 // Renews `leases` (all of type Lease) in one pipeline on one pooled connection: every renewal
 // script appended and written at once, the replies read in order, a NOSCRIPT answer sent again
@@ -46,9 +69,9 @@ std::string server_label(const shared& s);
 // judge_replicas(wait_reply, ec).
 //
 // On a cluster, the leases of each node go in that node's pipeline; a renewal answered with a
-// redirection (its slot moved) is sent again alone through shared::eval, which follows it.
+// redirection (its slot moved) is sent again alone through backend_state::eval, which follows it.
 template <class Lease>
-void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> leases,
+void renew_on_node(backend_state& s, node& on, std::span<spi::lease_state* const> leases,
                    std::span<std::error_code> outcomes) noexcept {
   const auto of = [&](std::size_t i) -> const Lease& { return static_cast<const Lease&>(*leases[i]); };
   // A busy pool is waited for as a single renewal would wait for it: as long as the earliest of
@@ -61,13 +84,10 @@ void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> lease
     std::fill(outcomes.begin(), outcomes.end(), ec);
     return;
   }
-  const auto ttl_text = [](const spi::lease_state& l) {
-    return std::to_string(std::max<std::chrono::milliseconds::rep>(l.ttl().count(), 1));
-  };
   std::size_t sent = 0;
   try {
     for (; sent < leases.size(); ++sent) {
-      const auto ttl = ttl_text(of(sent));
+      const auto ttl = ms_text(of(sent).ttl());
       const auto call = of(sent).renewal(ttl);
       if (!c->append_eval(*call.s, call.keys, call.args)) break;
     }
@@ -115,7 +135,7 @@ void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> lease
   // The server lost its script cache (restart, SCRIPT FLUSH): those again with the source.
   for (const auto i : without_script) {
     try {
-      const auto ttl = ttl_text(of(i));
+      const auto ttl = ms_text(of(i).ttl());
       const auto call = of(i).renewal(ttl);
       auto r = c->eval_source(*call.s, call.keys, call.args, outcomes[i]);
       if (r) of(i).judge_renewal(*r, outcomes[i]);
@@ -137,31 +157,16 @@ void renew_on_node(shared& s, node& on, std::span<spi::lease_state* const> lease
     }
   }
   c = {};  // back to the pool before the redirected ones take connections of their own
-  for (const auto i : redirected) {
-    try {
-      const auto ttl = ttl_text(of(i));
-      const auto call = of(i).renewal(ttl);
-      const std::vector<std::string_view> wait_trailer =
-          s.config.replicas.wanted() ? s.config.replicas.wait_command() : std::vector<std::string_view>{};
-      auto out = s.eval(*call.s, call.keys, call.args, of(i).connection_deadline(), std::chrono::milliseconds::zero(),
-                        outcomes[i], false, wait_trailer);
-      if (outcomes[i]) continue;
-      if (out.withdrawn || !out.reply) {
-        set_error(outcomes[i], errc::backend_unavailable, "redis: renewing: not sent (every connection busy)");
-        continue;
-      }
-      of(i).judge_renewal(*out.reply, outcomes[i]);
-      if (!outcomes[i]) of(i).judge_replicas(out.trailer.get(), outcomes[i]);
-    } catch (...) {
-      set_error(outcomes[i], errc::backend_unavailable, "redis: out of memory renewing");
-    }
-  }
+  for (const auto i : redirected)
+    renew_alone(s, of(i), of(i).ttl(), outcomes[i], [](std::error_code& e) {
+      set_error(e, errc::backend_unavailable, "redis: renewing: not sent (every connection busy)");
+    });
 }
 
 // Renews `leases` (all of type Lease): one renew_on_node per node serving their keys (one on a
 // single server).
 template <class Lease>
-void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
+void renew_in_one_pipeline(backend_state& s, std::span<spi::lease_state* const> leases,
                            std::span<std::error_code> outcomes) noexcept {
   if (s.single) return renew_on_node<Lease>(s, *s.single, leases, outcomes);
   try {
@@ -192,13 +197,13 @@ void renew_in_one_pipeline(shared& s, std::span<spi::lease_state* const> leases,
 template <class Lease>
 class pipelined_renewals final : public spi::renewal_batch {
  public:
-  explicit pipelined_renewals(shared& owner) : shared_(owner) {}
+  explicit pipelined_renewals(backend_state& owner) : state_(owner) {}
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override {
-    renew_in_one_pipeline<Lease>(shared_, leases, outcomes);
+    renew_in_one_pipeline<Lease>(state_, leases, outcomes);
   }
 
  private:
-  shared& shared_;
+  backend_state& state_;
 };
 
 }  // namespace dlock::redis

@@ -13,7 +13,7 @@
 #include "capabilities.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
-#include "redis_backend.hpp"
+#include "redis_settings.hpp"
 
 namespace dlock::redis {
 
