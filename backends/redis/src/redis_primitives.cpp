@@ -311,7 +311,7 @@ std::unique_ptr<spi::lease_state> wait_for_grant(shared& s, const std::string& c
 
 class redis_rw_lock final : public rw_lock {
  public:
-  redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps, lock_options options)
+  redis_rw_lock(std::shared_ptr<shared> s, const std::string& name, capabilities caps, lock_options options)
       : rw_lock(name, caps, std::move(options)), shared_(std::move(s)) {
     const auto key = shared_->config.prefix + name;
     field_ = redisson_owner_field(shared_->config, owner());
@@ -427,7 +427,7 @@ class redis_rw_lock final : public rw_lock {
 
 class redis_semaphore final : public semaphore {
  public:
-  redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count, capabilities caps,
+  redis_semaphore(std::shared_ptr<shared> s, const std::string& name, std::uint32_t max_count, capabilities caps,
                   lock_options options)
       : semaphore(name, max_count, caps, std::move(options)),
         shared_(std::move(s)),
@@ -551,20 +551,20 @@ std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s) {
   return std::make_unique<pipelined_renewals<grant_lease>>(s);
 }
 
-std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, const std::string& name, capabilities caps,
                                             lock_options options) {
   const auto k = rw_keys_for(s->config.prefix + name, "field");
   require_one_slot(*s, name,
                    {k.hash, k.channel, k.token, k.timeout_prefix, k.holders_prefix, k.waiting, k.permits,
                     k.mutex_channel, k.mutex_queue});
-  return std::make_unique<redis_rw_lock>(std::move(s), std::move(name), caps, std::move(options));
+  return std::make_unique<redis_rw_lock>(std::move(s), name, caps, std::move(options));
 }
 
-std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count,
-                                                capabilities caps, lock_options options) {
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, const std::string& name,
+                                                std::uint32_t max_count, capabilities caps, lock_options options) {
   const auto k = semaphore_keys_for(s->config.prefix + name);
   require_one_slot(*s, name, {k.count, k.timeouts, k.channel, k.token});
-  return std::make_unique<redis_semaphore>(std::move(s), std::move(name), max_count, caps, std::move(options));
+  return std::make_unique<redis_semaphore>(std::move(s), name, max_count, caps, std::move(options));
 }
 
 }  // namespace dlock::redis

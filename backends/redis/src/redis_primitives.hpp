@@ -16,10 +16,10 @@ namespace dlock::redis {
 // The renewal batch of the leases these make (shared::primitive_renewals).
 std::unique_ptr<spi::renewal_batch> make_grant_renewals(shared& s);
 
-std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, std::string name, capabilities caps,
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<shared> s, const std::string& name, capabilities caps,
                                             lock_options options);
-std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, std::string name, std::uint32_t max_count,
-                                                capabilities caps, lock_options options);
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<shared> s, const std::string& name,
+                                                std::uint32_t max_count, capabilities caps, lock_options options);
 
 // Redisson's suffixName(n, s): "{" + n + "}:" + s, or n + ":" + s when n already contains '{'.
 std::string redisson_suffix_name(std::string_view name, std::string_view suffix);

@@ -166,8 +166,8 @@ void undo_late_grants(redlock_shared& s, std::vector<unanswered_request> late, c
 
 class redlock_lock final : public distributed_lock {
  public:
-  redlock_lock(std::shared_ptr<redlock_shared> s, std::string name, capabilities caps, lock_options options)
-      : distributed_lock(name, caps, options), shared_(std::move(s)), key_(shared_->prefix + name) {}
+  redlock_lock(std::shared_ptr<redlock_shared> s, const std::string& name, capabilities caps, lock_options options)
+      : distributed_lock(name, caps, std::move(options)), shared_(std::move(s)), key_(shared_->prefix + name) {}
 
  protected:
   // One Redlock round: SET NX PX on every master in parallel; held with a majority and positive
