@@ -329,7 +329,8 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     while (::read(events.read_fd(), &e, 1) == 1) {
       if (e == event_pipe::acquired) done = true;
       // The byte is a signal number (< 128) or an event letter: read it unsigned all the same.
-      if (is_termination_signal(static_cast<unsigned char>(e)) && !interrupted_by) interrupted_by = e;
+      if (is_termination_signal(static_cast<unsigned char>(e)) && !interrupted_by)
+        interrupted_by = static_cast<unsigned char>(e);
     }
     if (interrupted_by && !done) {
       const std::lock_guard guard(shared->mutex);

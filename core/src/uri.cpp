@@ -112,22 +112,22 @@ std::string redact_userinfo(std::string_view text) {
   return std::string(text.substr(0, colon + 1)) + "***" + std::string(text.substr(at));
 }
 
-uri uri::parse(std::string_view raw) {
-  const auto scheme_end = raw.find("://");
-  if (raw.empty())
-    bad_uri(raw, "the URI is empty; expected scheme://host[:port][/path][?key=value], e.g. redis://127.0.0.1:6379");
+uri uri::parse(std::string_view text) {
+  const auto scheme_end = text.find("://");
+  if (text.empty())
+    bad_uri(text, "the URI is empty; expected scheme://host[:port][/path][?key=value], e.g. redis://127.0.0.1:6379");
   if (scheme_end == std::string_view::npos || scheme_end == 0)
-    bad_uri(raw, "expected scheme://..., e.g. redis://127.0.0.1:6379 or file:///var/lock/myapp");
+    bad_uri(text, "expected scheme://..., e.g. redis://127.0.0.1:6379 or file:///var/lock/myapp");
   // uriparser decodes the query into C strings, which silently cut a value at a NUL byte
   // ("table=dl%00ck" read as "dl"; found by fuzz/), and the client libraries take C strings too
   // (libpq's conninfo, libmemcached's, ZooKeeper's paths). No component can hold one.
-  if (raw.find("%00") != std::string_view::npos)
-    bad_uri(raw, "'%00' (a NUL byte) is not allowed anywhere in a URI: the client libraries would cut the text there");
+  if (text.find("%00") != std::string_view::npos)
+    bad_uri(text, "'%00' (a NUL byte) is not allowed anywhere in a URI: the client libraries would cut the text there");
 
   // Split a host list out of the authority: "user:pw@h1:1,h2:2" -> userinfo + [h1:1, h2:2].
   const auto authority_begin = scheme_end + 3;
-  const auto authority_end = std::min(raw.find_first_of("/?#", authority_begin), raw.size());
-  std::string_view authority = raw.substr(authority_begin, authority_end - authority_begin);
+  const auto authority_end = std::min(text.find_first_of("/?#", authority_begin), text.size());
+  std::string_view authority = text.substr(authority_begin, authority_end - authority_begin);
   std::string_view userinfo;
   if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
     userinfo = authority.substr(0, at);
@@ -142,22 +142,22 @@ uri uri::parse(std::string_view raw) {
     begin = comma + 1;
   }
   if (host_texts.size() > 1 && std::any_of(host_texts.begin(), host_texts.end(), [](auto h) { return h.empty(); }))
-    bad_uri(raw, "empty host in the host list; expected host[:port],host[:port],...");
+    bad_uri(text, "empty host in the host list; expected host[:port],host[:port],...");
 
   // Parse the URI with only the first host in the authority.
-  std::string single(raw.substr(0, authority_begin));
+  std::string single(text.substr(0, authority_begin));
   if (!userinfo.empty()) single.append(userinfo).append("@");
-  single.append(host_texts.front()).append(raw.substr(authority_end));
+  single.append(host_texts.front()).append(text.substr(authority_end));
   parsed_uri p;
   const char* error_pos = nullptr;
   if (uriParseSingleUriA(&p.value, single.c_str(), &error_pos) != URI_SUCCESS) {
     // Map the position back onto the caller's text only when it lies before the host list.
     const auto pos = static_cast<std::size_t>(error_pos ? error_pos - single.c_str() : 0);
-    bad_uri(raw, "malformed at character " + std::to_string(pos + 1) +
-                     "; expected scheme://[user[:password]@]host[:port][,host[:port]...][/path][?key=value&...]");
+    bad_uri(text, "malformed at character " + std::to_string(pos + 1) +
+                      "; expected scheme://[user[:password]@]host[:port][,host[:port]...][/path][?key=value&...]");
   }
   p.ok = true;
-  if (p.value.fragment.first != nullptr) bad_uri(raw, "a '#fragment' has no meaning here; remove it");
+  if (p.value.fragment.first != nullptr) bad_uri(text, "a '#fragment' has no meaning here; remove it");
 
   uri u;
   u.scheme_ = lower(range_text(p.value.scheme));
@@ -167,14 +167,14 @@ uri uri::parse(std::string_view raw) {
     u.user_ = percent_decode(info.substr(0, colon));
     if (colon != std::string::npos) u.password_ = percent_decode(info.substr(colon + 1));
   }
-  u.hosts_.push_back(host_of(raw, p.value));
+  u.hosts_.push_back(host_of(text, p.value));
   for (std::size_t i = 1; i < host_texts.size(); ++i) {
     const std::string one = u.scheme_ + "://" + std::string(host_texts[i]);
     parsed_uri hp;
     if (uriParseSingleUriA(&hp.value, one.c_str(), &error_pos) != URI_SUCCESS)
-      bad_uri(raw, "host '" + std::string(host_texts[i]) + "' is not host[:port]");
+      bad_uri(text, "host '" + std::string(host_texts[i]) + "' is not host[:port]");
     hp.ok = true;
-    u.hosts_.push_back(host_of(raw, hp.value));
+    u.hosts_.push_back(host_of(text, hp.value));
   }
   if (u.hosts_.size() == 1 && u.hosts_.front().host.empty() && !u.hosts_.front().port) u.hosts_.clear();
 
@@ -188,12 +188,12 @@ uri uri::parse(std::string_view raw) {
     int count = 0;
     if (uriDissectQueryMallocExA(&list, &count, p.value.query.first, p.value.query.afterLast, URI_FALSE,
                                  URI_BR_DONT_TOUCH) != URI_SUCCESS)
-      bad_uri(raw, "the query is not key=value&key=value");
+      bad_uri(text, "the query is not key=value&key=value");
     std::unique_ptr<UriQueryListA, void (*)(UriQueryListA*)> guard(list, uriFreeQueryListA);
     for (const UriQueryListA* q = list; q != nullptr; q = q->next) {
       std::string key = q->key ? q->key : "";
-      if (key.empty()) bad_uri(raw, "a query parameter has no name; expected key=value");
-      if (u.has(key)) bad_uri(raw, "parameter '" + key + "' is given twice");
+      if (key.empty()) bad_uri(text, "a query parameter has no name; expected key=value");
+      if (u.has(key)) bad_uri(text, "parameter '" + key + "' is given twice");
       u.query_.emplace_back(std::move(key), q->value ? q->value : "");
     }
   }

@@ -59,8 +59,8 @@ std::unique_ptr<spi::lease_state> file_rw_lock::do_acquire_until(access side, cl
   }
 }
 
-file_semaphore::file_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
-                               std::shared_ptr<const lock_directory> dir)
+file_semaphore::file_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps,
+                               lock_options options, std::shared_ptr<const lock_directory> dir)
     : semaphore(name, max_count, caps, std::move(options)),
       dir_(std::move(dir)),
       files_(semaphore_files(name)),

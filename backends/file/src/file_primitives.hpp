@@ -36,7 +36,7 @@ class file_rw_lock final : public rw_lock {
 
 class file_semaphore final : public semaphore {
  public:
-  file_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
+  file_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps, lock_options options,
                  std::shared_ptr<const lock_directory> dir);
 
  protected:

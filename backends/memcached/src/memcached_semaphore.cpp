@@ -43,9 +43,9 @@ void memcached_semaphore_lease::do_renew(std::chrono::milliseconds ttl, std::err
   }
 }
 
-memcached_semaphore::memcached_semaphore(std::string name, std::uint32_t max_count, capabilities caps,
+memcached_semaphore::memcached_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps,
                                          lock_options options, std::shared_ptr<client_pool> pool,
-                                         std::shared_ptr<orphan_sweeper> sweeper, std::string prefix,
+                                         std::shared_ptr<orphan_sweeper> sweeper, const std::string& prefix,
                                          bool restart_delay)
     : semaphore(name, max_count, caps, std::move(options)),
       pool_(std::move(pool)),

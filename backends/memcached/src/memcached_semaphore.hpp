@@ -66,9 +66,9 @@ class memcached_semaphore_lease final : public spi::lease_state {
 
 class memcached_semaphore final : public semaphore {
  public:
-  memcached_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
-                      std::shared_ptr<client_pool> pool, std::shared_ptr<orphan_sweeper> sweeper, std::string prefix,
-                      bool restart_delay);
+  memcached_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps, lock_options options,
+                      std::shared_ptr<client_pool> pool, std::shared_ptr<orphan_sweeper> sweeper,
+                      const std::string& prefix, bool restart_delay);
 
  protected:
   // `add` of free slots from a random first one until `permits` are ours (one round trip per slot

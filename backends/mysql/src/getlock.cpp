@@ -143,7 +143,7 @@ class getlock_lease final : public sql::session_lease {
 
 class getlock_lock final : public distributed_lock {
  public:
-  getlock_lock(std::string name, lock_options options, std::shared_ptr<const getlock_backend::shared> shared)
+  getlock_lock(const std::string& name, lock_options options, std::shared_ptr<const getlock_backend::shared> shared)
       : distributed_lock(name, with_primitives(mysql_getlock_caps, mysql_getlock_primitives), std::move(options)),
         key_(getlock_key(name)),
         shared_(std::move(shared)) {}
@@ -285,10 +285,10 @@ class getlock_lock final : public distributed_lock {
 
 std::vector<std::string> getlock_backend::parameters() {
   auto keys = dlock::sql::pool_parameter_names();
-  keys.push_back("command_timeout");
-  keys.push_back("sequence");
-  keys.push_back("semaphore_table");
-  keys.push_back("create_sequence");
+  keys.emplace_back("command_timeout");
+  keys.emplace_back("sequence");
+  keys.emplace_back("semaphore_table");
+  keys.emplace_back("create_sequence");
   return keys;
 }
 

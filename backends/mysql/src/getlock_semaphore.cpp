@@ -135,7 +135,7 @@ class slots_lease final : public spi::lease_state {
 
 class getlock_semaphore final : public semaphore {
  public:
-  getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps, lock_options options,
+  getlock_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps, lock_options options,
                     std::shared_ptr<const getlock_backend::shared> shared)
       : semaphore(name, max_count, caps, std::move(options)),
         shared_(std::move(shared)),

@@ -9,7 +9,7 @@ namespace dlock::mysql {
 
 std::vector<std::string> table_parameters() {
   auto keys = dlock::sql::common_parameter_names();
-  keys.push_back("command_timeout");
+  keys.emplace_back("command_timeout");
   return keys;
 }
 

@@ -55,16 +55,16 @@ const std::vector<std::string>& connection_parameters() {
   return keys;
 }
 
-sql::failure classify_sqlstate(std::string_view st) noexcept {
+sql::failure classify_sqlstate(std::string_view sqlstate) noexcept {
   using sql::failure;
-  if (st == "23505" || st == "42P07" || st == "42710") return failure::duplicate_key;
-  if (st == "55P03") return failure::lock_not_available;
-  if (st == "40P01") return failure::deadlock;
-  if (st == "40001") return failure::serialization;
-  if (st.starts_with("57P0") || st.starts_with("08")) return failure::connection_lost;
-  if (st == "28P01" || st == "28000") return failure::auth_failed;
-  if (st == "3D000") return failure::unknown_database;
-  if (st == "42P01") return failure::undefined_table;
+  if (sqlstate == "23505" || sqlstate == "42P07" || sqlstate == "42710") return failure::duplicate_key;
+  if (sqlstate == "55P03") return failure::lock_not_available;
+  if (sqlstate == "40P01") return failure::deadlock;
+  if (sqlstate == "40001") return failure::serialization;
+  if (sqlstate.starts_with("57P0") || sqlstate.starts_with("08")) return failure::connection_lost;
+  if (sqlstate == "28P01" || sqlstate == "28000") return failure::auth_failed;
+  if (sqlstate == "3D000") return failure::unknown_database;
+  if (sqlstate == "42P01") return failure::undefined_table;
   return failure::other;
 }
 

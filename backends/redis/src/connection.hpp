@@ -49,7 +49,7 @@ struct endpoint {
 
 // A Lua script with its SHA-1, run by EVALSHA and loaded again on NOSCRIPT.
 struct script {
-  explicit script(std::string source);
+  explicit script(std::string src);
   std::string source;
   std::string sha1;  // 40 lower-case hex digits
 };

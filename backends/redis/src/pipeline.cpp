@@ -348,7 +348,7 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
     std::error_code ec;
     auto r = c->read(ec);
     if (!r) {
-      const auto message = last_error_message();
+      const auto& message = last_error_message();
       // The ones answered NOSCRIPT did not run: they fail, with nothing to read late.
       for (auto* n : without_script) n->fail(ec, message);
       fail_from(i, false, ec, message);
@@ -358,7 +358,7 @@ void pipeline::exchange(pool::handle& c, std::vector<node*>& nodes) noexcept {
     if (!nodes[i]->trailer.empty()) {
       trailer = c->read(ec);
       if (!trailer) {
-        const auto message = last_error_message();
+        const auto& message = last_error_message();
         for (auto* n : without_script) n->fail(ec, message);
         nodes[i]->out.reply = std::move(r);
         fail_from(i, true, ec, message);

@@ -122,16 +122,16 @@ redis_backend::redis_backend(const uri& u, const lock_options& defaults, mode m)
 }
 
 std::unique_ptr<distributed_lock> redis_backend::do_make_lock(std::string name, lock_options options) {
-  return make_redis_lock(state_, std::move(name), caps(), std::move(options));
+  return make_redis_lock(state_, name, caps(), std::move(options));
 }
 
 std::unique_ptr<rw_lock> redis_backend::do_make_rw_lock(std::string name, lock_options options) {
-  return make_redis_rw_lock(state_, std::move(name), rw_caps(), std::move(options));
+  return make_redis_rw_lock(state_, name, rw_caps(), std::move(options));
 }
 
 std::unique_ptr<semaphore> redis_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                             lock_options options) {
-  return make_redis_semaphore(state_, std::move(name), max_count, semaphore_caps(), std::move(options));
+  return make_redis_semaphore(state_, name, max_count, semaphore_caps(), std::move(options));
 }
 
 }  // namespace dlock::redis

@@ -53,8 +53,8 @@ bool holder_is_quiet(const redisReply* r) noexcept {
 
 class redis_lock final : public distributed_lock {
  public:
-  redis_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps, lock_options options)
-      : distributed_lock(name, caps, options), state_(std::move(s)) {
+  redis_lock(std::shared_ptr<backend_state> s, const std::string& name, capabilities caps, lock_options options)
+      : distributed_lock(name, caps, std::move(options)), state_(std::move(s)) {
     const auto& cfg = state_->config;
     auto keys = keys_for(cfg.prefix, cfg.lock_mode, name);
     key_ = std::move(keys.key);
@@ -384,11 +384,11 @@ class redis_lock final : public distributed_lock {
 
 }  // namespace
 
-std::unique_ptr<distributed_lock> make_redis_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps,
-                                                  lock_options options) {
+std::unique_ptr<distributed_lock> make_redis_lock(std::shared_ptr<backend_state> s, const std::string& name,
+                                                  capabilities caps, lock_options options) {
   const auto k = keys_for(s->config.prefix, s->config.lock_mode, name);
   require_one_slot(*s, name, {k.key, k.fence, k.channel, k.queue, k.timeout, k.waiting, k.permits, k.rw_channel});
-  return std::make_unique<redis_lock>(std::move(s), std::move(name), caps, std::move(options));
+  return std::make_unique<redis_lock>(std::move(s), name, caps, std::move(options));
 }
 
 }  // namespace dlock::redis

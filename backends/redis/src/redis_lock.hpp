@@ -10,7 +10,7 @@
 namespace dlock::redis {
 
 // Throws dlock::error(invalid_name) on a cluster when the name's keys fall in different slots.
-std::unique_ptr<distributed_lock> make_redis_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps,
-                                                  lock_options options);
+std::unique_ptr<distributed_lock> make_redis_lock(std::shared_ptr<backend_state> s, const std::string& name,
+                                                  capabilities caps, lock_options options);
 
 }  // namespace dlock::redis

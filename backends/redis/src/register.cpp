@@ -32,7 +32,7 @@ void register_redis(registry& r) {
            return std::make_shared<redis::redis_backend>(u, d, redis::mode::reentrant);
          }});
   auto fair_params = params;
-  fair_params.push_back("fair_wait");
+  fair_params.emplace_back("fair_wait");
   r.add({.scheme = "redis+fair",
          .caps = redis::redis_fair_caps,
          .primitives = redis::redis_primitives,
@@ -67,7 +67,7 @@ void register_redis(registry& r) {
            .parameters =
                [&] {
                  auto p = v.mode == redis::mode::fair ? fair_params : params;
-                 for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.push_back(extra);
+                 for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.emplace_back(extra);
                  return p;
                }(),
            .open = [m = v.mode](const uri& u,
@@ -91,7 +91,7 @@ void register_redis(registry& r) {
            .parameters =
                [&] {
                  auto p = v.mode == redis::mode::fair ? fair_params : params;
-                 p.push_back("pubsub");  // auto | sharded | classic
+                 p.emplace_back("pubsub");  // auto | sharded | classic
                  return p;
                }(),
            .open = [m = v.mode](const uri& u,
@@ -132,7 +132,7 @@ void register_redis(registry& r) {
   };
   for (const auto& v : unsafe_schemes) {
     std::vector<std::string> unsafe_params{"connect_timeout", "command_timeout", "pool_size", "prefix"};
-    if (v.two_commands) unsafe_params.push_back("unsafe_pause_between");
+    if (v.two_commands) unsafe_params.emplace_back("unsafe_pause_between");
     r.add({.scheme = v.scheme,
            .caps = v.caps,
            .scope = lock_scope::network,

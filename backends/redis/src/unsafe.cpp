@@ -102,7 +102,8 @@ class unsafe_lease final : public spi::lease_state {
 
 class unsafe_lock final : public distributed_lock {
  public:
-  unsafe_lock(std::shared_ptr<const unsafe_settings> s, std::string name, capabilities caps, lock_options options)
+  unsafe_lock(std::shared_ptr<const unsafe_settings> s, const std::string& name, capabilities caps,
+              lock_options options)
       : distributed_lock(name, caps, std::move(options)), settings_(std::move(s)), key_(settings_->prefix + name) {}
 
  protected:

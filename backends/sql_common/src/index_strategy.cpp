@@ -33,7 +33,7 @@ class index_lease final : public spi::lease_state {
  public:
   index_lease(std::shared_ptr<index_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
               steady::time_point start, std::uint64_t fence)
-      : lease_state(name, ttl, validity_after(start, ttl)),
+      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
         st_(std::move(st)),
         owner_(std::move(owner)),
         fence_(fence) {}

@@ -62,7 +62,7 @@ class units_lease final : public spi::lease_state {
  public:
   units_lease(std::shared_ptr<units_state> st, std::int64_t kind, std::string name, std::string grant_id,
               std::chrono::milliseconds ttl, steady::time_point start, std::uint64_t fence)
-      : lease_state(name, ttl, validity_after(start, ttl)),
+      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
         st_(std::move(st)),
         kind_(kind),
         grant_id_(std::move(grant_id)),
@@ -205,7 +205,7 @@ class units_pool {
     }
     // Copied out: `out` is reused below.
     const auto& r = out.rows.front();
-    const std::int64_t stored = r.size() > 0 ? to_int(r[0]).value_or(-1) : -1;
+    const std::int64_t stored = !r.empty() ? to_int(r[0]).value_or(-1) : -1;
     const std::int64_t live = r.size() > 1 ? to_int(r[1]).value_or(0) : 0;
     const std::int64_t expired = r.size() > 2 ? to_int(r[2]).value_or(0) : 0;
     const bool mutex_live = r.size() > 3 && to_int(r[3]).value_or(0) != 0;

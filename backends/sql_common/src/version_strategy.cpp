@@ -94,7 +94,7 @@ class version_lock final : public distributed_lock {
       }
     }
     const auto& r = out.rows.front();
-    auto version = r.size() > 0 ? to_int(r[0]) : std::nullopt;
+    auto version = !r.empty() ? to_int(r[0]) : std::nullopt;
     auto is_free = r.size() > 1 ? to_int(r[1]) : std::nullopt;
     if (!version || !is_free) {
       set_error(ec, errc::backend_error, what + ": unexpected row from the version read");

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "session.hpp"
@@ -53,7 +54,10 @@ struct reply {
 template <class Value>
 class pending {
  public:
+  // Constrained to senders, so that it never stands in for the copy or move constructor.
   template <class Send>
+  requires std::is_invocable_r_v<int, Send&, const void*>
+  // NOLINTNEXTLINE(bugprone-forwarding-reference-overload): clang-tidy 14 does not read the requires clause
   explicit pending(Send&& send) : reply_(std::make_shared<reply<Value>>()) {
     auto owned = std::make_unique<std::shared_ptr<reply<Value>>>(reply_);
     const int rc = send(static_cast<const void*>(owned.get()));

@@ -61,7 +61,7 @@ node_settings node_settings_of(const uri& u, const session_options& o) {
 // A name that would silently mean another node than the one a Curator or kazoo user means by it
 // is refused when the lock is made (name_mapping.hpp).
 void check_name(const node_settings& settings, std::string_view name) {
-  if (auto why = refusal(settings.root, name); !why.empty()) throw error(errc::invalid_name, std::move(why));
+  if (auto why = refusal(settings.root, name); !why.empty()) throw error(errc::invalid_name, why);
 }
 
 }  // namespace
