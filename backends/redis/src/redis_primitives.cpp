@@ -23,7 +23,7 @@ using std::chrono::milliseconds;
 // released and renewed by the scripts given at the grant. Renewal calls put the ttl first.
 class grant_lease final : public spi::lease_state {
  public:
-  grant_lease(std::shared_ptr<backend_state> s, std::string name, milliseconds ttl, clock::time_point start,
+  grant_lease(std::shared_ptr<backend_state> s, const std::string& name, milliseconds ttl, clock::time_point start,
               std::uint64_t fencing, script_call release, script_call renew)
       : lease_state(std::move(name), ttl, validity_after(start, ttl)),
         state_(std::move(s)),
@@ -298,7 +298,7 @@ std::unique_ptr<spi::lease_state> wait_for_grant(backend_state& s, const std::st
 
 class redis_rw_lock final : public rw_lock {
  public:
-  redis_rw_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps, lock_options options)
+  redis_rw_lock(std::shared_ptr<backend_state> s, const std::string& name, capabilities caps, lock_options options)
       : rw_lock(name, caps, std::move(options)), state_(std::move(s)) {
     const auto key = state_->config.prefix + name;
     field_ = redisson_owner_field(state_->config, owner());
@@ -406,7 +406,7 @@ class redis_rw_lock final : public rw_lock {
 
 class redis_semaphore final : public semaphore {
  public:
-  redis_semaphore(std::shared_ptr<backend_state> s, std::string name, std::uint32_t max_count, capabilities caps,
+  redis_semaphore(std::shared_ptr<backend_state> s, const std::string& name, std::uint32_t max_count, capabilities caps,
                   lock_options options)
       : semaphore(name, max_count, caps, std::move(options)),
         state_(std::move(s)),
@@ -482,20 +482,20 @@ std::unique_ptr<spi::renewal_batch> make_grant_renewals(backend_state& s) {
   return std::make_unique<pipelined_renewals<grant_lease>>(s);
 }
 
-std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps,
-                                            lock_options options) {
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<backend_state> s, const std::string& name,
+                                            capabilities caps, lock_options options) {
   const auto k = rw_keys_for(s->config.prefix + name, "field");
   require_one_slot(*s, name,
                    {k.hash, k.channel, k.token, k.timeout_prefix, k.holders_prefix, k.waiting, k.permits,
                     k.mutex_channel, k.mutex_queue});
-  return std::make_unique<redis_rw_lock>(std::move(s), std::move(name), caps, std::move(options));
+  return std::make_unique<redis_rw_lock>(std::move(s), name, caps, std::move(options));
 }
 
-std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<backend_state> s, std::string name,
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<backend_state> s, const std::string& name,
                                                 std::uint32_t max_count, capabilities caps, lock_options options) {
   const auto k = semaphore_keys_for(s->config.prefix + name);
   require_one_slot(*s, name, {k.count, k.timeouts, k.channel, k.token});
-  return std::make_unique<redis_semaphore>(std::move(s), std::move(name), max_count, caps, std::move(options));
+  return std::make_unique<redis_semaphore>(std::move(s), name, max_count, caps, std::move(options));
 }
 
 }  // namespace dlock::redis

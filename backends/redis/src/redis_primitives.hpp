@@ -16,9 +16,9 @@ namespace dlock::redis {
 // The renewal batch of the leases these make (backend_state::primitive_renewals).
 std::unique_ptr<spi::renewal_batch> make_grant_renewals(backend_state& s);
 
-std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<backend_state> s, std::string name, capabilities caps,
-                                            lock_options options);
-std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<backend_state> s, std::string name,
+std::unique_ptr<rw_lock> make_redis_rw_lock(std::shared_ptr<backend_state> s, const std::string& name,
+                                            capabilities caps, lock_options options);
+std::unique_ptr<semaphore> make_redis_semaphore(std::shared_ptr<backend_state> s, const std::string& name,
                                                 std::uint32_t max_count, capabilities caps, lock_options options);
 
 }  // namespace dlock::redis

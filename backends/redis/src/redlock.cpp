@@ -164,8 +164,8 @@ void undo_late_grants(redlock_state& s, std::vector<unanswered_request> late, co
 
 class redlock_lock final : public distributed_lock {
  public:
-  redlock_lock(std::shared_ptr<redlock_state> s, std::string name, capabilities caps, lock_options options)
-      : distributed_lock(name, caps, options), state_(std::move(s)), key_(state_->prefix + name) {}
+  redlock_lock(std::shared_ptr<redlock_state> s, const std::string& name, capabilities caps, lock_options options)
+      : distributed_lock(name, caps, std::move(options)), state_(std::move(s)), key_(state_->prefix + name) {}
 
  protected:
   // One Redlock round: SET NX PX on every master in parallel; held with a majority and positive
