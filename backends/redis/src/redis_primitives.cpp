@@ -23,7 +23,7 @@ using std::chrono::milliseconds;
 // released and renewed by the scripts given at the grant. Renewal calls put the ttl first.
 class grant_lease final : public spi::lease_state {
  public:
-  grant_lease(std::shared_ptr<backend_state> s, const std::string& name, milliseconds ttl, clock::time_point start,
+  grant_lease(std::shared_ptr<backend_state> s, std::string name, milliseconds ttl, clock::time_point start,
               std::uint64_t fencing, script_call release, script_call renew)
       : lease_state(std::move(name), ttl, validity_after(start, ttl)),
         state_(std::move(s)),
