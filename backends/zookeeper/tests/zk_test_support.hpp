@@ -30,6 +30,8 @@
 namespace dlock::zookeeper::testing {
 
 using namespace std::chrono_literals;
+using dlock::testing::server_uri;
+using dlock::testing::unique_name;
 
 struct zh_close {
   void operator()(zhandle_t* zh) const noexcept { zookeeper_close(zh); }

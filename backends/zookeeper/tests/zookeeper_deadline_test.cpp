@@ -25,14 +25,11 @@
 #include "sequence.hpp"
 #include "zk_test_support.hpp"
 
-using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-using dlock::testing::server_uri;
-using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 // What an acquire may take past its deadline here: the backend's grace (1 s) plus slack.

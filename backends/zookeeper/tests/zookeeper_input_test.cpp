@@ -20,12 +20,8 @@
 #include "dlock_test/tcp_proxy.hpp"
 #include "zk_test_support.hpp"
 
-using namespace std::chrono_literals;
-
 namespace {
 
-using dlock::testing::server_uri;
-using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 // Everything written to file descriptor 2 for the life of the guard (the C client logs with

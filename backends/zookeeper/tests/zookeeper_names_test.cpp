@@ -14,13 +14,10 @@
 #include "sequence.hpp"
 #include "zk_test_support.hpp"
 
-using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;
 
 namespace {
 
-using dlock::testing::server_uri;
-using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 // `uri` ("zookeeper://h:p/dlock") with its path replaced by `root` ("" for none).

@@ -19,13 +19,10 @@
 #include "name_mapping.hpp"
 #include "zk_test_support.hpp"
 
-using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;
 
 namespace {
 
-using dlock::testing::server_uri;
-using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 void expect_conflict(const std::error_code& ec, const dlock::lease& l, const std::string& what,

@@ -27,13 +27,10 @@
 #include "zk_rw_lock.hpp"
 #include "zk_test_support.hpp"
 
-using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;
 
 namespace {
 
-using dlock::testing::server_uri;
-using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 std::string data_of(zhandle_t* zh, const std::string& path) {

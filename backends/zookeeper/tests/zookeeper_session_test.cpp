@@ -21,13 +21,10 @@
 #include "zk_lease.hpp"
 #include "zk_test_support.hpp"
 
-using namespace std::chrono_literals;
 namespace zk = dlock::zookeeper;
 
 namespace {
 
-using dlock::testing::server_uri;
-using dlock::testing::unique_name;
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
 
 void expire(const std::string& text, const dlock::lease& l) {
