@@ -1,7 +1,8 @@
 // The reader-writer lock and the semaphore of the redis schemes against a real server
-// (DLOCK_REDIS_URI): Redisson's layouts key by key, holders in other processes (this executable
-// again, running only the Holder test), expiry of a killed holder, pub/sub wake-ups, max_count
-// checks, and a stopped server.
+// (DLOCK_REDIS_URI): Redisson's layouts key by key, Redisson holders respected, the one-name rule
+// beside the mutex, holders in other processes (this executable again, with --shared-holder SPEC),
+// expiry of a killed holder, renewal, pub/sub wake-ups, writer preference, max_count and
+// RSemaphore conflicts, and a paused and a stopped server.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
