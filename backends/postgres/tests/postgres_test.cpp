@@ -230,7 +230,9 @@ class table_scheme : public ::testing::TestWithParam<std::string> {};
 TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
   // Our sessions only, by an application_name of this test: the others belong to other tests.
   const auto app = unique_name("dlock-test");
-  auto be = dlock::open(uri_for(GetParam(), "ttl=1s&watchdog=false&application_name=" + app));
+  // ttl 3 s: killing the sessions and the probes below must come before the expiry (with 1 s they
+  // did not, now and then, on a loaded machine), and the takeover after it.
+  auto be = dlock::open(uri_for(GetParam(), "ttl=3s&watchdog=false&application_name=" + app));
   const auto name = unique_name("expire");
   auto held = be->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
