@@ -415,7 +415,7 @@ std::unique_ptr<distributed_lock> getlock_backend::do_make_lock(std::string name
 
 std::unique_ptr<semaphore> getlock_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                               lock_options options) {
-  return make_getlock_semaphore(std::move(name), max_count, semaphore_caps(), std::move(options), shared_);
+  return make_getlock_semaphore(name, max_count, semaphore_caps(), std::move(options), shared_);
 }
 
 }  // namespace dlock::mysql

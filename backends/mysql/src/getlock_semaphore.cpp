@@ -232,10 +232,10 @@ std::string semaphore_slot_key(std::string_view name, std::uint32_t slot) {
   return "%" + spi::sha256_hex(input).substr(0, 63);
 }
 
-std::unique_ptr<semaphore> make_getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps,
+std::unique_ptr<semaphore> make_getlock_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps,
                                                   lock_options options,
                                                   std::shared_ptr<const getlock_backend::shared> shared) {
-  return std::make_unique<getlock_semaphore>(std::move(name), max_count, caps, std::move(options), std::move(shared));
+  return std::make_unique<getlock_semaphore>(name, max_count, caps, std::move(options), std::move(shared));
 }
 
 std::optional<std::uint32_t> semaphore_permits_held(dlock::sql::connection& c, std::string_view name,

@@ -24,7 +24,7 @@ std::string semaphore_slot_key(std::string_view name, std::uint32_t slot);
 // holds the name; each slot it takes is followed, in the same statement, by IS_USED_LOCK of the
 // name. Of a mutex and a semaphore racing for one name, at least one sees the other and gives
 // its lock back (errc::name_conflict): never both granted.
-std::unique_ptr<semaphore> make_getlock_semaphore(std::string name, std::uint32_t max_count, capabilities caps,
+std::unique_ptr<semaphore> make_getlock_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps,
                                                   lock_options options,
                                                   std::shared_ptr<const getlock_backend::shared> shared);
 
