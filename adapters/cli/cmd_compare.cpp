@@ -24,6 +24,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -407,7 +408,14 @@ std::vector<compare::matrix_cell> run_cells(const run_plan& plan, compare::scena
     fs::create_directories(settings.work_dir);
     settings.worker_log = settings.work_dir / "workers.stderr";
     cell.uri = redacted(settings.uri);
-    cell.result = compare::run_scenario(p.scenario, settings);
+    try {
+      cell.result = compare::run_scenario(p.scenario, settings);
+    } catch (const std::exception& e) {
+      // One cell that could not run (its workers wrote no history, a tool failed) is reported as
+      // not run, with why, instead of ending the whole matrix.
+      cell.result = compare::scenario_result{};
+      cell.result->fault_not_injected = std::string("the cell failed: ") + e.what() + " (see the workers' log)";
+    }
     cell.text = compare::observation(p.scenario, *cell.result);
     log.add_cell(cell, settings.worker_log);
     shown.done(compare::run_length(p.scenario, settings) + 1s);
