@@ -18,7 +18,7 @@
 #   DLOCK_REDIS_SENTINEL_DATA_PORTS  16390,16391,16392   (the data nodes: redis-sentinel.1, .2, .3)
 #   DLOCK_REDIS_SENTINEL_MASTER      mymaster
 # redis-cluster: a Redis Cluster of three masters and three replicas (redis-cluster.1..6, 16400..16405, bus ports
-# +10000), cluster-node-timeout 1000; created once by redis-cli --cluster create. nodes.conf keeps the membership
+# 26400..26405, allocated like the client ports so that two launchers never meet), cluster-node-timeout 1000; created once by redis-cli --cluster create. nodes.conf keeps the membership
 # across stop/start; the data itself is not persisted.
 #   DLOCK_REDIS_CLUSTER_URI          redis+cluster://127.0.0.1:16400,...,127.0.0.1:16405
 #   DLOCK_REDIS_CLUSTER_PORTS        16400,...,16405
@@ -35,7 +35,7 @@ recipe_option redis-masters REDIS_MASTERS "${DLOCK_REDIS_MASTERS:-3}" \
 recipe_server redis redis --core 16379
 recipe_server redlock redis --procs REDIS_MASTERS 16380
 recipe_server redis-sentinel redis_sentinel --procs 6 16390
-recipe_server redis-cluster redis_cluster --procs 6 16400
+recipe_server redis-cluster redis_cluster --procs 6 16400 26400   # client and cluster bus ports
 
 redis_check() { require_commands "$1" redis-server redis-cli; }
 redis_launch() {  # nothing on disk: no persistence, so a restart comes back empty
@@ -138,9 +138,11 @@ redis_cluster_check() { require_commands "$1" redis-server redis-cli; }
 # --repl-diskless-sync-delay 0: a restarted node is a working replica at once, not 5 s later (the
 # default waits for more replicas to share the transfer; the fault tests restart one at a time).
 redis_cluster_launch() {  # nodes.conf keeps the membership (and its epoch) across stop/start
+  local bus
+  read -r _ bus <"$DIR/$1/ports"
   spawn "$1" redis-server --bind "$LOOPBACK" --port "$2" --dir "$DIR/$1" --save '' --appendonly no \
     --daemonize no --logfile '' --enable-debug-command local \
-    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
+    --cluster-enabled yes --cluster-port "$bus" --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
     --repl-diskless-sync-delay 0 \
     --user "$DB_USER" on ">$DB_PASSWORD" '~*' '&*' '+@all'
 }
