@@ -583,35 +583,7 @@ TEST_F(GetlockSemaphore, AMutexAndASemaphoreOfOneNameRefuseEachOtherAndNeverHold
   EXPECT_TRUE(b->make_lock(name)->try_acquire())
       << "a name once used as a semaphore is a mutex again when no permit is held";
 
-  const auto raced = test::unique_name("grace");
-  std::atomic<int> mutex_in{0}, permits_in{0}, overlaps{0}, errors{0}, mutexes{0}, permits{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 6; ++t)
-    threads.emplace_back([&, t] {
-      auto backend = t % 2 ? a : b;
-      auto mutex = backend->make_lock(raced);
-      auto sem = backend->make_semaphore(raced, 4);
-      for (int i = 0; i < 40; ++i) {
-        std::error_code e;
-        auto l = t < 3 ? mutex->try_acquire(e) : sem->try_acquire(e);
-        if (!l) {
-          if (e && e != dlock::errc::name_conflict) ++errors;
-          continue;
-        }
-        auto& mine = t < 3 ? mutex_in : permits_in;
-        auto& other = t < 3 ? permits_in : mutex_in;
-        ++mine;
-        if (other.load()) ++overlaps;
-        ++(t < 3 ? mutexes : permits);
-        std::this_thread::sleep_for(1ms);
-        --mine;
-      }
-    });
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(overlaps.load(), 0) << "a mutex and a permit of one name were held at once";
-  EXPECT_EQ(errors.load(), 0);
-  EXPECT_GT(mutexes.load(), 0);
-  EXPECT_GT(permits.load(), 0);
+  // Racing kinds: conformance OneName.AMutexAndASemaphoreRacingForOneNameAreNeverBothGranted.
 }
 
 // The mutex checks the semaphores' table after GET_LOCK granted, not before it waited: a
