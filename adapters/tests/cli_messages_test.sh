@@ -6,20 +6,8 @@ set -u
 dlock=$1
 work=$(mktemp -d)
 trap 'kill "${holder:-}" "${silent:-}" 2>/dev/null; rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-expect() {  # expect STATUS DESCRIPTION -- CMD...
-  local want=$1 what=$2; shift 3
-  "$@" </dev/null >"$work/out" 2>"$work/err"; local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$what: exit $got, expected $want"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
-says() {  # says TEXT: the last command's stderr holds TEXT
-  grep -qF -- "$1" "$work/err" || { fail "expected '$1' in:"; sed 's/^/  stderr: /' "$work/err"; }
-}
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 never_says() {
   ! grep -qF -- "$1" "$work/err" || { fail "did not expect '$1' in:"; sed 's/^/  stderr: /' "$work/err"; }
 }

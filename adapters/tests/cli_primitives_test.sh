@@ -14,20 +14,8 @@ work=$(mktemp -d)
 uri=${2:-"file://$work/locks"}
 # shellcheck disable=SC2154  # p is the trap's own loop variable
 trap 'for p in $(jobs -p); do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-expect() {  # expect STATUS DESCRIPTION -- CMD...
-  local want=$1 what=$2; shift 3
-  "$@" </dev/null >"$work/out" 2>"$work/err"; local got=$?
-  if [[ $got -ne $want ]]; then
-    fail "$what: exit $got, expected $want"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
-says() {  # says TEXT: the last command's stderr contains TEXT
-  grep -qF -- "$1" "$work/err" || { fail "stderr lacks '$1'"; sed 's/^/  stderr: /' "$work/err"; }
-}
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 name="prim-$$"
 
 # ---- usage errors: found before anything connects (the host below does not exist) ----
