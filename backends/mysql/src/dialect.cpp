@@ -14,13 +14,14 @@ namespace {
 // expiry on the server's clock: NOW(6) + ttl (milliseconds, bound)
 constexpr const char* expiry_from_now = "TIMESTAMPADD(MICROSECOND, ? * 1000, NOW(6))";
 
-// Fair mode (fair=true only): the waiters table, arrival order from AUTO_INCREMENT. No
-// RETURNING with ON DUPLICATE KEY and no data-modifying CTEs: each script is a short
-// transaction of several statements (run() retries a deadlock once, then it counts as a miss).
+// Fair mode (fair=true only): the waiters table, arrival order from AUTO_INCREMENT. The queue is
+// read by a plain SELECT (a consistent read, no locks), never inside an INSERT ... SELECT: that
+// would take shared next-key locks on the waiters index, whose gaps span neighbouring names, and
+// attempts on unrelated names would deadlock each other (measured: try_acquire of a free name
+// refused, and joining the queue failing, under 8 contending threads). Exclusion does not depend
+// on the queue: the attempt itself is `acquire`, the lock row's primary key.
 void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   const std::string tbl = quoted_table(t);
-  const std::string holders = quoted_table(t, "_holders");
-  const std::string seq = quoted_table(t, "_fence");
   const std::string waiters = quoted_table(t, "_waiters");
   s.create_fair = {
       "CREATE TABLE IF NOT EXISTS " + waiters +
@@ -28,57 +29,29 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
           " expires_at DATETIME(6) NOT NULL, PRIMARY KEY (seq), UNIQUE KEY (name, owner), KEY (name, seq))"
           " ENGINE=InnoDB",
   };
-  // Join once (a new row takes the next seq) or refresh our expiry keeping our seq; other
-  // owners' expired rows for this name are cleared first.
+  // Join once (a new row takes the next seq) or refresh our expiry keeping our seq.
+  const dlock::sql::statement join_or_refresh = {
+      "INSERT INTO " + waiters + " (name, owner, expires_at) VALUES (?, ?, " + expiry_from_now +
+          ") ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)",
+      {arg::name, arg::owner, arg::ttl_ms}};
+  // Joining also clears other owners' expired rows of the name (waiters that died queued).
   s.enqueue = {
       {"DELETE FROM " + waiters + " WHERE name = ? AND owner <> ? AND expires_at <= NOW(6)", {arg::name, arg::owner}},
-      {"INSERT INTO " + waiters + " (name, owner, expires_at) VALUES (?, ?, " + expiry_from_now +
-           ") ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms}},
+      join_or_refresh,
   };
+  s.fair_refresh = {join_or_refresh};
   s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = ? AND owner = ?", {arg::name, arg::owner}}};
   // The sweeper's part for fair=true: waiters that died without leaving the queue.
   s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= NOW(6)", {}}};
-  // The attempt: `acquire`'s insert/take-over fed by a SELECT that yields a row only when we hold
-  // the lock (re-entry) or no live waiter of another owner is older than ours (none at all when
-  // we are not queued); then our waiter row goes if we hold the lock, else it is refreshed.
-  s.acquire_fair = {
-      {"INSERT INTO " + tbl +
-           " (name, owner, hold_count, fence, expires_at)"
-           " SELECT ?, ?, 1, NEXTVAL(" +
-           seq + "), " + expiry_from_now +
-           " FROM DUAL"
-           " WHERE (EXISTS (SELECT 1 FROM " +
-           tbl +
+  s.fair_gate = {
+      {"SELECT 1 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " + tbl +
            " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
-           " OR NOT EXISTS (SELECT 1 FROM " +
+           " AND EXISTS (SELECT 1 FROM " +
            waiters +
-           " w WHERE w.name = ? AND w.owner <> ?"
-           "   AND w.expires_at > NOW(6) AND w.seq < COALESCE((SELECT m.seq FROM " +
-           waiters +
-           "   m WHERE m.name = ? AND m.owner = ?), 9223372036854775807)))"
-           " AND NOT EXISTS (SELECT 1 FROM " +
-           holders +
-           " u WHERE u.name = ? AND u.expires_at > NOW(6))"
-           " ON DUPLICATE KEY UPDATE"
-           " hold_count = IF(expires_at <= NOW(6), 1, IF(owner = VALUES(owner), hold_count + 1, hold_count)),"
-           " fence = IF(expires_at <= NOW(6), VALUES(fence), fence),"
-           " owner = IF(expires_at <= NOW(6), VALUES(owner), owner),"
-           " expires_at = IF(expires_at <= NOW(6) OR owner = VALUES(owner), VALUES(expires_at), expires_at)",
-       {arg::name, arg::owner, arg::ttl_ms, arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner,
-        arg::name}},
-      {"DELETE FROM " + waiters + " WHERE name = ? AND owner = ? AND EXISTS (SELECT 1 FROM " + tbl +
-           " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))",
-       {arg::name, arg::owner, arg::name, arg::owner}},
-      {"UPDATE " + waiters + " SET expires_at = " + expiry_from_now + " WHERE name = ? AND owner = ?",
-       {arg::ttl_ms, arg::name, arg::owner}},
-      // Our row, or (NULL, NULL) when the name's reader-writer lock or semaphore has live holders
-      // (index_sql::units_in_use says which), or nothing.
-      {"SELECT fence, hold_count FROM " + tbl +
-           " WHERE name = ? AND owner = ? AND expires_at > NOW(6)"
-           " UNION ALL SELECT NULL, NULL FROM DUAL WHERE EXISTS (SELECT 1 FROM " +
-           holders + " u WHERE u.name = ? AND u.expires_at > NOW(6)) LIMIT 1",
-       {arg::name, arg::owner, arg::name}},
+           " w WHERE w.name = ? AND w.owner <> ? AND w.expires_at > NOW(6)"
+           "   AND w.seq < COALESCE((SELECT m.seq FROM " +
+           waiters + " m WHERE m.name = ? AND m.owner = ?), 9223372036854775807))",
+       {arg::name, arg::owner, arg::name, arg::owner, arg::name, arg::owner}},
   };
 }
 // The watchdog's batched renewal (index_sql::renew_many, version_sql::renew_many): one UPDATE of

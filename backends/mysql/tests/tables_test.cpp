@@ -6,6 +6,7 @@
 #include <cppconn/prepared_statement.h>
 #include <cppconn/statement.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <future>
@@ -173,6 +174,45 @@ TEST(MysqlIndexFair, WaitersAreGrantedInArrivalOrderAndLeaveTheQueue) {
   ASSERT_TRUE(again);
   EXPECT_FALSE(b->make_lock(name)->try_acquire_for(300ms));
   EXPECT_EQ(queued(), 0) << "a waiter that gave up must leave the waiters table";
+}
+
+// InnoDB's gap locks span neighbouring names: a fair attempt that read the queue with locks
+// deadlocked with attempts on other names, and a try of a free name came back refused. Names
+// are neighbours in the index (one prefix, one letter apart); every try of a free one is granted,
+// and no contending waiter fails.
+TEST(MysqlIndexFair, AFreeNameIsGrantedWhileItsNeighboursAreContended) {
+  const auto table = test::unique_table("t");
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + table + "&fair=true&ttl=10s&poll=1ms..5ms"));
+  const auto prefix = test::unique_name("near");
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0}, grants{0};
+  std::mutex m;
+  std::string first_failure;
+  std::vector<std::thread> contenders;
+  for (int t = 0; t < 12; ++t)
+    contenders.emplace_back([&, t] {
+      auto lock = b->make_lock(prefix + (t % 3 == 0 ? "-d" : "-b"));
+      while (!stop) {
+        try {
+          if (auto held = lock->try_acquire_for(10s)) ++grants;
+        } catch (const std::exception& e) {
+          std::lock_guard g(m);
+          if (failures++ == 0) first_failure = e.what();
+        }
+      }
+    });
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    for (const char* free_name : {"-a", "-c", "-e"}) {
+      auto lock = b->make_lock(prefix + free_name);
+      if (!lock->try_acquire()) ++refused;
+    }
+  }
+  stop = true;
+  for (auto& t : contenders) t.join();
+  EXPECT_EQ(refused, 0) << "tries of free names refused while their neighbours were contended";
+  EXPECT_EQ(failures.load(), 0) << first_failure;
+  EXPECT_GT(grants.load(), 0);
 }
 
 // The optimistic lock's ABA: A's grant expires, B takes the lock and releases it, so the row looks free

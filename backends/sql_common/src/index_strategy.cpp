@@ -20,6 +20,8 @@ constexpr int index_attempts = 5;
 // the name's reader-writer lock (index_lock::do_try_acquire).
 thread_local const void* waiting_lock = nullptr;
 thread_local bool marked_while_waiting = false;
+// The fair index_lock whose acquire on this thread has joined the waiters table.
+thread_local const void* queued_lock = nullptr;
 
 // The watchdog's batches (spi::renewal_batch) of one backend: the leases due together are renewed
 // with one statement per ttl and 512 leases, on one connection (strategy_common: renew_together).
@@ -111,7 +113,20 @@ class index_lock final : public distributed_lock {
     auto h = st_->setup.connections->checkout(ec);
     if (!h) return nullptr;
     sql_error err;
-    const bool fair = st_->setup.params.fair;
+    const bool gated = st_->setup.params.fair && !st_->sql.fair_gate.empty();
+    const bool fair = st_->setup.params.fair && !gated;
+    if (gated) {
+      if (!run(*h, st_->sql.fair_gate, v, out, err, index_attempts)) {
+        if (transient(err.kind)) return nullptr;
+        if (!h->usable()) h.discard();
+        set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
+        return nullptr;
+      }
+      if (!out.rows.empty()) {  // an older waiter goes first
+        keep_our_place(*h, v);
+        return nullptr;
+      }
+    }
     if (!run(*h, fair ? st_->sql.acquire_fair : st_->sql.acquire, v, out, err, index_attempts)) {
       if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
       // A deadlock/serialization failure that persisted through run()'s retry: contention (other
@@ -130,7 +145,16 @@ class index_lock final : public distributed_lock {
       readers_hold = !refuse_beside_a_semaphore(*h, v, ec) && !ec;
       return nullptr;
     }
-    if (out.rows.empty() || out.rows.front().empty() || !out.rows.front()[0]) return nullptr;
+    const bool granted = !out.rows.empty() && !out.rows.front().empty() && out.rows.front()[0];
+    if (gated) {
+      if (granted && queued_lock == this) {
+        leave_the_queue(*h, v);
+        queued_lock = nullptr;
+      } else if (!granted) {
+        keep_our_place(*h, v);
+      }
+    }
+    if (!granted) return nullptr;
     auto fence = to_int(out.rows.front()[0]);
     if (!fence) {
       set_error(ec, errc::backend_error, "acquiring lock " + quoted_name(v.name) + ": the server returned no fence");
@@ -143,6 +167,21 @@ class index_lock final : public distributed_lock {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
+  }
+
+  // Gated fair mode, best effort: a waiter row that was not refreshed expires after ttl (the
+  // queue then skips it), and one that was not deleted on a grant is ignored while we hold the
+  // lock (the gate passes the holder) and expires after it.
+  void keep_our_place(connection& c, const values& v) noexcept {
+    if (queued_lock != this) return;
+    result out;
+    sql_error ignored;
+    (void)run(c, st_->sql.fair_refresh, v, out, ignored, index_attempts);
+  }
+  void leave_the_queue(connection& c, const values& v) noexcept {
+    result out;
+    sql_error ignored;
+    (void)run(c, st_->sql.dequeue, v, out, ignored, index_attempts);
   }
 
   // The mutex's attempt found live holders of the name's reader-writer lock or semaphore: the
@@ -218,21 +257,23 @@ class index_lock final : public distributed_lock {
     v.ttl_ms = options().ttl.count();
     v.channel = st_->channel;
     result out;
-    {  // joining the queue races with other waiters' attempts (InnoDB gap locks): retry deadlocks
+    {  // joining races with other transactions on the waiters table: a deadlock is contention,
+       // retried (jittered) until the deadline, which then is a plain timeout
       auto h = st_->setup.connections->checkout(ec);
       if (!h) return nullptr;
       sql_error err;
-      bool queued = false;
-      for (int tries = 0; tries < 8 && !queued; ++tries) {
-        queued = run(*h, st_->sql.enqueue, v, out, err, index_attempts);
-        if (!queued && !transient(err.kind)) break;
-      }
-      if (!queued) {
-        if (!h->usable()) h.discard();
-        set_sql_error(ec, err, "queueing for lock " + quoted_name(v.name));
-        return nullptr;
+      for (unsigned tries = 0; !run(*h, st_->sql.enqueue, v, out, err, index_attempts); ++tries) {
+        const auto now = clock::now();
+        if (!transient(err.kind)) {
+          if (!h->usable()) h.discard();
+          set_sql_error(ec, err, "queueing for lock " + quoted_name(v.name));
+          return nullptr;
+        }
+        if (now >= deadline) return nullptr;
+        std::this_thread::sleep_for(std::min<clock::duration>(spi::backoff_delay(options().poll, tries), deadline - now));
       }
     }
+    queued_lock = this;
     auto recheck = std::min<std::chrono::milliseconds>(options().poll.max, options().ttl / 3);
     if (recheck < std::chrono::milliseconds{1}) recheck = std::chrono::milliseconds{1};
     if (st_->setup.notifier) {
@@ -247,7 +288,9 @@ class index_lock final : public distributed_lock {
         std::this_thread::sleep_for(delay);
       }
     }
-    if (!l) {  // timed out or failed: leave the queue (best effort; the row expires anyway)
+    const bool still_queued = queued_lock == this;
+    queued_lock = nullptr;
+    if (!l && still_queued) {  // timed out or failed: leave the queue (best effort; the row expires anyway)
       std::error_code ignored;
       run_pooled(*st_, st_->sql.dequeue, v, out, ignored, "leaving the queue of lock " + quoted_name(v.name),
                  index_attempts);
@@ -330,7 +373,8 @@ std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql) 
 
 std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, units_sql units) {
   if (setup.params.fair) {
-    if (sql.acquire_fair.empty() || sql.enqueue.empty() || sql.dequeue.empty())
+    const bool gated = !sql.fair_gate.empty() && !sql.fair_refresh.empty();
+    if ((sql.acquire_fair.empty() && !gated) || sql.enqueue.empty() || sql.dequeue.empty())
       throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true is not available with this dialect");
     setup.caps = setup.caps.with(capability::fair);  // declared only when enabled
   }

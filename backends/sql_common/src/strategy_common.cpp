@@ -8,10 +8,14 @@
 #include <tuple>
 
 #include "dlock/error.hpp"
+#include "dlock/spi.hpp"
 
 namespace dlock::sql {
 namespace detail {
 namespace {
+
+// Between the retries of a transaction rolled back by a deadlock or serialization failure.
+constexpr backoff_policy transient_retry_pause{std::chrono::milliseconds{1}, std::chrono::milliseconds{16}};
 
 std::vector<param> bind(const statement& st, const values& v) {
   std::vector<param> ps;
@@ -62,9 +66,10 @@ bool run(connection& c, const script& s, const values& v, result& out, sql_error
     if (ok) return true;
     // The transaction was rolled back, so running it again is safe. Fair-mode attempts on MariaDB
     // (INSERT ... SELECT takes shared next-key locks) make deadlocks with releases common under
-    // contention: the index strategy allows a few retries, each after a short growing pause.
+    // contention: the index strategy allows a few retries, each after a short growing pause,
+    // jittered so that the two transactions of a deadlock do not meet again in step.
     if (!transient(err.kind) || attempt + 1 >= attempts) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds{1 + attempt * 2});
+    std::this_thread::sleep_for(spi::backoff_delay(transient_retry_pause, static_cast<unsigned>(attempt)));
   }
 }
 
@@ -147,7 +152,7 @@ bool renew_rows(connection& c, const batch_renewal_sql& sql, std::int64_t ttl_ms
   for (int attempt = 0;; ++attempt) {
     if (c.execute(text, ps, out, err)) break;
     if (!transient(err.kind) || attempt + 1 >= attempts) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds{1 + attempt * 2});
+    std::this_thread::sleep_for(spi::backoff_delay(transient_retry_pause, static_cast<unsigned>(attempt)));
   }
   renewed.assign(rows.size(), false);
   if (sql.returns_positions) {

@@ -99,6 +99,18 @@ struct index_sql {
   // fair try_acquire never barges past the queue). On grant it also removes our waiter row; on a
   // miss it refreshes our waiter row's expiry (if we have one). One statement where possible.
   script acquire_fair;
+  // Fair mode where the dialect's locking reads would take gap locks (InnoDB at REPEATABLE READ:
+  // an INSERT ... SELECT reading the waiters table locks the gaps beside the name, so attempts on
+  // unrelated names deadlock each other). Then, where both are set, the fair attempt is three
+  // short steps instead of `acquire_fair`: `fair_gate` (binds name, owner; a plain, non-locking
+  // SELECT) returns a row when a live waiter of another owner is queued before ours (not queued:
+  // any live one) and we hold no live row of the name; without a row `acquire` runs as in the
+  // unfair mode; a waiter that was queued then leaves the queue on a grant (`dequeue`) or keeps
+  // its place on a miss with `fair_refresh` (binds name, owner, ttl_ms: one statement that
+  // refreshes our waiter row, or adds it at the back if it expired). The order is only read,
+  // never locked: the lock row's primary key alone excludes, the queue only orders.
+  script fair_gate;
+  script fair_refresh;
 };
 
 // SELECT ... FOR UPDATE: the lock is the row lock of an open transaction on a dedicated connection.
