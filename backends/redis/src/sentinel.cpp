@@ -100,9 +100,14 @@ std::unique_ptr<connection> sentinel_watch::open_sentinel(std::size_t index, mil
 std::optional<sentinel_watch::address> sentinel_watch::ask(std::error_code& ec) noexcept {
   try {
     std::size_t first = 0;
+    std::uint64_t switches_seen = 0;
+    std::optional<address> replaced, stale;
+    std::size_t stale_index = 0;
     {
       std::lock_guard lock(mutex_);
       first = preferred_;
+      switches_seen = switches_;
+      replaced = replaced_;
     }
     std::string unreachable, unknown, not_sentinel, refused;
     std::error_code refused_ec;
@@ -139,11 +144,14 @@ std::optional<sentinel_watch::address> sentinel_watch::ask(std::error_code& ec) 
         continue;
       }
       address found{std::string(text_of(r->element[0])), *port};
-      std::lock_guard lock(mutex_);
-      preferred_ = i;
-      master_ = found;
-      return found;
+      if (replaced && found == *replaced) {  // a sentinel behind the switch: ask the others first
+        if (!stale) stale_index = i;
+        stale = std::move(found);
+        continue;
+      }
+      return settle(found, i, switches_seen);
     }
+    if (stale) return settle(*stale, stale_index, switches_seen);
     // Nobody named the master: the most telling reason first. A wrong setting (credentials, a
     // server that is no sentinel, a master set nobody monitors) is not waited out.
     if (!refused.empty()) {
@@ -166,6 +174,15 @@ std::optional<sentinel_watch::address> sentinel_watch::ask(std::error_code& ec) 
     set_error(ec, errc::backend_unavailable, "redis: out of memory asking the sentinels");
     return std::nullopt;
   }
+}
+
+sentinel_watch::address sentinel_watch::settle(const address& found, std::size_t index,
+                                               std::uint64_t switches_seen) noexcept {
+  std::lock_guard lock(mutex_);
+  if (switches_ != switches_seen && master_) return *master_;
+  preferred_ = index;
+  master_ = found;
+  return found;
 }
 
 void sentinel_watch::forget(const address& stale) noexcept {
@@ -231,12 +248,14 @@ void sentinel_watch::stop() noexcept {
   moved_ = {};
 }
 
-void sentinel_watch::learned(const address& now) noexcept {
+void sentinel_watch::learned(const address& now, std::optional<address> replaced) noexcept {
   std::function<void()> moved;
   {
     std::lock_guard lock(mutex_);
     if (announced_ == now) return;  // each sentinel announces the same switch: one is enough
     announced_ = now;
+    if (replaced && !(*replaced == now)) replaced_ = std::move(replaced);
+    ++switches_;
     master_ = now;
     moved = moved_;
   }
@@ -270,7 +289,7 @@ void sentinel_watch::run(std::stop_token stop, std::size_t index) noexcept {
           before = master_;
         }
         std::error_code ignored;
-        if (auto now = ask(ignored); now && before && !(*now == *before)) learned(*now);
+        if (auto now = ask(ignored); now && before && !(*now == *before)) learned(*now, before);
         continue;
       }
       if (kind != "message") continue;
@@ -283,9 +302,15 @@ void sentinel_watch::run(std::stop_token stop, std::size_t index) noexcept {
       // leader, as soon as the replica it chose says ROLE master. Moving there at once shortens
       // the time this client writes to an old master that is still up (a manual failover).
       if (channel == "+switch-master" && w.size() == 5 && w[0] == cfg_.master_name) {
-        if (auto port = port_of(w[4])) learned(address{std::string(w[3]), *port});
+        const auto old_port = port_of(w[2]);
+        if (auto port = port_of(w[4]))
+          learned(address{std::string(w[3]), *port},
+                  old_port ? std::optional<address>(address{std::string(w[1]), *old_port}) : std::nullopt);
       } else if (channel == "+promoted-slave" && w.size() == 8 && w[5] == cfg_.master_name) {
-        if (auto port = port_of(w[3])) learned(address{std::string(w[2]), *port});
+        const auto old_port = port_of(w[7]);
+        if (auto port = port_of(w[3]))
+          learned(address{std::string(w[2]), *port},
+                  old_port ? std::optional<address>(address{std::string(w[6]), *old_port}) : std::nullopt);
       }
     }
   }

@@ -67,7 +67,11 @@ class sentinel_watch {
   std::unique_ptr<connection> open_sentinel(std::size_t index, std::chrono::milliseconds read_timeout,
                                             std::error_code& ec) noexcept;
   void forget(const address& stale) noexcept;
-  void learned(const address& now) noexcept;  // the master moved there: tells `moved`
+  // the master moved to `now` from `replaced`: tells `moved`
+  void learned(const address& now, std::optional<address> replaced) noexcept;
+  // The answer of sentinel `index`, cached unless a switch was announced since `switches_seen`
+  // (then the announced master, newer than any answer asked before it, is returned).
+  address settle(const address& found, std::size_t index, std::uint64_t switches_seen) noexcept;
   void run(std::stop_token stop, std::size_t index) noexcept;
 
   sentinel_settings cfg_;
@@ -75,6 +79,11 @@ class sentinel_watch {
   std::optional<address> master_;     // the last answer, until it fails
   std::size_t preferred_ = 0;         // the sentinel that answered last
   std::optional<address> announced_;  // the last master a sentinel announced (told once per switch)
+  // The master the last announced switch replaced: a sentinel that has not heard of the switch
+  // yet still names it (and it may still say ROLE master, in a manual failover), so an answer
+  // naming it is taken only when no sentinel names another.
+  std::optional<address> replaced_;
+  std::uint64_t switches_ = 0;  // switches announced so far
   std::function<void()> moved_;
   std::vector<std::jthread> threads_;  // one per sentinel
 };

@@ -201,14 +201,14 @@ std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock
 std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-sentinel:" + std::string(what)); }
 
 // Waits until the sentinels name another master than `old` and it says ROLE master.
-int wait_for_failover(int old) {
+int wait_for_failover(int old, std::chrono::seconds bound = 40s) {
   int now = -1;
   wait_for(
       [&] {
         now = master_port();
         return now > 0 && now != old && role_of(now) == "master";
       },
-      40s);
+      bound);
   return now != old ? now : -1;
 }
 
@@ -302,10 +302,20 @@ TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
     auto warm = backend->make_lock(unique("warm"))->try_acquire();  // pooled connections to the old master
     ASSERT_TRUE(warm);
   }
-  auto r = ask(sentinel_ports()[0], {"SENTINEL", "FAILOVER", "mymaster"});
-  ASSERT_TRUE(r && r->type != REDIS_REPLY_ERROR) << (r ? r->str : "no reply");
-  const int new_master = wait_for_failover(old_master);
-  ASSERT_GT(new_master, 0);
+  // A failover the sentinels abort (a replica not ready in their eyes yet, under load) is asked
+  // for again; the test is about what the client does once there is one.
+  int new_master = -1;
+  for (int request = 0; request < 3 && new_master <= 0; ++request) {
+    auto r = ask(sentinel_ports()[0], {"SENTINEL", "FAILOVER", "mymaster"});
+    ASSERT_TRUE(r) << "no reply to SENTINEL FAILOVER";
+    if (r->type == REDIS_REPLY_ERROR && std::string_view(r->str).starts_with("INPROG")) {
+      new_master = wait_for_failover(old_master, 15s);
+      continue;
+    }
+    ASSERT_NE(r->type, REDIS_REPLY_ERROR) << r->str;
+    new_master = wait_for_failover(old_master, 15s);
+  }
+  ASSERT_GT(new_master, 0) << "no failover in three requests of 15 s each";
   // The old master stays up, and stays a master until the sentinels reconfigure it (seconds):
   // a client that did not follow would go on writing there. This one follows within a second of
   // the sentinels naming the new master, and from then on every grant is on it.
