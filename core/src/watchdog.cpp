@@ -68,16 +68,16 @@ class watchdog {
       stopping_ = true;
     }
     timer_cv_.notify_all();
-    worker_cv_.notify_all();
+    renewer_cv_.notify_all();
     if (timer_.joinable()) timer_.join();
-    if (worker_.joinable()) worker_.join();
+    if (renewer_.joinable()) renewer_.join();
   }
 
  private:
   void start_locked() {
     if (timer_.joinable()) return;
     timer_ = std::thread([this] { run_timer(); });
-    worker_ = std::thread([this] { run_worker(); });
+    renewer_ = std::thread([this] { run_renewals(); });
   }
 
   void schedule_locked(clock::time_point at, event e, std::shared_ptr<watched> w) {
@@ -125,7 +125,7 @@ class watchdog {
       if (kind == event::renew) {
         renewals_.push_back(std::move(w));
         take_renewals_due_soon_locked();
-        worker_cv_.notify_one();
+        renewer_cv_.notify_one();
       } else if (clock::now() >= s->valid_until()) {
         lock.unlock();
         expire(*s);
@@ -164,11 +164,11 @@ class watchdog {
                             "lease on lock '" + s.name() + "' lost: its validity ran out without a successful renewal");
   }
 
-  void run_worker() {
+  void run_renewals() {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
       if (renewals_.empty()) {
-        worker_cv_.wait(lock);
+        renewer_cv_.wait(lock);
         continue;
       }
       // Every renewal due by now, in one go: the leases of one batch are sent together.
@@ -242,7 +242,7 @@ class watchdog {
   }
 
   std::mutex mutex_;
-  std::condition_variable timer_cv_, worker_cv_;
+  std::condition_variable timer_cv_, renewer_cv_;
   void forget_locked(const std::shared_ptr<watched>& w) {
     // The address may meanwhile belong to a newer lease: erase only our own entry.
     if (const auto it = by_lease_.find(w->key); it != by_lease_.end() && it->second == w) by_lease_.erase(it);
@@ -257,7 +257,7 @@ class watchdog {
   std::deque<std::shared_ptr<watched>> renewals_;
   std::uint64_t renewed_ = 0, renewal_calls_ = 0;  // leases renewed; calls to renew or renew_all
   bool stopping_ = false;
-  std::thread timer_, worker_;
+  std::thread timer_, renewer_;
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 // The process-wide lease watchdog: renews renewable leases every period (ttl/3 by default) and
 // fires the lost signal when a lease's local validity deadline passes without a successful
 // renewal. Two threads, started on first use: a timer that never does I/O (so a renewal stuck on
-// a slow server cannot delay another lease's lost signal) and a worker that runs the renewals.
+// a slow server cannot delay another lease's lost signal) and a renewal thread that runs the renewals.
 #include <chrono>
 #include <memory>
 #include <optional>

@@ -12,9 +12,9 @@ TEST_P(Lock, MutualExclusionAcrossThreads) {
   const auto name = dlock::testing::unique_name("mutex-threads");
   std::atomic<int> counter{0}, inside{0}, max_inside{0};
   std::atomic<int> errors{0};
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
+    spawned.emplace_back([&] {
       try {
         auto lock = make(name);
         for (int i = 0; i < iterations; ++i) {
@@ -34,7 +34,7 @@ TEST_P(Lock, MutualExclusionAcrossThreads) {
         ADD_FAILURE() << e.what();
       }
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   EXPECT_EQ(errors.load(), 0);
   EXPECT_EQ(max_inside.load(), 1) << "two threads were inside the lock at once";
   EXPECT_EQ(counter.load(), threads * iterations) << "lost updates: the lock did not exclude";

@@ -24,9 +24,9 @@ inline void raise_to(std::atomic<int>& high, int now) {
 // body is a test failure. Returns how many bodies threw.
 inline int run_threads(int threads, const std::function<void(int)>& body) {
   std::atomic<int> errors{0};
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
+    spawned.emplace_back([&, t] {
       try {
         body(t);
       } catch (const std::exception& e) {
@@ -34,7 +34,7 @@ inline int run_threads(int threads, const std::function<void(int)>& body) {
         ADD_FAILURE() << e.what();
       }
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   return errors.load();
 }
 

@@ -182,9 +182,9 @@ TEST_P(SharedPrimitives, OneObjectServesManyThreadsAtOnce) {
   constexpr int threads = 3;
   const auto run_together = [](const std::function<lease()>& take, std::atomic<int>& together) {
     std::atomic<int> holding{0};
-    std::vector<std::thread> workers;
+    std::vector<std::thread> spawned;
     for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&] {
+      spawned.emplace_back([&] {
         auto held = take();
         if (!held) return;
         ++holding;
@@ -196,7 +196,7 @@ TEST_P(SharedPrimitives, OneObjectServesManyThreadsAtOnce) {
         held.release(ec);
         EXPECT_FALSE(ec) << "releasing one thread's grant: " << dlock::last_error_message();
       });
-    for (auto& w : workers) w.join();
+    for (auto& s : spawned) s.join();
   };
   if (offers_rw()) {
     const auto name = dlock::testing::unique_name("rw-one-object");

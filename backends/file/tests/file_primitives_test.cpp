@@ -423,13 +423,13 @@ TEST_F(FilePrimitives, ThreadsSharingOneObjectNeverShareAToken) {
   constexpr int threads = 6, grants = 300;
   auto rw = backend_->make_rw_lock("threads");
   std::vector<std::vector<std::uint64_t>> tokens(threads);
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
+    spawned.emplace_back([&, t] {
       for (int i = 0; i < grants; ++i)
         if (auto r = rw->try_acquire_read()) tokens[t].push_back(*r.fencing_token());
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   std::set<std::uint64_t> all;
   std::size_t granted = 0;
   for (const auto& v : tokens) {

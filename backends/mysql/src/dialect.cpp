@@ -30,10 +30,10 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
           " ENGINE=InnoDB",
   };
   // Join once (a new row takes the next seq) or refresh our expiry keeping our seq.
-  const dlock::sql::statement join_or_refresh = {
-      "INSERT INTO " + waiters + " (name, owner, expires_at) VALUES (?, ?, " + expiry_from_now +
-          ") ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)",
-      {arg::name, arg::owner, arg::ttl_ms}};
+  const dlock::sql::statement join_or_refresh = {"INSERT INTO " + waiters +
+                                                     " (name, owner, expires_at) VALUES (?, ?, " + expiry_from_now +
+                                                     ") ON DUPLICATE KEY UPDATE expires_at = VALUES(expires_at)",
+                                                 {arg::name, arg::owner, arg::ttl_ms}};
   // Joining also clears other owners' expired rows of the name (waiters that died queued).
   s.enqueue = {
       {"DELETE FROM " + waiters + " WHERE name = ? AND owner <> ? AND expires_at <= NOW(6)", {arg::name, arg::owner}},

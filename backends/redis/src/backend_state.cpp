@@ -304,7 +304,7 @@ void backend_state::check_held(std::stop_token stop) noexcept {
             it->second.lease->mark_lost(make_error_code(errc::lock_lost));
       }
       if (all_answered) return;
-      worker::pause(stop, pause);
+      background_thread::pause(stop, pause);
     }
   } catch (...) {
     check_pending_ = false;

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <vector>
 
+#include "background_thread.hpp"
 #include "cluster.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
@@ -22,16 +23,15 @@
 #include "redis_settings.hpp"
 #include "sentinel.hpp"
 #include "subscriber.hpp"
-#include "worker.hpp"
 
 namespace dlock::redis {
 
 // What every lock and lease of one backend shares: the pool, the subscriber, the leases held and
-// the background worker.
+// the background thread.
 //
 // Lifetimes: every lock and lease holds a shared_ptr to it, and everything that calls back into it
-// (the subscriber's and the pool's listeners, the worker's tasks) holds a plain pointer: the
-// subscriber's thread and the worker's thread are joined before the members they use go, and
+// (the subscriber's and the pool's listeners, the background thread's tasks) holds a plain pointer: the
+// subscriber's thread and the background thread are joined before the members they use go, and
 // taking a shared_ptr there could make such a thread destroy, hence join, itself.
 struct backend_state {
   backend_state() = default;
@@ -91,7 +91,7 @@ struct backend_state {
   // lease in the background, retrying until the server answers, and mark lost the ones whose key
   // is gone, instead of waiting for their next renewal.
   void check_held_soon() noexcept;
-  void post(worker::task t) noexcept { background_.post(std::move(t)); }
+  void post(background_thread::task t) noexcept { background_.post(std::move(t)); }
   // The sentinels announced a new master: the pooled connections and the subscriber's reconnect
   // to it, and the held leases are checked there.
   void master_moved() noexcept;
@@ -111,7 +111,7 @@ struct backend_state {
   std::uint64_t next_held_id_ = 0;
   std::atomic<bool> check_pending_{false};
   std::string young_run_id_reported_;  // under held_mutex_
-  worker background_;                  // its thread is joined before the members above go
+  background_thread background_;       // its thread is joined before the members above go
   std::mutex mutex_;
   std::shared_ptr<subscriber> subscriber_;  // last: joined first (its listener posts to background_)
 };

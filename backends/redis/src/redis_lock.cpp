@@ -329,7 +329,7 @@ class redis_lock final : public distributed_lock {
             (void)release_grant(*fresh, cfg, name, key, owner, ttl, ec);
             if (!ec) return;
           }
-          worker::pause(stop, pause);
+          background_thread::pause(stop, pause);
         }
       };
       state_->post(std::move(task));
@@ -357,7 +357,7 @@ class redis_lock final : public distributed_lock {
             (void)fresh->eval(as_published(s->config, *call.s), call.key_views(), call.arg_views(), ec);
             if (!ec) return;
           }
-          worker::pause(stop, pause);
+          background_thread::pause(stop, pause);
         }
       });
     } catch (...) {

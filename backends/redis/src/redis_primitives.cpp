@@ -154,7 +154,7 @@ void give_back(backend_state& s, script_call undo, clock::time_point expires_at)
           (void)c->eval(as_published(s.config, *undo.s), undo.key_views(), undo.arg_views(), ec);
           if (!ec) return;
         }
-        worker::pause(stop, pause);
+        background_thread::pause(stop, pause);
       }
     });
   } catch (...) {

@@ -156,7 +156,7 @@ void undo_late_grants(redlock_state& s, std::vector<unanswered_request> late, co
           (void)fresh->command(release, ec);
           if (!ec) return;
         }
-        worker::pause(stop, pause);
+        background_thread::pause(stop, pause);
       }
     });
   }

@@ -3,9 +3,9 @@
 #include <memory>
 #include <vector>
 
+#include "background_thread.hpp"
 #include "connection.hpp"
 #include "dlock/spi.hpp"
-#include "worker.hpp"
 
 namespace dlock::redis {
 
@@ -17,7 +17,7 @@ struct redlock_state {
   std::size_t quorum() const noexcept { return masters.size() / 2 + 1; }
   // Undoes grants whose replies were lost. Tasks hold a plain pointer to this; last, so its thread
   // is joined before the members above go.
-  worker background;
+  background_thread background;
 };
 
 class redlock_backend final : public backend {

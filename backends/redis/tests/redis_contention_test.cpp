@@ -80,9 +80,9 @@ int my_connections(redisContext* c) {
 std::vector<int> contend(dlock::backend& b, const std::string& name, int threads, int cycles) {
   std::atomic<int> granted{0}, errors{0};
   std::vector<int> per_thread(threads, 0);
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
+    spawned.emplace_back([&, t] {
       auto lock = b.make_lock(name);
       while (granted.load() < cycles) {
         std::error_code ec;
@@ -97,7 +97,7 @@ std::vector<int> contend(dlock::backend& b, const std::string& name, int threads
         if (ec) ++errors;
       }
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   EXPECT_EQ(errors.load(), 0) << dlock::last_error_message();
   return per_thread;
 }
@@ -151,9 +151,9 @@ TEST(RedisContention, CallersBeyondThePoolWaitForAConnection) {
   std::atomic<int> granted{0}, failures{0};
   std::string first_failure;
   std::mutex failure_mutex;
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
+    spawned.emplace_back([&] {
       auto own = b->make_lock(unique_name("pool-own"));
       for (int i = 0; i < rounds; ++i) {
         std::error_code ec;
@@ -168,7 +168,7 @@ TEST(RedisContention, CallersBeyondThePoolWaitForAConnection) {
         }
       }
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   EXPECT_EQ(failures.load(), 0) << first_failure;
   EXPECT_EQ(granted.load(), threads * rounds);
 }
@@ -196,9 +196,9 @@ TEST(RedisContention, ManyThreadsShareTwoConnectionsInBatches) {
   // Scripts, not total_commands_processed: that one also counts the commands run inside scripts.
   const auto scripts_before = scripts_run(c.get());
   const auto reads_before = info_stat(c.get(), "total_reads_processed");
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
+    spawned.emplace_back([&] {
       auto own = b->make_lock(unique_name("batched-own"));
       for (int i = 0; i < own_cycles; ++i) {
         std::error_code ec;
@@ -227,7 +227,7 @@ TEST(RedisContention, ManyThreadsShareTwoConnectionsInBatches) {
         if (ec) ++failures;
       }
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   const auto scripts = scripts_run(c.get()) - scripts_before;
   const auto reads = info_stat(c.get(), "total_reads_processed") - reads_before;
   running = false;

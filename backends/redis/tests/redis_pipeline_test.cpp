@@ -94,16 +94,16 @@ TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
   const auto key = unique_name("pipeline-incr");
   constexpr int threads = 64, each = 50;
   std::atomic<int> failures{0};
-  std::vector<std::thread> workers;
+  std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&] {
+    spawned.emplace_back([&] {
       for (int i = 0; i < each; ++i) {
         std::error_code ec;
         auto out = p.command({"INCR", key}, clock_type::time_point::max(), ec);
         if (ec || !out.reply || out.reply->type != REDIS_REPLY_INTEGER) ++failures;
       }
     });
-  for (auto& w : workers) w.join();
+  for (auto& s : spawned) s.join();
   EXPECT_EQ(failures.load(), 0) << dlock::last_error_message();
   auto c = raw();
   auto value = raw_command(c.get(), {"GET", key});

@@ -270,7 +270,8 @@ class index_lock final : public distributed_lock {
           return nullptr;
         }
         if (now >= deadline) return nullptr;
-        std::this_thread::sleep_for(std::min<clock::duration>(spi::backoff_delay(options().poll, tries), deadline - now));
+        std::this_thread::sleep_for(
+            std::min<clock::duration>(spi::backoff_delay(options().poll, tries), deadline - now));
       }
     }
     queued_lock = this;

@@ -83,9 +83,9 @@ void contended_dlock(benchmark::State& state) {
     std::atomic<bool> stop{false};
     std::vector<std::vector<double>> handoffs(threads);
     std::vector<std::uint64_t> grants(threads, 0);
-    std::vector<std::thread> workers;
+    std::vector<std::thread> spawned;
     for (int i = 0; i < threads; ++i)
-      workers.emplace_back([&, i] {
+      spawned.emplace_back([&, i] {
         auto lock = backend->make_lock(name);
         while (!stop.load(std::memory_order_relaxed)) {
           const auto t0 = clock_type::now();
@@ -101,7 +101,7 @@ void contended_dlock(benchmark::State& state) {
       });
     std::this_thread::sleep_for(std::chrono::seconds(5));
     stop = true;
-    for (auto& w : workers) w.join();
+    for (auto& s : spawned) s.join();
     std::vector<double> all;
     std::uint64_t total = 0;
     for (int i = 0; i < threads; ++i) {

@@ -4,8 +4,8 @@
 // acquire took, and gives them all back when released (or lost: a dead holder's permits come
 // back after its ttl or with its session, as a dead holder's lock does).
 //
-//   auto workers = backend->make_semaphore("rate-limited-api", 3);
-//   if (auto permit = workers->try_acquire_for(std::chrono::seconds(5))) { ...call the API... }
+//   auto api_calls = backend->make_semaphore("rate-limited-api", 3);
+//   if (auto permit = api_calls->try_acquire_for(std::chrono::seconds(5))) { ...call the API... }
 //
 // Every process using a name must give it the same max_count: the backends that store it check
 // it and refuse a different one (errc::invalid_argument); the others cannot tell.

@@ -12,20 +12,20 @@
 
 namespace dlock::redis {
 
-class worker {
+class background_thread {
  public:
   using task = std::function<void(std::stop_token)>;
 
-  worker() = default;
-  ~worker() {
+  background_thread() = default;
+  ~background_thread() {
     if (thread_.joinable()) {
       thread_.request_stop();
       ready_.notify_all();
       thread_.join();
     }
   }
-  worker(const worker&) = delete;
-  worker& operator=(const worker&) = delete;
+  background_thread(const background_thread&) = delete;
+  background_thread& operator=(const background_thread&) = delete;
 
   // Sleeps for `d`, or less when `stop` is requested (a task's pause between retries).
   static void pause(std::stop_token stop, std::chrono::milliseconds d) {
