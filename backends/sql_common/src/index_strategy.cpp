@@ -131,7 +131,10 @@ class index_lock final : public distributed_lock {
       if (err.kind == failure::duplicate_key) return nullptr;  // held: a race on the insert
       // A deadlock/serialization failure that persisted through run()'s retry: contention (other
       // attempts on the same rows), not a broken server; a miss, the caller waits and tries again.
-      if (transient(err.kind)) return nullptr;
+      if (transient(err.kind)) {
+        if (gated) keep_our_place(*h, v);
+        return nullptr;
+      }
       if (!h->usable()) h.discard();
       set_sql_error(ec, err, "acquiring lock " + quoted_name(v.name));
       return nullptr;
@@ -142,6 +145,7 @@ class index_lock final : public distributed_lock {
         fair ? !out.rows.empty() && out.rows.front().size() > 1 && !out.rows.front()[0] && !out.rows.front()[1]
              : out.rows.empty();
     if (units_hold && !st_->sql.units_in_use.empty()) {
+      if (gated) keep_our_place(*h, v);  // a queued mutex keeps its place behind the readers too
       readers_hold = !refuse_beside_a_semaphore(*h, v, ec) && !ec;
       return nullptr;
     }
