@@ -18,7 +18,7 @@ constexpr const char* expiry_from_now = "TIMESTAMPADD(MICROSECOND, ? * 1000, NOW
 // read by a plain SELECT (a consistent read, no locks), never inside an INSERT ... SELECT: that
 // would take shared next-key locks on the waiters index, whose gaps span neighbouring names, and
 // attempts on unrelated names would deadlock each other (measured: try_acquire of a free name
-// refused, and joining the queue failing, under 8 contending threads). Exclusion does not depend
+// refused, and joining the queue failing, with 12 threads waiting on two names). Exclusion does not depend
 // on the queue: the attempt itself is `acquire`, the lock row's primary key.
 void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   const std::string tbl = quoted_table(t);

@@ -36,6 +36,10 @@ std::vector<param> bind(const statement& st, const values& v) {
 
 bool transient(failure f) noexcept { return f == failure::deadlock || f == failure::serialization; }
 
+void pause_before_retry(int attempt) noexcept {
+  std::this_thread::sleep_for(spi::backoff_delay(transient_retry_pause, static_cast<unsigned>(attempt)));
+}
+
 bool run(connection& c, const script& s, const values& v, result& out, sql_error& err, int attempts) noexcept {
   for (int attempt = 0;; ++attempt) {
     err = {};
@@ -66,10 +70,9 @@ bool run(connection& c, const script& s, const values& v, result& out, sql_error
     if (ok) return true;
     // The transaction was rolled back, so running it again is safe. Fair-mode attempts on MariaDB
     // (INSERT ... SELECT takes shared next-key locks) make deadlocks with releases common under
-    // contention: the index strategy allows a few retries, each after a short growing pause,
-    // jittered so that the two transactions of a deadlock do not meet again in step.
+    // contention: the index strategy allows a few retries.
     if (!transient(err.kind) || attempt + 1 >= attempts) return false;
-    std::this_thread::sleep_for(spi::backoff_delay(transient_retry_pause, static_cast<unsigned>(attempt)));
+    pause_before_retry(attempt);
   }
 }
 
@@ -152,7 +155,7 @@ bool renew_rows(connection& c, const batch_renewal_sql& sql, std::int64_t ttl_ms
   for (int attempt = 0;; ++attempt) {
     if (c.execute(text, ps, out, err)) break;
     if (!transient(err.kind) || attempt + 1 >= attempts) return false;
-    std::this_thread::sleep_for(spi::backoff_delay(transient_retry_pause, static_cast<unsigned>(attempt)));
+    pause_before_retry(attempt);
   }
   renewed.assign(rows.size(), false);
   if (sql.returns_positions) {

@@ -34,6 +34,9 @@ struct values {
 
 // Deadlocks and serialization failures: "try again", not "broken".
 bool transient(failure f) noexcept;
+// Before retry `attempt` (0-based) of a statement or transaction rolled back as transient: a short
+// growing pause, jittered so that the two sides of a deadlock do not meet again in step.
+void pause_before_retry(int attempt) noexcept;
 
 // Runs a script: one statement as it is, several in one transaction. Deadlocks and
 // serialization failures are retried (once by default; `attempts` in all).

@@ -29,7 +29,7 @@ bool execute(connection& c, const std::string& text, const std::vector<param>& p
     out = {};
     if (c.execute(text, ps, out, err)) return true;
     if (!transient(err.kind) || attempt + 1 >= units_attempts) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds{1 + attempt * 2});
+    pause_before_retry(attempt);
   }
 }
 
