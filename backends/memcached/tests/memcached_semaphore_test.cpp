@@ -3,7 +3,6 @@
 // libmemcached, so it does not trust the code under test.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -12,6 +11,7 @@
 #include "capabilities.hpp"
 #include "client_pool.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/permit_census.hpp"
 #include "dlock_test/support.hpp"
 #include "memcached_semaphore.hpp"
 
@@ -87,7 +87,7 @@ namespace {
 // `threads` threads, each with its own backend, take one permit of a semaphore of `n` ten times.
 void never_more_than_n_and_n_is_reached(std::uint32_t n, int threads_count) {
   const auto name = unique_name("sem-n");
-  std::atomic<int> holding{0}, most{0}, over{0};
+  dlock::testing::permit_census census(static_cast<int>(n));
   std::vector<std::thread> threads;
   for (int t = 0; t < threads_count; ++t) {
     threads.emplace_back([&] {
@@ -95,19 +95,13 @@ void never_more_than_n_and_n_is_reached(std::uint32_t n, int threads_count) {
       auto sem = open_backend("ttl=5s&restart_delay=off&poll=1ms..20ms")->make_semaphore(name, n);
       for (int i = 0; i < 10; ++i) {
         auto permit = sem->acquire();
-        const int now = holding.fetch_add(1) + 1;
-        if (now > static_cast<int>(n)) over.fetch_add(1);
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
-        std::this_thread::sleep_for(5ms);
-        holding.fetch_sub(1);
+        census.hold(5ms);
       }
     });
   }
   for (auto& t : threads) t.join();
-  EXPECT_EQ(over.load(), 0) << "more than " << n << " permits held at once";
-  EXPECT_EQ(most.load(), static_cast<int>(n)) << "never reached " << n;
+  EXPECT_EQ(census.over(), 0) << "more than " << n << " permits held at once";
+  EXPECT_EQ(census.most(), static_cast<int>(n)) << "never reached " << n;
   EXPECT_EQ(raw_slots(name).present(n), 0) << "every slot item deleted at release";
 }
 // One name, one lock: the mutex and the semaphore of one name refuse each other (name_conflict),

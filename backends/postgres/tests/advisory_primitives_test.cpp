@@ -18,6 +18,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/eventually.hpp"
+#include "dlock_test/permit_census.hpp"
 #include "dlock_test/support.hpp"
 #include "pg_probe.hpp"
 
@@ -254,7 +255,8 @@ TEST(pg_advisory_semaphore, never_more_than_n_at_once_and_reaches_n) {
   const auto name = unique_name("sem-n");
   constexpr std::uint32_t n = 3;
   auto a = dlock::open(advisory_uri("ttl=10s&poll=1ms..20ms")), b = dlock::open(advisory_uri("ttl=10s&poll=1ms..20ms"));
-  std::atomic<int> inside{0}, most{0}, failures{0};
+  dlock::testing::permit_census census(static_cast<int>(n));
+  std::atomic<int> failures{0};
   std::atomic<std::size_t> most_on_server{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
@@ -266,25 +268,20 @@ TEST(pg_advisory_semaphore, never_more_than_n_at_once_and_reaches_n) {
           ++failures;
           continue;
         }
-        const int now = ++inside;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
         if (i % 8 == 0) {
           const auto held = probe::slot_rows(advisory_uri(), name, n).size();
           auto s = most_on_server.load();
           while (held > s && !most_on_server.compare_exchange_weak(s, held)) {
           }
         }
-        std::this_thread::sleep_for(5ms);
-        --inside;
+        census.hold(5ms);
         p.release();
       }
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
-  EXPECT_LE(most.load(), static_cast<int>(n));
-  EXPECT_EQ(most.load(), static_cast<int>(n)) << "never reached N";
+  EXPECT_EQ(census.over(), 0) << "more than " << n << " permits held at once";
+  EXPECT_EQ(census.most(), static_cast<int>(n)) << "never reached N";
   EXPECT_LE(most_on_server.load(), n);
   EXPECT_TRUE(probe::slot_rows(advisory_uri(), name, n).empty());
 }
