@@ -19,16 +19,26 @@ struct unanswered_request {
   pool::handle conn;
 };
 
+// What one master made of a request.
+enum class master_answer {
+  not_asked,  // unreachable, or younger than the ttl
+  unknown,    // sent, but no answer came (it may have run)
+  refused,    // answered, not `ok`
+  ok,
+};
+
 // Sends `build(conn)` to every master first and reads the answers afterwards, so the round trips
-// overlap (parallel, not one after another). Returns how many masters answered `ok(reply)`. With
-// `late`, the connections whose reply was lost are handed over instead of dropped.
+// overlap (parallel, not one after another). Returns how many masters answered `ok(reply, i)`.
+// With `late`, the connections whose reply was lost are handed over instead of dropped; with
+// `answers`, each master's answer is written there.
 // With `young_until_ttl`, a master that started less than that ttl ago (wait_after_restart) is
 // asked nothing and counted in `young`: it may have restarted and forgotten a grant (antirez's
 // delayed restart, done by the client).
 template <class Build, class Ok>
 std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& failures,
                    std::vector<unanswered_request>* late = nullptr, std::size_t* young = nullptr,
-                   milliseconds young_until_ttl = {}) {
+                   milliseconds young_until_ttl = {}, std::vector<master_answer>* answers = nullptr) {
+  if (answers) answers->assign(s.masters.size(), master_answer::not_asked);
   std::vector<pool::handle> conns(s.masters.size());
   std::vector<bool> sent(s.masters.size(), false);
   for (std::size_t i = 0; i < s.masters.size(); ++i) {
@@ -43,6 +53,7 @@ std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& fail
       continue;
     }
     sent[i] = build(*conns[i]) && conns[i]->flush();
+    if (answers) (*answers)[i] = master_answer::unknown;  // a part of it may have gone out
     if (!sent[i]) failures += " " + s.masters[i]->where().label() + ": send failed;";
   }
   std::size_t count = 0;
@@ -55,11 +66,15 @@ std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& fail
       if (late && conns[i]->unanswered() > 0) late->push_back({i, std::move(conns[i])});
       continue;
     }
+    if (answers) (*answers)[i] = master_answer::refused;
     if (is_error(r.get(), "NOSCRIPT")) {  // script cache lost on that master: run it plainly
       failures += " " + s.masters[i]->where().label() + ": NOSCRIPT;";
       continue;
     }
-    if (ok(r.get())) ++count;
+    if (ok(r.get(), i)) {
+      ++count;
+      if (answers) (*answers)[i] = master_answer::ok;
+    }
   }
   return count;
 }
@@ -67,11 +82,15 @@ std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& fail
 class redlock_lease final : public spi::lease_state {
  public:
   redlock_lease(std::shared_ptr<redlock_state> s, std::string name, std::string key, std::string token,
-                milliseconds ttl, clock::time_point start)
+                milliseconds ttl, clock::time_point start, const std::vector<master_answer>& grant)
       : lease_state(std::move(name), ttl, validity_after(start, ttl)),
         state_(std::move(s)),
         key_(std::move(key)),
-        token_(std::move(token)) {}
+        token_(std::move(token)),
+        carried_our_key_(grant.size()) {
+    for (std::size_t i = 0; i < grant.size(); ++i)
+      carried_our_key_[i] = grant[i] == master_answer::ok || grant[i] == master_answer::unknown;
+  }
 
   static void release_everywhere(const redlock_state& s, const std::string& key, const std::string& token,
                                  std::size_t& released) {
@@ -82,7 +101,7 @@ class redlock_lease final : public spi::lease_state {
         [&](connection& c) {
           return c.append({"EVAL", scripts::simple_release.source, "2", key, channel, token});
         },
-        [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
+        [](redisReply* r, std::size_t) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
   }
 
  protected:
@@ -99,21 +118,43 @@ class redlock_lease final : public spi::lease_state {
     }
   }
 
+  // Renewed where the key is still ours, and set where it is absent. A master where it was set
+  // counts toward the majority only if it never carried our key (a split vote gave it to another
+  // client, or it did not answer the grant), while the lease is still valid and restarted masters
+  // are waited out (wait_after_restart): then no other client can have held a majority since our
+  // grant, since our unexpired keys sat on a majority, and a master that forgot them by
+  // restarting is young, asked nothing by anyone. A master that lost our key (deleted, evicted)
+  // may have served another client in between, so it never counts until the next renewal.
   void do_renew(milliseconds ttl, std::error_code& ec) noexcept override {
     try {
       std::string failures;
       const auto start = clock::now();
+      const bool free_masters_count = state_->wait_after_restart && start < valid_until();
       const auto ttl_text = ms_text(ttl);
+      std::size_t young = 0;
+      std::vector<master_answer> answers;
+      std::vector<bool> key_placed(state_->masters.size(), false);
       const auto n = on_all(
           *state_,
           [&](connection& c) {
-            return c.append({"EVAL", scripts::simple_renew.source, "1", key_, token_, ttl_text});
+            return c.append({"EVAL", scripts::redlock_renew.source, "1", key_, token_, ttl_text});
           },
-          [](redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }, failures);
-      if (n < state_->quorum() || validity_after(start, ttl) <= clock::now())
-        set_error(ec, errc::lock_lost,
-                  "redlock: lock '" + name() + "' renewed on only " + std::to_string(n) + " of " +
-                      std::to_string(state_->masters.size()) + " masters:" + failures);
+          [&](redisReply* r, std::size_t i) {
+            if (r->type != REDIS_REPLY_INTEGER || (r->integer != 1 && r->integer != 2)) return false;
+            key_placed[i] = true;
+            return r->integer == 1 || (free_masters_count && !carried_our_key_[i]);
+          },
+          failures, nullptr, &young, ttl, &answers);
+      for (std::size_t i = 0; i < answers.size(); ++i)
+        if (key_placed[i] || answers[i] == master_answer::unknown) carried_our_key_[i] = true;
+      if (n >= state_->quorum() && validity_after(start, ttl) > clock::now()) return;
+      // Lost. The keys still ours expire with the ttl just given, as they would had the holder
+      // died: the holder is told at once, and the next client still waits for them.
+      set_error(ec, errc::lock_lost,
+                "redlock: lock '" + name() + "' renewed on only " + std::to_string(n) + " of " +
+                    std::to_string(state_->masters.size()) + " masters" +
+                    (young > 0 ? " (" + std::to_string(young) + " restarted less than a ttl ago)" : "") + ":" +
+                    failures);
     } catch (...) {
       set_error(ec, errc::backend_unavailable, "redlock: out of memory");
     }
@@ -122,6 +163,8 @@ class redlock_lease final : public spi::lease_state {
  private:
   std::shared_ptr<redlock_state> state_;
   std::string key_, token_;
+  // Per master: our key was set there, or may have been (a request whose answer was lost).
+  std::vector<bool> carried_our_key_;
 };
 
 // A SET NX whose reply was lost may still run on that master and leave it locked for a ttl by
@@ -179,16 +222,18 @@ class redlock_lock final : public distributed_lock {
       const auto start = clock::now();
       std::vector<unanswered_request> late;
       std::size_t young = 0;
+      std::vector<master_answer> grant;
       const auto n = on_all(
           *state_,
           [&](connection& c) {
             return c.append({"SET", key_, token, "NX", "PX", ttl_text});
           },
-          [](redisReply* r) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl);
+          [](redisReply* r, std::size_t) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl,
+          &grant);
       const auto valid_until = spi::lease_state::validity_after(start, ttl);
       // Held: a late SET is part of this lease, and its release (by token, everywhere) covers it.
       if (n >= state_->quorum() && valid_until > clock::now())
-        return std::make_unique<redlock_lease>(state_, std::string(name()), key_, token, ttl, start);
+        return std::make_unique<redlock_lease>(state_, std::string(name()), key_, token, ttl, start, grant);
       std::size_t ignored = 0;
       redlock_lease::release_everywhere(*state_, key_, token, ignored);
       undo_late_grants(*state_, std::move(late), key_, token, start + ttl);

@@ -85,6 +85,14 @@ inline const script simple_release{"if redis.call('get', KEYS[1]) == ARGV[1] the
 inline const script simple_renew{
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0"};
 
+// Redlock's renewal on one master: also sets the key where it is absent, so a grant that took a
+// bare majority (a split vote, or a master that was unreachable) gains the others at its renewals.
+// KEYS = [lock]  ARGV = [token, ttl ms]  -> 1 extended | 2 set, it was absent | 0 another's
+inline const script redlock_renew{"local owner = redis.call('get', KEYS[1]); "
+                                  "if owner == ARGV[1] then redis.call('pexpire', KEYS[1], ARGV[2]); return 1 end "
+                                  "if owner then return 0 end "
+                                  "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]); return 2"};
+
 // Redisson RFencedLock acquire (its INCR raised to the clock, above), on a key that is free or a
 // mutex hash with our field: a reader-writer lock's hash (a 'mode' field) is never re-entered,
 // although a reader's field can be the same "<client id>:<owner id>" as ours.

@@ -472,6 +472,84 @@ TEST(Redis, ClearErrors) {
   }
 }
 
+// Raw connections to the first three masters of a redlock:// URI, once each has run for longer
+// than `age` (an earlier test may have restarted one, and a master younger than a ttl is asked
+// nothing: wait_after_restart).
+std::vector<ctx_ptr> three_masters_older_than(const std::string& uri_text, std::chrono::seconds age) {
+  const auto u = dlock::uri::parse(uri_text);
+  std::vector<ctx_ptr> masters;
+  for (int i = 0; i < 3; ++i) {
+    const auto& h = u.hosts().at(i);
+    ctx_ptr c(redisConnect(h.host.c_str(), h.port_or(6379)));
+    EXPECT_TRUE(c && !c->err) << "cannot reach " << h.to_string();
+    for (int tries = 0; c && tries < 100; ++tries) {
+      reply_ptr info(static_cast<redisReply*>(redisCommand(c.get(), "INFO server")));
+      const std::string text = info && info->type == REDIS_REPLY_STRING ? std::string(info->str, info->len) : "";
+      const auto at = text.find("uptime_in_seconds:");
+      if (at != std::string::npos && std::stoll(text.substr(at + 18)) > age.count()) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    masters.push_back(std::move(c));
+  }
+  return masters;
+}
+
+std::string value_of(redisContext* c, std::string_view key) {
+  auto r = cmd(c, "GET %b", key);
+  return r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
+}
+
+// A Redlock grant may hold a bare majority: a split vote left one master with another client's
+// key, or a master did not answer. Its renewals set the key where it is absent, and a master that
+// never carried it counts: one master of the majority lost later costs the holder nothing. A
+// master that lost the key (deleted, evicted) may have served another client in between and does
+// not count; nor does any free master past the lease's validity, or without the delayed restart
+// (a missing key may be a restart that forgot the grant).
+TEST(Redlock, ARenewalCountsAFreeMasterOnlyIfItNeverCarriedTheKey) {
+  const auto uri = server_uri("DLOCK_REDLOCK_URI");
+  auto masters = three_masters_older_than(uri, 3s);
+  ASSERT_EQ(masters.size(), 3u);
+  dlock::lock_options by_hand;  // renewed only by the test
+  by_hand.ttl = 2s;
+  by_hand.watchdog = false;
+  auto delayed_restart = dlock::default_registry().open(uri);  // wait_after_restart: the default
+  const auto split_grant = [&](dlock::backend& b, const std::string& name) {
+    cmd(masters[2].get(), "SET %b another-client PX 10000", name);  // the split vote's other side
+    auto held = b.make_lock(name, by_hand)->try_acquire();
+    EXPECT_TRUE(held) << "two of three masters are a majority";
+    cmd(masters[2].get(), "DEL %b", name);  // ... which gave up
+    return held;
+  };
+
+  const auto name = unique_name("redlock-split");
+  auto held = split_grant(*delayed_restart, name);
+  ASSERT_TRUE(held);
+  const auto token = value_of(masters[0].get(), name);
+  cmd(masters[1].get(), "DEL %b", name);  // lost on one master of the majority
+  held.renew();                           // the first master kept it, the third never had it
+  for (auto& m : masters) EXPECT_EQ(value_of(m.get(), name), token) << "the renewal set the key everywhere";
+
+  const auto whole = unique_name("redlock-whole");
+  auto whole_grant = delayed_restart->make_lock(whole, by_hand)->try_acquire();
+  ASSERT_TRUE(whole_grant);
+  cmd(masters[1].get(), "DEL %b", whole);
+  cmd(masters[2].get(), "DEL %b", whole);
+  std::error_code ec;
+  whole_grant.renew(2s, ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << "two masters that lost the key may have served another client";
+
+  std::this_thread::sleep_for(2500ms);  // the first lease's validity over, every key expired
+  held.renew(2s, ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << "free masters after the validity ran out are no proof of holding";
+
+  const auto unsafe_name = unique_name("redlock-split-unsafe");
+  auto held_unsafely = split_grant(*open_uri(uri), unsafe_name);  // wait_after_restart=false
+  ASSERT_TRUE(held_unsafely);
+  cmd(masters[1].get(), "DEL %b", unsafe_name);
+  held_unsafely.renew(2s, ec);
+  EXPECT_EQ(ec, dlock::errc::lock_lost) << "without the delayed restart a free master may have restarted";
+}
+
 TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
   const auto uri = server_uri("DLOCK_REDLOCK_URI");
   auto b = open_uri(uri + "?ttl=5s");
