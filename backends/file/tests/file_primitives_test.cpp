@@ -22,6 +22,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/fork_child.hpp"
+#include "dlock_test/signal_pipe.hpp"
 #include "lock_file.hpp"
 #include "shared_files.hpp"
 
@@ -31,6 +32,7 @@ void register_file(registry& r);
 
 namespace {
 
+using dlock::testing::signal_pipe;
 using dlock::testing::wait_exit_code;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -89,23 +91,6 @@ class FilePrimitives : public ::testing::Test {
   std::string uri_;
   std::shared_ptr<dlock::backend> backend_;
   shared_counters* counters_ = nullptr;
-};
-
-// A pipe a child writes one byte to when it holds; the parent reads it.
-struct signal_pipe {
-  int fds[2]{-1, -1};
-  signal_pipe() {
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
-  }
-  ~signal_pipe() {
-    for (int fd : fds)
-      if (fd >= 0) ::close(fd);
-  }
-  bool say(char c) const { return ::write(fds[1], &c, 1) == 1; }
-  char hear() const {
-    char c = 0;
-    return ::read(fds[0], &c, 1) == 1 ? c : '?';
-  }
 };
 
 TEST_F(FilePrimitives, DeclaresTheRwLockAndSemaphoreCapabilities) {

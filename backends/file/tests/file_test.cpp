@@ -22,6 +22,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/fork_child.hpp"
+#include "dlock_test/signal_pipe.hpp"
 #include "lock_file.hpp"
 
 namespace dlock {
@@ -31,6 +32,7 @@ void register_file(registry& r);
 namespace {
 
 using dlock::testing::fork_child;
+using dlock::testing::signal_pipe;
 using dlock::testing::wait_exit_code;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -59,6 +61,19 @@ class File : public ::testing::Test {
   std::string uri_;
   std::shared_ptr<dlock::backend> backend_;
 };
+
+// A child process that takes the lock `name` through its own registry on `uri`, says 'y' on `held`
+// ('n' when it could not take it) and holds it until it is killed.
+pid_t fork_holder(const std::string& uri, const std::string& name, const signal_pipe& held) {
+  return fork_child([&] {
+    dlock::registry r;
+    dlock::register_file(r);
+    auto lease = r.open(uri)->make_lock(name)->try_acquire();
+    if (!held.say(lease ? 'y' : 'n')) return 2;
+    ::pause();  // hold until killed
+    return 0;
+  });
+}
 
 TEST_F(File, DeclaresHostScopeAndHonestCapabilities) {
   EXPECT_EQ(backend_->scope(), dlock::lock_scope::host);
@@ -91,24 +106,9 @@ TEST_F(File, TwoLockObjectsInOneProcessExcludeEachOtherAndNeitherReenters) {
 }
 
 TEST_F(File, ChildProcessHoldingExcludesParentAndSigkillFreesTheLock) {
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
-  const std::string uri = uri_;
-  const pid_t child = fork_child([&] {
-    ::close(ready[0]);
-    dlock::registry r;
-    dlock::register_file(r);
-    auto held = r.open(uri)->make_lock("shared")->try_acquire();
-    const char c = held ? 'y' : 'n';
-    if (::write(ready[1], &c, 1) != 1) return 2;
-    ::pause();  // hold until killed
-    return 0;
-  });
-  ::close(ready[1]);
-  char c = 0;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ::close(ready[0]);
-  ASSERT_EQ(c, 'y');
+  signal_pipe held;
+  const pid_t child = fork_holder(uri_, "shared", held);
+  ASSERT_EQ(held.hear(), 'y');
   auto lock = backend_->make_lock("shared");
   EXPECT_FALSE(lock->try_acquire()) << "a lock held by another process must exclude this one";
   ::kill(child, SIGKILL);
@@ -330,26 +330,21 @@ dlock::lock_options never_polling() {
 // release: with a backoff of an hour, getting the lock before its deadline can only come from
 // the release waking it.
 TEST_F(File, ACrossProcessWaiterWakesOnTheRelease) {
-  int go[2];
-  ASSERT_EQ(::pipe(go), 0);
+  signal_pipe go;
   const std::string uri = uri_;
   // Forked before the parent locks: a child forked after would inherit the held fd, and with it
   // the lock (the kernel frees it when both have closed it).
   const pid_t child = fork_child([&] {
-    ::close(go[1]);
-    char c = 0;
-    if (::read(go[0], &c, 1) != 1) return 2;
+    if (go.hear() == 0) return 2;
     dlock::registry r;
     dlock::register_file(r);
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     auto got = r.open(uri)->make_lock("wake", never_polling())->try_acquire_until(deadline);
     return got && std::chrono::steady_clock::now() < deadline ? 0 : 1;
   });
-  ::close(go[0]);
   auto held = backend_->make_lock("wake")->try_acquire();
   ASSERT_TRUE(held);
-  ASSERT_EQ(::write(go[1], "g", 1), 1);
-  ::close(go[1]);
+  ASSERT_TRUE(go.say('g'));
   await_open(child, dir_ / "wake.lock", 1);
   held.release();
   EXPECT_EQ(wait_exit_code(child), 0) << "the waiter slept through the release until its deadline";
@@ -357,24 +352,10 @@ TEST_F(File, ACrossProcessWaiterWakesOnTheRelease) {
 
 // A holder killed with SIGKILL wakes the waiter too: the kernel closes the dead process's fd.
 TEST_F(File, AWaiterWakesWhenTheHolderIsKilled) {
-  int ready[2];
-  ASSERT_EQ(::pipe(ready), 0);
+  signal_pipe held;
+  const pid_t holder = fork_holder(uri_, "killed", held);
+  ASSERT_EQ(held.hear(), 'y');
   const std::string uri = uri_;
-  const pid_t holder = fork_child([&] {
-    ::close(ready[0]);
-    dlock::registry r;
-    dlock::register_file(r);
-    auto held = r.open(uri)->make_lock("killed")->try_acquire();
-    const char c = held ? 'y' : 'n';
-    if (::write(ready[1], &c, 1) != 1) return 2;
-    ::pause();
-    return 0;
-  });
-  ::close(ready[1]);
-  char c = 0;
-  ASSERT_EQ(::read(ready[0], &c, 1), 1);
-  ::close(ready[0]);
-  ASSERT_EQ(c, 'y');
   const pid_t waiter = fork_child([&] {
     dlock::registry r;
     dlock::register_file(r);

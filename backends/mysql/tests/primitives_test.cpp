@@ -22,30 +22,16 @@
 #include "../src/getlock_semaphore.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/fork_child.hpp"
+#include "dlock_test/signal_pipe.hpp"
 #include "test_support.hpp"
 
 namespace {
 
 using dlock::testing::fork_child;
+using dlock::testing::signal_pipe;
 using dlock::testing::wait_exit_code;
 using namespace std::chrono_literals;
 using namespace dlock::mysql;
-
-// One byte through a pipe: the child says "held", the parent says "let go".
-struct signal_pipe {
-  int fds[2] = {-1, -1};
-  signal_pipe() { EXPECT_EQ(::pipe(fds), 0); }
-  ~signal_pipe() {
-    for (int fd : fds)
-      if (fd >= 0) ::close(fd);
-  }
-  void send(char c = 'x') const { EXPECT_EQ(::write(fds[1], &c, 1), 1); }
-  // The byte, or 0 when the other side closed (or died) first.
-  char receive() const {
-    char c = 0;
-    return ::read(fds[0], &c, 1) == 1 ? c : 0;
-  }
-};
 
 // A child process that takes both permits of the 2-permit semaphore `name` through its own backend
 // on `uri`, says so on `held`, and holds them until it is killed (exit 2 if it could not take them).
@@ -53,7 +39,7 @@ pid_t fork_holder_of_both_permits(const std::string& uri, const std::string& nam
   return fork_child([&] {
     auto permits = dlock::open(uri)->make_semaphore(name, 2)->try_acquire_for(10s, 2);
     if (!permits) return 2;
-    held.send();
+    held.say('x');
     for (;;) std::this_thread::sleep_for(1s);
   });
 }
@@ -136,13 +122,13 @@ TEST_F(Primitives, ReadersTogetherAcrossBackendsAndProcessesWriterExcluded) {
     auto b = dlock::open(child_uri);
     auto reading = b->make_rw_lock(name)->try_acquire_read_for(10s);
     if (!reading) return 2;
-    held.send();
-    let_go.receive();
+    held.say('x');
+    let_go.hear();
     std::error_code ec;
     reading.release(ec);
     return ec ? 3 : 0;
   });
-  ASSERT_EQ(held.receive(), 'x') << "the child process did not get its read lock";
+  ASSERT_EQ(held.hear(), 'x') << "the child process did not get its read lock";
 
   auto b1 = open();
   auto b2 = open();  // another pool: other sessions
@@ -155,7 +141,7 @@ TEST_F(Primitives, ReadersTogetherAcrossBackendsAndProcessesWriterExcluded) {
   r1.release();
   r2.release();
   EXPECT_FALSE(writer->try_acquire_write()) << "the other process still reads";
-  let_go.send();
+  EXPECT_TRUE(let_go.say('x'));
   EXPECT_EQ(wait_exit_code(child), 0);
   auto writing = writer->try_acquire_write();
   ASSERT_TRUE(writing) << "every reader is gone";
@@ -228,10 +214,10 @@ TEST_F(Primitives, SigkilledWriterExpiresWithinTtl) {
   const pid_t child = fork_child([&] {
     auto writing = dlock::open(child_uri)->make_rw_lock(name)->try_acquire_write_for(10s);
     if (!writing) return 2;
-    held.send();
+    held.say('x');
     for (;;) std::this_thread::sleep_for(1s);  // holding (and renewing) until killed
   });
-  ASSERT_EQ(held.receive(), 'x');
+  ASSERT_EQ(held.hear(), 'x');
   auto b = open("ttl=2s");
   auto rw = b->make_rw_lock(name);
   EXPECT_FALSE(rw->try_acquire_read());
@@ -246,7 +232,7 @@ TEST_F(Primitives, SigkilledSemaphoreHolderPermitsComeBack) {
   const auto name = test::unique_name("ks");
   signal_pipe held;
   const pid_t child = fork_holder_of_both_permits(uri("ttl=2s"), name, held);
-  ASSERT_EQ(held.receive(), 'x');
+  ASSERT_EQ(held.hear(), 'x');
   auto sem = open("ttl=2s")->make_semaphore(name, 2);
   EXPECT_FALSE(sem->try_acquire());
   ::kill(child, SIGKILL);
@@ -514,7 +500,7 @@ TEST_F(GetlockSemaphore, SigkilledHolderPermitsComeBack) {
   const auto name = test::unique_name("gk");
   signal_pipe held;
   const pid_t child = fork_holder_of_both_permits(test::uri_for("mysql+getlock", "ttl=2s"), name, held);
-  ASSERT_EQ(held.receive(), 'x');
+  ASSERT_EQ(held.hear(), 'x');
   auto sem = open()->make_semaphore(name, 2);
   EXPECT_FALSE(sem->try_acquire());
   ::kill(child, SIGKILL);
