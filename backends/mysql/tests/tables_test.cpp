@@ -23,6 +23,7 @@
 #include "dlock_test/tcp_proxy.hpp"
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
+#include "hostile_names.hpp"
 #include "schema_race.hpp"
 #include "test_support.hpp"
 
@@ -61,27 +62,9 @@ TEST_P(Tables, OneHolderAtATimeReleaseFreesAndFencesIncrease) {
 TEST_P(Tables, HostileNamesAreDistinctLocks) {
   auto b = open();
   const auto base = test::unique_name("h");
-  std::vector<std::string> names = {base + "'; DROP TABLE x; --",
-                                    base + "\\",
-                                    base + "%",
-                                    base + "_",
-                                    base + std::string("\0a", 2),
-                                    base + std::string("\0b", 2),
-                                    base + "\xc3\xa9",
-                                    base + "\xff",
-                                    base + "Case",
-                                    base + "case",
-                                    base + "CASE",
-                                    base + " ",
-                                    base,
-                                    base + std::string(512 - base.size(), 'm')};
-  std::vector<dlock::lease> held;
-  for (const auto& n : names) {
-    held.push_back(b->make_lock(n)->try_acquire());
-    ASSERT_TRUE(held.back()) << "distinct name collided: index " << held.size() - 1;
-  }
-  for (const auto& n : names) EXPECT_FALSE(b->make_lock(n)->try_acquire()) << "same name must exclude";
-  for (auto& l : held) l.release();
+  auto names = test::names_around(base);
+  names.insert(names.end(), {base + "\xc3\xa9", base + "\xff", base + std::string(512 - base.size(), 'm')});
+  ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::expect_names_held_apart(*b, names));
   std::error_code ec;
   auto too_long = b->make_lock(std::string(513, 'z'), b->default_options(), ec);
   EXPECT_EQ(ec, dlock::errc::invalid_name);

@@ -28,6 +28,20 @@ std::string unique_table(std::string_view prefix) {
   return n;
 }
 
+std::vector<std::string> names_around(const std::string& base) {
+  return {base + "'; DROP TABLE x; --",
+          base + "\\",
+          base + "%",
+          base + "_",
+          base + std::string("\0a", 2),
+          base + std::string("\0b", 2),
+          base + "Case",
+          base + "case",
+          base + "CASE",
+          base + " ",
+          base};
+}
+
 std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text) {
   static std::mutex init;
   ::sql::mysql::MySQL_Driver* d;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlock_test/support.hpp"
 
@@ -25,6 +26,10 @@ using dlock::testing::with_scheme;
 // A fresh table name, "<prefix>_<24 random hex digits>": a test on tables of its own (unique_name
 // with '_' for '-', which a MariaDB name needs no quoting for).
 std::string unique_table(std::string_view prefix);
+// `base`, and `base` with what SQL built by pasting, LIKE patterns, C strings (NUL) and case- or
+// pad-insensitive collations would confuse: names every strategy must keep apart. A test adds the
+// names its own key mapping has to keep apart too.
+std::vector<std::string> names_around(const std::string& base);
 
 // A raw connection to the URI's server (any scheme). Throws on failure.
 std::shared_ptr<::sql::Connection> raw_connect(const std::string& uri_text);

@@ -2,9 +2,13 @@
 // Lock names that break SQL built by pasting, LIKE patterns, text columns, case-insensitive
 // collations and naive length checks. Shared by the PostgreSQL and MySQL backend tests: every
 // name must be acquirable, held independently of every other one, and released.
+#include <gtest/gtest.h>
+
 #include <cstddef>
 #include <string>
 #include <vector>
+
+#include "dlock/dlock.hpp"
 
 namespace dlock::sql::testing {
 
@@ -39,6 +43,19 @@ inline std::vector<std::string> hostile_names(std::size_t max_length) {
   longest_mixed.back() = 'Y';
   names.push_back(longest_mixed);
   return names;
+}
+
+// Takes a lock of each of `names` on `b` (a name that collides with one taken before is refused:
+// a fatal failure), expects a second lock of each name to be refused while all are held, and
+// releases them. Call it in ASSERT_NO_FATAL_FAILURE to stop the test at a collision.
+inline void expect_names_held_apart(dlock::backend& b, const std::vector<std::string>& names) {
+  std::vector<dlock::lease> held;
+  for (const auto& n : names) {
+    held.push_back(b.make_lock(n)->try_acquire());
+    ASSERT_TRUE(held.back()) << "distinct name collided with another held one: index " << held.size() - 1;
+  }
+  for (const auto& n : names) EXPECT_FALSE(b.make_lock(n)->try_acquire()) << "same name must exclude";
+  for (auto& l : held) l.release();
 }
 
 }  // namespace dlock::sql::testing
