@@ -764,12 +764,24 @@ std::int64_t count_where(PGconn* c, const std::string& table, const std::string&
   return std::stoll(r.rows.at(0).at(0).value());
 }
 
+// A table of a sweep test's own, "<prefix>_<random>": a backend of `scheme` on it (with `query`)
+// and a raw connection that writes rows into it as another tool would.
+struct sweep_table {
+  std::string table;
+  std::shared_ptr<dlock::backend> be;
+  dlock::pg::pgconn_ptr admin;
+};
+
+sweep_table open_sweep_table(const std::string& prefix, const std::string& scheme, const std::string& query) {
+  auto table = prefix + "_" + dlock::spi::random_token().substr(0, 10);
+  auto be = dlock::open(uri_for(scheme, "table=" + table + "&" + query));
+  return {std::move(table), std::move(be), probe::connect(uri_for(scheme))};
+}
+
 TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
-  const auto table = "sweep_" + dlock::spi::random_token().substr(0, 10);
-  auto be = dlock::open(uri_for("postgres+index", "table=" + table + "&ttl=30s"));
+  auto [table, be, admin] = open_sweep_table("sweep", "postgres+index", "ttl=30s");
   EXPECT_EQ(be->sweep_target(), "\"" + table + "\"");
   EXPECT_EQ(be->sweep_expired(), 0u) << "an empty table has nothing to sweep";
-  auto admin = probe::connect(uri_for("postgres+index"));
   const auto p = unique_name("sw");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
@@ -796,10 +808,8 @@ TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
 }
 
 TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
-  const auto table = "sweepf_" + dlock::spi::random_token().substr(0, 10);
-  auto be = dlock::open(uri_for("postgres+index", "table=" + table + "&fair=true&ttl=30s"));
+  auto [table, be, admin] = open_sweep_table("sweepf", "postgres+index", "fair=true&ttl=30s");
   EXPECT_EQ(be->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
-  auto admin = probe::connect(uri_for("postgres+index"));
   const auto p = unique_name("swf");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
@@ -822,9 +832,7 @@ TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
 
 // Version rows carry the fencing token: expired grants are freed, rows and versions kept.
 TEST(sweep, version_frees_expired_grants_but_keeps_rows_and_versions) {
-  const auto table = "sweepv_" + dlock::spi::random_token().substr(0, 10);
-  auto be = dlock::open(uri_for("postgres+version", "table=" + table + "&ttl=30s"));
-  auto admin = probe::connect(uri_for("postgres+version"));
+  auto [table, be, admin] = open_sweep_table("sweepv", "postgres+version", "ttl=30s");
   const auto p = unique_name("swv");
   using dlock::sql::bytes;
   probe::exec(admin.get(),
