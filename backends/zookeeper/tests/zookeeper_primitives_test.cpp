@@ -66,6 +66,20 @@ void expire(const std::string& text, const dlock::lease& held) {
   ASSERT_TRUE(held.lost_token().stop_requested()) << "the holder was not told its session ended";
 }
 
+// Expires the session of `held` while `wait_for_grant` (returning a lease) waits in another thread
+// for what it holds: the waiter must be granted (`not_back` otherwise) and the expired holder's
+// release refused as not_owner.
+template <class WaitForGrant>
+void expect_granted_after_expiry(const std::string& uri, dlock::lease& held, WaitForGrant wait_for_grant,
+                                 const char* not_back) {
+  auto waiter = std::async(std::launch::async, std::move(wait_for_grant));
+  expire(uri, held);
+  EXPECT_TRUE(waiter.get()) << not_back;
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
 const std::regex uuid_text("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
 
 bool named(const std::string& child, const std::string& node_name) {
@@ -276,12 +290,9 @@ TEST(zookeeper_rw, ExpiredHolderIsToldAndItsGrantComesBack) {
     const auto name = unique_name("rw-expired");
     auto held = b1->make_rw_lock(name)->try_acquire(side);
     ASSERT_TRUE(held);
-    auto waiter = std::async(std::launch::async, [&] { return b2->make_rw_lock(name)->try_acquire_write_for(30s); });
-    expire(uri, held);
-    EXPECT_TRUE(waiter.get()) << "the expired holder's grant did not come back";
-    std::error_code ec;
-    held.release(ec);
-    EXPECT_EQ(ec, dlock::errc::not_owner);
+    expect_granted_after_expiry(
+        uri, held, [&] { return b2->make_rw_lock(name)->try_acquire_write_for(30s); },
+        "the expired holder's grant did not come back");
   }
 }
 
@@ -379,12 +390,8 @@ TEST(zookeeper_semaphore, ExpiredHolderIsToldAndItsPermitsComeBack) {
   auto held = b1->make_semaphore(name, 2)->try_acquire(2);
   ASSERT_TRUE(held);
   auto waiter_sem = b2->make_semaphore(name, 2);
-  auto waiter = std::async(std::launch::async, [&] { return waiter_sem->try_acquire_for(30s, 2); });
-  expire(uri, held);
-  EXPECT_TRUE(waiter.get()) << "the expired holder's permits did not come back";
-  std::error_code ec;
-  held.release(ec);
-  EXPECT_EQ(ec, dlock::errc::not_owner);
+  expect_granted_after_expiry(
+      uri, held, [&] { return waiter_sem->try_acquire_for(30s, 2); }, "the expired holder's permits did not come back");
 }
 
 // ---- kazoo ----
