@@ -115,6 +115,41 @@ function(dlock_add_backend NAME)
   endif()
 endfunction()
 
+# GoogleTest's functions, for every folder: dlock_backend_test and the folders' own
+# gtest_discover_tests calls. At this scope, not in a function: the module keeps the path of its
+# discovery script in a variable, which a function's scope would lose.
+include(GoogleTest)
+
+# dlock_backend_test(<target> SOURCES <file>... LINK <target>... [INCLUDE <dir>...]
+#                    [DEFINITIONS <definition>...] [PRIVATE_SERVERS] [DISCOVER <argument>...])
+#   A GoogleTest executable of the calling backend folder (in its if(DLOCK_BUILD_TESTS)): SOURCES,
+#   linked PRIVATE with LINK as given (GTest::gtest_main there unless the test has a main of its own).
+#   INCLUDE: PRIVATE include directories (src: the folder's internal headers). DEFINITIONS: PRIVATE
+#   compile definitions.
+#   PRIVATE_SERVERS: its tests run through with-private-servers (dlock_use_private_servers), for
+#   those of a dlock_private_servers group. Its tests join ctest as <folder>/<suite>.<test>, listed
+#   when ctest runs (DISCOVERY_MODE PRE_TEST: building needs no server); DISCOVER adds arguments
+#   of gtest_discover_tests (TEST_FILTER, PROPERTIES ${DLOCK_PRIVATE_<group>}).
+function(dlock_backend_test TARGET)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PRIVATE_SERVERS" "" "SOURCES;LINK;INCLUDE;DEFINITIONS;DISCOVER")
+  if(NOT TARGET GTest::gtest_main)
+    find_package(GTest REQUIRED)
+  endif()
+  add_executable(${TARGET} ${ARG_SOURCES})
+  if(ARG_INCLUDE)
+    target_include_directories(${TARGET} PRIVATE ${ARG_INCLUDE})
+  endif()
+  if(ARG_DEFINITIONS)
+    target_compile_definitions(${TARGET} PRIVATE ${ARG_DEFINITIONS})
+  endif()
+  target_link_libraries(${TARGET} PRIVATE ${ARG_LINK})
+  if(ARG_PRIVATE_SERVERS)
+    dlock_use_private_servers(TARGET ${TARGET})
+  endif()
+  cmake_path(GET CMAKE_CURRENT_SOURCE_DIR FILENAME folder)
+  gtest_discover_tests(${TARGET} TEST_PREFIX "${folder}/" DISCOVERY_MODE PRE_TEST ${ARG_DISCOVER})
+endfunction()
+
 # dlock_write_module_index(<module target> <scheme>...)
 #   Writes lib<output name>.schemes next to the module (DlockInstall installs it with it): the
 #   schemes the module registers, one a line, which registry::open reads to load the one module
