@@ -121,17 +121,18 @@ endfunction()
 include(GoogleTest)
 
 # dlock_backend_test(<target> SOURCES <file>... LINK <target>... [INCLUDE <dir>...]
-#                    [DEFINITIONS <definition>...] [PRIVATE_SERVERS] [DISCOVER <argument>...])
+#                    [DEFINITIONS <definition>...] [MODULE_OF <backend>] [PRIVATE_SERVERS] [DISCOVER <argument>...])
 #   A GoogleTest executable of the calling backend folder (in its if(DLOCK_BUILD_TESTS)): SOURCES,
 #   linked PRIVATE with LINK as given (GTest::gtest_main there unless the test has a main of its own).
 #   INCLUDE: PRIVATE include directories (src: the folder's internal headers). DEFINITIONS: PRIVATE
-#   compile definitions.
+#   compile definitions. MODULE_OF: it loads that backend's run-time module (DLOCK_BUILD_MODULES),
+#   built first, from the folder DLOCK_TEST_PLUGIN_DIR names.
 #   PRIVATE_SERVERS: its tests run through with-private-servers (dlock_use_private_servers), for
 #   those of a dlock_private_servers group. Its tests join ctest as <folder>/<suite>.<test>, listed
 #   when ctest runs (DISCOVERY_MODE PRE_TEST: building needs no server); DISCOVER adds arguments
 #   of gtest_discover_tests (TEST_FILTER, PROPERTIES ${DLOCK_PRIVATE_<group>}).
 function(dlock_backend_test TARGET)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "PRIVATE_SERVERS" "" "SOURCES;LINK;INCLUDE;DEFINITIONS;DISCOVER")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "PRIVATE_SERVERS" "MODULE_OF" "SOURCES;LINK;INCLUDE;DEFINITIONS;DISCOVER")
   if(NOT TARGET GTest::gtest_main)
     find_package(GTest REQUIRED)
   endif()
@@ -141,6 +142,11 @@ function(dlock_backend_test TARGET)
   endif()
   if(ARG_DEFINITIONS)
     target_compile_definitions(${TARGET} PRIVATE ${ARG_DEFINITIONS})
+  endif()
+  if(ARG_MODULE_OF)
+    target_compile_definitions(${TARGET} PRIVATE
+      DLOCK_TEST_PLUGIN_DIR="$<TARGET_FILE_DIR:dlock_${ARG_MODULE_OF}_module>")
+    add_dependencies(${TARGET} dlock_${ARG_MODULE_OF}_module)
   endif()
   target_link_libraries(${TARGET} PRIVATE ${ARG_LINK})
   if(ARG_PRIVATE_SERVERS)
