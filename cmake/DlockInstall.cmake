@@ -32,5 +32,6 @@ write_basic_package_version_file("${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake
 if(find_modules)
   list(REMOVE_DUPLICATES find_modules)
 endif()
+# DlockFindLibrary.cmake: the steps those Find modules share.
 install(FILES "${PROJECT_BINARY_DIR}/dlockConfig.cmake" "${PROJECT_BINARY_DIR}/dlockConfigVersion.cmake" ${find_modules}
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)
+  cmake/DlockFindLibrary.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dlock)

@@ -16,20 +16,12 @@ if(MySQLConnectorCpp_INCLUDE_DIR AND EXISTS "${MySQLConnectorCpp_INCLUDE_DIR}/cp
   unset(_mcc_ver)
 endif()
 
-include(FindPackageHandleStandardArgs)
-find_package_handle_standard_args(MySQLConnectorCpp
-  REQUIRED_VARS MySQLConnectorCpp_LIBRARY MySQLConnectorCpp_INCLUDE_DIR
-  VERSION_VAR MySQLConnectorCpp_VERSION)
-
-if(MySQLConnectorCpp_FOUND AND NOT TARGET MySQLConnectorCpp::MySQLConnectorCpp)
-  add_library(MySQLConnectorCpp::MySQLConnectorCpp UNKNOWN IMPORTED)
-  set_target_properties(MySQLConnectorCpp::MySQLConnectorCpp PROPERTIES
-    IMPORTED_LOCATION "${MySQLConnectorCpp_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${MySQLConnectorCpp_INCLUDE_DIR}")
+include(DlockFindLibrary)
+dlock_find_library_target(MySQLConnectorCpp TARGET MySQLConnectorCpp::MySQLConnectorCpp)
+if(MySQLConnectorCpp_TARGET_CREATED)
   find_package(Boost QUIET)
   if(TARGET Boost::headers)
     set_property(TARGET MySQLConnectorCpp::MySQLConnectorCpp APPEND PROPERTY
       INTERFACE_LINK_LIBRARIES Boost::headers)
   endif()
 endif()
-mark_as_advanced(MySQLConnectorCpp_INCLUDE_DIR MySQLConnectorCpp_LIBRARY)

@@ -30,15 +30,5 @@ elseif(hiredis_INCLUDE_DIR AND EXISTS "${hiredis_INCLUDE_DIR}/hiredis/hiredis.h"
   set(hiredis_VERSION "${_hiredis_MAJOR}.${_hiredis_MINOR}.${_hiredis_PATCH}")
 endif()
 
-include(FindPackageHandleStandardArgs)
-find_package_handle_standard_args(hiredis
-  REQUIRED_VARS hiredis_LIBRARY hiredis_INCLUDE_DIR
-  VERSION_VAR hiredis_VERSION)
-
-if(hiredis_FOUND AND NOT TARGET hiredis::hiredis)
-  add_library(hiredis::hiredis UNKNOWN IMPORTED)
-  set_target_properties(hiredis::hiredis PROPERTIES
-    IMPORTED_LOCATION "${hiredis_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${hiredis_INCLUDE_DIR}")
-endif()
-mark_as_advanced(hiredis_INCLUDE_DIR hiredis_LIBRARY)
+include(DlockFindLibrary)
+dlock_find_library_target(hiredis TARGET hiredis::hiredis)

@@ -21,19 +21,8 @@ if(ZooKeeperC_INCLUDE_DIR AND EXISTS "${ZooKeeperC_INCLUDE_DIR}/zookeeper/zookee
 endif()
 
 find_package(Threads QUIET)
-include(FindPackageHandleStandardArgs)
-find_package_handle_standard_args(ZooKeeperC
-  REQUIRED_VARS ZooKeeperC_LIBRARY ZooKeeperC_INCLUDE_DIR
-  VERSION_VAR ZooKeeperC_VERSION)
-
-if(ZooKeeperC_FOUND AND NOT TARGET ZooKeeperC::zookeeper_mt)
-  add_library(ZooKeeperC::zookeeper_mt UNKNOWN IMPORTED)
-  set_target_properties(ZooKeeperC::zookeeper_mt PROPERTIES
-    IMPORTED_LOCATION "${ZooKeeperC_LIBRARY}"
-    INTERFACE_INCLUDE_DIRECTORIES "${ZooKeeperC_INCLUDE_DIR}"
-    INTERFACE_COMPILE_DEFINITIONS THREADED)
-  if(TARGET Threads::Threads)
-    set_property(TARGET ZooKeeperC::zookeeper_mt APPEND PROPERTY INTERFACE_LINK_LIBRARIES Threads::Threads)
-  endif()
+include(DlockFindLibrary)
+dlock_find_library_target(ZooKeeperC TARGET ZooKeeperC::zookeeper_mt INTERFACE_DEFINITIONS THREADED)
+if(ZooKeeperC_TARGET_CREATED AND TARGET Threads::Threads)
+  set_property(TARGET ZooKeeperC::zookeeper_mt APPEND PROPERTY INTERFACE_LINK_LIBRARIES Threads::Threads)
 endif()
-mark_as_advanced(ZooKeeperC_INCLUDE_DIR ZooKeeperC_LIBRARY)
