@@ -4,7 +4,6 @@
 // never beside the holder. On the launcher's redis-cluster, through redis_cluster_support.hpp.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
-#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +16,7 @@
 #include <string_view>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/frozen_process.hpp"
 #include "dlock_test/support.hpp"
 #include "redis_cluster_support.hpp"
 
@@ -45,25 +45,6 @@ int wait_for_promotion(int slot, int old) {
       30s);
   return now;
 }
-
-// SIGSTOPs a node's process for the scope (SIGCONT at the end, also after a failed ASSERT).
-class frozen {
- public:
-  explicit frozen(int port) : pid_(dlock::testing::launcher_pid(process_of(port))) {
-    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
-  }
-  ~frozen() { thaw(); }
-  frozen(const frozen&) = delete;
-  frozen& operator=(const frozen&) = delete;
-  bool ok() const noexcept { return pid_ > 0; }
-  void thaw() noexcept {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-};
 
 // Closes a master's replication links. A frozen (SIGSTOPped) replica's kernel still receives the
 // replication stream into its socket buffer and applies it on SIGCONT: freezing alone does not
@@ -159,9 +140,9 @@ TEST_F(RedisCluster, AnUnreplicatedGrantIsGivenAgainAfterTheMastersDeathAndTheTo
   const auto query = "?ttl=20s&watchdog=true";  // watchdog: renewals every ttl/3, which find the key gone
   auto one = open_cluster(query);
 
-  std::optional<frozen> cut_off;
-  cut_off.emplace(replica);
-  ASSERT_TRUE(cut_off->ok());
+  std::optional<dlock::testing::frozen_process> cut_off;
+  cut_off.emplace(process_of(replica));
+  ASSERT_TRUE(cut_off->frozen());
   ASSERT_TRUE(cut_replication(old_master)) << "the master had no replication link to close";
   auto first = one->make_lock(name)->try_acquire();
   const auto granted_at = clock_type::now();

@@ -3,7 +3,6 @@
 // since every other client of that server sees the fault too. They FAIL when a variable is unset.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/frozen_process.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -32,22 +32,7 @@ std::shared_ptr<dlock::backend> open_uri(const std::string& text) { return dlock
 
 std::string unique(std::string_view what) { return dlock::testing::unique_name("dlock-fault:" + std::string(what)); }
 
-// SIGSTOPs one of the launcher's processes; SIGCONT when the scope ends, also after a failed ASSERT.
-class frozen_redis {
- public:
-  explicit frozen_redis(std::string_view process = "redis") : pid_(dlock::testing::launcher_pid(process)) {
-    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
-  }
-  ~frozen_redis() { thaw(); }
-  bool frozen() const noexcept { return pid_ > 0; }
-  void thaw() noexcept {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-};
+using dlock::testing::frozen_process;
 
 struct held_before {
   std::shared_ptr<dlock::backend> backend;
@@ -159,7 +144,7 @@ TEST(RedisFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
     // pause then grants (instead of answering NOSCRIPT, which grants nothing).
     first->make_lock(name)->try_acquire_for(5s).release();
     {
-      frozen_redis pause;
+      frozen_process pause("redis");
       ASSERT_TRUE(pause.frozen());
       std::error_code ec;
       auto l = first->make_lock(name)->try_acquire_for(200ms, ec);
@@ -186,9 +171,9 @@ TEST(RedlockFault, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
   const auto masters = dlock::uri::parse(v).hosts().size();
   const auto name = unique("paused");
   {
-    std::vector<std::unique_ptr<frozen_redis>> paused;
+    std::vector<std::unique_ptr<frozen_process>> paused;
     for (std::size_t i = 1; i <= masters / 2 + 1; ++i) {
-      paused.push_back(std::make_unique<frozen_redis>("redlock." + std::to_string(i)));
+      paused.push_back(std::make_unique<frozen_process>("redlock." + std::to_string(i)));
       ASSERT_TRUE(paused.back()->frozen()) << "redlock." << i;
     }
     std::error_code ec;

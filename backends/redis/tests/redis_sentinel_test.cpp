@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/frozen_process.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -174,23 +175,6 @@ class set_restorer {
   }
 };
 
-// SIGSTOPs a process for the scope (SIGCONT at the end, also after a failed ASSERT).
-class frozen {
- public:
-  explicit frozen(int port) : pid_(dlock::testing::launcher_pid(process_of(port))) {
-    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
-  }
-  ~frozen() { thaw(); }
-  bool ok() const noexcept { return pid_ > 0; }
-  void thaw() noexcept {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-    pid_ = -1;
-  }
-
- private:
-  pid_t pid_;
-};
-
 // Closes the master's replication links. A frozen (SIGSTOPped) replica's kernel still receives the
 // replication stream into its socket buffer and applies it on SIGCONT: freezing alone does not
 // keep a write from a replica. With its link closed, nothing reaches it until it reconnects, which
@@ -221,10 +205,10 @@ TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStill
   constexpr auto ttl = 20s;
   auto one = open_uri(sentinel_uri() + "?ttl=20s");
   auto two = open_uri(sentinel_uri() + "?ttl=20s");  // connected now: once the master is killed, opening would fail
-  std::optional<frozen> r1, r2;
-  r1.emplace(replicas_of(old_master)[0]);
-  r2.emplace(replicas_of(old_master)[1]);
-  ASSERT_TRUE(r1->ok() && r2->ok());
+  std::optional<dlock::testing::frozen_process> r1, r2;
+  r1.emplace(process_of(replicas_of(old_master)[0]));
+  r2.emplace(process_of(replicas_of(old_master)[1]));
+  ASSERT_TRUE(r1->frozen() && r2->frozen());
   cut_replication(old_master);
   auto first = one->make_lock(name)->try_acquire();
   const auto granted_at = clock_type::now();
@@ -271,9 +255,9 @@ TEST(RedisSentinel, WithMinReplicasTheGrantSurvivesTheFailover) {
   // One replica frozen: WAIT 1 is confirmed by the other alone, which must then be promoted (its
   // replication offset is ahead) and must have the grant.
   const int behind = replicas_of(old_master)[1];
-  std::optional<frozen> lagging;
-  lagging.emplace(behind);
-  ASSERT_TRUE(lagging->ok());
+  std::optional<dlock::testing::frozen_process> lagging;
+  lagging.emplace(process_of(behind));
+  ASSERT_TRUE(lagging->frozen());
   cut_replication(old_master);  // the other replica reconnects at once; the frozen one cannot
   // Waited for: WAIT is confirmed once the live replica has reconnected (within about a second).
   auto first = one->make_lock(name)->try_acquire_for(10s);
@@ -356,8 +340,8 @@ TEST(RedisMinReplicas, PlainRedisRefusesAGrantFewerReplicasConfirmedAndReleasesI
   }
   const auto name = unique("one-down");
   {
-    frozen one(replicas_of(m)[0]);
-    ASSERT_TRUE(one.ok());
+    dlock::testing::frozen_process one(process_of(replicas_of(m)[0]));
+    ASSERT_TRUE(one.frozen());
     try {
       (void)backend->make_lock(name)->try_acquire();
       ADD_FAILURE() << "granted with one of two replicas frozen";

@@ -7,7 +7,6 @@
 #include <hiredis/hiredis.h>
 
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -20,6 +19,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/frozen_process.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -694,21 +694,6 @@ TEST(RedisShared, SemaphoreNeverOverAdmits) {
 
 // ---- outages (stops and freezes the server: this executable runs alone) ------------------------
 
-// The server frozen (SIGSTOP) for the life of the guard.
-class frozen_redis {
- public:
-  frozen_redis() : pid_(dlock::testing::launcher_pid("redis")) {
-    if (pid_ > 0 && ::kill(pid_, SIGSTOP) != 0) pid_ = -1;
-  }
-  ~frozen_redis() {
-    if (pid_ > 0) ::kill(pid_, SIGCONT);
-  }
-  bool frozen() const noexcept { return pid_ > 0; }
-
- private:
-  pid_t pid_;
-};
-
 // An acquire whose reply is lost to command_timeout may still be run by the server: the late
 // grant is read and released on the same connection, instead of holding the name for a ttl.
 TEST(RedisShared, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
@@ -721,7 +706,7 @@ TEST(RedisShared, AnAcquireThatTimedOutInAPauseLeavesNoGrantBehind) {
   rw->try_acquire_write().release();
   sem->try_acquire(2).release();
   {
-    frozen_redis pause;
+    dlock::testing::frozen_process pause("redis");
     ASSERT_TRUE(pause.frozen());
     std::error_code ec;
     EXPECT_FALSE(rw->try_acquire_write(ec));
