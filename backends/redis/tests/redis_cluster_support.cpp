@@ -179,21 +179,9 @@ std::string process_of(int port) {
   return "?";
 }
 
-raw_node::raw_node(int port) : ctx_(redisConnectWithTimeout("127.0.0.1", port, timeval{1, 0})) {
-  if (ctx_ && !ctx_->err) redisSetTimeout(ctx_.get(), timeval{5, 0});
-}
+raw_node::raw_node(int port) : ctx_(raw_redis::connect_local(port, 5s)) {}
 
-reply_ptr raw_node::command(const std::vector<std::string>& args) {
-  if (!ctx_ || ctx_->err) return nullptr;
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return reply_ptr(
-      static_cast<redisReply*>(redisCommandArgv(ctx_.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
-}
+reply_ptr raw_node::command(const std::vector<std::string>& args) { return raw_redis::command(ctx_.get(), args); }
 
 reply_ptr ask(int port, const std::vector<std::string>& args) { return raw_node(port).command(args); }
 

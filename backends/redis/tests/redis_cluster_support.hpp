@@ -22,20 +22,14 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "raw_redis.hpp"
 
 namespace dlock::testing::redis_cluster {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+using raw_redis::reply_ptr;
 
 std::string cluster_uri();
 std::vector<int> cluster_ports();
@@ -51,7 +45,7 @@ class raw_node {
   reply_ptr command(const std::vector<std::string>& args);
 
  private:
-  ctx_ptr ctx_;
+  raw_redis::context_ptr ctx_;
 };
 
 // One command on a short-lived raw connection.

@@ -16,10 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
@@ -30,23 +29,11 @@ using dlock::testing::unique_name;
 using dlock::testing::with_query;
 using dlock::testing::with_scheme;
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
-
-ctx_ptr raw(const std::string& uri_text) {
-  const auto u = dlock::uri::parse(uri_text);
-  ctx_ptr c(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
-  EXPECT_TRUE(c && !c->err) << "cannot reach " << u.redacted();
-  return c;
-}
+namespace raw_redis = dlock::testing::raw_redis;
 
 // Scripts the server has run since its start or CONFIG RESETSTAT: EVALSHA and EVAL calls.
 long long scripts_run(redisContext* c) {
-  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO commandstats"));
-  const std::string text = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-  if (r) freeReplyObject(r);
+  const std::string text = raw_redis::bulk_text(raw_redis::command(c, {"INFO", "commandstats"}));
   long long total = 0;
   for (const std::string_view stat : {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="}) {
     const auto at = text.find(stat);
@@ -57,23 +44,13 @@ long long scripts_run(redisContext* c) {
 
 // A field of INFO stats ("total_reads_processed": reads of client sockets), or -1.
 long long info_stat(redisContext* c, const std::string& field) {
-  auto* r = static_cast<redisReply*>(redisCommand(c, "INFO stats"));
-  const std::string text = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-  if (r) freeReplyObject(r);
+  const std::string text = raw_redis::bulk_text(raw_redis::command(c, {"INFO", "stats"}));
   const auto at = text.find(field + ":");
   return at == std::string::npos ? -1 : std::stoll(text.substr(at + field.size() + 1));
 }
 
 // This process's connections to the server (named dlock-<pid>), as CLIENT LIST shows them.
-int my_connections(redisContext* c) {
-  auto* r = static_cast<redisReply*>(redisCommand(c, "CLIENT LIST TYPE normal"));
-  const std::string text = r && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
-  if (r) freeReplyObject(r);
-  const std::string mine = " name=dlock-" + std::to_string(::getpid()) + " ";
-  int n = 0;
-  for (auto at = text.find(mine); at != std::string::npos; at = text.find(mine, at + 1)) ++n;
-  return n;
-}
+int my_connections(redisContext* c) { return static_cast<int>(raw_redis::this_process_clients(c).size()); }
 
 // `threads` threads, each with its own lock object on `name`, doing blocking acquire + release
 // until `cycles` grants were made in all; returns each thread's count of grants.
@@ -111,7 +88,7 @@ TEST(RedisContention, OneReleaseWakesOneWaiterOfTheProcess) {
     SCOPED_TRACE(scheme);
     // poll=30s: only release messages wake a waiter (no timed retry within the test).
     auto b = dlock::open(with_query(with_scheme(uri, scheme), "wait_after_restart=false&ttl=30s&poll=30s..30s"));
-    auto c = raw(uri);
+    auto c = raw_redis::connect(uri);
     const auto name = unique_name("one-wake");
     constexpr int threads = 32, cycles = 1000;
     const auto before = scripts_run(c.get());
@@ -180,8 +157,8 @@ TEST(RedisContention, CallersBeyondThePoolWaitForAConnection) {
 TEST(RedisContention, ManyThreadsShareTwoConnectionsInBatches) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = dlock::open(with_query(uri, "wait_after_restart=false&ttl=30s&pool_size=2"));
-  auto c = raw(uri);
-  auto monitor_connection = raw(uri);
+  auto c = raw_redis::connect(uri);
+  auto monitor_connection = raw_redis::connect(uri);
   constexpr int threads = 128, own_cycles = 20, shared_cycles = 3;
   const auto shared_name = unique_name("batched-shared");
   std::atomic<int> failures{0}, inside{0}, overlaps{0}, granted{0};

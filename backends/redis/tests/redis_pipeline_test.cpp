@@ -5,7 +5,6 @@
 // Alone (RUN_SERIAL): it kills its own connections by name.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -18,6 +17,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
 #include "pipeline.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
@@ -27,11 +27,6 @@ using dlock::redis::pipeline;
 using dlock::redis::pool;
 using dlock::testing::server_uri;
 using dlock::testing::unique_name;
-
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
 
 dlock::redis::endpoint server() {
   const auto u = dlock::uri::parse(server_uri("DLOCK_REDIS_URI"));
@@ -44,39 +39,7 @@ dlock::redis::endpoint server() {
   return e;
 }
 
-ctx_ptr raw() {
-  const auto e = server();
-  ctx_ptr c(redisConnect(e.host.c_str(), e.port));
-  EXPECT_TRUE(c && !c->err) << "cannot reach " << e.label();
-  return c;
-}
-
-dlock::redis::reply_ptr raw_command(redisContext* c, const std::vector<std::string>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return dlock::redis::reply_ptr(
-      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data())));
-}
-
-// This process's pooled connections as CLIENT LIST shows them ("name=dlock-<pid>").
-std::vector<std::string> my_clients(redisContext* c) {
-  auto list = raw_command(c, {"CLIENT", "LIST", "TYPE", "normal"});
-  std::vector<std::string> lines;
-  if (!list || list->type != REDIS_REPLY_STRING) return lines;
-  const std::string mine = " name=dlock-" + std::to_string(::getpid()) + " ";
-  const std::string text(list->str, list->len);
-  for (std::size_t at = 0; at < text.size();) {
-    const auto end = std::min(text.find('\n', at), text.size());
-    auto line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.find(mine) != std::string::npos) lines.push_back(std::move(line));
-  }
-  return lines;
-}
+namespace raw_redis = dlock::testing::raw_redis;
 
 // Waits (bounded, so a broken pipeline fails the test instead of hanging it) until `ready`.
 template <class F>
@@ -105,8 +68,8 @@ TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
     });
   for (auto& s : spawned) s.join();
   EXPECT_EQ(failures.load(), 0) << dlock::last_error_message();
-  auto c = raw();
-  auto value = raw_command(c.get(), {"GET", key});
+  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
+  auto value = raw_redis::command(c.get(), {"GET", key});
   ASSERT_TRUE(value && value->type == REDIS_REPLY_STRING);
   EXPECT_EQ(std::string(value->str, value->len), std::to_string(threads * each));  // each INCR ran once
   EXPECT_EQ(p.requests_sent(), static_cast<std::uint64_t>(threads * each));
@@ -116,7 +79,7 @@ TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
               static_cast<unsigned long long>(p.batches_sent()));
   EXPECT_LT(p.batches_sent() * 4, p.requests_sent() * 3)
       << p.batches_sent() << " writes for " << p.requests_sent() << " requests";
-  raw_command(c.get(), {"DEL", key});
+  raw_redis::command(c.get(), {"DEL", key});
 }
 
 // A caller whose deadline passes while its request waits behind a batch in flight gets its
@@ -142,8 +105,8 @@ TEST(RedisPipeline, QueuedRequestPastItsDeadlineIsNeverSent) {
   ASSERT_TRUE(blocking.reply);
   EXPECT_EQ(blocking.reply->type, REDIS_REPLY_NIL);
   EXPECT_EQ(p.requests_sent(), 1u);  // the BLPOP only
-  auto c = raw();
-  auto value = raw_command(c.get(), {"EXISTS", marker});
+  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
+  auto value = raw_redis::command(c.get(), {"EXISTS", marker});
   ASSERT_TRUE(value && value->type == REDIS_REPLY_INTEGER);
   EXPECT_EQ(value->integer, 0) << "the withdrawn INCR reached the server";
 }
@@ -175,17 +138,17 @@ TEST(RedisPipeline, ConnectionKilledMidBatchFailsTheBatchAndTheNextRequestReconn
         ++other_outcomes;
     });
   first.join();
-  auto c = raw();
+  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
   // The second batch is on the server: its connection is blocked in BLPOP.
   ASSERT_TRUE(eventually([&] {
-    const auto clients = my_clients(c.get());
+    const auto clients = raw_redis::this_process_clients(c.get());
     return clients.size() == 1 && clients[0].find(" cmd=blpop ") != std::string::npos;
   }));
   EXPECT_EQ(p.batches_sent(), 2u);
   EXPECT_EQ(p.requests_sent(), 4u);  // the three BLPOPs went in one write
-  for (const auto& line : my_clients(c.get())) {
+  for (const auto& line : raw_redis::this_process_clients(c.get())) {
     const auto id = line.substr(3, line.find(' ') - 3);  // "id=<n> ..."
-    raw_command(c.get(), {"CLIENT", "KILL", "ID", id});
+    raw_redis::command(c.get(), {"CLIENT", "KILL", "ID", id});
   }
   for (auto& t : batch) t.join();
   EXPECT_EQ(unavailable.load(), 3);

@@ -18,20 +18,15 @@
 #include "dlock/dlock.hpp"
 #include "dlock_test/frozen_process.hpp"
 #include "dlock_test/support.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+namespace raw_redis = dlock::testing::raw_redis;
+using raw_redis::reply_ptr;
 
 std::string sentinel_uri() { return dlock::testing::server_uri("DLOCK_REDIS_SENTINEL_URI"); }
 
@@ -46,17 +41,7 @@ std::vector<int> sentinel_ports() { return ports_of("DLOCK_REDIS_SENTINEL_PORTS"
 
 // One command on a short-lived raw connection (the test does not trust the code under test).
 reply_ptr ask(int port, const std::vector<std::string>& args) {
-  ctx_ptr c(redisConnectWithTimeout("127.0.0.1", port, timeval{1, 0}));
-  if (!c || c->err) return nullptr;
-  redisSetTimeout(c.get(), timeval{2, 0});
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return reply_ptr(
-      static_cast<redisReply*>(redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+  return raw_redis::command(raw_redis::connect_local(port, 2s).get(), args);
 }
 
 // The master's port as the sentinels name it (the first that answers), or -1.

@@ -21,6 +21,7 @@
 #include "dlock/spi.hpp"
 #include "dlock_test/frozen_process.hpp"
 #include "dlock_test/support.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
@@ -52,59 +53,26 @@ std::string field_of(const std::string& owner) {
          std::to_string(static_cast<std::uint64_t>(dlock::spi::sha256_int64(owner)) & 0x7fffffffffffffffULL);
 }
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+namespace raw_redis = dlock::testing::raw_redis;
+using raw_redis::command;
+using raw_redis::reply_ptr;
 
-ctx_ptr raw() {
-  const auto u = dlock::uri::parse(server_uri("DLOCK_REDIS_URI"));
-  ctx_ptr c(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
-  EXPECT_TRUE(c && !c->err);
-  return c;
-}
-// A redis-cli-like command, every argument binary-safe.
-reply_ptr cmd(redisContext* c, std::vector<std::string> args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  return reply_ptr(
-      static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data())));
-}
+raw_redis::context_ptr raw() { return raw_redis::connect(server_uri("DLOCK_REDIS_URI")); }
 std::string str(const reply_ptr& r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
 long long num(const reply_ptr& r) { return r ? r->integer : -99; }
 // HGETALL as field -> value.
 std::map<std::string, std::string> hgetall(redisContext* c, const std::string& key) {
   std::map<std::string, std::string> out;
-  auto r = cmd(c, {"HGETALL", key});
+  auto r = command(c, {"HGETALL", key});
   for (std::size_t i = 0; r && i + 1 < r->elements; i += 2)
     out[std::string(r->element[i]->str, r->element[i]->len)] =
         std::string(r->element[i + 1]->str, r->element[i + 1]->len);
   return out;
 }
 
-// A raw subscription: the next message's payload, or "" after `timeout`.
-struct raw_subscription {
-  ctx_ptr c;
-  explicit raw_subscription(const std::string& channel) : c(raw()) {
-    auto ok = cmd(c.get(), {"SUBSCRIBE", channel});
-    EXPECT_TRUE(ok && ok->type == REDIS_REPLY_ARRAY);
-  }
-  std::string next(std::chrono::milliseconds timeout) {
-    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-    redisSetTimeout(c.get(), tv);
-    void* r = nullptr;
-    if (redisGetReply(c.get(), &r) != REDIS_OK || r == nullptr) return "";
-    reply_ptr reply(static_cast<redisReply*>(r));
-    return reply->elements == 3 ? std::string(reply->element[2]->str, reply->element[2]->len) : "";
-  }
+// A raw subscription to one channel.
+struct raw_subscription : raw_redis::subscriber {
+  explicit raw_subscription(const std::string& channel) : subscriber(raw(), {channel}) { EXPECT_TRUE(subscribed()); }
 };
 
 // ---- holders in another process ----------------------------------------------------------------
@@ -134,40 +102,40 @@ TEST(RedisShared, RwLayoutIsRedissonsKeyByKey) {
   auto first = a->try_acquire_read();
   auto second = a2->try_acquire_read();
   ASSERT_TRUE(first && second);
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", name})), "hash");
+  EXPECT_EQ(str(command(c.get(), {"TYPE", name})), "hash");
   const auto fa = field_of("reader-a"), fb = field_of("reader-b");
   EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {fa, "1"}, {fb, "1"}}));
   for (const auto& f : {fa, fb}) {
     const auto timeout_key = "{" + name + "}:" + f + ":rwlock_timeout:1";
-    EXPECT_EQ(str(cmd(c.get(), {"TYPE", timeout_key})), "string") << timeout_key;
-    EXPECT_GT(num(cmd(c.get(), {"PTTL", timeout_key})), 0);
-    EXPECT_LE(num(cmd(c.get(), {"PTTL", timeout_key})), 5000);
+    EXPECT_EQ(str(command(c.get(), {"TYPE", timeout_key})), "string") << timeout_key;
+    EXPECT_GT(num(command(c.get(), {"PTTL", timeout_key})), 0);
+    EXPECT_LE(num(command(c.get(), {"PTTL", timeout_key})), 5000);
   }
-  EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
-  EXPECT_LE(num(cmd(c.get(), {"PTTL", name})), 5000);
+  EXPECT_GT(num(command(c.get(), {"PTTL", name})), 0);
+  EXPECT_LE(num(command(c.get(), {"PTTL", name})), 5000);
   ASSERT_TRUE(first.fencing_token() && second.fencing_token());
   EXPECT_LT(*first.fencing_token(), *second.fencing_token());
   // The name's one fencing counter: its mutex (and Redisson's RFencedLock) counts with it too.
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", "redisson_lock_token:{" + name + "}"})), "string");
+  EXPECT_EQ(str(command(c.get(), {"TYPE", "redisson_lock_token:{" + name + "}"})), "string");
 
   // One reader leaves: its field and timeout key go, nothing is published (a reader still holds).
   first.release();
   EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "read"}, {fb, "1"}}));
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", "{" + name + "}:" + fa + ":rwlock_timeout:1"})), 0);
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", "{" + name + "}:" + fa + ":rwlock_timeout:1"})), 0);
   // The last reader leaves: the hash goes and '0' (Redisson's UNLOCK_MESSAGE) is published.
   second.release();
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0);
-  EXPECT_EQ(channel.next(2s), "0");
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", name})), 0);
+  EXPECT_EQ(channel.next_payload(2s), "0");
 
   auto w = a->try_acquire_write();
   ASSERT_TRUE(w);
   EXPECT_EQ(hgetall(c.get(), name), (std::map<std::string, std::string>{{"mode", "write"}, {fa + ":write", "1"}}));
-  EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
-  EXPECT_LE(num(cmd(c.get(), {"PTTL", name})), 5000);
+  EXPECT_GT(num(command(c.get(), {"PTTL", name})), 0);
+  EXPECT_LE(num(command(c.get(), {"PTTL", name})), 5000);
   EXPECT_GT(*w.fencing_token(), *second.fencing_token());
   w.release();
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0);
-  EXPECT_EQ(channel.next(2s), "1") << "a write unlock publishes Redisson's READ_UNLOCK_MESSAGE";
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", name})), 0);
+  EXPECT_EQ(channel.next_payload(2s), "1") << "a write unlock publishes Redisson's READ_UNLOCK_MESSAGE";
 }
 
 TEST(RedisShared, RwLayoutIsTheSameOnEveryScheme) {
@@ -205,22 +173,22 @@ TEST(RedisShared, RedissonHoldersAreRespected) {
   const auto name = unique_name("rw-redisson");
   auto rw = b->make_rw_lock(name);
   // A Redisson writer (RedissonWriteLock.tryLockInnerAsync on an empty hash).
-  cmd(c.get(), {"HSET", name, "mode", "write", "java-uuid:1:write", "1"});
-  cmd(c.get(), {"PEXPIRE", name, "5000"});
+  command(c.get(), {"HSET", name, "mode", "write", "java-uuid:1:write", "1"});
+  command(c.get(), {"PEXPIRE", name, "5000"});
   EXPECT_FALSE(rw->try_acquire_read());
   EXPECT_FALSE(rw->try_acquire_write());
   // A Redisson reader instead (RedissonReadLock.tryLockInnerAsync on an empty hash).
-  cmd(c.get(), {"DEL", name});
-  cmd(c.get(), {"HSET", name, "mode", "read", "java-uuid:7", "1"});
-  cmd(c.get(), {"SET", "{" + name + "}:java-uuid:7:rwlock_timeout:1", "1", "PX", "5000"});
-  cmd(c.get(), {"PEXPIRE", name, "5000"});
+  command(c.get(), {"DEL", name});
+  command(c.get(), {"HSET", name, "mode", "read", "java-uuid:7", "1"});
+  command(c.get(), {"SET", "{" + name + "}:java-uuid:7:rwlock_timeout:1", "1", "PX", "5000"});
+  command(c.get(), {"PEXPIRE", name, "5000"});
   EXPECT_FALSE(rw->try_acquire_write());
   auto r = rw->try_acquire_read();
   ASSERT_TRUE(r) << "readers share with a Redisson reader";
   r.release();
   // The Java reader's hold is alive: the hash stays, kept until its timeout key's end.
-  EXPECT_EQ(str(cmd(c.get(), {"HGET", name, "java-uuid:7"})), "1");
-  EXPECT_GT(num(cmd(c.get(), {"PTTL", name})), 0);
+  EXPECT_EQ(str(command(c.get(), {"HGET", name, "java-uuid:7"})), "1");
+  EXPECT_GT(num(command(c.get(), {"PTTL", name})), 0);
   EXPECT_FALSE(rw->try_acquire_write());
 }
 
@@ -283,15 +251,16 @@ TEST(RedisShared, AWaitingMutexHoldsBackNewReadersAndTheLastReaderWakesIt) {
       got = b->make_lock(name)->try_acquire_for(60s);
       granted_at = clock::now();
     });
-    for (int i = 0; i < 500 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(10ms);
-    EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1) << "the waiting mutex has no entry among the waiting writers";
+    for (int i = 0; i < 500 && num(command(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_EQ(num(command(c.get(), {"ZCARD", waiting})), 1)
+        << "the waiting mutex has no entry among the waiting writers";
     EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a new reader got in while a mutex waited";
     const auto released_at = clock::now();
     first.release();
     mutex_waits.join();
     ASSERT_TRUE(got) << "the waiting mutex was never granted";
     EXPECT_LT(granted_at - released_at, 15s) << "the waiting mutex was not woken by the last reader's release";
-    EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 0) << "the mutex's grant left its entry";
+    EXPECT_EQ(num(command(c.get(), {"ZCARD", waiting})), 0) << "the mutex's grant left its entry";
     EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read()) << "a reader got in beside the mutex";
     got.release();
     EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read_for(5s)) << "no read after the mutex's release";
@@ -306,7 +275,7 @@ TEST(RedisShared, AMutexThatGivesUpLetsTheReadersItHeldBackIn) {
   auto first = b->make_rw_lock(name)->try_acquire_read();
   ASSERT_TRUE(first);
   EXPECT_FALSE(b->make_lock(name)->try_acquire_for(500ms));
-  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", "{" + name + "}:dlock_writers_waiting"})), 0);
+  EXPECT_EQ(num(command(c.get(), {"ZCARD", "{" + name + "}:dlock_writers_waiting"})), 0);
   EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read()) << "a reader is still held back by a mutex that gave up";
 }
 
@@ -320,7 +289,7 @@ TEST(RedisShared, ASemaphoresCountKeyKeepsItsNameFromLocksUntilDeleted) {
     auto c = raw();
     const auto name = unique_name("sem-kept");
     b->make_semaphore(name, 2)->try_acquire(2).release();
-    ASSERT_EQ(str(cmd(c.get(), {"GET", name})), "2");
+    ASSERT_EQ(str(command(c.get(), {"GET", name})), "2");
     const auto expect_refused = [&](const std::error_code& ec, const dlock::lease& l,
                                     std::chrono::steady_clock::time_point start) {
       EXPECT_FALSE(l);
@@ -340,9 +309,9 @@ TEST(RedisShared, ASemaphoresCountKeyKeepsItsNameFromLocksUntilDeleted) {
     start = std::chrono::steady_clock::now();
     l = b->make_rw_lock(name)->try_acquire_read_for(5s, ec);
     expect_refused(ec, l, start);
-    EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "2") << "a refused lock touched the semaphore's count";
+    EXPECT_EQ(str(command(c.get(), {"GET", name})), "2") << "a refused lock touched the semaphore's count";
     // Deleted, as Redisson's delete() does, the name is free for a lock.
-    cmd(c.get(), {"DEL", name, "{" + name + "}:timeout"});
+    command(c.get(), {"DEL", name, "{" + name + "}:timeout"});
     EXPECT_TRUE(b->make_lock(name)->try_acquire());
   }
 }
@@ -386,7 +355,7 @@ TEST(RedisShared, ReleaseAfterLossIsNotOwnerAndLostFires) {
   const auto name = unique_name("rw-lost");
   auto r = b->make_rw_lock(name)->try_acquire_read();
   ASSERT_TRUE(r);
-  cmd(c.get(), {"DEL", name});
+  command(c.get(), {"DEL", name});
   EXPECT_TRUE(dlock::testing::fires_within(r.lost_token(), 5s));
   std::error_code ec;
   r.release(ec);
@@ -395,7 +364,7 @@ TEST(RedisShared, ReleaseAfterLossIsNotOwnerAndLostFires) {
   auto s = b->make_semaphore(unique_name("sem-lost"), 2);
   auto p = s->try_acquire();
   ASSERT_TRUE(p);
-  cmd(c.get(), {"DEL", "{" + std::string(s->name()) + "}:timeout"});
+  command(c.get(), {"DEL", "{" + std::string(s->name()) + "}:timeout"});
   EXPECT_TRUE(dlock::testing::fires_within(p.lost_token(), 5s));
   p.release(ec);
   EXPECT_EQ(ec, dlock::errc::not_owner);
@@ -408,14 +377,14 @@ TEST(RedisShared, RenewalKeepsOnlyOurOwnReadHolds) {
   auto r = b->make_rw_lock(name, owned_by("live", 1s))->try_acquire_read();
   ASSERT_TRUE(r);
   // A dead reader beside us (a hold that nobody renews).
-  cmd(c.get(), {"HSET", name, "dead:1", "1"});
-  cmd(c.get(), {"SET", "{" + name + "}:dead:1:rwlock_timeout:1", "1", "PX", "1000"});
+  command(c.get(), {"HSET", name, "dead:1", "1"});
+  command(c.get(), {"SET", "{" + name + "}:dead:1:rwlock_timeout:1", "1", "PX", "1000"});
   std::this_thread::sleep_for(2500ms);
   EXPECT_TRUE(r.held());
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", "{" + name + "}:dead:1:rwlock_timeout:1"})), 0);
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", "{" + name + "}:" + field_of("live") + ":rwlock_timeout:1"})), 1);
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", "{" + name + "}:dead:1:rwlock_timeout:1"})), 0);
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", "{" + name + "}:" + field_of("live") + ":rwlock_timeout:1"})), 1);
   r.release();
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", name})), 0) << "the last live reader's release drops the dead one's field";
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", name})), 0) << "the last live reader's release drops the dead one's field";
 }
 
 // The watchdog renews many leases of both primitives together (one pipeline per round): all still
@@ -439,13 +408,13 @@ TEST(RedisShared, ManyLeasesStayHeldByTheirRenewals) {
   std::this_thread::sleep_for(3500ms);
   for (const auto& l : held) EXPECT_TRUE(l.held());
   for (int i = 0; i < 10; ++i) EXPECT_EQ(hgetall(c.get(), name + "-" + std::to_string(i)).size(), 11u);
-  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", "{" + name + "-sem}:timeout"})), 100);
+  EXPECT_EQ(num(command(c.get(), {"ZCARD", "{" + name + "-sem}:timeout"})), 100);
   for (auto& l : held) {
     std::error_code ec;
     l.release(ec);
     EXPECT_FALSE(ec) << ec.message();
   }
-  EXPECT_EQ(str(cmd(c.get(), {"GET", name + "-sem"})), "100");
+  EXPECT_EQ(str(command(c.get(), {"GET", name + "-sem"})), "100");
 }
 
 TEST(RedisShared, ReleaseWakesWaitersWithoutPolling) {
@@ -499,8 +468,8 @@ TEST(RedisShared, WaitingWriterHoldsBackNewReaders) {
     w.release();
   });
   const auto waiting = "{" + name + "}:dlock_writers_waiting";
-  while (num(cmd(c.get(), {"ZCARD", waiting})) == 0) std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", waiting})), "zset");
+  while (num(command(c.get(), {"ZCARD", waiting})) == 0) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(str(command(c.get(), {"TYPE", waiting})), "zset");
   auto late_reader = b->make_rw_lock(name);
   EXPECT_FALSE(late_reader->try_acquire_read()) << "a reader arriving while a writer waits got in first";
   std::thread reader([&] {
@@ -515,13 +484,13 @@ TEST(RedisShared, WaitingWriterHoldsBackNewReaders) {
   first.release();
   writer.join();
   reader.join();
-  EXPECT_EQ(num(cmd(c.get(), {"EXISTS", waiting})), 0) << "the writer's grant took its entry out";
+  EXPECT_EQ(num(command(c.get(), {"EXISTS", waiting})), 0) << "the writer's grant took its entry out";
 
   // A writer that gives up takes its entry out at once, and readers go on.
   auto again = b->make_rw_lock(name)->try_acquire_read();
   ASSERT_TRUE(again);
   EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_write_for(300ms));
-  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 0);
+  EXPECT_EQ(num(command(c.get(), {"ZCARD", waiting})), 0);
   EXPECT_TRUE(b->make_rw_lock(name)->try_acquire_read());
 }
 
@@ -533,8 +502,8 @@ TEST(RedisShared, KilledWaitingWritersEntryExpires) {
   ASSERT_TRUE(r);
   dlock::testing::child_process writer(holder_command("rw write " + name + " 1000"));
   const auto waiting = "{" + name + "}:dlock_writers_waiting";
-  for (int i = 0; i < 2000 && num(cmd(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(num(cmd(c.get(), {"ZCARD", waiting})), 1);
+  for (int i = 0; i < 2000 && num(command(c.get(), {"ZCARD", waiting})) == 0; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(num(command(c.get(), {"ZCARD", waiting})), 1);
   EXPECT_FALSE(b->make_rw_lock(name)->try_acquire_read());
   writer.kill_hard();
   (void)writer.wait(5s);
@@ -587,15 +556,15 @@ TEST(RedisShared, SemaphoreLayoutIsRedissonsKeyByKey) {
   const auto name = unique_name("sem-layout");
   auto s = b->make_semaphore(name, 3);
   raw_subscription channel("redisson_sc:{" + name + "}");
-  auto before = cmd(c.get(), {"TIME"});
+  auto before = command(c.get(), {"TIME"});
   const auto now_ms = std::stoll(before->element[0]->str) * 1000;
   auto two = s->try_acquire(2);
   ASSERT_TRUE(two);
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", name})), "string");
-  EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "1") << "available permits";
+  EXPECT_EQ(str(command(c.get(), {"TYPE", name})), "string");
+  EXPECT_EQ(str(command(c.get(), {"GET", name})), "1") << "available permits";
   const auto timeouts = "{" + name + "}:timeout";
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", timeouts})), "zset");
-  auto members = cmd(c.get(), {"ZRANGE", timeouts, "0", "-1", "WITHSCORES"});
+  EXPECT_EQ(str(command(c.get(), {"TYPE", timeouts})), "zset");
+  auto members = command(c.get(), {"ZRANGE", timeouts, "0", "-1", "WITHSCORES"});
   ASSERT_EQ(members->elements, 4u);
   for (std::size_t i = 0; i < 4; i += 2) {
     EXPECT_EQ(members->element[i]->len, 16u) << "a 16-byte permit id, as Redisson's";
@@ -603,22 +572,22 @@ TEST(RedisShared, SemaphoreLayoutIsRedissonsKeyByKey) {
     EXPECT_GE(expiry, now_ms + 5000 - 1000);
     EXPECT_LE(expiry, now_ms + 5000 + 2000) << "expiry = server time + ttl, in ms";
   }
-  EXPECT_EQ(str(cmd(c.get(), {"TYPE", "dlock_semaphore_token:{" + name + "}"})), "string");
+  EXPECT_EQ(str(command(c.get(), {"TYPE", "dlock_semaphore_token:{" + name + "}"})), "string");
   auto one = b->make_semaphore(name, 3)->try_acquire();
   ASSERT_TRUE(one);
   EXPECT_GT(*one.fencing_token(), *two.fencing_token());
   EXPECT_FALSE(s->try_acquire()) << "3 of 3 held";
   two.release();
-  EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "2");
-  EXPECT_EQ(num(cmd(c.get(), {"ZCARD", timeouts})), 1);
-  EXPECT_EQ(channel.next(2s), "2") << "a release publishes the permits now available";
+  EXPECT_EQ(str(command(c.get(), {"GET", name})), "2");
+  EXPECT_EQ(num(command(c.get(), {"ZCARD", timeouts})), 1);
+  EXPECT_EQ(channel.next_payload(2s), "2") << "a release publishes the permits now available";
 }
 
 TEST(RedisShared, SemaphoreTakesRedissonsTrySetPermitsAndRefusesAnotherMaxCount) {
   auto b = open_redis("ttl=5s");
   auto c = raw();
   const auto name = unique_name("sem-max");
-  cmd(c.get(), {"SET", name, "5"});  // RPermitExpirableSemaphore.trySetPermits(5)
+  command(c.get(), {"SET", name, "5"});  // RPermitExpirableSemaphore.trySetPermits(5)
   auto ok = b->make_semaphore(name, 5)->try_acquire(5);
   EXPECT_TRUE(ok);
   std::error_code ec;
@@ -637,8 +606,8 @@ TEST(RedisShared, ARedissonRSemaphoreHoldingPermitsIsAConflictNamingBothCauses) 
   auto b = open_redis("ttl=5s");
   auto c = raw();
   const auto name = unique_name("sem-rsemaphore");
-  cmd(c.get(), {"SET", name, "2"});     // RSemaphore.trySetPermits(2)
-  cmd(c.get(), {"DECRBY", name, "1"});  // RSemaphore.acquire(): one permit held, recorded nowhere
+  command(c.get(), {"SET", name, "2"});     // RSemaphore.trySetPermits(2)
+  command(c.get(), {"DECRBY", name, "1"});  // RSemaphore.acquire(): one permit held, recorded nowhere
   std::error_code ec;
   auto permit = b->make_semaphore(name, 2)->try_acquire(1, ec);
   EXPECT_FALSE(permit);
@@ -649,7 +618,7 @@ TEST(RedisShared, ARedissonRSemaphoreHoldingPermitsIsAConflictNamingBothCauses) 
   EXPECT_NE(message.find("'" + name + "'"), std::string::npos) << message;
   permit = b->make_semaphore(name, 2)->try_acquire_for(1s, 1, ec);
   EXPECT_EQ(ec, dlock::errc::name_conflict) << "the waiting form: " << dlock::last_error_message();
-  EXPECT_EQ(str(cmd(c.get(), {"GET", name})), "1") << "the count was touched";
+  EXPECT_EQ(str(command(c.get(), {"GET", name})), "1") << "the count was touched";
 }
 
 TEST(RedisShared, DeadSemaphoreHoldersPermitsExpire) {

@@ -20,6 +20,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
@@ -36,42 +37,13 @@ std::shared_ptr<dlock::backend> open_uri(const std::string& text) {
   return dlock::default_registry().open(dlock::testing::with_query(text, "wait_after_restart=false"));
 }
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+namespace raw_redis = dlock::testing::raw_redis;
+using raw_redis::context_ptr;
+using raw_redis::reply_ptr;
 
-ctx_ptr raw(const std::string& uri_text) {
-  const auto u = dlock::uri::parse(uri_text);
-  ctx_ptr c(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
-  EXPECT_TRUE(c && !c->err) << "cannot reach " << u.redacted();
-  return c;
-}
 reply_ptr cmd(redisContext* c, const char* fmt, std::string_view a) {
   return reply_ptr(static_cast<redisReply*>(redisCommand(c, fmt, a.data(), a.size())));
 }
-
-// A raw subscription to `channels`: the next message as "channel payload", or "" after `timeout`.
-struct raw_subscriber {
-  ctx_ptr c;
-  raw_subscriber(const std::string& uri, const std::vector<std::string>& channels) : c(raw(uri)) {
-    for (const auto& ch : channels) freeReplyObject(redisCommand(c.get(), "SUBSCRIBE %b", ch.data(), ch.size()));
-  }
-  std::string next(std::chrono::milliseconds timeout) {
-    timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-    redisSetTimeout(c.get(), tv);
-    void* msg = nullptr;
-    if (redisGetReply(c.get(), &msg) != REDIS_OK || msg == nullptr) return "";
-    reply_ptr m(static_cast<redisReply*>(msg));
-    if (m->elements != 3 || std::string(m->element[0]->str) != "message") return "";
-    return std::string(m->element[1]->str, m->element[1]->len) + " " +
-           std::string(m->element[2]->str, m->element[2]->len);
-  }
-};
 
 TEST(Redis, SimpleLayoutIsRedisPys) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
@@ -79,7 +51,7 @@ TEST(Redis, SimpleLayoutIsRedisPys) {
   const auto name = unique_name("layout");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
-  auto c = raw(uri);
+  auto c = raw_redis::connect(uri);
   auto type = cmd(c.get(), "TYPE %b", name);
   EXPECT_EQ(std::string(type->str), "string");
   auto value = cmd(c.get(), "GET %b", name);
@@ -95,11 +67,11 @@ TEST(Redis, SimpleLayoutIsRedisPys) {
   EXPECT_EQ(cmd(c.get(), "TYPE redisson_lock_token:{%b}", name)->str, std::string("string"));
   // The release is published to the mutex's waiters and to the name's reader-writer lock waiters.
   const auto mutex_channel = "redisson_lock__channel:{" + name + "}", rw_channel = "redisson_rwlock:{" + name + "}";
-  raw_subscriber sub(uri, {mutex_channel, rw_channel});
+  raw_redis::subscriber sub(raw_redis::connect(uri), {mutex_channel, rw_channel});
   l.release();
   EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0);
-  EXPECT_EQ(sub.next(2s), mutex_channel + " 0");
-  EXPECT_EQ(sub.next(2s), rw_channel + " 1");
+  EXPECT_EQ(sub.next_channel_and_payload(2s), mutex_channel + " 0");
+  EXPECT_EQ(sub.next_channel_and_payload(2s), rw_channel + " 1");
 }
 
 TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
@@ -125,7 +97,7 @@ TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
   const auto name = unique_name("deleted");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
-  auto c = raw(uri);
+  auto c = raw_redis::connect(uri);
   cmd(c.get(), "DEL %b", name);  // what a restart without persistence leaves behind
   for (int i = 0; i < 40 && !l.lost_token().stop_requested(); ++i) std::this_thread::sleep_for(50ms);
   EXPECT_TRUE(l.lost_token().stop_requested());
@@ -148,7 +120,7 @@ TEST(Redis, WatchdogRenewsLeasesDueTogetherInOneBatch) {
       leases.push_back(b->make_lock(names.back())->try_acquire());
       ASSERT_TRUE(leases.back());
     }
-    auto c = raw(uri);
+    auto c = raw_redis::connect(uri);
     cmd(c.get(), "DEL %b", names[count / 2]);  // one of them is gone from the server
     const auto before = dlock::current_watchdog_load();
     std::this_thread::sleep_for(2500ms);  // five renewal periods (ttl/3), and the ttl passed
@@ -186,7 +158,7 @@ TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
   const auto name = unique_name("killed");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
-  auto c = raw(uri);
+  auto c = raw_redis::connect(uri);
   // Kill this process's dlock connections (named dlock-<pid>), and only those: the server may be
   // shared with other tests. The pooled connection of the holder goes away.
   auto list = reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "CLIENT LIST TYPE normal")));
@@ -249,7 +221,7 @@ TEST(Redis, InteropWithRedisPyLock) {
   // redis-py holds it (and exits without releasing: the key lives for its 10s timeout).
   ASSERT_EQ(py("sys.exit(0 if l.acquire(blocking=False) else 1)"), 0);
   EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "dlock took a lock redis-py holds";
-  auto c = raw(uri);
+  auto c = raw_redis::connect(uri);
   cmd(c.get(), "DEL %b", name);
 }
 
@@ -323,7 +295,7 @@ TEST(Redis, AWaiterBehindARedisPyLockTriesAgainAtPollMax) {
 // nothing is released or renewed, the acquire scripts of waiters.
 class script_counter {
  public:
-  script_counter(const std::string& uri, std::string name) : c_(raw(uri)), name_(std::move(name)) {
+  script_counter(const std::string& uri, std::string name) : c_(raw_redis::connect(uri)), name_(std::move(name)) {
     freeReplyObject(redisCommand(c_.get(), "MONITOR"));
     thread_ = std::thread([this] {
       const timeval tv{0, 100000};
@@ -363,7 +335,7 @@ class script_counter {
     }
     return words.size() == 4 && (words[0] == "EVALSHA" || words[0] == "EVAL") && words[3] == name_;
   }
-  ctx_ptr c_;
+  context_ptr c_;
   std::string name_;
   std::atomic<bool> stop_{false};
   std::atomic<int> count_{0};
@@ -384,7 +356,7 @@ TEST(Redis, AWaiterPollsOnlyBehindAHolderThatPublishesNothing) {
     const int tries = count.stop();
     EXPECT_GE(tries, 10) << "behind redis-py, tries in 2 s with poll.max 50 ms";
     holder->kill_hard();
-    cmd(raw(uri).get(), "DEL %b", name);
+    cmd(raw_redis::connect(uri).get(), "DEL %b", name);
   }
   {
     const auto name = unique_name("loud-holder");
@@ -407,7 +379,7 @@ TEST(Redis, ReentrantLayoutIsRedissons) {
   auto again = lock->try_acquire();
   ASSERT_TRUE(again) << "reentrant";
   EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "another owner";
-  auto c = raw(uri);
+  auto c = raw_redis::connect(uri);
   EXPECT_EQ(std::string(cmd(c.get(), "TYPE %b", name)->str), "hash");
   auto all = cmd(c.get(), "HGETALL %b", name);
   ASSERT_EQ(all->elements, 2u);
@@ -417,7 +389,7 @@ TEST(Redis, ReentrantLayoutIsRedissons) {
   EXPECT_GT(cmd(c.get(), "PTTL %b", name)->integer, 0);
   EXPECT_EQ(cmd(c.get(), "EXISTS redisson_lock_token:{%b}", name)->integer, 1) << "RFencedLock token key";
   // The unlock message: subscribe to Redisson's channel on a raw connection and release.
-  auto sub = raw(uri);
+  auto sub = raw_redis::connect(uri);
   const auto channel = "redisson_lock__channel:{" + name + "}";
   freeReplyObject(redisCommand(sub.get(), "SUBSCRIBE %b", channel.data(), channel.size()));
   again.release();
@@ -475,12 +447,12 @@ TEST(Redis, ClearErrors) {
 // Raw connections to the first three masters of a redlock:// URI, once each has run for longer
 // than `age` (an earlier test may have restarted one, and a master younger than a ttl is asked
 // nothing: wait_after_restart).
-std::vector<ctx_ptr> three_masters_older_than(const std::string& uri_text, std::chrono::seconds age) {
+std::vector<context_ptr> three_masters_older_than(const std::string& uri_text, std::chrono::seconds age) {
   const auto u = dlock::uri::parse(uri_text);
-  std::vector<ctx_ptr> masters;
+  std::vector<context_ptr> masters;
   for (int i = 0; i < 3; ++i) {
     const auto& h = u.hosts().at(i);
-    ctx_ptr c(redisConnect(h.host.c_str(), h.port_or(6379)));
+    context_ptr c(redisConnect(h.host.c_str(), h.port_or(6379)));
     EXPECT_TRUE(c && !c->err) << "cannot reach " << h.to_string();
     for (int tries = 0; c && tries < 100; ++tries) {
       reply_ptr info(static_cast<redisReply*>(redisCommand(c.get(), "INFO server")));
@@ -589,7 +561,7 @@ TEST(Redis, FairLayoutIsRedissonsAndGrantsInArrivalOrder) {
   std::this_thread::sleep_for(300ms);
   std::thread c([&] { wait_in_line(*second, 2); });
   std::this_thread::sleep_for(300ms);
-  auto raw_c = raw(uri);
+  auto raw_c = raw_redis::connect(uri);
   auto queue = cmd(raw_c.get(), "LRANGE redisson_lock_queue:{%b} 0 -1", name);
   ASSERT_EQ(queue->elements, 2u) << "two waiters queued in Redisson's list";
   EXPECT_EQ(cmd(raw_c.get(), "ZCARD redisson_lock_timeout:{%b}", name)->integer, 2);
@@ -619,7 +591,7 @@ long long connected_clients(redisContext* c) {
 TEST(Redis, ManyWaitersShareOneSubscriberConnection) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(uri + "?ttl=20s&pool_size=4&poll=20s..20s");
-  auto c = raw(uri);
+  auto c = raw_redis::connect(uri);
   const auto before = connected_clients(c.get());
   constexpr int waiters = 200;
   std::vector<std::string> names;
@@ -653,7 +625,7 @@ TEST(Redis, AclUserAndDatabaseSelection) {
   const auto name = unique_name("acl");
   auto l = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(l);
-  auto c = raw(server_uri("DLOCK_REDIS_URI"));
+  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
   EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0) << "not in db 0";
   freeReplyObject(redisCommand(c.get(), "SELECT 3"));
   EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 1) << "in db 3";
@@ -695,7 +667,7 @@ TEST(Redlock, ThreeMasters) {
   // A previous test may have just restarted some masters: wait until each of the three answers.
   for (int i = 0; i < 3; ++i)
     for (int tries = 0; tries < 100; ++tries) {
-      ctx_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
+      context_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
       if (c && !c->err && reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "PING")))) break;
       std::this_thread::sleep_for(50ms);
     }
@@ -708,7 +680,7 @@ TEST(Redlock, ThreeMasters) {
   EXPECT_FALSE(b->make_lock(name)->try_acquire());
   // Each of the three masters holds the redis-py-layout key with our ttl.
   for (int i = 0; i < 3; ++i) {
-    ctx_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
+    context_ptr c(redisConnect(u.hosts()[i].host.c_str(), u.hosts()[i].port_or(6379)));
     ASSERT_TRUE(c && !c->err) << u.hosts()[i].to_string();
     auto pttl = cmd(c.get(), "PTTL %b", name);
     ASSERT_TRUE(pttl) << u.hosts()[i].to_string();

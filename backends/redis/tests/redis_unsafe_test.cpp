@@ -19,6 +19,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/support.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
@@ -38,22 +39,12 @@ std::string unique(std::string_view what) {
   return dlock::testing::unique_name("dlock-test-unsafe-" + std::string(what));
 }
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+using dlock::testing::raw_redis::reply_ptr;
 
 // A direct connection to the server that deletes the test's key when the test ends, however it ends.
 class raw_key {
  public:
-  explicit raw_key(std::string key) : key_(std::move(key)) {
-    const auto u = dlock::uri::parse(server_uri());
-    c_.reset(redisConnect(u.hosts()[0].host.c_str(), u.hosts()[0].port_or(6379)));
-    EXPECT_TRUE(c_ && !c_->err) << "cannot reach " << u.redacted();
-  }
+  explicit raw_key(std::string key) : key_(std::move(key)), c_(dlock::testing::raw_redis::connect(server_uri())) {}
   ~raw_key() { (void)command("DEL"); }
   raw_key(const raw_key&) = delete;
   raw_key& operator=(const raw_key&) = delete;
@@ -88,7 +79,7 @@ class raw_key {
 
  private:
   std::string key_;
-  std::unique_ptr<redisContext, ctx_deleter> c_;
+  dlock::testing::raw_redis::context_ptr c_;
 };
 
 dlock::lock_options options_of(const dlock::backend& b, milliseconds ttl) {
