@@ -105,9 +105,7 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   const auto owner = owner_of(slot);
   ASSERT_TRUE(owner);
   const int source = owner->master;
-  int target = -1;
-  for (int m : master_ports())
-    if (m != source) target = m;
+  const int target = master_other_than(source);
   ASSERT_GT(target, 0);
   // ttl and poll 60 s: within the waiters' 20 s only a release message can wake one, so they show
   // that the subscriptions followed the slot (no restart here: wait_after_restart is not needed).
@@ -157,9 +155,7 @@ TEST_F(RedisCluster, ALockOfASlotHalfMigratedIsRenewedThroughAskAndANewOneGrante
   const auto owner = owner_of(slot);
   ASSERT_TRUE(owner);
   const int source = owner->master;
-  int target = -1;
-  for (int m : master_ports())
-    if (m != source) target = m;
+  const int target = master_other_than(source);
   const auto uri = cluster_uri() + "?ttl=10s";
 
   // No watchdog: the renewal below is the only one, so the ttl it sets is seen on the target.

@@ -252,6 +252,13 @@ bool stored_on(int port, const std::string& key) {
   const auto keys = keys_in_slot(port, keyslot(key));
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
+int master_other_than(int port) {
+  int other = -1;
+  for (int m : master_ports())
+    if (m != port) other = m;
+  return other;
+}
+
 std::vector<int> masters_storing(const std::string& key) {
   std::vector<int> out;
   for (int m : master_ports())

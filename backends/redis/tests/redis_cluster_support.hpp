@@ -77,6 +77,8 @@ std::optional<slot_owner> owner_of(int slot);
 
 // The masters that own slots, as CLUSTER SLOTS on the first node that answers names them.
 std::vector<int> master_ports();
+// The last of master_ports() other than `port` (where to move a slot of it), or -1.
+int master_other_than(int port);
 
 // The key is in the node's keyspace (GETKEYSINSLOT: no redirection, masters and replicas alike).
 bool stored_on(int port, const std::string& key);
