@@ -12,6 +12,7 @@
 #include "client_pool.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/slow_holder.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -64,36 +65,14 @@ class raw_item {
   mc::memc_ptr m_;
 };
 
-dlock::lock_options options_of(const dlock::backend& b, milliseconds ttl) {
-  auto o = b.default_options();
-  o.ttl = ttl;
-  o.watchdog = false;  // the holder "works" past its ttl with nobody renewing
-  o.poll = {10ms, 50ms};
-  return o;
-}
-
-struct slow_holder_outcome {
-  std::error_code a_release;
-  bool c_granted_while_b_holds = false;
-};
+using dlock::testing::slow_holder_outcome;
 
 // A's grant (ttl 1 s) runs out while A still works; B is granted; A releases; C tries.
 slow_holder_outcome slow_holder_releases_after_expiry(const std::string& uri, const std::string& name) {
   raw_item item(name);
-  slow_holder_outcome out;
   auto b = open_uri(uri);
-  auto a_lock = b->make_lock(name, options_of(*b, 1s));
-  auto b_lock = b->make_lock(name, options_of(*b, 30s));
-  auto c_lock = b->make_lock(name, options_of(*b, 30s));
-  auto a = a_lock->try_acquire();
-  EXPECT_TRUE(a) << "A was not granted a free lock";
-  EXPECT_TRUE(item.wait_until_gone(10s)) << "A's item did not expire";
-  auto b_lease = b_lock->try_acquire_for(10s);
-  EXPECT_TRUE(b_lease) << "B was not granted the expired lock";
-  a.release(out.a_release);
-  auto c_lease = c_lock->try_acquire();
-  out.c_granted_while_b_holds = c_lease && b_lease.held() && b_lease.remaining() > 0ms;
-  return out;
+  return dlock::testing::slow_holder_releases_after_expiry(
+      *b, name, 1s, [&] { EXPECT_TRUE(item.wait_until_gone(10s)) << "A's item did not expire"; });
 }
 
 TEST(MemcachedUnsafe, RefusedUnlessTheUriSaysUnsafeTrue) {

@@ -18,6 +18,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/slow_holder.hpp"
 #include "dlock_test/support.hpp"
 #include "raw_redis.hpp"
 
@@ -82,13 +83,8 @@ class raw_key {
   dlock::testing::raw_redis::context_ptr c_;
 };
 
-dlock::lock_options options_of(const dlock::backend& b, milliseconds ttl) {
-  auto o = b.default_options();
-  o.ttl = ttl;
-  o.watchdog = false;  // the holder "works" past its ttl with nobody renewing
-  o.poll = {10ms, 50ms};
-  return o;
-}
+using dlock::testing::slow_holder_outcome;
+using dlock::testing::unrenewed_options;
 
 std::int64_t wall_ms() {
   return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -148,7 +144,7 @@ void kill_holder_between_the_two_commands(const std::string& uri, const std::str
 // Nobody gets the lock for 3 ttls after the holder died, and the key still has no ttl.
 void expect_held_forever(const std::string& uri, const std::string& name, raw_key& key) {
   auto b = open_uri(uri);
-  auto lock = b->make_lock(name, options_of(*b, 1000ms));
+  auto lock = b->make_lock(name, unrenewed_options(*b, 1000ms));
   EXPECT_FALSE(lock->try_acquire_for(3s)) << "the lock freed itself after the holder died";
   EXPECT_EQ(key.ttl_ms(), -1) << "the key of the dead holder got a ttl";
 }
@@ -160,7 +156,7 @@ void expect_free_after_ttl(const std::string& uri, const std::string& name) {
   holder.kill_hard();
   (void)holder.wait(10s);
   auto b = open_uri(uri);
-  auto lock = b->make_lock(name, options_of(*b, 1000ms));
+  auto lock = b->make_lock(name, unrenewed_options(*b, 1000ms));
   EXPECT_TRUE(lock->try_acquire_for(10s)) << "the dead holder's lock did not free itself after its ttl (1s)";
 }
 
@@ -188,27 +184,11 @@ TEST(RedisUnsafe, SafeSchemeHolderKilledIsFreeAfterItsTtl) {
   expect_free_after_ttl(uri_of("redis", "wait_after_restart=false"), name);
 }
 
-// A's grant runs out while A still works (no watchdog); B is granted; A releases.
-struct slow_holder_outcome {
-  std::error_code a_release;
-  bool c_granted_while_b_holds = false;
-};
-
+// A's grant (500 ms) runs out while A still works (no watchdog); B is granted; A releases; C tries.
 slow_holder_outcome slow_holder_releases_after_expiry(const std::string& uri, const std::string& name, raw_key& key) {
-  slow_holder_outcome out;
   auto b = open_uri(uri);
-  auto a_lock = b->make_lock(name, options_of(*b, 500ms));
-  auto b_lock = b->make_lock(name, options_of(*b, 30s));
-  auto c_lock = b->make_lock(name, options_of(*b, 30s));
-  auto a = a_lock->try_acquire();
-  EXPECT_TRUE(a) << "A was not granted a free lock";
-  EXPECT_TRUE(key.wait_until_exists(false, 10s)) << "A's key did not expire";
-  auto b_lease = b_lock->try_acquire_for(10s);
-  EXPECT_TRUE(b_lease) << "B was not granted the expired lock";
-  a.release(out.a_release);
-  auto c_lease = c_lock->try_acquire();
-  out.c_granted_while_b_holds = c_lease && b_lease.held() && b_lease.remaining() > 0ms;
-  return out;
+  return dlock::testing::slow_holder_releases_after_expiry(
+      *b, name, 500ms, [&] { EXPECT_TRUE(key.wait_until_exists(false, 10s)) << "A's key did not expire"; });
 }
 
 TEST(RedisUnsafe, DelReleaseOfAnExpiredHolderDeletesTheSuccessorsLock) {
@@ -253,7 +233,7 @@ TEST(RedisUnsafe, GetsetTakeoverRaceLoserRewritesTheWinnersExpiry) {
   std::vector<std::shared_ptr<dlock::backend>> backends;
   for (auto ttl : ttls) {
     backends.push_back(open_uri(uri));  // one connection pool per racer, as two processes would have
-    locks.push_back(backends.back()->make_lock(name, options_of(*backends.back(), ttl)));
+    locks.push_back(backends.back()->make_lock(name, unrenewed_options(*backends.back(), ttl)));
   }
   constexpr int rounds = 300;
   int double_grants = 0, no_grant = 0, rewritten = 0;
@@ -308,7 +288,7 @@ std::vector<std::string> with_clock_ahead(std::string_view offset, std::vector<s
 // up to `patience`. Returns whether it was granted while this holder's lease was still valid.
 bool client_with_clock_ahead_takes_a_live_lock(const std::string& uri, const std::string& name, milliseconds patience) {
   auto b = open_uri(uri);
-  auto holder_lock = b->make_lock(name, options_of(*b, 20s));
+  auto holder_lock = b->make_lock(name, unrenewed_options(*b, 20s));
   auto held = holder_lock->try_acquire();
   EXPECT_TRUE(held) << "the holder was not granted a free lock";
   dlock::testing::child_process skewed(
