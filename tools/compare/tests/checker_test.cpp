@@ -23,29 +23,28 @@ TEST(Checker, IntersectingWritesOfTwoClientsAreAnOverlap) {
 }
 
 TEST(Checker, AnOverlapIsFencedOnlyWhenBothWritesCarryDifferentTokens) {
+  // Client 1 writes with token 1 from 10 to 50 ms; client 2's write (40 to 80 ms) meets it.
+  const auto checked_beside_token_1 = [](const section_of& client_2) {
+    synthetic_history h;
+    h.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
+    h.add(client_2);
+    return check_history(h);
+  };
   // Different tokens: a fenced resource can order the two writers (and refuse the older's later writes).
-  synthetic_history fenced;
-  fenced.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
-  fenced.add(section_of(2).token(2).granted(35).write(40, 80).released(81));
-  const auto f = check(std::span<const event>(fenced.events()));
+  const auto f = checked_beside_token_1(section_of(2).token(2).granted(35).write(40, 80).released(81));
   ASSERT_EQ(f.overlap_count(), 1u);
   EXPECT_TRUE(f.overlaps[0].fenced);
   EXPECT_EQ(f.unfenced_overlaps, 0u);
 
   // The same token twice (two process-local counters), or a write without one: nothing can tell
   // the writers apart.
-  synthetic_history same;
-  same.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
-  same.add(section_of(2).token(1).granted(35).write(40, 80).released(81));
-  const auto s = check(std::span<const event>(same.events()));
+  const auto s = checked_beside_token_1(section_of(2).token(1).granted(35).write(40, 80).released(81));
   ASSERT_EQ(s.overlap_count(), 1u);
   EXPECT_FALSE(s.overlaps[0].fenced);
   EXPECT_EQ(s.unfenced_overlaps, 1u);
 
-  synthetic_history tokenless;
-  tokenless.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
-  tokenless.add(section_of(2).granted(35).write(40, 80).released(81).verdict(fence_verdict::no_token));
-  const auto t = check(std::span<const event>(tokenless.events()));
+  const auto t =
+      checked_beside_token_1(section_of(2).granted(35).write(40, 80).released(81).verdict(fence_verdict::no_token));
   ASSERT_EQ(t.overlap_count(), 1u);
   EXPECT_FALSE(t.overlaps[0].fenced);
   EXPECT_EQ(t.unfenced_overlaps, 1u);

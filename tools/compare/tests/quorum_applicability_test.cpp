@@ -2,6 +2,8 @@
 // the built backends declare (families.hpp) say, for every scheme the registry lists.
 #include <gtest/gtest.h>
 
+#include <span>
+
 #include "dlock/registry.hpp"
 #include "dlock_compare/families.hpp"
 #include "dlock_compare/quorum.hpp"
@@ -39,31 +41,29 @@ void expect_applicability(quorum_kind kind, fault f) {
   }
 }
 
-TEST(QuorumFaults, MastersFaultsRunOnTheIndependentMastersFamilyOnlyAndSayWhyElsewhere) {
-  const auto& masters = family_running(quorum_kind::independent_masters);
-  ASSERT_NE(masters.quorum_server, nullptr);
-  ASSERT_NE(masters.quorum_variable, nullptr);
-  for (const auto f : masters_faults) {
+// `faults` are the quorum faults of `kind`: run on the server (and variable) of the family that
+// runs them, and said why not on every other scheme.
+void expect_quorum_faults_of(quorum_kind kind, std::span<const fault> faults) {
+  const auto& runs = family_running(kind);
+  ASSERT_NE(runs.quorum_server, nullptr);
+  ASSERT_NE(runs.quorum_variable, nullptr);
+  for (const auto f : faults) {
     EXPECT_TRUE(is_quorum_fault(f));
-    EXPECT_FALSE(is_ensemble_fault(f));
-    EXPECT_STREQ(quorum_server(f), masters.quorum_server);
-    EXPECT_STREQ(quorum_server_variable(f), masters.quorum_variable);
-    expect_applicability(quorum_kind::independent_masters, f);
+    EXPECT_EQ(is_ensemble_fault(f), kind == quorum_kind::ensemble);
+    EXPECT_STREQ(quorum_server(f), runs.quorum_server);
+    EXPECT_STREQ(quorum_server_variable(f), runs.quorum_variable);
+    expect_applicability(kind, f);
   }
 }
 
+TEST(QuorumFaults, MastersFaultsRunOnTheIndependentMastersFamilyOnlyAndSayWhyElsewhere) {
+  expect_quorum_faults_of(quorum_kind::independent_masters, masters_faults);
+}
+
 TEST(QuorumFaults, EnsembleFaultsRunOnTheEnsembleFamilyOnlyAndSayWhyElsewhere) {
-  const auto& ensemble = family_running(quorum_kind::ensemble);
-  ASSERT_NE(ensemble.quorum_server, nullptr);
-  ASSERT_NE(ensemble.quorum_variable, nullptr);
-  EXPECT_NE(ensemble.is_leader, nullptr) << "ensemble-leader-lost must ask a member whether it leads";
-  for (const auto f : ensemble_faults) {
-    EXPECT_TRUE(is_quorum_fault(f));
-    EXPECT_TRUE(is_ensemble_fault(f));
-    EXPECT_STREQ(quorum_server(f), ensemble.quorum_server);
-    EXPECT_STREQ(quorum_server_variable(f), ensemble.quorum_variable);
-    expect_applicability(quorum_kind::ensemble, f);
-  }
+  EXPECT_NE(family_running(quorum_kind::ensemble).is_leader, nullptr)
+      << "ensemble-leader-lost must ask a member whether it leads";
+  expect_quorum_faults_of(quorum_kind::ensemble, ensemble_faults);
 }
 
 TEST(QuorumFaults, OtherFaultsAreNotQuorumFaults) {
