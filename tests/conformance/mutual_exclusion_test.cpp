@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "conformance_test.hpp"
+#include "dlock_test/high_water.hpp"
 
 namespace dlock::conformance {
 
@@ -19,10 +20,7 @@ TEST_P(Lock, MutualExclusionAcrossThreads) {
         auto lock = make(name);
         for (int i = 0; i < iterations; ++i) {
           auto held = lock->acquire();
-          const int now_inside = ++inside;
-          int seen = max_inside.load();
-          while (now_inside > seen && !max_inside.compare_exchange_weak(seen, now_inside)) {
-          }
+          dlock::testing::raise_to(max_inside, ++inside);
           const int v = counter.load(std::memory_order_relaxed);  // lossy on purpose
           std::this_thread::sleep_for(20us);
           counter.store(v + 1, std::memory_order_relaxed);

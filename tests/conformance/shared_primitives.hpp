@@ -10,15 +10,11 @@
 #include <vector>
 
 #include "conformance_test.hpp"
+#include "dlock_test/high_water.hpp"
 
 namespace dlock::conformance {
 
-// Raises `high` to `now` if it is lower (the most holders seen inside at once, across threads).
-inline void raise_to(std::atomic<int>& high, int now) {
-  int seen = high.load();
-  while (now > seen && !high.compare_exchange_weak(seen, now)) {
-  }
-}
+using dlock::testing::raise_to;
 
 // Runs body(t) for t in [0, threads) on threads of their own and joins them; an exception out of a
 // body is a test failure. Returns how many bodies threw.

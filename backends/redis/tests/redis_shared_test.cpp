@@ -20,6 +20,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_test/frozen_process.hpp"
+#include "dlock_test/high_water.hpp"
 #include "dlock_test/support.hpp"
 #include "raw_redis.hpp"
 
@@ -531,11 +532,8 @@ TEST(RedisShared, ReadersOverlapWritersAloneUnderContention) {
           std::this_thread::sleep_for(1ms);
           --writers;
         } else {
-          const int now = ++readers;
+          dlock::testing::raise_to(most_readers, ++readers);
           if (writers.load() != 0) ++violations;
-          int seen = most_readers.load();
-          while (now > seen && !most_readers.compare_exchange_weak(seen, now)) {
-          }
           std::this_thread::sleep_for(2ms);
           --readers;
         }
@@ -647,10 +645,7 @@ TEST(RedisShared, SemaphoreNeverOverAdmits) {
       for (int k = 0; k < 20; ++k) {
         auto p = s->try_acquire_for(20s);
         ASSERT_TRUE(p);
-        const int now = ++inside;
-        int seen = most.load();
-        while (now > seen && !most.compare_exchange_weak(seen, now)) {
-        }
+        dlock::testing::raise_to(most, ++inside);
         std::this_thread::sleep_for(1ms);
         --inside;
         p.release();
