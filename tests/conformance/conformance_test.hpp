@@ -8,6 +8,7 @@
 #include <ostream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/hooks.hpp"
@@ -26,6 +27,18 @@ using dlock::testing::conformance_target;
 
 // Generous slack for "within ttl + margin": a correctness bound, not a speed assertion.
 inline constexpr auto margin = 3s;
+
+// Waits up to `bound` for each worker process: each must finish, never meet another holder inside
+// (exit status 3, said as `overlap`) and succeed. Run under ASSERT_NO_FATAL_FAILURE.
+inline void expect_workers_succeed(const std::vector<std::unique_ptr<dlock::testing::child_process>>& workers,
+                                   std::chrono::seconds bound, const char* overlap) {
+  for (const auto& c : workers) {
+    const auto rc = c->wait(bound);
+    ASSERT_TRUE(rc) << "worker did not finish in " << bound.count() << "s";
+    EXPECT_NE(*rc, 3) << overlap;
+    EXPECT_EQ(*rc, 0) << "worker failed (see its stderr above)";
+  }
+}
 
 class Lock : public ::testing::TestWithParam<conformance_target> {
  protected:

@@ -58,12 +58,8 @@ TEST_P(Lock, MutualExclusionAcrossProcesses) {
   for (int p = 0; p < processes; ++p)
     children.push_back(std::make_unique<dlock::testing::child_process>(
         std::vector<std::string>{DLOCK_CONFORMANCE_WORKER, "rmw", uri_, name, counter, std::to_string(iterations)}));
-  for (auto& c : children) {
-    const auto rc = c->wait(90s);
-    ASSERT_TRUE(rc) << "worker did not finish in 90s";
-    EXPECT_NE(*rc, 3) << "a worker saw another holder inside the lock (overlap)";
-    EXPECT_EQ(*rc, 0) << "worker failed (see its stderr above)";
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      expect_workers_succeed(children, 90s, "a worker saw another holder inside the lock (overlap)"));
   long total = 0;
   std::ifstream(counter) >> total;
   EXPECT_EQ(total, processes * iterations) << "lost updates between processes";

@@ -36,14 +36,6 @@ class OneName : public SharedPrimitives {
         ->try_acquire_until(k == kind::read ? access::read : access::write, distributed_lock::deadline_after(timeout));
   }
   lease take(kind k, const std::string& name) { return take(k, name, 0ms, options()); }
-
-  template <class T>
-  T* keep(std::unique_ptr<T> object) {
-    auto* raw = object.get();
-    kept_.push_back(std::shared_ptr<void>(std::move(object)));
-    return raw;
-  }
-  std::vector<std::shared_ptr<void>> kept_;
 };
 
 TEST_P(OneName, TheMutexExcludesReadersAndWritersOfItsName) {
@@ -110,15 +102,7 @@ TEST_P(OneName, MutexWritersAndReadersAcrossThreads) {
     const auto side = k == kind::read ? access::read : access::write;
     for (int i = 0; i < iterations; ++i) {
       auto held = k == kind::mutex ? mutex->acquire() : rwl->acquire(side);
-      inside.enter(side);
-      if (side == access::write) {
-        const int v = counter.load(std::memory_order_relaxed);  // lossy on purpose
-        std::this_thread::sleep_for(100us);
-        counter.store(v + 1, std::memory_order_relaxed);
-      } else {
-        std::this_thread::sleep_for(1ms);
-      }
-      inside.leave(side);
+      rmw_turn(inside, counter, side, 1ms);
       held.release();
     }
   });
@@ -143,12 +127,7 @@ TEST_P(OneName, MutexWritersAndReadersAcrossProcesses) {
   for (const char* side : {"mutex", "write", "read", "read", "mutex"})
     children.push_back(std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
         DLOCK_CONFORMANCE_WORKER, "rw-rmw", uri_, name, dir.string(), std::to_string(iterations), side}));
-  for (auto& c : children) {
-    const auto rc = c->wait(120s);
-    ASSERT_TRUE(rc) << "worker did not finish in 120s";
-    EXPECT_NE(*rc, 3) << "a worker met a conflicting holder inside (overlap)";
-    EXPECT_EQ(*rc, 0) << "worker failed (see its stderr above)";
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_workers_succeed(children, 120s, "a worker met a conflicting holder inside (overlap)"));
   long total = 0;
   std::ifstream(dir / "counter") >> total;
   EXPECT_EQ(total, 3 * iterations) << "lost updates between mutex and writer processes";

@@ -48,6 +48,20 @@ struct occupancy {
   void leave(access side) { side == access::write ? --writers : --readers; }
 };
 
+// One turn inside: a writer (or a name's mutex holder) does a read-modify-write of `counter` that
+// loses updates when writers overlap; a reader stays `read_hold`. `inside` records who was in at once.
+inline void rmw_turn(occupancy& inside, std::atomic<int>& counter, access side, std::chrono::microseconds read_hold) {
+  inside.enter(side);
+  if (side == access::write) {
+    const int v = counter.load(std::memory_order_relaxed);  // lossy on purpose
+    std::this_thread::sleep_for(100us);
+    counter.store(v + 1, std::memory_order_relaxed);
+  } else {
+    std::this_thread::sleep_for(read_hold);
+  }
+  inside.leave(side);
+}
+
 class SharedPrimitives : public Lock {
  protected:
   bool offers_rw() const { return has(capability::read_write); }
@@ -78,6 +92,15 @@ class SharedPrimitives : public Lock {
     return backend_->make_semaphore(name, max, std::move(o));
   }
   std::unique_ptr<semaphore> sem(const std::string& name, std::uint32_t max) const { return sem(name, max, options()); }
+  // The lock objects outlive their leases' checks.
+  template <class T>
+  T* keep(std::unique_ptr<T> object) {
+    auto* raw = object.get();
+    kept_.push_back(std::shared_ptr<void>(std::move(object)));
+    return raw;
+  }
+  std::vector<std::shared_ptr<void>> kept_;
+
   std::filesystem::path fresh_dir(const std::string& prefix) const {
     const auto dir = std::filesystem::temp_directory_path() / dlock::testing::unique_name(prefix);
     std::filesystem::create_directories(dir);

@@ -83,15 +83,7 @@ TEST_P(SharedPrimitives, ReadersTogetherWritersAloneAcrossThreads) {
     const auto side = t % 3 == 0 ? access::write : access::read;
     for (int i = 0; i < iterations; ++i) {
       auto held = lock->acquire(side);
-      inside.enter(side);
-      if (side == access::write) {
-        const int v = counter.load(std::memory_order_relaxed);  // lossy on purpose
-        std::this_thread::sleep_for(100us);
-        counter.store(v + 1, std::memory_order_relaxed);
-      } else {
-        std::this_thread::sleep_for(2ms);
-      }
-      inside.leave(side);
+      rmw_turn(inside, counter, side, 2ms);
       held.release();
     }
   });
@@ -132,12 +124,7 @@ TEST_P(SharedPrimitives, ReadersTogetherWritersAloneAcrossProcesses) {
     children.push_back(std::make_unique<dlock::testing::child_process>(
         std::vector<std::string>{DLOCK_CONFORMANCE_WORKER, "rw-rmw", uri_, name, dir.string(),
                                  std::to_string(iterations), p < writers ? "write" : "read"}));
-  for (auto& c : children) {
-    const auto rc = c->wait(120s);
-    ASSERT_TRUE(rc) << "worker did not finish in 120s";
-    EXPECT_NE(*rc, 3) << "a worker met a conflicting holder inside (overlap)";
-    EXPECT_EQ(*rc, 0) << "worker failed (see its stderr above)";
-  }
+  ASSERT_NO_FATAL_FAILURE(expect_workers_succeed(children, 120s, "a worker met a conflicting holder inside (overlap)"));
   long total = 0;
   std::ifstream(dir / "counter") >> total;
   EXPECT_EQ(total, writers * iterations) << "lost updates between writer processes";
@@ -319,12 +306,8 @@ TEST_P(SharedPrimitives, SemaphoreNeverExceedsNAcrossProcesses) {
   for (int p = 0; p < processes; ++p)
     children.push_back(std::make_unique<dlock::testing::child_process>(std::vector<std::string>{
         DLOCK_CONFORMANCE_WORKER, "permits", uri_, name, "2", dir.string(), std::to_string(iterations)}));
-  for (auto& c : children) {
-    const auto rc = c->wait(120s);
-    ASSERT_TRUE(rc) << "worker did not finish in 120s";
-    EXPECT_NE(*rc, 3) << "a worker counted more holders than permits (overlap)";
-    EXPECT_EQ(*rc, 0) << "worker failed (see its stderr above)";
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      expect_workers_succeed(children, 120s, "a worker counted more holders than permits (overlap)"));
   std::filesystem::remove_all(dir);
 }
 
@@ -383,14 +366,6 @@ class LeaseProperties : public SharedPrimitives {
     }
     return out;
   }
-  // The lock objects outlive their leases' checks.
-  template <class T>
-  T* keep(std::unique_ptr<T> object) {
-    auto* raw = object.get();
-    kept_.push_back(std::shared_ptr<void>(std::move(object)));
-    return raw;
-  }
-  std::vector<std::shared_ptr<void>> kept_;
 };
 
 TEST_P(LeaseProperties, ExpiryLostSignalAndNotOwnerExactlyAsDeclared) {
