@@ -9,16 +9,15 @@
 
 #include "dlock/uri.hpp"
 #include "dlock_test/hooks.hpp"
+#include "raw_redis.hpp"
 
 namespace {
 
-struct ctx_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using ctx_ptr = std::unique_ptr<redisContext, ctx_deleter>;
+using dlock::testing::raw_redis::context_ptr;
+using dlock::testing::raw_redis::reply_ptr;
 
-ctx_ptr connect(const dlock::uri& u, const dlock::host_port& h) {
-  ctx_ptr c(redisConnect(h.host.c_str(), h.port_or(6379)));
+context_ptr connect(const dlock::uri& u, const dlock::host_port& h) {
+  context_ptr c(redisConnect(h.host.c_str(), h.port_or(6379)));
   if (!c || c->err) throw std::runtime_error("redis hooks: cannot connect to " + h.to_string());
   if (u.password()) {
     const char* argv[3];
@@ -67,20 +66,16 @@ bool is_held(const std::string& text, std::string_view name) {
 
 // redis+sentinel:// and its reentrant and fair forms: the same DEL and EXISTS, sent to the master
 // the sentinels name (asked with raw hiredis too).
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
 
 // The master the first answering sentinel names, connected (AUTH and db as the URI says).
-ctx_ptr sentinel_master_of(const dlock::uri& u) {
+context_ptr sentinel_master_of(const dlock::uri& u) {
   const auto name = u.path().substr(1);
   for (const auto& h : u.hosts()) {
-    ctx_ptr s(redisConnect(h.host.c_str(), h.port_or(26379)));
+    context_ptr s(redisConnect(h.host.c_str(), h.port_or(26379)));
     if (!s || s->err) continue;
     reply_ptr r(static_cast<redisReply*>(redisCommand(s.get(), "SENTINEL get-master-addr-by-name %s", name.c_str())));
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) continue;
-    ctx_ptr c(redisConnect(r->element[0]->str, std::stoi(r->element[1]->str)));
+    context_ptr c(redisConnect(r->element[0]->str, std::stoi(r->element[1]->str)));
     if (!c || c->err) continue;
     if (u.password()) {
       reply_ptr a(static_cast<redisReply*>(
