@@ -11,9 +11,8 @@ set -u
 dlock=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 
 "$dlock" compare --speed-duration 0 >"$work/out" 2>"$work/err"
 rc=$?
@@ -26,7 +25,7 @@ start=$(date +%s)
 rc=$?
 echo "memory,file x healthy, with speed: $(($(date +%s) - start)) s"
 cat "$work/out"
-if [[ $rc == 0 ]]; then ok "the run completed"; else fail "the run exited $rc"; cat "$work/err"; fi
+completed "the run" "$rc"
 grep -q "speed on file" "$work/err" || fail "no progress line for the speed phase: $(cat "$work/err")"
 grep -q "^memory .*/s" "$work/out" || fail "the text has no speed row for memory"
 grep -q "CPU placement: client threads on CPUs" "$work/out" || fail "the text does not state the CPU placement"

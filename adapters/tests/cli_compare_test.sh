@@ -25,9 +25,8 @@ mode=$2
 redis_built=${3:-ON}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 
 # expect_exit CODE WHAT ARGS...: runs `dlock compare ARGS...`, its status must be CODE, and a
 # failure must be compare's own message ("dlock compare: ..."), not an unknown command's.
@@ -160,7 +159,7 @@ PY
   rc=$?
   echo "memory,file x healthy,holder-pause: $(($(date +%s) - start)) s"
   cat "$work/out"
-  if [[ $rc == 0 ]]; then ok "the run completed"; else fail "the run exited $rc"; cat "$work/err"; fi
+  completed "the run" "$rc"
   grep -q "holder-pause on file" "$work/err" || fail "no progress line on stderr"
   check_json "$work/report.json" '
 expect(report["ttl_ms"] == 1000 and report["clients"] == 3, f"run settings: {report}")
@@ -201,7 +200,7 @@ elif [[ $mode == redis ]]; then
   rc=$?
   echo "redis,redis+unsafe-del x holder-pause: $(($(date +%s) - start)) s"
   cat "$work/out"
-  if [[ $rc == 0 ]]; then ok "the run completed"; else fail "the run exited $rc"; cat "$work/err"; fi
+  completed "the run" "$rc"
   check_json "$work/report.json" '
 for b in ("redis", "redis+unsafe-del"):
     c = cells.get((b, "holder-pause"))
@@ -221,11 +220,7 @@ for b in ("redis", "redis+unsafe-del"):
     --log "$work/kleppmann.log" --json "$work/kleppmann.json" >"$work/out" 2>"$work/err"
   rc=$?
   cat "$work/out"
-  if [[ $rc == 0 ]]; then
-    ok "the pause-before-write run completed"
-  else
-    fail "the pause-before-write run exited $rc"; cat "$work/err"
-  fi
+  completed "the pause-before-write run" "$rc"
   check_json "$work/kleppmann.json" '
 c = cells.get(("redis", "pause-before-write"))
 expect(c is not None and c["ran"] and c["victim"] is not None, f"redis: the first holder did not stop itself: {c}")
@@ -272,11 +267,7 @@ expect(named == sys.argv[1].replace(".json", ".log"), f"the report names {named}
       --json "$work/restart.json" >"$work/out" 2>"$work/err"
     rc=$?
     cat "$work/out"
-    if [[ $rc == 0 ]]; then
-      ok "the server-restart run completed"
-    else
-      fail "the server-restart run exited $rc"; cat "$work/err"
-    fi
+    completed "the server-restart run" "$rc"
     "$DLOCK_SERVERS" pid redis >/dev/null 2>&1 || { fail "redis is not running after the run"; "$DLOCK_SERVERS" start redis; }
     check_json "$work/restart.json" '
 c = cells.get(("redis", "server-restart"))

@@ -31,30 +31,15 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
+# shellcheck source=adapters/tests/cli_process_wait.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_process_wait.sh"
 name="cli-redis-$$-$RANDOM"
 
 cat >"$work/grandchild.sh" <<'EOF'
 sh -c 'echo $$ > "$1.pid"; sleep 30; echo late > "$1.late"' grandchild "$1"
 EOF
-# True while PID runs as our grandchild (zombies have stopped; the command line guards against
-# a recycled pid).
-running() {
-  [[ -r /proc/$1/status ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$work"
-}
-appears() {
-  local i
-  for ((i = 0; i < 200; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
-  return 1
-}
-exits() {
-  local i
-  for ((i = 0; i < $2 * 20; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
-  return 1
-}
 
 # ---- the key is deleted on the server while the command runs.
 "$dlock" run "$uri" "$name" --ttl 1500ms --grace 500ms -- sh "$work/grandchild.sh" "$work/deleted" \

@@ -19,9 +19,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
+# shellcheck source=adapters/tests/cli_process_wait.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_process_wait.sh"
 uri="file://$work/locks"
 name="cli-signals-$$"
 
@@ -31,28 +32,10 @@ sh -c 'echo $$ > "$1.pid"; sleep 30; echo late > "$1.late"' grandchild "$1"
 echo done > "$1.outer"
 EOF
 
-# True while PID runs as our grandchild (a zombie has stopped running; the command line
-# guards against a recycled pid).
-running() {
-  [[ -r /proc/$1/status ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null &&
-    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$work"
-}
 # gone PID SECONDS: true once PID no longer runs, within SECONDS (bounded polling).
 gone() {
   local i
   for ((i = 0; i < $2 * 20; i++)); do running "$1" || return 0; sleep 0.05; done
-  return 1
-}
-# appears FILE: true once FILE is written, within 10 s.
-appears() {
-  local i
-  for ((i = 0; i < 200; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
-  return 1
-}
-# exits PID SECONDS: true once PID has exited, within SECONDS.
-exits() {
-  local i
-  for ((i = 0; i < $2 * 20; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
   return 1
 }
 # catching PID: waits (up to 10 s) until PID has installed its SIGINT handler (SigCgt bit 1),

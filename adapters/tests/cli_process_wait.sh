@@ -1,0 +1,22 @@
+# Sourced by the CLI test scripts whose command is a shell with a child shell (the "grandchild")
+# that records its pid: bounded waits on files and processes, over the caller's $work folder.
+# shellcheck shell=bash disable=SC2154  # $work is the sourcing script's
+
+# running PID: true while PID runs as our grandchild (a zombie has stopped running; the command
+# line guards against a recycled pid).
+running() {
+  [[ -r /proc/$1/status ]] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null &&
+    tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$work"
+}
+# appears FILE: true once FILE is written, within 10 s.
+appears() {
+  local i
+  for ((i = 0; i < 200; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
+  return 1
+}
+# exits PID SECONDS: true once PID has exited, within SECONDS.
+exits() {
+  local i
+  for ((i = 0; i < $2 * 20; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  return 1
+}
