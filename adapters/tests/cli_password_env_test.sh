@@ -32,28 +32,30 @@ split() {
   user=${BASH_REMATCH[1]} password=${BASH_REMATCH[2]} rest=${BASH_REMATCH[3]}
 }
 
+# password_variable_used SCHEME VARIABLE: with $user, $password and $rest of the server's URI, no
+# password anywhere is refused, VARIABLE stands in for the URI's password, and the URI's wins over it.
+password_variable_used() {
+  local scheme=$1 variable=$2 bare="$1://$user@$rest"
+  expect 69 "$scheme: no password anywhere is refused by the server" -- "$dlock" run "$bare" "$name" --wait 5s -- true
+  expect 0 "$scheme: $variable when the URI has none" -- env "$variable=$password" "$dlock" run "$bare" "$name" --wait 5s -- true
+  expect 0 "$scheme: the URI's password wins over $variable" -- \
+    env "$variable=wrong" "$dlock" run "$scheme://$user:$password@$rest" "$name" --wait 5s -- true
+}
+
 split "$DLOCK_POSTGRES_URI"
 pgpass=$(mktemp)
 trap 'rm -f "$pgpass"' EXIT
 echo "*:*:*:$user:$password" >"$pgpass"
 chmod 600 "$pgpass"  # libpq ignores a password file others can read
 for scheme in postgres+advisory postgres+index; do
-  bare="$scheme://$user@$rest"
-  expect 69 "$scheme: no password anywhere is refused by the server" -- "$dlock" run "$bare" "$name" --wait 5s -- true
-  expect 0 "$scheme: PGPASSWORD when the URI has none" -- env PGPASSWORD="$password" "$dlock" run "$bare" "$name" --wait 5s -- true
-  expect 0 "$scheme: the URI's password wins over PGPASSWORD" -- \
-    env PGPASSWORD=wrong "$dlock" run "$scheme://$user:$password@$rest" "$name" --wait 5s -- true
+  password_variable_used "$scheme" PGPASSWORD
   expect 0 "$scheme: a password file (PGPASSFILE, ~/.pgpass) when the URI has none" -- \
-    env PGPASSFILE="$pgpass" "$dlock" run "$bare" "$name" --wait 5s -- true
+    env PGPASSFILE="$pgpass" "$dlock" run "$scheme://$user@$rest" "$name" --wait 5s -- true
 done
 
 split "$DLOCK_MYSQL_URI"
 for scheme in mysql+getlock mysql+index; do
-  bare="$scheme://$user@$rest"
-  expect 69 "$scheme: no password anywhere is refused by the server" -- "$dlock" run "$bare" "$name" --wait 5s -- true
-  expect 0 "$scheme: MYSQL_PWD when the URI has none" -- env MYSQL_PWD="$password" "$dlock" run "$bare" "$name" --wait 5s -- true
-  expect 0 "$scheme: the URI's password wins over MYSQL_PWD" -- \
-    env MYSQL_PWD=wrong "$dlock" run "$scheme://$user:$password@$rest" "$name" --wait 5s -- true
+  password_variable_used "$scheme" MYSQL_PWD
 done
 
 echo "$failures failure(s)"
