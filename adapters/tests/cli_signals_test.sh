@@ -97,8 +97,10 @@ fi
 
 # ---- signals while waiting for a lock another process holds.
 coproc HOLD { "$dlock" hold "$uri" "$name"; }
-pids+=("$HOLD_PID")
-read -r -t 10 line <&"${HOLD[0]}"
+# Bash unsets HOLD_PID and HOLD once it has reaped the holder, which may come before our wait.
+holder=$HOLD_PID holder_out=${HOLD[0]} hold_in=${HOLD[1]}
+pids+=("$holder")
+read -r -t 10 line <&"$holder_out"
 [[ ${line:-} == acquired* ]] || fail "the holder printed '${line:-}'"
 
 # waiting VERB SIGNAL STATUS: VERB waits for the held lock; SIGNAL must end it with STATUS.
@@ -127,9 +129,8 @@ waiting run INT 130
 waiting run TERM 143
 waiting hold INT 130
 waiting hold TERM 143
-hold_in=${HOLD[1]}
 exec {hold_in}>&-  # closing stdin ends the holder
-wait "$HOLD_PID"
+wait "$holder"
 "$dlock" run "$uri" "$name" --wait 10s -- true || fail "the lock did not come free after the waiters gave up"
 
 echo "$failures failure(s)"
