@@ -390,7 +390,10 @@ TEST_F(Primitives, RacingKindsOfOneNameAreNeverGrantedTogether) {
       auto mutex = backend->make_lock(name);
       auto rw = backend->make_rw_lock(name);
       auto sem = backend->make_semaphore(name, 3);
-      for (int i = 0; i < 40; ++i) {
+      // 40 tries each, and on until its kind was granted once: two reader threads can keep the
+      // name held for all of a semaphore thread's 40 tries, and the overlap check needs all kinds.
+      const auto until = std::chrono::steady_clock::now() + 20s;
+      for (int i = 0; i < 40 || (granted[kind].load() == 0 && std::chrono::steady_clock::now() < until); ++i) {
         std::error_code ec;
         auto l = kind == 0 ? mutex->try_acquire(ec) : kind == 1 ? rw->try_acquire_read(ec) : sem->try_acquire(ec);
         if (!l) {
