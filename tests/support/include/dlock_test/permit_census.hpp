@@ -7,6 +7,8 @@
 #include <chrono>
 #include <thread>
 
+#include "dlock_test/high_water.hpp"
+
 namespace dlock::testing {
 
 class permit_census {
@@ -19,9 +21,7 @@ class permit_census {
   void hold(std::chrono::milliseconds hold, std::chrono::milliseconds bound = std::chrono::seconds(10)) {
     const int now = holding_.fetch_add(1) + 1;
     if (now > permits_) over_.fetch_add(1);
-    int seen = most_.load();
-    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
-    }
+    raise_to(most_, now);
     std::this_thread::sleep_for(hold);
     const auto until = std::chrono::steady_clock::now() + bound;
     while (most_.load() < permits_ && std::chrono::steady_clock::now() < until)
