@@ -343,7 +343,8 @@ void session::send_heartbeat(std::unique_lock<std::mutex>& lock) {
   // A sync, not a read: a follower answers reads from its own copy for a while (syncLimit) after
   // it lost the leader, which expires our session meanwhile; a sync is answered only through the
   // leader. The completion runs on the completion thread, at the latest (ZCLOSING) inside
-  // zookeeper_close, which ~session calls before its members go away. Only a server's answer counts.
+  // zookeeper_close, which ~session calls before its members go away, or never: the client can
+  // lose requests in flight at close (tests/lsan.supp). Only a server's answer counts.
   const int rc = zoo_async(
       zh_.get(), "/",
       [](int rc, const char*, const void* data) {
@@ -440,7 +441,7 @@ void session::watch_own_node(const std::string& path) {
   };
   auto pending = std::make_unique<pending_exists>(pending_exists{this, path});
   // The completion runs on the completion thread, at the latest (ZCLOSING) inside zookeeper_close,
-  // which ~session calls before its members go away.
+  // which ~session calls before its members go away, or never (lost at close, tests/lsan.supp).
   const int rc = zoo_awexists(
       zh_.get(), path.c_str(), &session::own_node_watcher, this,
       [](int rc, const Stat*, const void* data) {
