@@ -1,10 +1,21 @@
 #include "acquire_loop.hpp"
 
 #include <optional>
+#include <string>
 
+#include "dlock/error.hpp"
 #include "watchdog.hpp"
 
 namespace dlock::detail {
+
+void set_canceled(std::error_code& ec, std::string_view what, std::string_view name) noexcept {
+  try {
+    set_error(ec, std::make_error_code(std::errc::operation_canceled),
+              std::string(what) + " '" + std::string(name) + "': the wait was stopped (stop requested on its token)");
+  } catch (...) {
+    ec = std::make_error_code(std::errc::operation_canceled);  // no memory for the message
+  }
+}
 
 lease adopt(std::unique_ptr<spi::lease_state> state, const lock_options& options, capabilities caps) noexcept {
   if (!state) return {};

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "acquire_loop.hpp"
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
 #include "dlock/spi.hpp"
@@ -28,43 +29,53 @@ lease distributed_lock::try_acquire() {
 }
 
 lease distributed_lock::try_acquire(std::error_code& ec) noexcept {
-  clear_last_error_message();
-  ec.clear();
-  return adopt(acquire_within(clock::now(), ec));
+  return try_acquire_until(clock::now(), std::stop_token{}, ec);
 }
 
 lease distributed_lock::try_acquire_until(clock::time_point deadline) {
-  std::error_code ec;
-  auto l = try_acquire_until(deadline, ec);
-  throw_if(ec);
-  return l;
+  return try_acquire_until(deadline, std::stop_token{});
 }
 
 lease distributed_lock::try_acquire_until(clock::time_point deadline, std::error_code& ec) noexcept {
-  clear_last_error_message();
-  ec.clear();
-  return adopt(acquire_within(deadline, ec));
+  return try_acquire_until(deadline, std::stop_token{}, ec);
 }
 
-lease distributed_lock::acquire() {
+lease distributed_lock::try_acquire_until(clock::time_point deadline, std::stop_token stop) {
   std::error_code ec;
-  auto l = acquire(ec);
+  auto l = try_acquire_until(deadline, std::move(stop), ec);
   throw_if(ec);
   return l;
 }
 
-lease distributed_lock::acquire(std::error_code& ec) noexcept {
+lease distributed_lock::try_acquire_until(clock::time_point deadline, std::stop_token stop,
+                                          std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  auto l = adopt(acquire_within(clock::time_point::max(), ec));
+  return adopt(acquire_within(deadline, stop, ec));
+}
+
+lease distributed_lock::acquire() { return acquire(std::stop_token{}); }
+
+lease distributed_lock::acquire(std::error_code& ec) noexcept { return acquire(std::stop_token{}, ec); }
+
+lease distributed_lock::acquire(std::stop_token stop) {
+  std::error_code ec;
+  auto l = acquire(std::move(stop), ec);
+  throw_if(ec);
+  return l;
+}
+
+lease distributed_lock::acquire(std::stop_token stop, std::error_code& ec) noexcept {
+  auto l = try_acquire_until(clock::time_point::max(), std::move(stop), ec);
   if (!l && !ec) set_error(ec, errc::timeout, "lock '" + name_ + "': the backend gave up waiting");
   return l;
 }
 
 std::unique_ptr<spi::lease_state> distributed_lock::acquire_within(clock::time_point deadline,
+                                                                   const std::stop_token& stop,
                                                                    std::error_code& ec) noexcept {
   return detail::acquire_within(
-      deadline, options_.poll, ec, [this](std::error_code& e) { return do_try_acquire(e); },
+      deadline, stop, options_.poll, ec, "lock", name_, [this](std::error_code& e) { return do_try_acquire(e); },
       [this](clock::time_point d, std::error_code& e) { return do_acquire_until(d, e); },
       [this] { return !must_wait_in_line(); }, [this](spi::lease_state& s) { hold_in_line(s); });
 }
@@ -115,7 +126,7 @@ std::unique_ptr<spi::lease_state> distributed_lock::do_acquire_until(clock::time
   } catch (...) {
     return poll_until(deadline, ec);  // out of memory: wait as if alone
   }
-  if (!me->wait_to_be_head(deadline)) return nullptr;  // the deadline passed in line
+  if (!me->wait_to_be_head(deadline)) return nullptr;  // the deadline passed, or a stop came, in line
 
   // The head. It asks the server at once unless the head before it just left with the lock
   // (then it is held here, and its release wakes us); between attempts it sleeps on the
@@ -125,6 +136,7 @@ std::unique_ptr<spi::lease_state> distributed_lock::do_acquire_until(clock::time
   bool try_now = me->try_at_once();
   std::uint64_t seen = me->releases_at_head();
   for (unsigned attempt = 0;;) {
+    if (spi::stop_requested()) return nullptr;  // leaving hands the head on
     if (try_now) {
       seen = me->releases_seen();
       auto state = watch ? watch->try_acquire(ec) : do_try_acquire(ec);
@@ -140,6 +152,7 @@ std::unique_ptr<spi::lease_state> distributed_lock::do_acquire_until(clock::time
         if (watch) continue;  // try once more, now watching: a release in between is not missed
       }
     }
+    if (spi::stop_requested()) return nullptr;
     const auto now = clock::now();
     if (now >= deadline) {
       try_now = true;  // one last attempt at the deadline

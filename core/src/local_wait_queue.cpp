@@ -2,22 +2,9 @@
 
 #include <algorithm>
 
+#include "dlock/acquire_stop.hpp"
+
 namespace dlock::detail {
-namespace {
-
-// condition_variable::wait_until(time_point::max()) overflows converting to the OS clock.
-template <class Pred>
-bool wait_until_or_forever(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                           std::chrono::steady_clock::time_point until, Pred pred) {
-  if (until == std::chrono::steady_clock::time_point::max()) {
-    cv.wait(lock, pred);
-    return true;
-  }
-  return cv.wait_until(lock, until, pred);
-}
-
-}  // namespace
-
 local_wait_queue::local_wait_queue(std::string name, std::shared_ptr<local_wait_queues> registry)
     : name_(std::move(name)), registry_(std::move(registry)) {}
 
@@ -94,7 +81,7 @@ void local_wait_queue::place::leave_locked(bool with_grant) noexcept {
 
 bool local_wait_queue::place::wait_to_be_head(clock::time_point deadline) {
   std::unique_lock lock(queue_.mutex_);
-  return wait_until_or_forever(wake_, lock, deadline, [this] { return head_; });
+  return spi::wait_until(wake_, lock, deadline, [this] { return head_; });  // a stop request ends it too
 }
 
 bool local_wait_queue::place::try_at_once() const {
@@ -114,7 +101,7 @@ std::uint64_t local_wait_queue::place::releases_seen() const {
 
 void local_wait_queue::place::wait_for_release(std::uint64_t seen, clock::time_point until) {
   std::unique_lock lock(queue_.mutex_);
-  wait_until_or_forever(wake_, lock, until, [&] { return queue_.releases_ != seen; });
+  (void)spi::wait_until(wake_, lock, until, [&] { return queue_.releases_ != seen; });
 }
 
 std::shared_ptr<local_wait_queue> local_wait_queues::for_name(const std::string& name) {

@@ -61,8 +61,8 @@ class local_wait_queue {
     place(const place&) = delete;
     place& operator=(const place&) = delete;
 
-    // Sleeps until this place is the head, or the deadline (false). Waiters behind the head never
-    // ask the server.
+    // Sleeps until this place is the head, or the deadline or a stop request of the thread's
+    // acquire (false). Waiters behind the head never ask the server.
     bool wait_to_be_head(clock::time_point deadline);
     // Head only. Should the head try at once? Not when the head before it left with the lock:
     // then it is held here, and its release (counted after releases_at_head()) wakes us.
@@ -70,7 +70,7 @@ class local_wait_queue {
     std::uint64_t releases_at_head() const;
     // Head only: the count of releases reported so far, read before an attempt.
     std::uint64_t releases_seen() const;
-    // Head only: sleeps until a release after `seen`, or `until`.
+    // Head only: sleeps until a release after `seen`, `until`, or a stop request.
     void wait_for_release(std::uint64_t seen, clock::time_point until);
     // Head only: we got the lock. The next head waits for its release instead of trying now.
     void leave_with_grant() noexcept;
@@ -85,7 +85,7 @@ class local_wait_queue {
     bool head_ = false;
     bool try_at_once_ = true;
     std::uint64_t releases_at_head_ = 0;
-    std::condition_variable wake_;
+    std::condition_variable_any wake_;
   };
 
  private:

@@ -21,35 +21,49 @@ lease rw_lock::try_acquire(access side) {
 }
 
 lease rw_lock::try_acquire(access side, std::error_code& ec) noexcept {
-  return try_acquire_until(side, clock::now(), ec);
+  return try_acquire_until(side, clock::now(), std::stop_token{}, ec);
 }
 
 lease rw_lock::try_acquire_until(access side, clock::time_point deadline) {
+  return try_acquire_until(side, deadline, std::stop_token{});
+}
+
+lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::error_code& ec) noexcept {
+  return try_acquire_until(side, deadline, std::stop_token{}, ec);
+}
+
+lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::stop_token stop) {
   std::error_code ec;
-  auto l = try_acquire_until(side, deadline, ec);
+  auto l = try_acquire_until(side, deadline, std::move(stop), ec);
   throw_if(ec);
   return l;
 }
 
-lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::error_code& ec) noexcept {
+lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::stop_token stop,
+                                 std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
   auto state = detail::acquire_within(
-      deadline, options_.poll, ec, [&](std::error_code& e) { return do_try_acquire(side, e); },
+      deadline, stop, options_.poll, ec, side == access::read ? "read lock" : "write lock", name_,
+      [&](std::error_code& e) { return do_try_acquire(side, e); },
       [&](clock::time_point d, std::error_code& e) { return do_acquire_until(side, d, e); }, [] { return true; },
       [](spi::lease_state&) {});
   return detail::adopt(std::move(state), options_, caps_);
 }
 
-lease rw_lock::acquire(access side) {
+lease rw_lock::acquire(access side) { return acquire(side, std::stop_token{}); }
+
+lease rw_lock::acquire(access side, std::error_code& ec) noexcept { return acquire(side, std::stop_token{}, ec); }
+
+lease rw_lock::acquire(access side, std::stop_token stop) {
   std::error_code ec;
-  auto l = acquire(side, ec);
+  auto l = acquire(side, std::move(stop), ec);
   throw_if(ec);
   return l;
 }
 
-lease rw_lock::acquire(access side, std::error_code& ec) noexcept {
-  auto l = try_acquire_until(side, clock::time_point::max(), ec);
+lease rw_lock::acquire(access side, std::stop_token stop, std::error_code& ec) noexcept {
+  auto l = try_acquire_until(side, clock::time_point::max(), std::move(stop), ec);
   if (!l && !ec)
     set_error(ec, errc::timeout, std::string(to_string(side)) + " lock '" + name_ + "': the backend gave up waiting");
   return l;

@@ -27,36 +27,52 @@ lease semaphore::try_acquire(std::uint32_t permits) {
 }
 
 lease semaphore::try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
-  return try_acquire_until(clock::now(), permits, ec);
+  return try_acquire_until(clock::now(), std::stop_token{}, permits, ec);
 }
 
 lease semaphore::try_acquire_until(clock::time_point deadline, std::uint32_t permits) {
+  return try_acquire_until(deadline, std::stop_token{}, permits);
+}
+
+lease semaphore::try_acquire_until(clock::time_point deadline, std::uint32_t permits, std::error_code& ec) noexcept {
+  return try_acquire_until(deadline, std::stop_token{}, permits, ec);
+}
+
+lease semaphore::try_acquire_until(clock::time_point deadline, std::stop_token stop, std::uint32_t permits) {
   std::error_code ec;
-  auto l = try_acquire_until(deadline, permits, ec);
+  auto l = try_acquire_until(deadline, std::move(stop), permits, ec);
   throw_if(ec);
   return l;
 }
 
-lease semaphore::try_acquire_until(clock::time_point deadline, std::uint32_t permits, std::error_code& ec) noexcept {
+lease semaphore::try_acquire_until(clock::time_point deadline, std::stop_token stop, std::uint32_t permits,
+                                   std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
   if (!check_permits(permits, ec)) return {};
   auto state = detail::acquire_within(
-      deadline, options_.poll, ec, [&](std::error_code& e) { return do_try_acquire(permits, e); },
+      deadline, stop, options_.poll, ec, "semaphore", name_,
+      [&](std::error_code& e) { return do_try_acquire(permits, e); },
       [&](clock::time_point d, std::error_code& e) { return do_acquire_until(permits, d, e); }, [] { return true; },
       [](spi::lease_state&) {});
   return detail::adopt(std::move(state), options_, caps_);
 }
 
-lease semaphore::acquire(std::uint32_t permits) {
+lease semaphore::acquire(std::uint32_t permits) { return acquire(std::stop_token{}, permits); }
+
+lease semaphore::acquire(std::uint32_t permits, std::error_code& ec) noexcept {
+  return acquire(std::stop_token{}, permits, ec);
+}
+
+lease semaphore::acquire(std::stop_token stop, std::uint32_t permits) {
   std::error_code ec;
-  auto l = acquire(permits, ec);
+  auto l = acquire(std::move(stop), permits, ec);
   throw_if(ec);
   return l;
 }
 
-lease semaphore::acquire(std::uint32_t permits, std::error_code& ec) noexcept {
-  auto l = try_acquire_until(clock::time_point::max(), permits, ec);
+lease semaphore::acquire(std::stop_token stop, std::uint32_t permits, std::error_code& ec) noexcept {
+  auto l = try_acquire_until(clock::time_point::max(), std::move(stop), permits, ec);
   if (!l && !ec) set_error(ec, errc::timeout, "semaphore '" + name_ + "': the backend gave up waiting");
   return l;
 }

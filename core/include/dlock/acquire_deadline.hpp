@@ -13,8 +13,8 @@
 #include <chrono>
 #include <memory>
 #include <system_error>
-#include <thread>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/spi.hpp"
 
@@ -44,8 +44,8 @@ std::chrono::steady_clock::time_point io_deadline() noexcept;
 
 // Runs `wait(deadline, ec)` (the backend's wait) in a deadline scope and, while it fails with
 // errc::backend_unavailable before the deadline, sleeps with the options' backoff (never past the
-// deadline) and runs it again; at the deadline it runs it once more (the core's last attempt),
-// then returns whatever that gave.
+// deadline; a stop request ends the sleep and the wait) and runs it again; at the deadline it runs
+// it once more (the core's last attempt), then returns whatever that gave.
 template <class Wait>
 std::unique_ptr<lease_state> wait_out_outages(std::chrono::steady_clock::time_point deadline,
                                               const backoff_policy& poll, std::error_code& ec, Wait&& wait) noexcept {
@@ -57,10 +57,7 @@ std::unique_ptr<lease_state> wait_out_outages(std::chrono::steady_clock::time_po
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return state;
     const auto delay = backoff_delay(poll, attempt);
-    if (deadline - now <= delay)
-      std::this_thread::sleep_until(deadline);
-    else
-      std::this_thread::sleep_for(delay);
+    if (!sleep_until(deadline - now <= delay ? deadline : now + delay)) return state;  // a stop request
   }
 }
 

@@ -8,6 +8,7 @@
 // again through the same object while it holds succeeds; through another object it does not.
 #include <chrono>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -66,6 +67,25 @@ class distributed_lock {
   [[nodiscard]] lease acquire();
   [[nodiscard]] lease acquire(std::error_code& ec) noexcept;
 
+  // The waiting forms, which a stop request on `stop` also ends: an empty lease and
+  // std::errc::operation_canceled (thrown as std::system_error by the forms without `ec`), soon
+  // after the request whatever the backend waits on. Nothing is left behind: the backend takes
+  // its waiter entry off the server as at a deadline, and a grant that crossed the request on the
+  // wire is released at once, so the next contender does not wait for a ttl.
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::stop_token stop);
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::stop_token stop, std::error_code& ec) noexcept;
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop) {
+    return try_acquire_until(deadline_after(timeout), std::move(stop));
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                                      std::error_code& ec) noexcept {
+    return try_acquire_until(deadline_after(timeout), std::move(stop), ec);
+  }
+  [[nodiscard]] lease acquire(std::stop_token stop);
+  [[nodiscard]] lease acquire(std::stop_token stop, std::error_code& ec) noexcept;
+
   // now + timeout, saturating instead of overflowing for huge timeouts (duration::max()).
   template <class Rep, class Period>
   static clock::time_point deadline_after(std::chrono::duration<Rep, Period> timeout) noexcept {
@@ -86,7 +106,9 @@ class distributed_lock {
   virtual std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept = 0;
 
   // Override only where the server queues waiters (capability::blocking). deadline may be
-  // time_point::max(). Return nullptr with !ec when the deadline passed. Default: the fair
+  // time_point::max(). Return nullptr with !ec when the deadline passed. A stop request
+  // (spi::stop_requested(), dlock/acquire_stop.hpp) ends the wait as the deadline does: sleep
+  // with spi::sleep_until or spi::wait_until, which it wakes. Default: the fair
   // hand-off of this process (the waiters for this name through this lock's backend object stand
   // in a FIFO line; only the head asks the server, a release here wakes it at once, a newcomer
   // joins the tail), the head polling do_try_acquire with jittered exponential backoff
@@ -103,7 +125,8 @@ class distributed_lock {
  private:
   // The loop every acquire form shares (deadline == now: one attempt): refuses expired grants and
   // waits out errc::backend_unavailable until the deadline.
-  std::unique_ptr<spi::lease_state> acquire_within(clock::time_point deadline, std::error_code& ec) noexcept;
+  std::unique_ptr<spi::lease_state> acquire_within(clock::time_point deadline, const std::stop_token& stop,
+                                                   std::error_code& ec) noexcept;
   lease adopt(std::unique_ptr<spi::lease_state> state) noexcept;
   // The default do_acquire_until without a line (a lock object not made by a backend).
   std::unique_ptr<spi::lease_state> poll_until(clock::time_point deadline, std::error_code& ec) noexcept;

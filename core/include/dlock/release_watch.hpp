@@ -24,7 +24,8 @@ class release_watch {
   // Returns once the lock may have been released (by any process, this one included) since the
   // watch was made or since the last return, or at `until` at the latest. Returning early without
   // a release is allowed (the caller tries again); missing a release is not. On a failure of its
-  // own it sleeps until `until` (the core then asks the server, as a polling wait would).
+  // own it sleeps until `until` (the core then asks the server, as a polling wait would). A stop
+  // request of the thread's acquire (spi::stop_requested(), dlock/acquire_stop.hpp) ends it too.
   virtual void wait_until(clock::time_point until) noexcept = 0;
 };
 

@@ -14,6 +14,7 @@
 // capability writer_preferred of backend::rw_caps().
 #include <chrono>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -88,6 +89,49 @@ class rw_lock {
   [[nodiscard]] lease acquire_write() { return acquire(access::write); }
   [[nodiscard]] lease acquire_write(std::error_code& ec) noexcept { return acquire(access::write, ec); }
 
+  // The waiting forms with a stop token, as distributed_lock's: a stop request ends the wait with
+  // std::errc::operation_canceled and an empty lease, and leaves nothing behind.
+  [[nodiscard]] lease try_acquire_read_until(clock::time_point deadline, std::stop_token stop) {
+    return try_acquire_until(access::read, deadline, std::move(stop));
+  }
+  [[nodiscard]] lease try_acquire_read_until(clock::time_point deadline, std::stop_token stop,
+                                             std::error_code& ec) noexcept {
+    return try_acquire_until(access::read, deadline, std::move(stop), ec);
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_read_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop) {
+    return try_acquire_until(access::read, distributed_lock::deadline_after(timeout), std::move(stop));
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_read_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                                           std::error_code& ec) noexcept {
+    return try_acquire_until(access::read, distributed_lock::deadline_after(timeout), std::move(stop), ec);
+  }
+  [[nodiscard]] lease acquire_read(std::stop_token stop) { return acquire(access::read, std::move(stop)); }
+  [[nodiscard]] lease acquire_read(std::stop_token stop, std::error_code& ec) noexcept {
+    return acquire(access::read, std::move(stop), ec);
+  }
+  [[nodiscard]] lease try_acquire_write_until(clock::time_point deadline, std::stop_token stop) {
+    return try_acquire_until(access::write, deadline, std::move(stop));
+  }
+  [[nodiscard]] lease try_acquire_write_until(clock::time_point deadline, std::stop_token stop,
+                                              std::error_code& ec) noexcept {
+    return try_acquire_until(access::write, deadline, std::move(stop), ec);
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_write_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop) {
+    return try_acquire_until(access::write, distributed_lock::deadline_after(timeout), std::move(stop));
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_write_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                                            std::error_code& ec) noexcept {
+    return try_acquire_until(access::write, distributed_lock::deadline_after(timeout), std::move(stop), ec);
+  }
+  [[nodiscard]] lease acquire_write(std::stop_token stop) { return acquire(access::write, std::move(stop)); }
+  [[nodiscard]] lease acquire_write(std::stop_token stop, std::error_code& ec) noexcept {
+    return acquire(access::write, std::move(stop), ec);
+  }
+
   // The same, with the side as an argument (the CLI and generic code choose it at run time).
   [[nodiscard]] lease try_acquire(access side);
   [[nodiscard]] lease try_acquire(access side, std::error_code& ec) noexcept;
@@ -95,6 +139,11 @@ class rw_lock {
   [[nodiscard]] lease try_acquire_until(access side, clock::time_point deadline, std::error_code& ec) noexcept;
   [[nodiscard]] lease acquire(access side);
   [[nodiscard]] lease acquire(access side, std::error_code& ec) noexcept;
+  [[nodiscard]] lease try_acquire_until(access side, clock::time_point deadline, std::stop_token stop);
+  [[nodiscard]] lease try_acquire_until(access side, clock::time_point deadline, std::stop_token stop,
+                                        std::error_code& ec) noexcept;
+  [[nodiscard]] lease acquire(access side, std::stop_token stop);
+  [[nodiscard]] lease acquire(access side, std::stop_token stop, std::error_code& ec) noexcept;
 
  protected:
   // `options.owner` must be set (backend::make_rw_lock fills it in).
@@ -103,8 +152,9 @@ class rw_lock {
   // SPI. One attempt at `side`: nullptr with !ec means "held in a conflicting mode". Never throws.
   virtual std::unique_ptr<spi::lease_state> do_try_acquire(access side, std::error_code& ec) noexcept = 0;
   // Override where the server queues or wakes waiters (capability::blocking). Return nullptr with
-  // !ec when the deadline passed (deadline may be time_point::max()). Default: do_try_acquire
-  // polled with jittered exponential backoff (options().poll), one last attempt at the deadline.
+  // !ec when the deadline passed (deadline may be time_point::max()), or a stop request came
+  // (spi::stop_requested(), dlock/acquire_stop.hpp). Default: do_try_acquire polled with
+  // jittered exponential backoff (options().poll), one last attempt at the deadline.
   virtual std::unique_ptr<spi::lease_state> do_acquire_until(access side, clock::time_point deadline,
                                                              std::error_code& ec) noexcept;
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -79,6 +80,36 @@ class semaphore {
   [[nodiscard]] lease acquire(std::error_code& ec) noexcept { return acquire(1, ec); }
   [[nodiscard]] lease acquire(std::uint32_t permits, std::error_code& ec) noexcept;
 
+  // The waiting forms with a stop token, as distributed_lock's: a stop request ends the wait with
+  // std::errc::operation_canceled and an empty lease, and leaves nothing behind.
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::stop_token stop, std::uint32_t permits = 1);
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::stop_token stop,
+                                        std::error_code& ec) noexcept {
+    return try_acquire_until(deadline, std::move(stop), 1, ec);
+  }
+  [[nodiscard]] lease try_acquire_until(clock::time_point deadline, std::stop_token stop, std::uint32_t permits,
+                                        std::error_code& ec) noexcept;
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                                      std::uint32_t permits = 1) {
+    return try_acquire_until(distributed_lock::deadline_after(timeout), std::move(stop), permits);
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                                      std::error_code& ec) noexcept {
+    return try_acquire_until(distributed_lock::deadline_after(timeout), std::move(stop), 1, ec);
+  }
+  template <class Rep, class Period>
+  [[nodiscard]] lease try_acquire_for(std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                                      std::uint32_t permits, std::error_code& ec) noexcept {
+    return try_acquire_until(distributed_lock::deadline_after(timeout), std::move(stop), permits, ec);
+  }
+  [[nodiscard]] lease acquire(std::stop_token stop, std::uint32_t permits = 1);
+  [[nodiscard]] lease acquire(std::stop_token stop, std::error_code& ec) noexcept {
+    return acquire(std::move(stop), 1, ec);
+  }
+  [[nodiscard]] lease acquire(std::stop_token stop, std::uint32_t permits, std::error_code& ec) noexcept;
+
  protected:
   // `options.owner` must be set and 1 <= max_count <= max_semaphore_count (backend::make_semaphore
   // checks both).
@@ -87,8 +118,9 @@ class semaphore {
   // SPI. One attempt at `permits` (already checked against max_count): nullptr with !ec means
   // "not enough free". Never throws.
   virtual std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept = 0;
-  // Override where the server queues or wakes waiters (capability::blocking). Default: polling
-  // with jittered exponential backoff, one last attempt at the deadline.
+  // Override where the server queues or wakes waiters (capability::blocking); a stop request
+  // (spi::stop_requested(), dlock/acquire_stop.hpp) ends the wait as the deadline does. Default:
+  // polling with jittered exponential backoff, one last attempt at the deadline.
   virtual std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
                                                              std::error_code& ec) noexcept;
 
