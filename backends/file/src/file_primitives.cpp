@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 
+#include "dlock/acquire_stop.hpp"
 #include "file_lease.hpp"
 
 namespace dlock::file {
@@ -50,7 +51,7 @@ std::unique_ptr<spi::lease_state> file_rw_lock::do_acquire_until(access side, cl
       }
       if (ec) return nullptr;
       const auto now = clock::now();
-      if (now >= deadline) return nullptr;
+      if (now >= deadline || spi::stop_requested()) return nullptr;
       wait.wait_until(deadline - now > options().poll.max ? now + options().poll.max : deadline);
     }
   } catch (const std::exception& e) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::file {
@@ -89,7 +90,11 @@ void lock_file_watch::wait_until(clock::time_point until) noexcept {
   for (;;) {
     const auto now = clock::now();
     if (now >= until) return;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+    if (spi::stop_requested()) return;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+    // A stop request has no descriptor to poll: with a token that can be stopped, the kernel wait
+    // is cut into slices after which it is looked at.
+    if (spi::current_stop_token().stop_possible()) left = std::min<long long>(left, spi::stop_poll_slice.count());
     pollfd p{inotify_.get(), POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, INT_MAX)));
     if (n > 0) {
@@ -101,7 +106,7 @@ void lock_file_watch::wait_until(clock::time_point until) noexcept {
       return;
     }
     if (n < 0 && errno != EINTR) {
-      std::this_thread::sleep_until(until);  // cannot wait in the kernel: the caller polls
+      (void)spi::sleep_until(until);  // cannot wait in the kernel: the caller polls
       return;
     }
   }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
 
@@ -116,7 +117,7 @@ void exclusive_wait::wait_until(clock::time_point until) noexcept {
   }
   const auto now = clock::now();
   const auto delay = spi::backoff_delay(poll_, polls_++);
-  std::this_thread::sleep_until(until - now <= delay ? until : now + delay);
+  (void)spi::sleep_until(until - now <= delay ? until : now + delay);  // or a stop request
 }
 
 std::string lock_in_use_as(int lock_fd) {

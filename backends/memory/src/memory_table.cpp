@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::memory {
@@ -141,7 +142,7 @@ std::optional<ticket> table::acquire_until(const std::string& name, const reques
     }
     if (self.granted) return std::move(self.granted);
     now = clock::now();
-    if (now >= deadline) {
+    if (now >= deadline || spi::stop_requested()) {
       e->queue.erase(std::find(e->queue.begin(), e->queue.end(), &self));
       // Leaving may unblock the waiters behind us (we were the head that did not fit).
       hand_on_locked(*e, now);
@@ -154,7 +155,7 @@ std::optional<ticket> table::acquire_until(const std::string& name, const reques
     // releases: whoever wakes at its expiry frees it and hands on).
     auto wake_at = deadline;
     for (const auto& h : e->holders) wake_at = std::min(wake_at, h.expires_at);
-    self.wake.wait_until(lock, wake_at);
+    (void)spi::wait_until(self.wake, lock, wake_at, [&] { return self.granted.has_value(); });  // or a stop
     if (!self.granted) expire_due_locked(*e, clock::now(), notes);
   }
 }

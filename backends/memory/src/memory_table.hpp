@@ -100,7 +100,7 @@ class table {
   };
   struct waiter {
     const request& asked;
-    std::condition_variable wake;
+    std::condition_variable_any wake;
     std::optional<ticket> granted;  // set by whoever hands the units over
   };
   struct entry {

@@ -211,6 +211,10 @@ class getlock_lock final : public distributed_lock {
       char seconds[32];  // the wait in seconds, as decimal text (the connection binds no doubles)
       std::snprintf(seconds, sizeof seconds, "%.3f", std::chrono::duration<double>(wait).count());
       const sql::param params[] = {key_, key_, std::string(seconds)};
+      // A wait on the server: a stop request cuts it short (the connection is dropped, and a
+      // named lock granted meanwhile goes with its session).
+      std::optional<sql::stoppable_statements> waiting;
+      if (wait > std::chrono::milliseconds::zero()) waiting.emplace();
       if (!query_scalar(*s->conn(), shared_->get_lock_sql, params, got, ec, what + " (GET_LOCK)") ||
           (got == -1 && !beside_a_semaphore(*s->conn(), got, ec))) {
         // The lock may be held by the connection (NEXTVAL failed after GET_LOCK granted). This

@@ -126,6 +126,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
     err = {};
     // Inside an acquire's deadline: a statement unanswered by then has its socket shut down.
     const dlock::sql::socket_guard guard(session_->socket_fd());
+    const dlock::sql::socket_stopper stopper(session_->socket_fd());  // a waiting statement, on a stop request
     try {
       f();
       if (!guard.fired()) return true;

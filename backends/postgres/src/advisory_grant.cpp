@@ -6,6 +6,7 @@
 #include <optional>
 #include <stop_token>
 
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 
 namespace dlock::pg {
@@ -343,7 +344,12 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
   }
   ps.emplace_back(timeout);
   sql::result granted;
-  if (h->execute(st->lock_sql[m], ps, granted, err)) return finish(granted);
+  bool answered = false;
+  {
+    const sql::stoppable_statements waiting;  // a stop request cancels the wait on the server
+    answered = h->execute(st->lock_sql[m], ps, granted, err);
+  }
+  if (answered) return finish(granted);
   if (err.kind == sql::failure::lock_not_available && h->usable()) {
     // Timed out: but was it granted in the same instant?
     sql::param hl[] = {classid_of(k.key), objid_of(k.key)};

@@ -223,8 +223,32 @@ bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) 
   return false;
 }
 
+pg_connection::statement_deadline::statement_deadline(pg_connection& c) noexcept
+    : c_(c), guard_(PQsocket(c.conn_.get())) {
+  c_.guard_ = &guard_;
+  if (!sql::statements_stoppable()) return;
+  cancel_.reset(PQgetCancel(c_.conn_.get()));  // here, on the connection's thread: libpq wants it so
+  if (cancel_) on_stop_.emplace(spi::current_stop_token(), send_cancel{cancel_.get()});
+}
+
+void pg_connection::statement_deadline::send_cancel::operator()() const noexcept {
+  char reason[256];
+  (void)PQcancel(cancel, reason, sizeof reason);  // if it fails, the statement ends at its lock_timeout
+}
+
+namespace {
+// The failure of a statement not sent because its acquire was asked to stop first.
+sql::sql_error stopped_before_sending() {
+  return {sql::failure::other, "57014", "not sent: the acquire was asked to stop (canceling statement)"};
+}
+}  // namespace
+
 bool pg_connection::simple(const char* sql, sql::sql_error& err) noexcept {
   const statement_deadline d(*this);
+  if (d.stopped_before_sending()) {
+    err = stopped_before_sending();
+    return false;
+  }
   return check(PQexec(conn_.get(), sql), nullptr, err);
 }
 
@@ -236,6 +260,10 @@ constexpr std::size_t max_prepared = 64;
 bool pg_connection::execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
                             sql::sql_error& err) noexcept {
   const statement_deadline d(*this);
+  if (d.stopped_before_sending()) {
+    err = stopped_before_sending();
+    return false;
+  }
   try {
     // Values point into the caller's params (alive for the call; std::string data is
     // NUL-terminated as libpq's text format wants); only integers need their text form.

@@ -6,10 +6,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <stop_token>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/uri.hpp"
 #include "dlock_sql/connection.hpp"
 #include "dlock_sql/deadline.hpp"
@@ -80,15 +83,29 @@ class pg_connection final : public sql::connection {
 
   // Inside an acquire's deadline scope (dlock_sql/deadline.hpp): the statement's socket is shut
   // down if it has not answered by the deadline + grace; check() then reports that.
+  // The statement's bounds: the deadline's socket guard and, for a statement that waits for a lock
+  // (sql::stoppable_statements), a cancel request sent to the server when the acquire is asked to
+  // stop: the server ends the wait at once and the session stays usable.
   struct statement_deadline {
-    explicit statement_deadline(pg_connection& c) noexcept : c_(c), guard_(PQsocket(c.conn_.get())) {
-      c_.guard_ = &guard_;
-    }
+    explicit statement_deadline(pg_connection& c) noexcept;
     ~statement_deadline() { c_.guard_ = nullptr; }
     statement_deadline(const statement_deadline&) = delete;
     statement_deadline& operator=(const statement_deadline&) = delete;
+    // A stop request that came before the statement was sent (its cancel request found nothing to
+    // cancel): the statement must not be sent.
+    bool stopped_before_sending() const noexcept { return on_stop_.has_value() && spi::stop_requested(); }
+
+    struct send_cancel {
+      PGcancel* cancel;
+      void operator()() const noexcept;
+    };
+    struct cancel_deleter {
+      void operator()(PGcancel* c) const noexcept { PQfreeCancel(c); }
+    };
     pg_connection& c_;
     sql::socket_guard guard_;
+    std::unique_ptr<PGcancel, cancel_deleter> cancel_;  // outlives on_stop_, which uses it
+    std::optional<std::stop_callback<send_cancel>> on_stop_;
   };
   sql::socket_guard* guard_ = nullptr;
 

@@ -2,6 +2,8 @@
 
 #include <poll.h>
 
+#include "dlock/acquire_stop.hpp"
+
 namespace dlock::pg {
 
 namespace {
@@ -48,7 +50,7 @@ void pg_notifier::wait_for_release(const std::string& name, std::uint64_t armed_
     if (it == names_.end()) return;
     // Before the listener is up a notification could be missed: the caller's re-check bound
     // (deadline) covers that window.
-    cv_.wait_until(lk, deadline, [&] { return it->second.generation != armed_at; });
+    (void)spi::wait_until(cv_, lk, deadline, [&] { return it->second.generation != armed_at; });  // or a stop
     if (--it->second.waiters == 0) names_.erase(it);
   } catch (...) {
   }

@@ -31,7 +31,7 @@ class pg_notifier final : public sql::release_notifier {
   std::chrono::milliseconds connect_timeout_;
   std::string channel_;
   std::mutex m_;
-  std::condition_variable cv_;
+  std::condition_variable_any cv_;
   // Per waited-on name (hex): notifications seen, and how many waiters care (entries die at 0).
   struct entry {
     std::uint64_t generation = 0;

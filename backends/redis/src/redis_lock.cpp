@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "dlock/acquire_stop.hpp"
 #include "name_conflict.hpp"
 #include "redis_keys.hpp"
 #include "redis_lease.hpp"
@@ -148,7 +149,7 @@ class redis_lock final : public distributed_lock {
       try_now = true;  // the try above preceded the subscription
     }
     for (;;) {
-      if (try_now) {
+      if (try_now && !spi::stop_requested()) {
         auto got = attempt(ec, held, fair, deadline, entry);
         if (got) return got;
         if (ec) {
@@ -159,7 +160,7 @@ class redis_lock final : public distributed_lock {
       }
       try_now = true;
       const auto now = clock::now();
-      if (now >= deadline) {
+      if (now >= deadline || spi::stop_requested()) {  // a stop leaves as the deadline does
         if (fair) leave_queue();
         return nullptr;
       }

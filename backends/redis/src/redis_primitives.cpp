@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "dlock/acquire_stop.hpp"
 #include "name_conflict.hpp"
 #include "redis_keys.hpp"
 #include "renewal.hpp"
@@ -282,6 +283,7 @@ std::unique_ptr<spi::lease_state> wait_for_grant(backend_state& s, const std::st
   } guard{*sub, channel};
   channel_waiter place(state);
   for (;;) {
+    if (spi::stop_requested()) return nullptr;
     got = attempt(ec, last, deadline);
     if (got) return got;
     if (ec) {
@@ -289,7 +291,7 @@ std::unique_ptr<spi::lease_state> wait_for_grant(backend_state& s, const std::st
       return nullptr;
     }
     const auto now = clock::now();
-    if (now >= deadline) return nullptr;
+    if (now >= deadline || spi::stop_requested()) return nullptr;
     auto bound = std::min(last.hint > milliseconds::zero() ? last.hint + milliseconds(1) : poll_max, longest_wait);
     if (last.quiet) bound = std::min(bound, poll_max);
     place.wait(deadline - now > bound ? now + bound : deadline);

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <utility>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::redis {
@@ -85,7 +86,7 @@ bool channel_waiter::wait(std::chrono::steady_clock::time_point until) {
   }
   channel_state::parked me;
   state_->parked_.emplace(ticket_, &me);
-  me.woken_cv.wait_until(lock, until, [&] { return me.woken; });
+  (void)spi::wait_until(me.woken_cv, lock, until, [&] { return me.woken; });  // or a stop request
   if (!me.woken) {
     state_->parked_.erase(ticket_);
     return false;

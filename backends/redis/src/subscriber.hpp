@@ -49,7 +49,7 @@ class channel_state {
   friend class subscriber;
   friend class channel_waiter;
   struct parked {
-    std::condition_variable woken_cv;
+    std::condition_variable_any woken_cv;
     bool woken = false;
   };
   void wake_one_locked();  // a release message: the oldest parked waiter, or a kept wake-up

@@ -110,4 +110,28 @@ socket_guard::~socket_guard() {
 
 bool socket_guard::fired() const noexcept { return id_ && socket_cutter::instance().fired(id_); }
 
+namespace {
+thread_local bool thread_statements_stoppable = false;
+}
+
+stoppable_statements::stoppable_statements() noexcept : previous_(thread_statements_stoppable) {
+  thread_statements_stoppable = true;
+}
+
+stoppable_statements::~stoppable_statements() { thread_statements_stoppable = previous_; }
+
+bool statements_stoppable() noexcept {
+  return thread_statements_stoppable && spi::current_stop_token().stop_possible();
+}
+
+}  // namespace dlock::sql
+
+namespace dlock::sql {
+
+socket_stopper::socket_stopper(int fd) noexcept {
+  if (fd >= 0 && statements_stoppable()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
+}
+
+void socket_stopper::shut_down::operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
+
 }  // namespace dlock::sql

@@ -93,6 +93,7 @@ class forupdate_lock final : public distributed_lock {
           wait = std::max(left, std::chrono::milliseconds{1});
         }
         if (!h->set_lock_wait_timeout(wait, err)) return false;
+        const stoppable_statements waiting;  // a stop request ends the wait on the row
         return run(*h, st_->sql.lock_wait, v, out, err);
       }
       return run(*h, st_->sql.lock_nowait, v, out, err);

@@ -5,6 +5,7 @@
 #include <span>
 #include <thread>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock_sql/deadline.hpp"
 #include "strategy_common.hpp"
 #include "units_strategy.hpp"
@@ -274,8 +275,8 @@ class index_lock final : public distributed_lock {
           return nullptr;
         }
         if (now >= deadline) return nullptr;
-        std::this_thread::sleep_for(
-            std::min<clock::duration>(spi::backoff_delay(options().poll, tries), deadline - now));
+        if (!spi::sleep_for(std::min<clock::duration>(spi::backoff_delay(options().poll, tries), deadline - now)))
+          return nullptr;  // a stop request
       }
     }
     queued_lock = this;
@@ -290,7 +291,7 @@ class index_lock final : public distributed_lock {
         if (l || ec || now >= deadline) break;
         auto delay = std::min<clock::duration>(spi::backoff_delay(options().poll, attempt), recheck);
         if (deadline - now < delay) delay = deadline - now;
-        std::this_thread::sleep_for(delay);
+        if (!spi::sleep_for(delay)) break;  // a stop request: leave the queue as at the deadline
       }
     }
     const bool still_queued = queued_lock == this;

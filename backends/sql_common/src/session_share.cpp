@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "dlock_sql/deadline.hpp"
 
@@ -127,10 +128,7 @@ bool session_share::reserve(const std::string& key, time_point deadline) noexcep
   try {
     std::unique_lock lk(keys_m_);
     const auto free = [&] { return !keys_.contains(key); };
-    if (deadline == time_point::max())
-      key_freed_.wait(lk, free);
-    else if (!key_freed_.wait_until(lk, deadline, free))
-      return false;
+    if (!spi::wait_until(key_freed_, lk, deadline, free)) return false;  // the deadline, or a stop request
     keys_[key].exclusive = 1;
     return true;
   } catch (...) {

@@ -16,6 +16,7 @@
 #include <system_error>
 #include <vector>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_sql/strategies.hpp"
 
@@ -106,7 +107,8 @@ std::unique_ptr<spi::lease_state> wait_notified(release_notifier& n, const std::
     // A holder that dies releases nothing: its row expires silently, so re-check at `recheck`.
     auto until = deadline;
     if (deadline - now > recheck) until = now + recheck;
-    n.wait_for_release(name, armed, until);
+    n.wait_for_release(name, armed, until);  // disarms; a stop request ends it too
+    if (spi::stop_requested()) return nullptr;
   }
 }
 

@@ -3,12 +3,14 @@
 // anchor row, so the count check and the insert are atomic. Waiters poll with the core's backoff.
 #include "units_strategy.hpp"
 
-#include "dlock_sql/deadline.hpp"
 #include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "dlock/acquire_stop.hpp"
+#include "dlock_sql/deadline.hpp"
 
 namespace dlock::sql::detail {
 
@@ -291,7 +293,7 @@ class units_rw_lock final : public rw_lock {
       marked = true;
       auto delay = std::min<clock::duration>(spi::backoff_delay(options().poll, attempt), recheck);
       if (deadline - now < delay) delay = deadline - now;
-      std::this_thread::sleep_for(delay);
+      if (!spi::sleep_for(delay)) break;  // a stop request
     }
     if (marked) pool_.clear_writer(owner());
     return l;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
 #include "request.hpp"
@@ -192,7 +193,7 @@ std::uint64_t session::state_stamp() const {
 
 bool session::wait_for_state_change(std::uint64_t seen, std::chrono::steady_clock::time_point deadline) const {
   std::unique_lock lock(mutex_);
-  return changed_.wait_until(lock, deadline, [&] { return state_changes_ != seen; });
+  return spi::wait_until(changed_, lock, deadline, [&] { return state_changes_ != seen; });  // or a stop
 }
 
 void session::state_changed_locked() {
@@ -218,8 +219,8 @@ session::path_watch::~path_watch() {
 session::path_watch::outcome session::path_watch::wait(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(s_.mutex_);
   auto& events = s_.path_events_.find(path_)->second;
-  const bool changed = events.cv.wait_until(
-      lock, deadline, [&] { return s_.state_changes_ != seen_state_ || events.count != seen_events_; });
+  const bool changed = spi::wait_until(  // a stop request ends it too
+      events.cv, lock, deadline, [&] { return s_.state_changes_ != seen_state_ || events.count != seen_events_; });
   if (events.deleted) return outcome::deleted;  // whatever else happened, that node is gone for good
   if (!changed) return outcome::deadline;
   return events.count != seen_events_ ? outcome::other_event : outcome::state_changed;

@@ -165,13 +165,13 @@ class session : public std::enable_shared_from_this<session> {
   session_options options_;
   std::string redacted_uri_;
   mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
+  mutable std::condition_variable_any changed_;
   std::uint64_t state_changes_ = 0;
   struct path_events {
     std::uint64_t count = 0;
     bool deleted = false;
     unsigned waiters = 0;  // path_watch objects on this path; the entry goes with the last
-    std::condition_variable cv;
+    std::condition_variable_any cv;
   };
   std::map<std::string, path_events> path_events_;
   std::set<std::string> own_nodes_;

@@ -6,6 +6,7 @@
 
 #include "acquire_errors.hpp"
 #include "capabilities.hpp"
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "name_conflict.hpp"
 #include "name_mapping.hpp"
@@ -155,6 +156,10 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
       return nullptr;
     }
     if (rc == ZOK) outcome = watch.wait(deadline);
+    if (spi::stop_requested()) {  // a stop leaves as the deadline does: our node withdrawn
+      give_up();
+      return nullptr;
+    }
     if (s->expired()) {
       set_error(ec, errc::backend_unavailable,
                 "zookeeper: the session expired while waiting for '" + std::string(name()) + "'");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "acquire_errors.hpp"
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "name_conflict.hpp"
 #include "name_mapping.hpp"
@@ -129,6 +130,10 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
       return nullptr;
     }
     const auto outcome = rc == ZOK ? watch.wait(deadline) : session::path_watch::outcome::deleted;
+    if (spi::stop_requested()) {  // a stop leaves as the deadline does: our node withdrawn
+      give_up();
+      return nullptr;
+    }
     if (s->expired()) {
       set_error(ec, errc::backend_unavailable, "zookeeper: the session expired during the " + what);
       return nullptr;

@@ -6,8 +6,11 @@
 // (socket_guard), so it fails at once as a lost connection, and the connection is dropped.
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <stop_token>
 
 #include "dlock/acquire_deadline.hpp"
+#include "dlock/acquire_stop.hpp"
 
 namespace dlock::sql {
 
@@ -32,6 +35,45 @@ class socket_guard {
 
  private:
   std::uint64_t id_ = 0;
+};
+
+// While alive: the statements this thread runs wait on the server for a lock (FOR UPDATE, GET_LOCK,
+// pg_advisory_lock), and a stop request of the acquire (dlock/acquire_stop.hpp) cuts them short:
+// PostgreSQL's connection sends a cancel request, MariaDB's shuts its socket down (the server
+// then rolls the session back, and a named lock it was granted goes with it). Only such waits:
+// the statements that withdraw a waiter or give a grant back run outside one, to their end.
+class stoppable_statements {
+ public:
+  stoppable_statements() noexcept;
+  ~stoppable_statements();
+  stoppable_statements(const stoppable_statements&) = delete;
+  stoppable_statements& operator=(const stoppable_statements&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Whether a statement this thread runs now may be cut short by a stop request: inside a
+// stoppable_statements scope, with a stop token that can be stopped.
+bool statements_stoppable() noexcept;
+
+// While alive, where statements_stoppable(): a stop request shuts `fd` down (shutdown(2), never
+// closed), at once when it came before, so that the statement on it fails as a lost connection
+// and the connection is dropped. For a client whose server has no cancel request of its own to
+// send (MariaDB's needs a second connection). It does nothing otherwise.
+class socket_stopper {
+ public:
+  explicit socket_stopper(int fd) noexcept;
+  socket_stopper(const socket_stopper&) = delete;
+  socket_stopper& operator=(const socket_stopper&) = delete;
+
+ private:
+  struct shut_down {
+    int fd;
+    void operator()() const noexcept;
+  };
+  // Destroyed before the connection closes `fd`: the callback then has run to its end or never runs.
+  std::optional<std::stop_callback<shut_down>> on_stop_;
 };
 
 }  // namespace dlock::sql

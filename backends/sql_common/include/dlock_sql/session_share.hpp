@@ -86,7 +86,7 @@ class session_share {
   std::size_t opening_ = 0;                         // under m_: sessions being checked out now
   std::condition_variable opened_;                  // a session was opened
   std::mutex keys_m_;
-  std::condition_variable key_freed_;
+  std::condition_variable_any key_freed_;
   struct holds {
     std::size_t exclusive = 0, shared = 0;
   };
