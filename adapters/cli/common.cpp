@@ -10,8 +10,10 @@
 #include <fcntl.h>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <poll.h>
 #include <sstream>
+#include <stop_token>
 #include <thread>
 #include <unistd.h>
 
@@ -240,23 +242,28 @@ held_lock open_lock_until(const lock_request& request, std::optional<steady::tim
 }
 
 // One wait on whichever object open_lock made: forever without a deadline, else until it.
-lease acquire_from(held_lock& made, const primitive_request& p, std::optional<steady::time_point> deadline) {
+lease acquire_from(held_lock& made, const primitive_request& p, std::optional<steady::time_point> deadline,
+                   std::stop_token stop) {
   using kind = primitive_request::kind;
   switch (p.what) {
     case kind::read:
     case kind::write: {
       const access side = p.what == kind::read ? access::read : access::write;
-      return deadline ? made.rw->try_acquire_until(side, *deadline) : made.rw->acquire(side);
+      return deadline ? made.rw->try_acquire_until(side, *deadline, std::move(stop))
+                      : made.rw->acquire(side, std::move(stop));
     }
     case kind::permits:
-      return deadline ? made.sem->try_acquire_until(*deadline, p.permits) : made.sem->acquire(p.permits);
+      return deadline ? made.sem->try_acquire_until(*deadline, std::move(stop), p.permits)
+                      : made.sem->acquire(std::move(stop), p.permits);
     case kind::mutex: break;
   }
-  return deadline ? made.lock->try_acquire_until(*deadline) : made.lock->acquire();
+  return deadline ? made.lock->try_acquire_until(*deadline, std::move(stop)) : made.lock->acquire(std::move(stop));
 }
 
-void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline) {
-  made.held = acquire_from(made, request.primitive, deadline);  // a deadline already passed: one try
+void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline,
+                   std::stop_token stop) {
+  // A deadline already passed: one try. A stop request throws operation_canceled.
+  made.held = acquire_from(made, request.primitive, deadline, std::move(stop));
   if (!made.held)
     throw error(errc::timeout,
                 not_free(request.primitive, request.name) + "; " +
@@ -266,15 +273,16 @@ void acquire_until(held_lock& made, const lock_request& request, std::optional<s
 
 }  // namespace
 
-// The core's waits cannot be interrupted, so the wait runs on a helper thread with the caller's
-// whole deadline (no slicing: a sliced wait would restart the polling backoff, i.e. poll the
-// server more often, and give up a fair backend's place in its queue at every slice), and this
-// thread waits for either its result or a signal. On a signal the process ends at once: what the
-// pending wait leaves on the server is what any waiter that dies leaves, and the servers clean it
-// up when our connections close (a ZooKeeper queue node at the end of the session timeout). A
-// grant the helper thread has already handed over is released first; only a grant the server
-// makes in the instant of the signal, before the helper thread hands it over, is left to expire
-// by its ttl, as after a crash.
+// The wait runs on a helper thread with the caller's whole deadline (no slicing: a sliced wait
+// would restart the polling backoff, i.e. poll the server more often, and give up a fair
+// backend's place in its queue at every slice), and this thread waits for either its result or a
+// signal. A signal while the helper waits for the lock asks its wait to stop (std::stop_token):
+// the backend takes its waiter off the server (a queue slot, a ZooKeeper node, a waiter row, a
+// waiting session) and gives back a grant that crossed the stop, then the process exits. A
+// signal while it still connects, or a wait that has not ended `stop_patience` after the stop
+// request (a server that does not answer the withdrawal), ends the process at once: what the
+// pending wait leaves on the server is then what any waiter that dies leaves, and the servers
+// clean it up when our connections close.
 held_lock open_and_acquire(const lock_request& request, const char* verb) {
   struct attempt {
     std::mutex mutex;
@@ -282,7 +290,9 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     bool connected = false;  // open() returned: what is left is the wait for the lock
     held_lock result;
     std::exception_ptr failure;
+    std::stop_source stop;
   };
+  constexpr auto stop_patience = std::chrono::seconds{2};
   auto& events = event_pipe::instance();
   auto shared = std::make_shared<attempt>();
   std::optional<steady::time_point> deadline;
@@ -297,7 +307,7 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
         const std::lock_guard guard(shared->mutex);
         shared->connected = true;
       }
-      acquire_until(got, request, deadline);
+      acquire_until(got, request, deadline, shared->stop.get_token());
     } catch (...) {
       failure = std::current_exception();
     }
@@ -312,17 +322,26 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
 
   pollfd fd{events.read_fd(), POLLIN, 0};
   int interrupted_by = 0;
+  std::optional<steady::time_point> stopping_until;  // the wait was asked to stop: its end, at the latest
   for (bool done = false; !done;) {
     int timeout_ms = -1;
-    if (deadline) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline + deadline_overrun - steady::now());
+    auto until = steady::time_point::max();  // no deadline and no stop: wait for the result
+    if (stopping_until)
+      until = *stopping_until;
+    else if (deadline)
+      until = *deadline + deadline_overrun;
+    if (until != steady::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - steady::now());
       timeout_ms = static_cast<int>(std::clamp<std::chrono::milliseconds::rep>(left.count(), 0, 60'000));
     }
     const int ready = ::poll(&fd, 1, timeout_ms);
     if (ready < 0) continue;  // EINTR: the handler has written its byte
-    if (ready == 0 && deadline && steady::now() >= *deadline + deadline_overrun) {
+    if (ready == 0 && until != steady::time_point::max() && steady::now() >= until) {
       const std::lock_guard guard(shared->mutex);
-      if (!shared->done) exit_overrun(verb, request, shared->connected);
+      if (!shared->done) {
+        if (stopping_until) exit_interrupted(interrupted_by, verb, request.name);
+        exit_overrun(verb, request, shared->connected);
+      }
       continue;  // handed over meanwhile: its event byte is in the pipe
     }
     char e;
@@ -332,14 +351,16 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
       if (is_termination_signal(static_cast<unsigned char>(e)) && !interrupted_by)
         interrupted_by = static_cast<unsigned char>(e);
     }
-    if (interrupted_by && !done) {
+    if (interrupted_by && !done && !stopping_until) {
       const std::lock_guard guard(shared->mutex);
-      if (shared->done) break;  // handed over meanwhile: join, release, then exit below
-      exit_interrupted(interrupted_by, verb, request.name);
+      if (shared->done) break;                                                       // handed over meanwhile
+      if (!shared->connected) exit_interrupted(interrupted_by, verb, request.name);  // open() cannot be stopped
+      shared->stop.request_stop();
+      stopping_until = steady::now() + stop_patience;
     }
   }
   helper.join();
-  if (interrupted_by) {  // the signal came with the result: start nothing all the same
+  if (interrupted_by) {  // a grant that came with the signal, or before the stop: start nothing
     release_quietly(shared->result.held);
     exit_interrupted(interrupted_by, verb, request.name);
   }

@@ -1,5 +1,6 @@
-# Sourced by the CLI test scripts whose command is a shell with a child shell (the "grandchild")
-# that records its pid: bounded waits on files and processes, over the caller's $work folder.
+# Sourced by the CLI test scripts that start dlock processes (and whose command may be a shell with
+# a child shell, the "grandchild", that records its pid): bounded waits on files and processes, over
+# the caller's $work folder.
 # shellcheck shell=bash disable=SC2154  # $work is the sourcing script's
 
 # running PID: true while PID runs as our grandchild (a zombie has stopped running; the command
@@ -18,5 +19,16 @@ appears() {
 exits() {
   local i
   for ((i = 0; i < $2 * 20; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  return 1
+}
+# catching PID: waits (up to 10 s) until PID has installed its SIGINT handler (SigCgt bit 1),
+# so a signal sent after this reaches dlock's own handling, never the default action.
+catching() {
+  local i mask
+  for ((i = 0; i < 200; i++)); do
+    mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
+    [[ -n $mask ]] && (((16#$mask & 2) != 0)) && return 0
+    sleep 0.05
+  done
   return 1
 }

@@ -38,17 +38,6 @@ gone() {
   for ((i = 0; i < $2 * 20; i++)); do running "$1" || return 0; sleep 0.05; done
   return 1
 }
-# catching PID: waits (up to 10 s) until PID has installed its SIGINT handler (SigCgt bit 1),
-# so a signal sent after this reaches dlock's own handling, never the default action.
-catching() {
-  local i mask
-  for ((i = 0; i < 200; i++)); do
-    mask=$(awk '/^SigCgt:/ {print $2}' "/proc/$1/status" 2>/dev/null)
-    [[ -n $mask ]] && (((16#$mask & 2) != 0)) && return 0
-    sleep 0.05
-  done
-  return 1
-}
 # grandchild_check TAG WHAT: the grandchild of TAG was started and is gone, and never wrote.
 grandchild_check() {
   if [[ ! -s $work/$1.pid ]]; then fail "$2: the grandchild never started (cannot tell)"; return; fi
