@@ -107,8 +107,10 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   const int source = owner->master;
   const int target = master_other_than(source);
   ASSERT_GT(target, 0);
-  // ttl and poll 60 s: within the waiters' 20 s only a release message can wake one, so they show
-  // that the subscriptions followed the slot (no restart here: wait_after_restart is not needed).
+  // ttl and poll 60 s: within the waiters' 45 s only a release message can wake one (or the last
+  // try at their deadline), so they show that the subscriptions followed the slot (no restart here:
+  // wait_after_restart is not needed). The 45 s count from the waiters' start, before the
+  // migration: under the suite's load the test took 60 s (19 s alone), and 20 s ran out first.
   const auto uri = cluster_uri() + "?ttl=60s&poll=60s..60s&wait_after_restart=false";
 
   guarded_resource resource;
@@ -119,7 +121,7 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
   ASSERT_TRUE(stored_on(source, name));
 
   constexpr int waiter_count = 3;
-  waiters waiting(waiter_count, uri, name, 20s, resource);
+  waiters waiting(waiter_count, uri, name, 45s, resource);
   let_waiters_wait(waiting, waiter_count, source, prefixed("redisson_lock__channel", name));
 
   slot_move move(slot, source, target);
@@ -132,7 +134,7 @@ TEST_F(RedisCluster, ASlotMigratedWhileTheLockIsHeldAndWaitedForKeepsItExclusive
 
   // The holder's release follows the slot (MOVED) and wakes the waiters there.
   release_and_expect_every_waiter_served(held, resource, waiting, waiter_count,
-                                         "a waiter was not woken within 20 s after the release");
+                                         "a waiter was not granted within 45 s of its start (the migration included)");
   EXPECT_TRUE(stored_on(target, prefixed("redisson_lock_token", name)))
       << "the fencing counter did not follow the slot";
   EXPECT_FALSE(stored_on(source, prefixed("redisson_lock_token", name)));
