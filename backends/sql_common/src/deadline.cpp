@@ -124,10 +124,6 @@ bool statements_stoppable() noexcept {
   return thread_statements_stoppable && spi::current_stop_token().stop_possible();
 }
 
-}  // namespace dlock::sql
-
-namespace dlock::sql {
-
 socket_stopper::socket_stopper(int fd) noexcept {
   if (fd >= 0 && statements_stoppable()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
 }
