@@ -14,7 +14,11 @@ if(DLOCK_BACKEND_PACKAGES)
   list(REMOVE_DUPLICATES DLOCK_BACKEND_PACKAGES)
 endif()
 
-install(TARGETS dlock_core dlock_adapters dlock_builtin dlock_all ${backend_targets}
+set(async_targets "")
+if(TARGET dlock_asio)
+  set(async_targets dlock_asio dlock_boost_asio)
+endif()
+install(TARGETS dlock_core dlock_adapters dlock_builtin dlock_all ${backend_targets} ${async_targets}
   EXPORT dlockTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -24,3 +24,13 @@ execute_process(COMMAND "${WORK_DIR}/build/consumer_file_only" "memory://" RESUL
 if(rc EQUAL 0 OR NOT err MATCHES "unknown scheme 'memory'")
   message(FATAL_ERROR "install/consumer: consumer_file_only opened memory:// (rc ${rc}): ${err}")
 endif()
+# dlock::asio from the installed package: the coroutine service example builds outside the tree.
+if(WITH_ASIO)
+  step(${CMAKE_COMMAND} -S "${SOURCE_DIR}/examples/async_service" -B "${WORK_DIR}/async_service"
+       -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}")
+  step(${CMAKE_COMMAND} --build "${WORK_DIR}/async_service" -j2)
+  execute_process(COMMAND "${WORK_DIR}/async_service/async_service" RESULT_VARIABLE rc ERROR_VARIABLE err)
+  if(NOT rc EQUAL 64 OR NOT err MATCHES "usage: async_service URI")
+    message(FATAL_ERROR "install/consumer: the installed async_service did not run (rc ${rc}): ${err}")
+  endif()
+endif()

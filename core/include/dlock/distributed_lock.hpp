@@ -39,6 +39,9 @@ class distributed_lock {
   std::string_view name() const noexcept { return name_; }
   capabilities caps() const noexcept { return caps_; }
   const lock_options& options() const noexcept { return options_; }
+  // Identifies this process's line of waiters for the name: shared by the locks of one name that one
+  // backend object made, this lock itself otherwise. For adapters that queue waiters (dlock/asio.hpp).
+  const void* waiting_line() const noexcept { return line_ ? static_cast<const void*>(line_.get()) : this; }
   const std::string& owner() const noexcept { return options_.owner; }
 
   // Every form below returns a lease only with validity left: a grant that arrives already

@@ -1,0 +1,69 @@
+#pragma once
+// The engine under dlock::async_acquire (dlock/asio.hpp, dlock/boost_asio.hpp), free of Asio so
+// both flavours share it. Pending acquires of one lock object (and access kind or permit count)
+// form a line: one thread per line makes the head's blocking, stoppable acquire, so the head is
+// woken by the backend's own release event (pub/sub, watch, LISTEN, inotify, condition variable)
+// exactly as a blocking waiter is, and every other waiter of the line holds no thread. One timer
+// thread ends the waits whose deadline comes while they are not at the head. A line's thread
+// leaves after it was idle for a while.
+#include <dlock/lease.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <system_error>
+
+namespace dlock::detail {
+
+// What a finished wait hands to its operation: called once, on an engine thread.
+class async_completion {
+ public:
+  virtual ~async_completion() = default;
+  virtual void complete(std::error_code ec, lease granted) noexcept = 0;
+};
+
+// One blocking, stoppable acquire of the line's lock, up to a deadline (a past deadline makes one
+// try). The grant that crosses a stop is released by the core, which then reports
+// errc::operation_canceled.
+using blocking_acquire = std::function<lease(std::chrono::steady_clock::time_point, std::stop_token, std::error_code&)>;
+
+// Which line a wait joins: the lock object and what kind of grant (0 for a mutex, the access kind,
+// or the permit count).
+struct line_key {
+  const void* object = nullptr;
+  unsigned kind = 0;
+  friend bool operator==(const line_key&, const line_key&) = default;
+};
+
+class async_wait;
+
+// Cancels a pending wait: a queued wait completes at once with the cancellation error; the head's
+// blocking acquire is stopped, and its grant, if one crosses the stop, is released. No effect once
+// the wait has completed.
+class async_wait_handle {
+ public:
+  async_wait_handle() = default;
+  explicit async_wait_handle(std::shared_ptr<async_wait> wait) noexcept : wait_(std::move(wait)) {}
+  void cancel() const noexcept;
+
+ private:
+  std::shared_ptr<async_wait> wait_;
+};
+
+// Queues a wait on the line of `key` (made on first use), which runs `acquire` for it when it is
+// the head. `done` gets exactly one completion: a lease (empty at the deadline, as
+// try_acquire_until), the backend's error, or `canceled_error()` after cancel().
+async_wait_handle start_async_wait(line_key key, blocking_acquire acquire,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   std::unique_ptr<async_completion> done);
+
+// The error a canceled asynchronous operation completes with: ECANCELED in the system category, which
+// is Asio's error::operation_aborted (standalone and Boost) and compares equal to
+// std::errc::operation_canceled.
+std::error_code canceled_error() noexcept;
+
+// For tests and benchmarks: the threads the engine runs now (line threads and the timer thread).
+std::size_t async_engine_threads() noexcept;
+
+}  // namespace dlock::detail

@@ -1,0 +1,309 @@
+#include <dlock/detail/async_waiters.hpp>
+
+#include <cerrno>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace dlock::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// A line whose queue stayed empty this long gives its thread back; a service that takes the same
+// lock again soon reuses the thread instead of starting one per acquire.
+constexpr auto idle_line_lifetime = std::chrono::seconds(2);
+
+enum class wait_state { queued, at_head, done };
+
+struct line_key_hash {
+  std::size_t operator()(const line_key& k) const noexcept {
+    return std::hash<const void*>{}(k.object) ^ (std::hash<unsigned>{}(k.kind) * 0x9e3779b97f4a7c15ULL);
+  }
+};
+
+class async_line;
+class engine;
+engine& the_engine();
+
+}  // namespace
+
+class async_wait {
+ public:
+  async_wait(std::weak_ptr<async_line> line, blocking_acquire acquire, clock::time_point deadline,
+             std::unique_ptr<async_completion> done)
+      : line(std::move(line)), acquire(std::move(acquire)), deadline(deadline), done(std::move(done)) {}
+
+  const std::weak_ptr<async_line> line;
+  const blocking_acquire acquire;
+  const clock::time_point deadline;
+  std::stop_source head_stop;  // stops the blocking acquire while this wait is the head
+  // Guarded by the line's mutex.
+  wait_state state = wait_state::queued;
+  std::unique_ptr<async_completion> done;
+  // Guarded by the engine's timer mutex: this wait's place among the deadlines, while it has one.
+  std::optional<std::multimap<clock::time_point, std::weak_ptr<async_wait>>::iterator> deadline_entry;
+};
+
+namespace {
+
+class async_line {
+ public:
+  explicit async_line(line_key key) : key_(key) {}
+  async_line(const async_line&) = delete;
+  async_line& operator=(const async_line&) = delete;
+  ~async_line() = default;  // thread_ (declared last) is stopped and joined first
+
+  void start() {
+    thread_ = std::jthread([this](std::stop_token engine_stop) { run(engine_stop); });
+  }
+  // Called with the engine's mutex held (so the line cannot retire meanwhile).
+  void enqueue(std::shared_ptr<async_wait> wait) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(wait));
+    }
+    wake_.notify_one();
+  }
+  // A queued wait completes at once; the head is stopped and completes from the line's thread.
+  void cancel(async_wait& wait);
+  // A queued wait whose deadline came: empty lease, no error (try_acquire_until's timeout). The
+  // head's own acquire ends at its deadline.
+  void expire(async_wait& wait) {
+    std::unique_ptr<async_completion> done;
+    {
+      std::lock_guard lock(mutex_);
+      if (wait.state != wait_state::queued) return;
+      done = take_queued(wait);
+    }
+    done->complete({}, lease{});
+  }
+  // Nothing queued and no head (the line's thread asks, between waits).
+  bool idle() {
+    std::lock_guard lock(mutex_);
+    return queue_.empty();
+  }
+  line_key key() const noexcept { return key_; }
+
+ private:
+  std::unique_ptr<async_completion> take_queued(async_wait& wait) {
+    std::erase_if(queue_, [&](const std::shared_ptr<async_wait>& w) { return w.get() == &wait; });
+    wait.state = wait_state::done;
+    return std::move(wait.done);
+  }
+
+  void run(std::stop_token engine_stop);
+
+  const line_key key_;
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::deque<std::shared_ptr<async_wait>> queue_;
+  std::jthread thread_;
+};
+
+class engine {
+ public:
+  engine() = default;
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+  ~engine() {
+    // Lines first (their threads are stopped and joined: a head's acquire ends by its stop), then
+    // the timer. Completions still pending are destroyed, not run: the process is exiting.
+    std::unordered_map<line_key, std::shared_ptr<async_line>, line_key_hash> lines;
+    std::vector<std::shared_ptr<async_line>> retired;
+    {
+      std::lock_guard lock(mutex_);
+      lines.swap(lines_);
+      retired.swap(retired_);
+    }
+  }
+
+  async_wait_handle start(line_key key, blocking_acquire acquire, clock::time_point deadline,
+                          std::unique_ptr<async_completion> done) {
+    std::shared_ptr<async_wait> wait;
+    std::vector<std::shared_ptr<async_line>> finished;
+    {
+      std::lock_guard lock(mutex_);
+      finished.swap(retired_);
+      auto& line = lines_[key];
+      if (!line) {
+        line = std::make_shared<async_line>(key);
+        line->start();
+      }
+      wait = std::make_shared<async_wait>(line, std::move(acquire), deadline, std::move(done));
+      watch_deadline(wait);
+      line->enqueue(wait);
+    }
+    // Joins the threads of lines that retired (they have returned or are returning).
+    finished.clear();
+    return async_wait_handle(std::move(wait));
+  }
+
+  // From a line's idle thread: leaves the map if still idle. The line object moves to retired_, to
+  // be destroyed (its thread joined) by another thread.
+  bool retire_if_idle(async_line& line) {
+    std::lock_guard lock(mutex_);
+    auto it = lines_.find(line.key());
+    if (it == lines_.end() || it->second.get() != &line || !line.idle()) return false;
+    retired_.push_back(std::move(it->second));
+    lines_.erase(it);
+    return true;
+  }
+
+  void forget_deadline(async_wait& wait) {
+    std::lock_guard lock(timer_mutex_);
+    if (wait.deadline_entry) {
+      deadlines_.erase(*wait.deadline_entry);
+      wait.deadline_entry.reset();
+    }
+  }
+
+  std::size_t threads() {
+    std::lock_guard lock(mutex_);
+    std::lock_guard timer_lock(timer_mutex_);
+    return lines_.size() + retired_.size() + (timer_.joinable() ? 1 : 0);
+  }
+
+ private:
+  void watch_deadline(const std::shared_ptr<async_wait>& wait) {
+    if (wait->deadline == clock::time_point::max()) return;
+    bool earliest = false;
+    {
+      std::lock_guard lock(timer_mutex_);
+      earliest = deadlines_.empty() || wait->deadline < deadlines_.begin()->first;
+      wait->deadline_entry = deadlines_.emplace(wait->deadline, wait);
+      if (!timer_.joinable()) timer_ = std::jthread([this](std::stop_token stop) { run_timer(stop); });
+    }
+    if (earliest) timer_wake_.notify_one();
+  }
+
+  void run_timer(std::stop_token stop) {
+    std::unique_lock lock(timer_mutex_);
+    while (!stop.stop_requested()) {
+      if (deadlines_.empty()) {
+        timer_wake_.wait(lock, stop, [&] { return !deadlines_.empty(); });
+        continue;
+      }
+      const auto first = deadlines_.begin()->first;
+      if (clock::now() < first) {
+        timer_wake_.wait_until(lock, stop, first,
+                               [&] { return deadlines_.empty() || deadlines_.begin()->first < first; });
+        continue;
+      }
+      std::vector<std::shared_ptr<async_wait>> due;
+      const auto now = clock::now();
+      while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+        if (auto wait = deadlines_.begin()->second.lock()) {
+          wait->deadline_entry.reset();
+          due.push_back(std::move(wait));
+        }
+        deadlines_.erase(deadlines_.begin());
+      }
+      lock.unlock();
+      for (auto& wait : due) {
+        if (auto line = wait->line.lock()) line->expire(*wait);
+      }
+      due.clear();
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<line_key, std::shared_ptr<async_line>, line_key_hash> lines_;
+  std::vector<std::shared_ptr<async_line>> retired_;
+
+  std::mutex timer_mutex_;
+  std::condition_variable_any timer_wake_;
+  std::multimap<clock::time_point, std::weak_ptr<async_wait>> deadlines_;
+  std::jthread timer_;  // last: stopped and joined before the members it reads
+};
+
+engine& the_engine() {
+  static engine e;
+  return e;
+}
+
+void async_line::cancel(async_wait& wait) {
+  std::unique_ptr<async_completion> done;
+  {
+    std::lock_guard lock(mutex_);
+    if (wait.state == wait_state::at_head) {
+      wait.head_stop.request_stop();
+      return;
+    }
+    if (wait.state != wait_state::queued) return;
+    done = take_queued(wait);
+  }
+  the_engine().forget_deadline(wait);
+  done->complete(canceled_error(), lease{});
+}
+
+void async_line::run(std::stop_token engine_stop) {
+  for (;;) {
+    std::shared_ptr<async_wait> head;
+    {
+      std::unique_lock lock(mutex_);
+      if (!wake_.wait_for(lock, engine_stop, idle_line_lifetime, [&] { return !queue_.empty(); })) {
+        if (engine_stop.stop_requested()) return;
+        lock.unlock();
+        if (the_engine().retire_if_idle(*this)) return;
+        continue;
+      }
+      head = std::move(queue_.front());
+      queue_.pop_front();
+      head->state = wait_state::at_head;
+    }
+    std::error_code ec;
+    lease granted;
+    {
+      // Engine shutdown ends the head's wait as a cancel would.
+      std::stop_callback shutdown(engine_stop, [&head] { head->head_stop.request_stop(); });
+      granted = head->acquire(head->deadline, head->head_stop.get_token(), ec);
+    }
+    the_engine().forget_deadline(*head);
+    std::unique_ptr<async_completion> done;
+    {
+      std::lock_guard lock(mutex_);
+      head->state = wait_state::done;
+      done = std::move(head->done);
+    }
+    if (head->head_stop.stop_requested()) {
+      // Canceled while the grant came back: give it back at once, as the blocking API does when a
+      // grant crosses its stop.
+      if (granted) {
+        std::error_code ignored;
+        granted.release(ignored);
+      }
+      ec = canceled_error();
+    } else if (ec == std::errc::operation_canceled) {
+      ec = canceled_error();
+    }
+    if (engine_stop.stop_requested()) return;  // exiting: the completion is destroyed, not run
+    done->complete(ec, std::move(granted));
+  }
+}
+
+}  // namespace
+
+void async_wait_handle::cancel() const noexcept {
+  if (!wait_) return;
+  if (auto line = wait_->line.lock()) line->cancel(*wait_);
+}
+
+async_wait_handle start_async_wait(line_key key, blocking_acquire acquire, clock::time_point deadline,
+                                   std::unique_ptr<async_completion> done) {
+  return the_engine().start(key, std::move(acquire), deadline, std::move(done));
+}
+
+std::error_code canceled_error() noexcept { return {ECANCELED, std::system_category()}; }
+
+std::size_t async_engine_threads() noexcept { return the_engine().threads(); }
+
+}  // namespace dlock::detail

@@ -1,0 +1,155 @@
+// dlock/asio.hpp on standalone Asio: the cases both flavours pass (async_cases.ipp), then what only
+// standalone Asio has: C++20 coroutines, per-operation cancellation slots (bind_cancellation_slot,
+// parallel_group, awaitable_operators' ||), as_tuple and deferred.
+#include <dlock/asio.hpp>
+#include <dlock/dlock.hpp>
+
+#include <asio.hpp>
+#include <asio/experimental/as_tuple.hpp>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/experimental/deferred.hpp>
+#include <asio/experimental/parallel_group.hpp>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+#define ASYNC_NET ::asio
+#define ASYNC_API ::dlock
+namespace {
+// How this flavour's canceled operations complete.
+bool is_canceled(std::error_code ec) { return ec == asio::error::operation_aborted; }
+}  // namespace
+#include "async_cases.ipp"
+
+namespace {
+
+using asio::experimental::as_tuple;
+
+// co_await in a coroutine: a free lock, then a contended one whose holder releases meanwhile.
+TEST(AsioAwaitable, ACoroutineAwaitsTheLock) {
+  auto backend = dlock::open("memory://");
+  const auto name = unique("awaitable");
+  auto holder = backend->make_lock(name), waiter = backend->make_lock(name);
+  auto held = holder->try_acquire();
+  ASSERT_TRUE(held);
+  asio::io_context io;
+  bool granted = false;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto [ec, lease] = co_await dlock::async_acquire(*waiter, 10s, as_tuple(asio::use_awaitable));
+        EXPECT_FALSE(ec);
+        granted = lease.held();
+      },
+      asio::detached);
+  asio::steady_timer release(io, 200ms);
+  release.async_wait([&](auto) { held.release(); });
+  io.run();
+  EXPECT_TRUE(granted);
+}
+
+// A cancellation slot: the emitted signal completes the wait with operation_aborted and an empty
+// lease; the next contender is granted once the holder releases.
+TEST(AsioCancellation, ABoundCancellationSlotCancelsTheWait) {
+  auto backend = dlock::open("memory://");
+  const auto name = unique("slot");
+  auto holder = backend->make_lock(name), waiter = backend->make_lock(name), next = backend->make_lock(name);
+  auto held = holder->try_acquire();
+  ASSERT_TRUE(held);
+  asio::io_context io;
+  asio::cancellation_signal cancel;
+  std::optional<std::pair<std::error_code, dlock::lease>> outcome;
+  dlock::async_acquire(
+      *waiter, 30s,
+      asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(io, [&](std::error_code ec, dlock::lease l) {
+                                     outcome.emplace(ec, std::move(l));
+                                   })));
+  asio::steady_timer settle(io, 200ms);
+  settle.async_wait([&](auto) { cancel.emit(asio::cancellation_type::terminal); });
+  io.run();
+  ASSERT_TRUE(outcome);
+  EXPECT_EQ(outcome->first, asio::error::operation_aborted) << outcome->first.message();
+  EXPECT_FALSE(outcome->second);
+  held.release();
+  EXPECT_TRUE(next->try_acquire_for(5s));
+}
+
+// awaitable_operators' ||: a timer that wins cancels the acquire; the acquire that wins cancels the timer.
+TEST(AsioCancellation, ATimerRacedWithOrCancelsTheLosingAcquire) {
+  using namespace asio::experimental::awaitable_operators;
+  auto backend = dlock::open("memory://");
+  const auto name = unique("or");
+  auto holder = backend->make_lock(name), waiter = backend->make_lock(name);
+  auto held = holder->try_acquire();
+  ASSERT_TRUE(held);
+  asio::io_context io;
+  std::optional<std::size_t> winner;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        asio::steady_timer timer(co_await asio::this_coro::executor, 200ms);
+        auto result =
+            co_await (dlock::async_acquire(*waiter, 30s, asio::use_awaitable) || timer.async_wait(asio::use_awaitable));
+        winner = result.index();
+      },
+      asio::detached);
+  io.run();
+  ASSERT_TRUE(winner);
+  EXPECT_EQ(*winner, 1U) << "the acquire won while the lock was held";
+  held.release();
+  EXPECT_TRUE(waiter->try_acquire()) << "the canceled acquire left the lock taken";
+}
+
+// parallel_group with deferred operations: wait_for_one cancels the acquire the timer beat.
+TEST(AsioCancellation, AParallelGroupCancelsTheAcquireItDoesNotWaitFor) {
+  auto backend = dlock::open("memory://");
+  const auto name = unique("group");
+  auto holder = backend->make_lock(name), waiter = backend->make_lock(name);
+  auto held = holder->try_acquire();
+  ASSERT_TRUE(held);
+  asio::io_context io;
+  asio::steady_timer timer(io, 200ms);
+  std::optional<std::error_code> acquire_error;
+  asio::experimental::make_parallel_group(dlock::async_acquire(*waiter, 30s, asio::experimental::deferred),
+                                          timer.async_wait(asio::experimental::deferred))
+      .async_wait(
+          asio::experimental::wait_for_one(),
+          asio::bind_executor(io, [&](std::array<std::size_t, 2>, std::error_code ec, dlock::lease l, std::error_code) {
+            acquire_error = ec;
+            EXPECT_FALSE(l);
+          }));
+  io.run();
+  ASSERT_TRUE(acquire_error);
+  EXPECT_EQ(*acquire_error, asio::error::operation_aborted);
+}
+
+// deferred: the operation starts when the deferred object is invoked, not before.
+TEST(AsioDeferred, ADeferredAcquireStartsWhenInvoked) {
+  auto backend = dlock::open("memory://");
+  auto lock = backend->make_lock(unique("deferred")), other = backend->make_lock(lock->name());
+  asio::io_context io;
+  auto op = dlock::async_acquire(*lock, 300ms, asio::experimental::deferred);
+  auto kept = other->try_acquire();
+  EXPECT_TRUE(kept) << "a deferred acquire started before it was invoked";
+  bool done = false;
+  std::move(op)(asio::bind_executor(io, [&](std::error_code ec, dlock::lease l) {
+    EXPECT_FALSE(ec);
+    EXPECT_FALSE(l) << "granted beside the other holder";
+    done = true;
+  }));
+  io.run();  // the other holder keeps the lock: the acquire times out
+  EXPECT_TRUE(done);
+}
+
+}  // namespace
