@@ -19,20 +19,21 @@ struct registry_fixture : ::testing::Test {
            .example_uri = "alpha://127.0.0.1:1",
            .summary = "a",
            .parameters = {"db"},
-           .open = [this](const uri&, const lock_options& o) {
-             ++opened;
-             return std::make_shared<core_test::test_backend>(capabilities{capability::expiring}, o);
-           }});
+           .open = counting_open({capability::expiring})});
     r.add({.scheme = "beta",
            .caps = {},
            .scope = lock_scope::host,
            .example_uri = "beta:///tmp/x",
            .summary = "b",
            .parameters = {},
-           .open = [this](const uri&, const lock_options& o) {
-             ++opened;
-             return std::make_shared<core_test::test_backend>(capabilities{}, o);
-           }});
+           .open = counting_open()});
+  }
+  // An open() that counts itself in `opened` and makes a test backend of `caps`.
+  std::function<std::shared_ptr<backend>(const uri&, const lock_options&)> counting_open(capabilities caps = {}) {
+    return [this, caps](const uri&, const lock_options& o) {
+      ++opened;
+      return std::make_shared<core_test::test_backend>(caps, o);
+    };
   }
   std::pair<std::error_code, std::string> fail(std::string_view text, capabilities required = {}) {
     std::error_code ec;
@@ -57,9 +58,7 @@ TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
          .example_uri = "alpha+index://h:1",
          .summary = "ai",
          .parameters = {},
-         .open = [](const uri&, const lock_options& o) {
-           return std::make_shared<core_test::test_backend>(capabilities{}, o);
-         }});
+         .open = counting_open()});
   const auto [ec, msg] = fail("alpha+nothing://h");
   EXPECT_EQ(ec, errc::unknown_scheme);
   const auto [ec2, msg2] = fail("postgres://u:S3cr3t@h/db");
@@ -70,9 +69,7 @@ TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
          .example_uri = "postgres+advisory://u:p@h/db",
          .summary = "pa",
          .parameters = {},
-         .open = [](const uri&, const lock_options& o) {
-           return std::make_shared<core_test::test_backend>(capabilities{}, o);
-         }});
+         .open = counting_open()});
   const auto [ec3, msg3] = fail("postgres://u:S3cr3t@h/db");
   EXPECT_EQ(ec3, errc::unknown_scheme);
   EXPECT_NE(msg3.find("names a server"), std::string::npos) << msg3;
@@ -89,10 +86,7 @@ TEST_F(registry_fixture, AnUnsafeSchemeOpensOnlyWithUnsafeTrue) {
          .summary = "UNSAFE: x",
          .parameters = {},
          .unsafe_because = "it deletes its successor's lock",
-         .open = [this](const uri&, const lock_options& o) {
-           ++opened;
-           return std::make_shared<core_test::test_backend>(capabilities{}, o);
-         }});
+         .open = counting_open()});
   for (const char* text : {"alpha+broken://u:S3cr3t@h", "alpha+broken://u:S3cr3t@h?unsafe=false"}) {
     const auto [ec, msg] = fail(text);
     EXPECT_EQ(ec, errc::invalid_uri);
