@@ -2,6 +2,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
+#include "errors_caught.hpp"
 #include "local_wait_queue.hpp"
 
 namespace dlock {
@@ -62,16 +63,11 @@ bool backend::check_make(std::string_view name, lock_options& options, std::erro
 template <class Make>
 static auto made_or_error(const std::string& redacted_uri, std::error_code& ec, Make&& make) noexcept
     -> decltype(make()) {
-  try {
+  return detail::errors_caught(ec, [&] {
     auto made = make();
     if (!made) set_error(ec, errc::backend_error, "backend " + redacted_uri + " made nothing");
     return made;
-  } catch (const error& e) {
-    set_error(ec, e.code(), e.detail());
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, e.what());
-  }
-  return nullptr;
+  });
 }
 
 std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options,

@@ -7,6 +7,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
+#include "errors_caught.hpp"
 #include "module_index.hpp"
 
 namespace dlock {
@@ -159,7 +160,7 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
                                         std::error_code& ec) const noexcept {
   clear_last_error_message();
   ec.clear();
-  try {
+  return detail::errors_caught(ec, [&]() -> std::shared_ptr<backend> {
     const uri u = uri::parse(uri_text);
     // Only the module that has the scheme is loaded (module_index.hpp says how it is found).
     if (!contains(u.scheme())) try_load_plugin_for(u.scheme());
@@ -233,12 +234,7 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
     auto b = info.open(u, defaults);
     if (!b) set_error(ec, errc::backend_error, "backend '" + info.scheme + "' failed to open " + u.redacted());
     return b;
-  } catch (const error& e) {
-    set_error(ec, e.code(), e.detail());
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, e.what());
-  }
-  return nullptr;
+  });
 }
 
 }  // namespace dlock

@@ -170,13 +170,18 @@ TEST(Acquire, AGrantThatArrivesExpiredIsGivenBackNotReturned) {
   EXPECT_EQ(b.t->attempts.load(), 4);
 }
 
+// Options whose wait tries again every 1 to 5 ms: an outage meets many attempts.
+lock_options polling_fast() {
+  lock_options o;
+  o.poll = {1ms, 5ms};
+  return o;
+}
+
 // A server outage inside the caller's wait is waited out, not reported at once (a Redis restart
 // made `dlock run --wait 60s` exit 69 at once).
 TEST(Acquire, AnOutageWithinTheWaitIsWaitedOut) {
   core_test::test_backend b({capability::expiring});
-  lock_options o;
-  o.poll = {1ms, 5ms};
-  auto lock = b.make_lock("outage", o);
+  auto lock = b.make_lock("outage", polling_fast());
   b.t->unavailable_attempts = 5;
   std::error_code ec;
   auto l = lock->try_acquire_for(10s, ec);
@@ -187,9 +192,7 @@ TEST(Acquire, AnOutageWithinTheWaitIsWaitedOut) {
 
 TEST(Acquire, AnOutageLongerThanTheWaitIsReportedAtTheDeadline) {
   core_test::test_backend b({capability::expiring});
-  lock_options o;
-  o.poll = {1ms, 5ms};
-  auto lock = b.make_lock("down", o);
+  auto lock = b.make_lock("down", polling_fast());
   b.t->unavailable_attempts = 1'000'000;
   std::error_code ec;
   const auto start = std::chrono::steady_clock::now();

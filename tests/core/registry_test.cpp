@@ -19,20 +19,25 @@ struct registry_fixture : ::testing::Test {
            .example_uri = "alpha://127.0.0.1:1",
            .summary = "a",
            .parameters = {"db"},
-           .open = [this](const uri&, const lock_options& o) {
-             ++opened;
-             return std::make_shared<core_test::test_backend>(capabilities{capability::expiring}, o);
-           }});
-    r.add({.scheme = "beta",
-           .caps = {},
-           .scope = lock_scope::host,
-           .example_uri = "beta:///tmp/x",
-           .summary = "b",
-           .parameters = {},
-           .open = [this](const uri&, const lock_options& o) {
-             ++opened;
-             return std::make_shared<core_test::test_backend>(capabilities{}, o);
-           }});
+           .open = counting_open({capability::expiring})});
+    r.add(plain_scheme("beta", lock_scope::host, "beta:///tmp/x", "b"));
+  }
+  // An open() that counts itself in `opened` and makes a test backend of `caps`.
+  std::function<std::shared_ptr<backend>(const uri&, const lock_options&)> counting_open(capabilities caps = {}) {
+    return [this, caps](const uri&, const lock_options& o) {
+      ++opened;
+      return std::make_shared<core_test::test_backend>(caps, o);
+    };
+  }
+  // A scheme with no capabilities and no parameters of its own, opened by counting_open().
+  backend_info plain_scheme(std::string scheme, lock_scope scope, std::string example_uri, std::string summary) {
+    return {.scheme = std::move(scheme),
+            .caps = {},
+            .scope = scope,
+            .example_uri = std::move(example_uri),
+            .summary = std::move(summary),
+            .parameters = {},
+            .open = counting_open()};
   }
   std::pair<std::error_code, std::string> fail(std::string_view text, capabilities required = {}) {
     std::error_code ec;
@@ -51,28 +56,12 @@ struct registry_fixture : ::testing::Test {
 };
 
 TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
-  r.add({.scheme = "alpha+index",
-         .caps = {},
-         .scope = lock_scope::network,
-         .example_uri = "alpha+index://h:1",
-         .summary = "ai",
-         .parameters = {},
-         .open = [](const uri&, const lock_options& o) {
-           return std::make_shared<core_test::test_backend>(capabilities{}, o);
-         }});
+  r.add(plain_scheme("alpha+index", lock_scope::network, "alpha+index://h:1", "ai"));
   const auto [ec, msg] = fail("alpha+nothing://h");
   EXPECT_EQ(ec, errc::unknown_scheme);
   const auto [ec2, msg2] = fail("postgres://u:S3cr3t@h/db");
   EXPECT_EQ(ec2, errc::unknown_scheme);
-  r.add({.scheme = "postgres+advisory",
-         .caps = {},
-         .scope = lock_scope::network,
-         .example_uri = "postgres+advisory://u:p@h/db",
-         .summary = "pa",
-         .parameters = {},
-         .open = [](const uri&, const lock_options& o) {
-           return std::make_shared<core_test::test_backend>(capabilities{}, o);
-         }});
+  r.add(plain_scheme("postgres+advisory", lock_scope::network, "postgres+advisory://u:p@h/db", "pa"));
   const auto [ec3, msg3] = fail("postgres://u:S3cr3t@h/db");
   EXPECT_EQ(ec3, errc::unknown_scheme);
   EXPECT_NE(msg3.find("names a server"), std::string::npos) << msg3;
@@ -82,17 +71,9 @@ TEST_F(registry_fixture, AServerSchemeNamesTheStrategiesOnIt) {
 
 // A broken strategy kept to show how it fails opens only when the URI says so.
 TEST_F(registry_fixture, AnUnsafeSchemeOpensOnlyWithUnsafeTrue) {
-  r.add({.scheme = "alpha+broken",
-         .caps = {},
-         .scope = lock_scope::network,
-         .example_uri = "alpha+broken://h:1?unsafe=true",
-         .summary = "UNSAFE: x",
-         .parameters = {},
-         .unsafe_because = "it deletes its successor's lock",
-         .open = [this](const uri&, const lock_options& o) {
-           ++opened;
-           return std::make_shared<core_test::test_backend>(capabilities{}, o);
-         }});
+  auto broken = plain_scheme("alpha+broken", lock_scope::network, "alpha+broken://h:1?unsafe=true", "UNSAFE: x");
+  broken.unsafe_because = "it deletes its successor's lock";
+  r.add(broken);
   for (const char* text : {"alpha+broken://u:S3cr3t@h", "alpha+broken://u:S3cr3t@h?unsafe=false"}) {
     const auto [ec, msg] = fail(text);
     EXPECT_EQ(ec, errc::invalid_uri);

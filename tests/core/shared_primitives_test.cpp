@@ -19,12 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 
 // Units taken per name: a reader 1, a writer `writer_units`, a permit 1. Faults as the table's.
-struct pool_server {
+struct pool_server : server_faults {
   std::mutex m;
   std::map<std::string, std::uint64_t> used;
-  std::atomic<int> unavailable_attempts{0};
-  std::atomic<int> stalled_grants{0};
-  std::atomic<int> attempts{0};
   std::atomic<int> renewals{0};
 };
 
@@ -49,19 +46,12 @@ class pool_lease final : public spi::lease_state {
 std::unique_ptr<spi::lease_state> take(const std::shared_ptr<pool_server>& s, const std::string& name,
                                        std::uint64_t capacity, std::uint64_t units, std::chrono::milliseconds ttl,
                                        std::error_code& ec) {
-  ++s->attempts;
-  if (s->unavailable_attempts > 0) {
-    --s->unavailable_attempts;
-    set_error(ec, errc::backend_unavailable, "test server down");
-    return nullptr;
-  }
+  if (!s->reached(ec)) return nullptr;
   std::lock_guard g(s->m);
   auto& used = s->used[name];
   if (units > capacity - used) return nullptr;
   used += units;
-  const bool stalled = s->stalled_grants > 0;
-  if (stalled) --s->stalled_grants;
-  return std::make_unique<pool_lease>(s, name, units, ttl, stalled);
+  return std::make_unique<pool_lease>(s, name, units, ttl, s->stalls_grant());
 }
 
 constexpr std::uint64_t writer_units = 1'000'000;

@@ -9,17 +9,39 @@
 
 namespace dlock::core_test {
 
-struct table {
+// Server faults the core must handle, which the tests switch on: the next N attempts find the
+// server unreachable; the next N grants arrive with their validity already gone (a server that
+// stalled while replying). `attempts` counts every attempt.
+struct server_faults {
+  std::atomic<int> unavailable_attempts{0};
+  std::atomic<int> stalled_grants{0};
+  std::atomic<int> attempts{0};
+
+  // One attempt reaches the server: false, with ec set to backend_unavailable, while the
+  // unavailable attempts last.
+  bool reached(std::error_code& ec) {
+    ++attempts;
+    if (unavailable_attempts > 0) {
+      --unavailable_attempts;
+      set_error(ec, errc::backend_unavailable, "test server down");
+      return false;
+    }
+    return true;
+  }
+  // Whether the grant being made is one of the stalled ones.
+  bool stalls_grant() {
+    const bool stalled = stalled_grants > 0;
+    if (stalled) --stalled_grants;
+    return stalled;
+  }
+};
+
+struct table : server_faults {
   std::mutex m;
   std::map<std::string, std::string> owner_of;
   std::map<std::string, int> holds;  // re-entries beyond the first, for a reentrant test backend
   std::atomic<int> renewals{0};
   std::atomic<bool> fail_renew{false};
-  // Server faults the core must handle: the next N attempts find the server unreachable; the
-  // next N grants arrive with their validity already gone (a server that stalled while replying).
-  std::atomic<int> unavailable_attempts{0};
-  std::atomic<int> stalled_grants{0};
-  std::atomic<int> attempts{0};
 };
 
 class test_lease final : public spi::lease_state {
@@ -62,20 +84,14 @@ class test_lock final : public distributed_lock {
 
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
-    ++t_->attempts;
-    if (t_->unavailable_attempts > 0) {
-      --t_->unavailable_attempts;
-      set_error(ec, errc::backend_unavailable, "test server down");
-      return nullptr;
-    }
+    if (!t_->reached(ec)) return nullptr;
     std::lock_guard g(t_->m);
     auto [it, inserted] = t_->owner_of.try_emplace(std::string(name()), owner());
     if (!inserted && !(caps().has(capability::reentrant) && it->second == owner())) return nullptr;
     if (!inserted) ++t_->holds[std::string(name())];
-    const bool stalled = t_->stalled_grants > 0;
-    if (stalled) --t_->stalled_grants;
     return std::make_unique<test_lease>(t_, std::string(name()), owner(), options().ttl,
-                                        caps().has(capability::expiring), caps().has(capability::renewable), stalled);
+                                        caps().has(capability::expiring), caps().has(capability::renewable),
+                                        t_->stalls_grant());
   }
   std::shared_ptr<table> t_;
 };

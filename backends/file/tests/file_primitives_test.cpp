@@ -77,6 +77,28 @@ class FilePrimitives : public ::testing::Test {
     return dlock::testing::fork_child([&] { return body(open_file(uri_)); });
   }
 
+  // A child, with a backend of its own, that takes a grant with `take(backend)` and holds it: until
+  // `go` is said to it where given (then it exits 0, the grant let go), else until it is killed.
+  // Returned once the child has said whether it holds the grant.
+  struct holding_child {
+    pid_t pid;
+    bool holds;
+  };
+  template <class Take>
+  holding_child spawn_holder(Take take, signal_pipe* go = nullptr) {
+    signal_pipe held;
+    const pid_t pid = spawn([&](auto b) {
+      auto grant = take(*b);
+      held.say(grant ? 'y' : 'n');
+      if (go)
+        go->hear();
+      else
+        ::pause();
+      return 0;
+    });
+    return {pid, held.hear() == 'y'};
+  }
+
   // Is the file `name` of the lock directory flock'ed exclusively by someone (a LOCK_SH probe fails)?
   bool exclusively_locked(const std::string& file_name) const {
     const auto path = dir_ / file_name;
@@ -85,6 +107,14 @@ class FilePrimitives : public ::testing::Test {
     const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
     ::close(fd);
     return held;
+  }
+
+  // Waits (2 s at most) until someone holds the turnstile of reader-writer lock `name` exclusively,
+  // as a waiting writer or mutex does; whether someone does.
+  bool turnstile_taken(const std::string& name) const {
+    const auto gate = dlock::file::rw_files(name).gate;
+    for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+    return exclusively_locked(gate);
   }
 
   fs::path dir_;
@@ -104,40 +134,28 @@ TEST_F(FilePrimitives, DeclaresTheRwLockAndSemaphoreCapabilities) {
 }
 
 TEST_F(FilePrimitives, ReadersShareAcrossProcessesAndExcludeAWriter) {
-  signal_pipe held;
-  const pid_t child = spawn([&](auto b) {
-    auto reading = b->make_rw_lock("catalog")->try_acquire_read();
-    held.say(reading ? 'y' : 'n');
-    ::pause();
-    return 0;
-  });
-  ASSERT_EQ(held.hear(), 'y');
+  const auto child = spawn_holder([](dlock::backend& b) { return b.make_rw_lock("catalog")->try_acquire_read(); });
+  ASSERT_TRUE(child.holds);
   auto rw = backend_->make_rw_lock("catalog");
   auto mine = rw->try_acquire_read();
   EXPECT_TRUE(mine) << "a second reader in another process shares the lock";
   EXPECT_FALSE(rw->try_acquire_write()) << "a writer is excluded while readers hold";
   mine.release();
   EXPECT_FALSE(rw->try_acquire_write()) << "the other process's reader still holds";
-  ::kill(child, SIGKILL);
-  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  ::kill(child.pid, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child.pid), 128 + SIGKILL);
   EXPECT_TRUE(rw->try_acquire_write()) << "the kernel dropped the dead reader's LOCK_SH";
 }
 
 TEST_F(FilePrimitives, AWriterExcludesReadersAndWritersOfOtherProcessesUntilKilled) {
-  signal_pipe held;
-  const pid_t child = spawn([&](auto b) {
-    auto writing = b->make_rw_lock("catalog")->try_acquire_write();
-    held.say(writing ? 'y' : 'n');
-    ::pause();
-    return 0;
-  });
-  ASSERT_EQ(held.hear(), 'y');
+  const auto child = spawn_holder([](dlock::backend& b) { return b.make_rw_lock("catalog")->try_acquire_write(); });
+  ASSERT_TRUE(child.holds);
   auto rw = backend_->make_rw_lock("catalog");
   EXPECT_FALSE(rw->try_acquire_read());
   EXPECT_FALSE(rw->try_acquire_write());
   EXPECT_FALSE(rw->try_acquire_read_for(50ms));
-  ::kill(child, SIGKILL);
-  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  ::kill(child.pid, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child.pid), 128 + SIGKILL);
   EXPECT_TRUE(rw->try_acquire_read_for(2s)) << "the kernel dropped the dead writer's LOCK_EX";
 }
 
@@ -171,14 +189,10 @@ TEST_F(FilePrimitives, ReadersAndWritersOfManyProcessesNeverOverlapWrongly) {
 }
 
 TEST_F(FilePrimitives, AWaitingWriterHoldsBackNewReadersOfOtherProcesses) {
-  signal_pipe reader_held, reader_go, writer_done;
-  const pid_t reader = spawn([&](auto b) {
-    auto reading = b->make_rw_lock("pref")->try_acquire_read();
-    reader_held.say(reading ? 'y' : 'n');
-    reader_go.hear();  // hold until told
-    return 0;
-  });
-  ASSERT_EQ(reader_held.hear(), 'y');
+  signal_pipe reader_go, writer_done;
+  const auto reader =
+      spawn_holder([](dlock::backend& b) { return b.make_rw_lock("pref")->try_acquire_read(); }, &reader_go);
+  ASSERT_TRUE(reader.holds);
   auto rw = backend_->make_rw_lock("pref");
   {
     auto before = rw->try_acquire_read();
@@ -190,14 +204,12 @@ TEST_F(FilePrimitives, AWaitingWriterHoldsBackNewReadersOfOtherProcesses) {
     return 0;
   });
   // The writer waits once it holds the turnstile.
-  const auto gate = dlock::file::rw_files("pref").gate;
-  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(exclusively_locked(gate)) << "the writer never started waiting";
+  ASSERT_TRUE(turnstile_taken("pref")) << "the writer never started waiting";
   EXPECT_FALSE(rw->try_acquire_read()) << "a reader arriving while a writer waits must not get in before it";
   EXPECT_FALSE(rw->try_acquire_read_for(100ms));
   reader_go.say('g');
   EXPECT_EQ(writer_done.hear(), 'w') << "the writer gets the lock once the readers before it leave";
-  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_EQ(wait_exit_code(reader.pid), 0);
   EXPECT_EQ(wait_exit_code(writer), 0);
   EXPECT_TRUE(rw->try_acquire_read());
 }
@@ -232,49 +244,36 @@ TEST_F(FilePrimitives, AStreamOfOverlappingReadersOfOtherProcessesDoesNotStarveA
 
 TEST_F(FilePrimitives, AWaitingWriterIsWokenByTheLastReaderOfAnotherProcessLeaving) {
   // An hour of backoff: only the inotify wake-up on the reader's close can grant within the wait.
-  signal_pipe held, go;
-  const pid_t reader = spawn([&](auto b) {
-    auto reading = b->make_rw_lock("wake")->try_acquire_read();
-    held.say(reading ? 'y' : 'n');
-    go.hear();
-    return 0;  // the reader's fd closes with the process
-  });
-  ASSERT_EQ(held.hear(), 'y');
+  signal_pipe go;
+  const auto reader = spawn_holder([](dlock::backend& b) { return b.make_rw_lock("wake")->try_acquire_read(); }, &go);
+  ASSERT_TRUE(reader.holds);
   auto patient = open_file("file://" + dir_.string() + "?poll=1h..1h")->make_rw_lock("wake");
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   auto waiting = std::async(std::launch::async, [&] {
     auto got = patient->try_acquire_write_until(deadline);
     return got && std::chrono::steady_clock::now() < deadline;  // the last attempt at the deadline does not count
   });
-  const auto gate = dlock::file::rw_files("wake").gate;
-  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
-  go.say('g');
-  EXPECT_EQ(wait_exit_code(reader), 0);
+  turnstile_taken("wake");
+  go.say('g');  // the reader's fd closes with the process
+  EXPECT_EQ(wait_exit_code(reader.pid), 0);
   EXPECT_TRUE(waiting.get()) << "the waiting writer slept through the reader's release until its deadline";
 }
 
 TEST_F(FilePrimitives, AKilledWaitingWriterLetsReadersInAgain) {
-  signal_pipe reader_held;
-  const pid_t reader = spawn([&](auto b) {
-    auto reading = b->make_rw_lock("pref")->try_acquire_read();
-    reader_held.say(reading ? 'y' : 'n');
-    ::pause();
-    return 0;
-  });
-  ASSERT_EQ(reader_held.hear(), 'y');
+  const auto reader = spawn_holder([](dlock::backend& b) { return b.make_rw_lock("pref")->try_acquire_read(); });
+  ASSERT_TRUE(reader.holds);
   const pid_t writer = spawn([&](auto b) {
     auto writing = b->make_rw_lock("pref")->acquire_write();
     return writing ? 0 : 1;
   });
-  const auto gate = dlock::file::rw_files("pref").gate;
-  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
+  turnstile_taken("pref");
   auto rw = backend_->make_rw_lock("pref");
   EXPECT_FALSE(rw->try_acquire_read());
   ::kill(writer, SIGKILL);
   EXPECT_EQ(wait_exit_code(writer), 128 + SIGKILL);
   EXPECT_TRUE(rw->try_acquire_read()) << "the dead writer's turnstile was dropped by the kernel";
-  ::kill(reader, SIGKILL);
-  wait_exit_code(reader);
+  ::kill(reader.pid, SIGKILL);
+  wait_exit_code(reader.pid);
 }
 
 TEST_F(FilePrimitives, SemaphoreOfNNeverHoldsMoreAcrossProcessesAndReachesN) {
@@ -315,18 +314,12 @@ TEST_F(FilePrimitives, SemaphoreTakesAllPermitsOfAnAcquireOrNone) {
 }
 
 TEST_F(FilePrimitives, SemaphoreOfAKilledHolderComesBack) {
-  signal_pipe held;
-  const pid_t child = spawn([&](auto b) {
-    auto all = b->make_semaphore("pool", 2)->try_acquire(2);
-    held.say(all ? 'y' : 'n');
-    ::pause();
-    return 0;
-  });
-  ASSERT_EQ(held.hear(), 'y');
+  const auto child = spawn_holder([](dlock::backend& b) { return b.make_semaphore("pool", 2)->try_acquire(2); });
+  ASSERT_TRUE(child.holds);
   auto sem = backend_->make_semaphore("pool", 2);
   EXPECT_FALSE(sem->try_acquire());
-  ::kill(child, SIGKILL);
-  EXPECT_EQ(wait_exit_code(child), 128 + SIGKILL);
+  ::kill(child.pid, SIGKILL);
+  EXPECT_EQ(wait_exit_code(child.pid), 128 + SIGKILL);
   EXPECT_TRUE(sem->try_acquire(2)) << "the kernel dropped the dead holder's slot flocks";
 }
 
@@ -559,27 +552,21 @@ TEST_F(FilePrimitives, FlockOfTheLockFileIsAReaderOrWriterOfTheName) {
 // A mutex waiting in one process keeps the turnstile as a waiting writer does: readers of other
 // processes arriving after it stay out, the reader inside leaves, and the mutex gets the lock.
 TEST_F(FilePrimitives, AWaitingMutexHoldsBackNewReadersOfOtherProcesses) {
-  signal_pipe reader_held, reader_go, mutex_done;
-  const pid_t reader = spawn([&](auto b) {
-    auto reading = b->make_rw_lock("pref-mutex")->try_acquire_read();
-    reader_held.say(reading ? 'y' : 'n');
-    reader_go.hear();
-    return 0;
-  });
-  ASSERT_EQ(reader_held.hear(), 'y');
+  signal_pipe reader_go, mutex_done;
+  const auto reader =
+      spawn_holder([](dlock::backend& b) { return b.make_rw_lock("pref-mutex")->try_acquire_read(); }, &reader_go);
+  ASSERT_TRUE(reader.holds);
   const pid_t waiting = spawn([&](auto b) {
     auto locked = b->make_lock("pref-mutex")->try_acquire_for(20s);
     mutex_done.say(locked ? 'm' : 'n');
     return 0;
   });
-  const auto gate = dlock::file::rw_files("pref-mutex").gate;
-  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
-  EXPECT_TRUE(exclusively_locked(gate)) << "the mutex never took the turnstile while waiting";
+  EXPECT_TRUE(turnstile_taken("pref-mutex")) << "the mutex never took the turnstile while waiting";
   auto rw = backend_->make_rw_lock("pref-mutex");
   EXPECT_FALSE(rw->try_acquire_read()) << "a reader arriving while a mutex waits must not get in before it";
   reader_go.say('g');
   EXPECT_EQ(mutex_done.hear(), 'm') << "the mutex gets the lock once the reader before it leaves";
-  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_EQ(wait_exit_code(reader.pid), 0);
   EXPECT_EQ(wait_exit_code(waiting), 0);
   EXPECT_TRUE(rw->try_acquire_read());
 }
@@ -587,26 +574,20 @@ TEST_F(FilePrimitives, AWaitingMutexHoldsBackNewReadersOfOtherProcesses) {
 // A mutex waiting behind a reader of another process sleeps in the kernel and wakes at the
 // reader's release: with an hour of backoff, only the inotify wake-up can grant within the wait.
 TEST_F(FilePrimitives, AWaitingMutexIsWokenByTheLastReaderOfAnotherProcessLeaving) {
-  signal_pipe held, go;
-  const pid_t reader = spawn([&](auto b) {
-    auto reading = b->make_rw_lock("wake-mutex")->try_acquire_read();
-    held.say(reading ? 'y' : 'n');
-    go.hear();
-    return 0;
-  });
-  ASSERT_EQ(held.hear(), 'y');
+  signal_pipe go;
+  const auto reader =
+      spawn_holder([](dlock::backend& b) { return b.make_rw_lock("wake-mutex")->try_acquire_read(); }, &go);
+  ASSERT_TRUE(reader.holds);
   auto patient = open_file("file://" + dir_.string() + "?poll=1h..1h")->make_lock("wake-mutex");
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   auto waiting = std::async(std::launch::async, [&] {
     auto got = patient->try_acquire_until(deadline);
     return got && std::chrono::steady_clock::now() < deadline;
   });
-  const auto gate = dlock::file::rw_files("wake-mutex").gate;
-  for (int i = 0; i < 2000 && !exclusively_locked(gate); ++i) std::this_thread::sleep_for(1ms);
-  EXPECT_TRUE(exclusively_locked(gate)) << "the mutex is not waiting";
+  EXPECT_TRUE(turnstile_taken("wake-mutex")) << "the mutex is not waiting";
   EXPECT_EQ(waiting.wait_for(200ms), std::future_status::timeout) << "the mutex was granted beside the reader";
   go.say('g');
-  EXPECT_EQ(wait_exit_code(reader), 0);
+  EXPECT_EQ(wait_exit_code(reader.pid), 0);
   EXPECT_TRUE(waiting.get()) << "the waiting mutex slept through the reader's release until its deadline";
 }
 

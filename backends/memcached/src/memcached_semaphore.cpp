@@ -54,10 +54,14 @@ memcached_semaphore::memcached_semaphore(const std::string& name, std::uint32_t 
       mutex_keys_(keys_for(prefix, name)),
       restart_delay_(restart_delay) {}
 
-std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys,
-                                                    std::uint32_t max_count, memcached_return_t& rc) {
+namespace {
+
+// Gets every permit slot of a semaphore of `max_count` (in batches of short command lines) and
+// calls `held(index)` for each slot that is there. MEMCACHED_SUCCESS, or the first failure.
+template <class Held>
+memcached_return_t for_each_held_slot(memcached_st* m, const semaphore_keys& keys, std::uint32_t max_count,
+                                      Held&& held) {
   constexpr std::uint32_t keys_per_get = 500;
-  std::uint32_t held = 0;
   for (std::uint32_t from = 0; from < max_count; from += keys_per_get) {
     std::vector<std::string> batch;
     for (std::uint32_t i = from; i < std::min(max_count, from + keys_per_get); ++i)
@@ -68,20 +72,31 @@ std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semap
       ptrs.push_back(k.data());
       lengths.push_back(k.size());
     }
-    rc = memcached_mget_by_key(m, keys.group.data(), keys.group.size(), ptrs.data(), lengths.data(), ptrs.size());
-    if (memcached_failed(rc)) return std::nullopt;
+    const auto rc =
+        memcached_mget_by_key(m, keys.group.data(), keys.group.size(), ptrs.data(), lengths.data(), ptrs.size());
+    if (memcached_failed(rc)) return rc;
     memcached_result_st* r = nullptr;
     memcached_return_t frc = MEMCACHED_SUCCESS;
     while ((r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
-      ++held;
+      const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
+      if (key.starts_with(keys.slot_prefix)) {
+        const auto index = std::stoul(std::string(key.substr(keys.slot_prefix.size())));
+        if (index < max_count) held(static_cast<std::uint32_t>(index));
+      }
       memcached_result_free(r);
     }
-    if (frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND) {
-      rc = frc;
-      return std::nullopt;
-    }
+    if (frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND) return frc;
   }
-  rc = MEMCACHED_SUCCESS;
+  return MEMCACHED_SUCCESS;
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> semaphore_permits_held(memcached_st* m, const semaphore_keys& keys,
+                                                    std::uint32_t max_count, memcached_return_t& rc) {
+  std::uint32_t held = 0;
+  rc = for_each_held_slot(m, keys, max_count, [&](std::uint32_t) { ++held; });
+  if (rc != MEMCACHED_SUCCESS) return std::nullopt;
   return held;
 }
 
@@ -149,35 +164,10 @@ std::vector<std::uint32_t> memcached_semaphore::slots_to_try(memcached_st* m, st
   std::vector<bool> taken(max_count(), false);
   if (max_count() > scan_above) {
     // One `get` of every slot (in batches of short command lines) instead of an `add` per slot.
-    constexpr std::uint32_t keys_per_get = 500;
-    for (std::uint32_t from = 0; from < max_count(); from += keys_per_get) {
-      std::vector<std::string> keys;
-      for (std::uint32_t i = from; i < std::min(max_count(), from + keys_per_get); ++i)
-        keys.push_back(keys_.slot_prefix + std::to_string(i));
-      std::vector<const char*> ptrs;
-      std::vector<size_t> lengths;
-      for (const auto& k : keys) {
-        ptrs.push_back(k.data());
-        lengths.push_back(k.size());
-      }
-      auto rc =
-          memcached_mget_by_key(m, keys_.group.data(), keys_.group.size(), ptrs.data(), lengths.data(), ptrs.size());
-      memcached_result_st* r = nullptr;
-      memcached_return_t frc = MEMCACHED_SUCCESS;
-      while (!memcached_failed(rc) && (r = memcached_fetch_result(m, nullptr, &frc)) != nullptr) {
-        const std::string_view key(memcached_result_key_value(r), memcached_result_key_length(r));
-        if (key.starts_with(keys_.slot_prefix)) {
-          const auto index = std::stoul(std::string(key.substr(keys_.slot_prefix.size())));
-          if (index < max_count()) taken[index] = true;
-        }
-        memcached_result_free(r);
-      }
-      if (!memcached_failed(rc) && frc != MEMCACHED_END && frc != MEMCACHED_SUCCESS && frc != MEMCACHED_NOTFOUND)
-        rc = frc;
-      if (memcached_failed(rc)) {
-        set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (get of its permits)");
-        return {};
-      }
+    const auto rc = for_each_held_slot(m, keys_, max_count(), [&](std::uint32_t i) { taken[i] = true; });
+    if (rc != MEMCACHED_SUCCESS) {
+      set_memcached_error(ec, m, rc, "acquire of semaphore '" + std::string(name()) + "' (get of its permits)");
+      return {};
     }
   }
   std::vector<std::uint32_t> order;

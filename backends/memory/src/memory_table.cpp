@@ -160,60 +160,55 @@ std::optional<ticket> table::acquire_until(const std::string& name, const reques
   }
 }
 
-void table::release(const std::string& name, std::uint64_t id, const std::shared_ptr<lease_link>& link,
-                    std::error_code& ec) {
+template <class Look>
+void table::with_entry(const std::string& name, Look&& look) {
   lost_notes notes;
   {
     std::lock_guard guard(mutex_);
     const auto now = clock::now();
     auto it = entries_.find(name);
-    std::vector<holder>::iterator found;
-    bool held = false;
-    if (it != entries_.end()) {
-      expire_due_locked(it->second, now, notes);
-      auto& hs = it->second.holders;
-      found = std::find_if(hs.begin(), hs.end(), [&](const holder& h) { return h.id == id; });
-      held = found != hs.end();
-    }
-    if (!held) {
-      set_error(ec, errc::not_owner,
-                "memory lock '" + name +
-                    "' was no longer held by this lease when released: its grant expired "
-                    "(not renewed within its ttl) or was broken, and may have gone to another owner");
-    } else {
-      auto& holds = found->holds;
-      holds.erase(std::remove(holds.begin(), holds.end(), link), holds.end());
-      // The grant is freed when its last hold goes, whichever order the leases are released in.
-      if (holds.empty()) free_locked(it->second, found, now);
-    }
-    if (it != entries_.end()) erase_if_idle_locked(name);
+    entry* e = it == entries_.end() ? nullptr : &it->second;
+    if (e) expire_due_locked(*e, now, notes);
+    look(e, now);
+    if (e) erase_if_idle_locked(name);
   }
   deliver_lost_notes(notes);
 }
 
-void table::renew(const std::string& name, std::uint64_t id, std::chrono::milliseconds ttl, std::error_code& ec) {
-  lost_notes notes;
-  {
-    std::lock_guard guard(mutex_);
-    const auto now = clock::now();
-    auto it = entries_.find(name);
-    holder* found = nullptr;
-    if (it != entries_.end()) {
-      expire_due_locked(it->second, now, notes);
-      for (auto& h : it->second.holders)
-        if (h.id == id) found = &h;
+void table::release(const std::string& name, std::uint64_t id, const std::shared_ptr<lease_link>& link,
+                    std::error_code& ec) {
+  with_entry(name, [&](entry* e, clock::time_point now) {
+    auto found = e ? std::find_if(e->holders.begin(), e->holders.end(), [&](const holder& h) { return h.id == id; })
+                   : std::vector<holder>::iterator();
+    if (!e || found == e->holders.end()) {
+      set_error(ec, errc::not_owner,
+                "memory lock '" + name +
+                    "' was no longer held by this lease when released: its grant expired "
+                    "(not renewed within its ttl) or was broken, and may have gone to another owner");
+      return;
     }
+    auto& holds = found->holds;
+    holds.erase(std::remove(holds.begin(), holds.end(), link), holds.end());
+    // The grant is freed when its last hold goes, whichever order the leases are released in.
+    if (holds.empty()) free_locked(*e, found, now);
+  });
+}
+
+void table::renew(const std::string& name, std::uint64_t id, std::chrono::milliseconds ttl, std::error_code& ec) {
+  with_entry(name, [&](entry* e, clock::time_point now) {
+    holder* found = nullptr;
+    if (e)
+      for (auto& h : e->holders)
+        if (h.id == id) found = &h;
     if (!found) {
       set_error(ec, errc::not_owner,
                 "cannot renew memory lock '" + name +
                     "': its grant expired (not renewed within its ttl) or was "
                     "broken, and may have gone to another owner");
-    } else {
-      found->expires_at = std::max(found->expires_at, now + ttl);
+      return;
     }
-    if (it != entries_.end()) erase_if_idle_locked(name);
-  }
-  deliver_lost_notes(notes);
+    found->expires_at = std::max(found->expires_at, now + ttl);
+  });
 }
 
 std::size_t table::break_grants(const std::string& name) {
@@ -238,18 +233,8 @@ std::size_t table::break_grants(const std::string& name) {
 }
 
 std::size_t table::holders(const std::string& name) {
-  lost_notes notes;
   std::size_t live = 0;
-  {
-    std::lock_guard guard(mutex_);
-    auto it = entries_.find(name);
-    if (it != entries_.end()) {
-      expire_due_locked(it->second, clock::now(), notes);
-      live = it->second.holders.size();
-      erase_if_idle_locked(name);
-    }
-  }
-  deliver_lost_notes(notes);
+  with_entry(name, [&](entry* e, clock::time_point) { live = e ? e->holders.size() : 0; });
   return live;
 }
 

@@ -122,6 +122,11 @@ class table {
   void free_locked(entry& e, std::vector<holder>::iterator h, clock::time_point now);
   void expire_due_locked(entry& e, clock::time_point now, lost_notes& notes);
   void erase_if_idle_locked(const std::string& name);
+  // Under the mutex, `look(entry*, now)` on the entry of `name` with its due expiries freed
+  // (nullptr when there is none); then an idle entry is dropped, and the losses those expiries
+  // caused are delivered after the mutex is let go.
+  template <class Look>
+  void with_entry(const std::string& name, Look&& look);
 
   std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;  // only names with holders or waiters

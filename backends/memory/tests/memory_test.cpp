@@ -155,8 +155,7 @@ TEST(Memory, ExpiredGrantGoesToTheWaiterAndTheOldLeaseIsLost) {
 TEST(Memory, ExpiredGrantReleasedLateIsNotOwnerEvenWithoutATakeover) {
   auto b = open_memory("memory://");
   const auto name = unique_name("late");
-  auto l = b->make_lock(name, no_watchdog(100ms));
-  auto held = l->try_acquire();
+  auto held = b->make_lock(name, no_watchdog(100ms))->try_acquire();
   ASSERT_TRUE(held);
   std::this_thread::sleep_for(300ms);
   EXPECT_FALSE(dlock::memory::is_held("", name));
@@ -168,8 +167,7 @@ TEST(Memory, ExpiredGrantReleasedLateIsNotOwnerEvenWithoutATakeover) {
 TEST(Memory, RenewKeepsTheGrantPastItsTtl) {
   auto b = open_memory("memory://");
   const auto name = unique_name("renew");
-  auto l = b->make_lock(name, no_watchdog(400ms));
-  auto held = l->try_acquire();
+  auto held = b->make_lock(name, no_watchdog(400ms))->try_acquire();
   ASSERT_TRUE(held);
   for (int i = 0; i < 4; ++i) {
     std::this_thread::sleep_for(150ms);
@@ -183,8 +181,7 @@ TEST(Memory, RenewKeepsTheGrantPastItsTtl) {
 TEST(Memory, WatchdogRenewsByDefault) {
   auto b = open_memory("memory://?ttl=300ms");
   const auto name = unique_name("watchdog");
-  auto l = b->make_lock(name);
-  auto held = l->try_acquire();
+  auto held = b->make_lock(name)->try_acquire();
   ASSERT_TRUE(held);
   std::this_thread::sleep_for(1s);
   EXPECT_TRUE(dlock::memory::is_held("", name));

@@ -7,95 +7,78 @@
 
 namespace dlock {
 
+namespace {
+
+// One scheme of redis_backend: one of its layouts (`mode`), on one kind of deployment. They all
+// make the same primitives.
+void add_layout(registry& r, std::string scheme, redis::mode mode, capabilities caps, std::string example_uri,
+                std::string summary, std::vector<std::string> parameters) {
+  r.add({.scheme = std::move(scheme),
+         .caps = caps,
+         .primitives = redis::redis_primitives,
+         .scope = lock_scope::network,
+         .example_uri = std::move(example_uri),
+         .summary = std::move(summary),
+         .parameters = std::move(parameters),
+         .open = [mode](const uri& u, const lock_options& d) {
+           return std::make_shared<redis::redis_backend>(u, d, mode);
+         }});
+}
+
+}  // namespace
+
 void register_redis(registry& r) {
   const std::vector<std::string> params{"connect_timeout", "command_timeout",    "pool_size",    "prefix",
                                         "client_id",       "wait_after_restart", "min_replicas", "replica_timeout"};
-  r.add({.scheme = "redis",
-         .caps = redis::redis_caps,
-         .primitives = redis::redis_primitives,
-         .scope = lock_scope::network,
-         .example_uri = "redis://[user:password@]127.0.0.1:6379/0?ttl=30s",
-         .summary = "SET NX PX + fencing counter (INCR raised to the server clock) in one script, "
-                    "compare-and-delete unlock; redis-py Lock layout",
-         .parameters = params,
-         .open = [](const uri& u, const lock_options& d) {
-           return std::make_shared<redis::redis_backend>(u, d, redis::mode::simple);
-         }});
-  r.add({.scheme = "redis+reentrant",
-         .caps = redis::redis_reentrant_caps,
-         .primitives = redis::redis_primitives,
-         .scope = lock_scope::network,
-         .example_uri = "redis+reentrant://127.0.0.1:6379?ttl=30s&client_id=<uuid>",
-         .summary = "Redisson RLock/RFencedLock layout: hash of owner -> count, unlock published on its channel",
-         .parameters = params,
-         .open = [](const uri& u, const lock_options& d) {
-           return std::make_shared<redis::redis_backend>(u, d, redis::mode::reentrant);
-         }});
   auto fair_params = params;
   fair_params.emplace_back("fair_wait");
-  r.add({.scheme = "redis+fair",
-         .caps = redis::redis_fair_caps,
-         .primitives = redis::redis_primitives,
-         .scope = lock_scope::network,
-         .example_uri = "redis+fair://127.0.0.1:6379?ttl=30s&fair_wait=5m",
-         .summary = "Redisson RFairLock layout: FIFO queue list + timeout zset, each waiter woken on its own channel",
-         .parameters = fair_params,
-         .open = [](const uri& u, const lock_options& d) {
-           return std::make_shared<redis::redis_backend>(u, d, redis::mode::fair);
-         }});
-  // The same three layouts with the master found through Redis Sentinel (sentinel.hpp).
-  struct sentinel_scheme {
+  add_layout(r, "redis", redis::mode::simple, redis::redis_caps, "redis://[user:password@]127.0.0.1:6379/0?ttl=30s",
+             "SET NX PX + fencing counter (INCR raised to the server clock) in one script, "
+             "compare-and-delete unlock; redis-py Lock layout",
+             params);
+  add_layout(r, "redis+reentrant", redis::mode::reentrant, redis::redis_reentrant_caps,
+             "redis+reentrant://127.0.0.1:6379?ttl=30s&client_id=<uuid>",
+             "Redisson RLock/RFencedLock layout: hash of owner -> count, unlock published on its channel", params);
+  add_layout(
+      r, "redis+fair", redis::mode::fair, redis::redis_fair_caps, "redis+fair://127.0.0.1:6379?ttl=30s&fair_wait=5m",
+      "Redisson RFairLock layout: FIFO queue list + timeout zset, each waiter woken on its own channel", fair_params);
+  // The same three layouts on two other deployments: with the master found through Redis Sentinel
+  // (sentinel.hpp), and on a Redis Cluster, each name on the master of its slot (cluster.hpp).
+  struct deployment {
+    const char* example_hosts;                // the example URI after the scheme
+    const char* summary;                      // after the layout's name
+    std::vector<std::string> own_parameters;  // beyond the layout's
+  };
+  const deployment sentinel{"://[user:password@]s1:26379,s2:26379,s3:26379/mymaster?ttl=30s",
+                            "'s layout on the master the sentinels name (ROLE-checked), following failovers "
+                            "(+switch-master, READONLY); min_replicas=N makes a grant wait for N replicas",
+                            {"db", "sentinel_user", "sentinel_password"}};
+  const deployment cluster{"://[user:password@]n1:6379,n2:6379,n3:6379?ttl=30s",
+                           "'s layout on the master of each name's hash slot (CLUSTER SLOTS, MOVED and ASK followed; "
+                           "every key of a lock in one slot, as Redisson places them)",
+                           {"pubsub"}};  // auto | sharded | classic
+  struct deployed_layout {
     const char* scheme;
     redis::mode mode;
     capabilities caps;
     const char* layout;
+    const deployment& on;
   };
-  static const sentinel_scheme sentinel_schemes[] = {
-      {"redis+sentinel", redis::mode::simple, redis::redis_sentinel_caps, "redis://"},
-      {"redis+reentrant+sentinel", redis::mode::reentrant, redis::redis_reentrant_sentinel_caps, "redis+reentrant://"},
-      {"redis+fair+sentinel", redis::mode::fair, redis::redis_fair_sentinel_caps, "redis+fair://"},
+  const deployed_layout deployed_layouts[] = {
+      {"redis+sentinel", redis::mode::simple, redis::redis_sentinel_caps, "redis://", sentinel},
+      {"redis+reentrant+sentinel", redis::mode::reentrant, redis::redis_reentrant_sentinel_caps, "redis+reentrant://",
+       sentinel},
+      {"redis+fair+sentinel", redis::mode::fair, redis::redis_fair_sentinel_caps, "redis+fair://", sentinel},
+      {"redis+cluster", redis::mode::simple, redis::redis_cluster_caps, "redis://", cluster},
+      {"redis+reentrant+cluster", redis::mode::reentrant, redis::redis_reentrant_cluster_caps, "redis+reentrant://",
+       cluster},
+      {"redis+fair+cluster", redis::mode::fair, redis::redis_fair_cluster_caps, "redis+fair://", cluster},
   };
-  for (const auto& v : sentinel_schemes) {
-    r.add({.scheme = v.scheme,
-           .caps = v.caps,
-           .primitives = redis::redis_primitives,  // the same backend, so the same primitives
-           .scope = lock_scope::network,
-           .example_uri = std::string(v.scheme) + "://[user:password@]s1:26379,s2:26379,s3:26379/mymaster?ttl=30s",
-           .summary = std::string(v.layout) +
-                      "'s layout on the master the sentinels name (ROLE-checked), following "
-                      "failovers (+switch-master, READONLY); min_replicas=N makes a grant wait for N replicas",
-           .parameters =
-               [&] {
-                 auto p = v.mode == redis::mode::fair ? fair_params : params;
-                 for (const char* extra : {"db", "sentinel_user", "sentinel_password"}) p.emplace_back(extra);
-                 return p;
-               }(),
-           .open = [m = v.mode](const uri& u,
-                                const lock_options& d) { return std::make_shared<redis::redis_backend>(u, d, m); }});
-  }
-  // The same three layouts on a Redis Cluster, each name on the master of its slot (cluster.hpp).
-  static const sentinel_scheme cluster_schemes[] = {
-      {"redis+cluster", redis::mode::simple, redis::redis_cluster_caps, "redis://"},
-      {"redis+reentrant+cluster", redis::mode::reentrant, redis::redis_reentrant_cluster_caps, "redis+reentrant://"},
-      {"redis+fair+cluster", redis::mode::fair, redis::redis_fair_cluster_caps, "redis+fair://"},
-  };
-  for (const auto& v : cluster_schemes) {
-    r.add({.scheme = v.scheme,
-           .caps = v.caps,
-           .primitives = redis::redis_primitives,
-           .scope = lock_scope::network,
-           .example_uri = std::string(v.scheme) + "://[user:password@]n1:6379,n2:6379,n3:6379?ttl=30s",
-           .summary = std::string(v.layout) +
-                      "'s layout on the master of each name's hash slot (CLUSTER SLOTS, "
-                      "MOVED and ASK followed; every key of a lock in one slot, as Redisson places them)",
-           .parameters =
-               [&] {
-                 auto p = v.mode == redis::mode::fair ? fair_params : params;
-                 p.emplace_back("pubsub");  // auto | sharded | classic
-                 return p;
-               }(),
-           .open = [m = v.mode](const uri& u,
-                                const lock_options& d) { return std::make_shared<redis::redis_backend>(u, d, m); }});
+  for (const auto& v : deployed_layouts) {
+    auto p = v.mode == redis::mode::fair ? fair_params : params;
+    p.insert(p.end(), v.on.own_parameters.begin(), v.on.own_parameters.end());
+    add_layout(r, v.scheme, v.mode, v.caps, std::string(v.scheme) + v.on.example_hosts,
+               std::string(v.layout) + v.on.summary, std::move(p));
   }
   r.add({.scheme = "redlock",
          .caps = redis::redlock_caps,

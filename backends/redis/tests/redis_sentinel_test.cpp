@@ -115,18 +115,21 @@ std::chrono::seconds master_uptime() {
                                  : std::chrono::seconds(std::stol(text.substr(at + sizeof("uptime_in_seconds:") - 1)));
 }
 
-// Healthy, and a master old enough to grant a lock of `ttl`: a younger one grants nothing for now
-// (wait_after_restart), and the tests run one after another, each restarting a process of the set,
-// so the master one test finds may be one an earlier test restarted moments ago.
-std::function<bool()> ready_for(std::chrono::seconds ttl) {
-  return [ttl] { return healthy() && master_uptime() > ttl + std::chrono::seconds(2); };
-}
-
 bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds bound) {
   for (const auto until = clock_type::now() + bound; clock_type::now() < until; std::this_thread::sleep_for(100ms))
     if (done()) return true;
   return done();
 }
+
+// Waits (90 s at most) until the set is ready for a test whose locks have `ttl`: healthy, and a
+// master old enough to grant such a lock. A younger one grants nothing for now (wait_after_restart),
+// and the tests run one after another, each restarting a process of the set, so the master one test
+// finds may be one an earlier test restarted moments ago.
+bool ready_for(std::chrono::seconds ttl) {
+  return wait_for([ttl] { return healthy() && master_uptime() > ttl + std::chrono::seconds(2); }, 90s);
+}
+constexpr const char* not_ready =
+    "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
 
 // Leaves the set healthy when the scope ends, whatever the test did: frozen members thawed,
 // stopped ones started again and made replicas of the current master, the sentinels reset (they
@@ -182,8 +185,7 @@ int wait_for_failover(int old, std::chrono::seconds bound = 40s) {
 }
 
 TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStillIncreases) {
-  ASSERT_TRUE(wait_for(ready_for(20s), 90s))
-      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(ready_for(20s)) << not_ready;
   set_restorer restore;
   const int old_master = master_port();
   const auto name = unique("double-grant");
@@ -229,8 +231,7 @@ TEST(RedisSentinel, AUnreplicatedGrantIsGivenAgainAfterAFailoverAndTheTokenStill
 }
 
 TEST(RedisSentinel, WithMinReplicasTheGrantSurvivesTheFailover) {
-  ASSERT_TRUE(wait_for(ready_for(20s), 90s))
-      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(ready_for(20s)) << not_ready;
   set_restorer restore;
   const int old_master = master_port();
   const auto name = unique("replicated");
@@ -262,8 +263,7 @@ TEST(RedisSentinel, WithMinReplicasTheGrantSurvivesTheFailover) {
 }
 
 TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
-  ASSERT_TRUE(wait_for(ready_for(5s), 90s))
-      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(ready_for(5s)) << not_ready;
   set_restorer restore;
   const int old_master = master_port();
   auto backend = open_uri(sentinel_uri() + "?ttl=5s");
@@ -312,8 +312,7 @@ TEST(RedisSentinel, AManualFailoverIsFollowedAndNoCommandGoesToTheOldMaster) {
 }
 
 TEST(RedisMinReplicas, PlainRedisRefusesAGrantFewerReplicasConfirmedAndReleasesIt) {
-  ASSERT_TRUE(wait_for(ready_for(10s), 90s))
-      << "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+  ASSERT_TRUE(ready_for(10s)) << not_ready;
   set_restorer restore;
   const int m = master_port();
   const auto uri = "redis://127.0.0.1:" + std::to_string(m) + "?ttl=10s&min_replicas=2&replica_timeout=200ms";

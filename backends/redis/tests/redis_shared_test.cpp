@@ -21,6 +21,7 @@
 #include "dlock/spi.hpp"
 #include "dlock_test/frozen_process.hpp"
 #include "dlock_test/high_water.hpp"
+#include "dlock_test/permit_census.hpp"
 #include "dlock_test/support.hpp"
 #include "raw_redis.hpp"
 
@@ -637,7 +638,7 @@ TEST(RedisShared, DeadSemaphoreHoldersPermitsExpire) {
 TEST(RedisShared, SemaphoreNeverOverAdmits) {
   auto b = open_redis("ttl=5s");
   const auto name = unique_name("sem-n");
-  std::atomic<int> inside{0}, most{0};
+  dlock::testing::permit_census census(3);
   std::vector<std::thread> ts;
   for (int i = 0; i < 8; ++i)
     ts.emplace_back([&] {
@@ -645,15 +646,13 @@ TEST(RedisShared, SemaphoreNeverOverAdmits) {
       for (int k = 0; k < 20; ++k) {
         auto p = s->try_acquire_for(20s);
         ASSERT_TRUE(p);
-        dlock::testing::raise_to(most, ++inside);
-        std::this_thread::sleep_for(1ms);
-        --inside;
+        census.hold(1ms);
         p.release();
       }
     });
   for (auto& t : ts) t.join();
-  EXPECT_LE(most.load(), 3);
-  EXPECT_EQ(most.load(), 3) << "the semaphore does reach its count";
+  EXPECT_EQ(census.over(), 0) << "grants that found more than 3 permits held";
+  EXPECT_EQ(census.most(), 3) << "the semaphore does reach its count";
 }
 
 // ---- outages (stops and freezes the server: this executable runs alone) ------------------------

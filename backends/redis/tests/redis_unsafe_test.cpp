@@ -131,18 +131,18 @@ TEST(RedisUnsafe, ListedAsUnsafeWithoutFencingRenewalOrNotification) {
   EXPECT_EQ(found, 4);
 }
 
-// A holder process runs `hold` on `uri`; with unsafe_pause_between it sleeps between its two
-// acquire commands, and is SIGKILLed there as soon as the first command's key is on the server.
-void kill_holder_between_the_two_commands(const std::string& uri, const std::string& name, raw_key& key) {
-  dlock::testing::child_process holder({DLOCK_CONFORMANCE_WORKER, "hold", uri, name, "1000"});
-  ASSERT_TRUE(key.wait_until_exists(true, 15s)) << "the holder never sent its first command";
-  EXPECT_EQ(key.ttl_ms(), -1) << "the key has a ttl before the second command";
-  holder.kill_hard();
-  EXPECT_EQ(holder.wait(10s), 128 + SIGKILL);
-}
-
-// Nobody gets the lock for 3 ttls after the holder died, and the key still has no ttl.
-void expect_held_forever(const std::string& uri, const std::string& name, raw_key& key) {
+// A holder process of `scheme` (a two-command recipe) runs `hold` on `name`, sleeping between its
+// two acquire commands (unsafe_pause_between), and is SIGKILLed there as soon as the first
+// command's key is on the server. Then nobody gets the lock for 3 ttls, and the key still has no ttl.
+void expect_a_kill_between_the_commands_holds_forever(const char* scheme, const std::string& name, raw_key& key) {
+  const auto uri = uri_of(scheme, "unsafe=true&unsafe_pause_between=60s");
+  {
+    dlock::testing::child_process holder({DLOCK_CONFORMANCE_WORKER, "hold", uri, name, "1000"});
+    ASSERT_TRUE(key.wait_until_exists(true, 15s)) << "the holder never sent its first command";
+    EXPECT_EQ(key.ttl_ms(), -1) << "the key has a ttl before the second command";
+    holder.kill_hard();
+    EXPECT_EQ(holder.wait(10s), 128 + SIGKILL);
+  }
   auto b = open_uri(uri);
   auto lock = b->make_lock(name, unrenewed_options(*b, 1000ms));
   EXPECT_FALSE(lock->try_acquire_for(3s)) << "the lock freed itself after the holder died";
@@ -163,17 +163,13 @@ void expect_free_after_ttl(const std::string& uri, const std::string& name) {
 TEST(RedisUnsafe, SetnxExpireHolderKilledBetweenTheCommandsHoldsTheLockForever) {
   const auto name = unique("setnx-expire");
   raw_key key(name);
-  const auto uri = uri_of("redis+unsafe-setnx-expire", "unsafe=true&unsafe_pause_between=60s");
-  kill_holder_between_the_two_commands(uri, name, key);
-  expect_held_forever(uri, name, key);
+  expect_a_kill_between_the_commands_holds_forever("redis+unsafe-setnx-expire", name, key);
 }
 
 TEST(RedisUnsafe, IncrHolderKilledBetweenTheCommandsHoldsTheLockForever) {
   const auto name = unique("incr");
   raw_key key(name);
-  const auto uri = uri_of("redis+unsafe-incr", "unsafe=true&unsafe_pause_between=60s");
-  kill_holder_between_the_two_commands(uri, name, key);
-  expect_held_forever(uri, name, key);
+  expect_a_kill_between_the_commands_holds_forever("redis+unsafe-incr", name, key);
   // Every attempt since counted itself in: the counter only grows, and never expires.
   EXPECT_GT(std::stoll(key.value()), 1);
 }

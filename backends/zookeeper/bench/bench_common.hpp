@@ -1,11 +1,7 @@
 #pragma once
 // What the zookeeper_bench sources share: the server under test, raw client sessions, and the
 // percentiles and fairness figures of a timed contended run.
-#include <arpa/inet.h>
 #include <benchmark/benchmark.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
@@ -17,6 +13,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "four_letter.hpp"
 
 namespace zk_bench {
 
@@ -63,19 +60,8 @@ struct packet_counts {
 };
 
 inline packet_counts server_packets() {
-  const auto u = dlock::uri::parse(server_uri());
   packet_counts out;
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(u.hosts()[0].port_or(2181));
-  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &addr.sin_addr);
-  std::string reply;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::write(fd, "srvr", 4) == 4) {
-    char buf[1024];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) reply.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  const std::string reply = dlock::zookeeper::testing::four_letter(server_uri(), "srvr");
   const auto number_after = [&](const char* key) {
     const auto at = reply.find(key);
     return at == std::string::npos ? 0.0 : std::stod(reply.substr(at + std::strlen(key)));
@@ -83,6 +69,20 @@ inline packet_counts server_packets() {
   out.received = number_after("Received: ");
   out.sent = number_after("Sent: ");
   return out;
+}
+
+// Each iteration: one `acquire()` of a dlock primitive and its release. A refused acquire ends the
+// run, saying `refused`: uncontended, every acquire must be granted.
+template <class Acquire>
+void acquire_and_release(benchmark::State& state, Acquire acquire, const char* refused) {
+  for (auto _ : state) {
+    auto l = acquire();
+    if (!l) {
+      state.SkipWithError(refused);
+      break;
+    }
+    l.release();
+  }
 }
 
 inline void report_packets(benchmark::State& state, const packet_counts& before) {

@@ -83,14 +83,8 @@ void read_dlock(benchmark::State& state) {
   auto b = dlock::open(zk_bench::server_uri());
   auto rw = b->make_rw_lock("bench-rw-" + dlock::spi::random_token());
   const auto before = zk_bench::server_packets();
-  for (auto _ : state) {
-    auto l = rw->try_acquire_read();
-    if (!l) {
-      state.SkipWithError("try_acquire_read failed");
-      break;
-    }
-    l.release();
-  }
+  zk_bench::acquire_and_release(
+      state, [&] { return rw->try_acquire_read(); }, "try_acquire_read failed");
   zk_bench::report_packets(state, before);
 }
 
@@ -127,14 +121,8 @@ void semaphore_dlock(benchmark::State& state) {
   auto b = dlock::open(zk_bench::server_uri());
   auto sem = b->make_semaphore("bench-sem-" + dlock::spi::random_token(), 4);
   const auto before = zk_bench::server_packets();
-  for (auto _ : state) {
-    auto l = sem->try_acquire_for(std::chrono::seconds(10));
-    if (!l) {
-      state.SkipWithError("semaphore try_acquire failed");
-      break;
-    }
-    l.release();
-  }
+  zk_bench::acquire_and_release(
+      state, [&] { return sem->try_acquire_for(std::chrono::seconds(10)); }, "semaphore try_acquire failed");
   zk_bench::report_packets(state, before);
 }
 
@@ -165,14 +153,8 @@ void semaphore_try_dlock(benchmark::State& state) {
   auto b = dlock::open(zk_bench::server_uri());
   auto sem = b->make_semaphore("bench-semtry-" + dlock::spi::random_token(), 4);
   const auto before = zk_bench::server_packets();
-  for (auto _ : state) {
-    auto l = sem->try_acquire();
-    if (!l) {
-      state.SkipWithError("semaphore try_acquire failed");
-      break;
-    }
-    l.release();
-  }
+  zk_bench::acquire_and_release(
+      state, [&] { return sem->try_acquire(); }, "semaphore try_acquire failed");
   zk_bench::report_packets(state, before);
 }
 
@@ -196,14 +178,8 @@ void read_one_name_raw(benchmark::State& state) {
 void read_one_name_dlock(benchmark::State& state) {
   static const std::shared_ptr<dlock::backend> shared = dlock::open(zk_bench::server_uri());
   auto rw = shared->make_rw_lock(one_name());
-  for (auto _ : state) {
-    auto l = rw->try_acquire_read();
-    if (!l) {
-      state.SkipWithError("a reader was refused beside readers");
-      break;
-    }
-    l.release();
-  }
+  zk_bench::acquire_and_release(
+      state, [&] { return rw->try_acquire_read(); }, "a reader was refused beside readers");
 }
 
 }  // namespace

@@ -15,13 +15,10 @@
 
 namespace {
 
-void scaling_raw(benchmark::State& state) {
-  zhandle_t* zh = zk_bench::raw_connect();
-  if (!zh) {
-    state.SkipWithError("no session");
-    return;
-  }
-  const std::string parent = zk_bench::raw_root() + "/scaling-raw-" + dlock::spi::random_token();
+// The recipe's minimal requests, once per iteration, in session `zh`: create under a parent of its
+// own ("<root>/<folder>-<token>"), get_children, delete.
+void raw_cycles(benchmark::State& state, zhandle_t* zh, const std::string& folder) {
+  const std::string parent = zk_bench::raw_root() + "/" + folder + "-" + dlock::spi::random_token();
   zoo_create(zh, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
   const std::string prefix = parent + "/_c_" + dlock::spi::random_token() + "-lock-";
   for (auto _ : state) {
@@ -37,6 +34,15 @@ void scaling_raw(benchmark::State& state) {
     zoo_delete(zh, created, -1);
   }
   zoo_delete(zh, parent.c_str(), -1);
+}
+
+void scaling_raw(benchmark::State& state) {
+  zhandle_t* zh = zk_bench::raw_connect();
+  if (!zh) {
+    state.SkipWithError("no session");
+    return;
+  }
+  raw_cycles(state, zh, "scaling-raw");
   zookeeper_close(zh);
 }
 
@@ -48,35 +54,14 @@ void raw_one_session(benchmark::State& state) {
     state.SkipWithError("no session");
     return;
   }
-  const std::string parent = zk_bench::raw_root() + "/scaling-raw1-" + dlock::spi::random_token();
-  zoo_create(shared, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
-  const std::string prefix = parent + "/_c_" + dlock::spi::random_token() + "-lock-";
-  for (auto _ : state) {
-    char created[512];
-    if (zoo_create(shared, prefix.c_str(), "x", 1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created,
-                   sizeof created) != ZOK) {
-      state.SkipWithError("create failed");
-      break;
-    }
-    String_vector children{0, nullptr};
-    zoo_get_children(shared, parent.c_str(), 0, &children);
-    deallocate_String_vector(&children);
-    zoo_delete(shared, created, -1);
-  }
-  zoo_delete(shared, parent.c_str(), -1);
+  raw_cycles(state, shared, "scaling-raw1");
 }
 
 void scaling_dlock(benchmark::State& state) {
   static const std::shared_ptr<dlock::backend> shared = dlock::open(zk_bench::server_uri());
   auto lock = shared->make_lock("scaling-" + dlock::spi::random_token());
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) {
-      state.SkipWithError("try_acquire failed");
-      break;
-    }
-    l.release();
-  }
+  zk_bench::acquire_and_release(
+      state, [&] { return lock->try_acquire(); }, "try_acquire failed");
 }
 
 }  // namespace

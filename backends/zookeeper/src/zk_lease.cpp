@@ -7,7 +7,6 @@
 #include <chrono>
 
 #include "request.hpp"
-#include "zk_nodes_lease.hpp"
 
 namespace dlock::zookeeper {
 
@@ -43,7 +42,7 @@ int delete_own_node(session& s, const std::string& path, std::chrono::steady_clo
 
 zk_lease::zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl,
                    clock::time_point valid_until)
-    : lease_state(std::move(name), ttl, valid_until), node_(std::move(node)) {
+    : session_lease(std::move(name), ttl, valid_until), node_(std::move(node)) {
   std::lock_guard guard(node_->mutex);
   node_->live.push_back(this);
 }
@@ -88,15 +87,13 @@ void zk_lease::do_release(std::error_code& ec) noexcept {
 }
 
 std::optional<clientid_t> session_of(const spi::lease_state& lease) {
-  if (auto* z = dynamic_cast<const zk_lease*>(&lease)) return z->client_id();
-  if (auto* z = dynamic_cast<const zk_nodes_lease*>(&lease)) return z->client_id();
+  if (const auto* z = dynamic_cast<const session_lease*>(&lease)) return z->client_id();
   return std::nullopt;
 }
 
 std::optional<std::string> connected_server(const spi::lease_state& lease) {
-  zhandle_t* zh = nullptr;
-  if (auto* z = dynamic_cast<const zk_lease*>(&lease)) zh = z->handle();
-  if (auto* z = dynamic_cast<const zk_nodes_lease*>(&lease)) zh = z->handle();
+  const auto* z = dynamic_cast<const session_lease*>(&lease);
+  zhandle_t* zh = z ? z->handle() : nullptr;
   if (!zh) return std::nullopt;
   sockaddr_storage address{};
   socklen_t length = sizeof address;

@@ -11,6 +11,7 @@
 
 #include "dlock/spi.hpp"
 #include "session.hpp"
+#include "session_lease.hpp"
 
 namespace dlock::zookeeper {
 
@@ -30,7 +31,7 @@ struct held_node {
   std::chrono::steady_clock::time_point release_by = std::chrono::steady_clock::time_point::max();
 };
 
-class zk_lease final : public spi::lease_state {
+class zk_lease final : public session_lease {
  public:
   // valid_until: the session's (session::valid_until), moved forward by extend_to.
   zk_lease(std::shared_ptr<held_node> node, std::string name, std::chrono::milliseconds ttl,
@@ -39,10 +40,6 @@ class zk_lease final : public spi::lease_state {
   std::optional<std::uint64_t> fencing_token() const noexcept override {
     return static_cast<std::uint64_t>(node_->czxid);
   }
-  clientid_t client_id() const noexcept { return node_->s->client_id(); }
-  zhandle_t* handle() const noexcept { return node_->s->handle(); }
-  // The server answered again: the session, and so our node, is safe until `until`.
-  void extend_to(clock::time_point until) noexcept { set_valid_until(until); }
   // The release waits for the server until `t` at the latest (then the background deleter takes over).
   void release_by(clock::time_point t) noexcept {
     std::lock_guard guard(node_->mutex);
@@ -51,6 +48,7 @@ class zk_lease final : public spi::lease_state {
 
  protected:
   void do_release(std::error_code& ec) noexcept override;
+  const session& held_session() const noexcept override { return *node_->s; }
 
  private:
   std::shared_ptr<held_node> node_;

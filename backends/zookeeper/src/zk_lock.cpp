@@ -1,15 +1,14 @@
 #include "zk_lock.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "acquire_errors.hpp"
 #include "capabilities.hpp"
-#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "name_conflict.hpp"
 #include "name_mapping.hpp"
+#include "queue_read.hpp"
 #include "request.hpp"
 #include "sequence.hpp"
 
@@ -79,61 +78,35 @@ int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, loc
                             .uuid = spi::random_uuid(),
                             .data = owner(),
                             .acl = settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE};
-  int rc = create_lock_node(*s, request, patience, ours);
-  if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) {  // expired, event not seen yet: one fresh session
-    conn_->discard(s);
-    s = conn_->live(patience, acquire_waited);
-    request.uuid = spi::random_uuid();
-    rc = create_lock_node(*s, request, patience, ours);
-  }
-  return rc;
+  return create_lock_node_in_live_session(*conn_, s, request, patience, ours);
 }
 
 std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<session>& s, const lock_node& ours,
                                                          clock::time_point deadline, clock::time_point patience,
                                                          bool wait, std::error_code& ec) {
   const std::string our_path = parent_ + "/" + ours.name;
+  const std::string what = "acquire of '" + std::string(name()) + "'";
   auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
-  std::vector<std::string> children, leases;
   queue_ahead ahead;
   bool final_look = false;
-  // One name, one lock (name_conflict.hpp): a semaphore's leases are looked for once, with the
-  // first read of the queue (both sent at once), after our node was created. Not by a semaphore's
-  // internal mutex, which has no such folder.
-  bool conflict_checked = semaphore_leases_.empty();
+  // One name, one lock: a semaphore's leases are looked for with the first read of the queue. Not
+  // by a semaphore's internal mutex, which has no such folder (semaphore_leases_ is "").
+  queue_reader queue(parent_, semaphore_leases_, name(), "a mutex", what);
   for (;;) {
     {  // Read the queue: where our node stands, and the nodes ahead of it.
-      const auto asked = clock::now();
-      std::optional<request::children_request> semaphore;
-      if (!conflict_checked) semaphore.emplace(*s, semaphore_leases_);
-      int rc = request::children_request(*s, parent_).wait(patience, children);
-      if (semaphore) {
-        const int lrc = semaphore->wait(patience, leases);
-        if (rc == ZOK && lrc != ZNONODE) rc = lrc;  // no folder: no semaphore
-        if (lrc == ZNONODE) leases.clear();
-      }
-      if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
-      if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
-      if (rc != ZOK) {
+      const auto ordered = queue.read(*s, patience, ec);
+      if (!ordered) {
         give_up();
-        set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (children of " + parent_ + ")");
         return nullptr;
       }
-      if (!conflict_checked && !leases.empty()) {
-        give_up();
-        set_error(ec, errc::name_conflict, in_use_as_semaphore(name(), leases.size(), "a mutex"));
-        return nullptr;
-      }
-      conflict_checked = true;
-      const auto ordered = lock_nodes_in_order(children);
-      const auto it = std::find(ordered.begin(), ordered.end(), ours.name);
-      if (it == ordered.end()) {
+      const auto it = std::find(ordered->begin(), ordered->end(), ours.name);
+      if (it == ordered->end()) {
         set_error(ec, errc::lock_lost,
                   "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
         return nullptr;
       }
       ahead.clear();
-      for (auto before = ordered.begin(); before != it; ++before) {
+      for (auto before = ordered->begin(); before != it; ++before) {
         std::string path = parent_ + "/" + *before;
         const bool own = s->own_node_exists(path);
         ahead.push_back({std::move(path), own});
@@ -152,19 +125,11 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK && rc != ZNONODE) {
       give_up();
-      set_zk_error(ec, rc, "acquire of '" + std::string(name()) + "' (watch " + predecessor + ")");
+      set_zk_error(ec, rc, what + " (watch " + predecessor + ")");
       return nullptr;
     }
     if (rc == ZOK) outcome = watch.wait(deadline);
-    if (spi::stop_requested()) {  // a stop leaves as the deadline does: our node withdrawn
-      give_up();
-      return nullptr;
-    }
-    if (s->expired()) {
-      set_error(ec, errc::backend_unavailable,
-                "zookeeper: the session expired while waiting for '" + std::string(name()) + "'");
-      return nullptr;
-    }
+    if (wait_ended(*s, give_up, what, ec)) return nullptr;
     if (outcome == session::path_watch::outcome::deadline) {
       final_look = true;  // one last look at the deadline
       continue;

@@ -36,7 +36,7 @@ std::unique_ptr<zk_nodes_lease> zk_nodes_lease::grant(std::shared_ptr<session> s
 }
 
 zk_nodes_lease::zk_nodes_lease(std::shared_ptr<held_nodes> nodes, std::string name, std::chrono::milliseconds ttl)
-    : lease_state(std::move(name), ttl, nodes->s->valid_until()), nodes_(std::move(nodes)) {
+    : session_lease(std::move(name), ttl, nodes->s->valid_until()), nodes_(std::move(nodes)) {
   std::lock_guard guard(nodes_->mutex);
   nodes_->live = this;
 }

@@ -11,6 +11,7 @@
 
 #include "dlock/spi.hpp"
 #include "session.hpp"
+#include "session_lease.hpp"
 
 namespace dlock::zookeeper {
 
@@ -25,7 +26,7 @@ struct held_nodes {
   zk_nodes_lease* live = nullptr;
 };
 
-class zk_nodes_lease final : public spi::lease_state {
+class zk_nodes_lease final : public session_lease {
  public:
   // Watches every node for loss (session::watch_node, watch_own_node) before returning.
   static std::unique_ptr<zk_nodes_lease> grant(std::shared_ptr<session> s, std::vector<std::string> paths,
@@ -36,13 +37,10 @@ class zk_nodes_lease final : public spi::lease_state {
   std::optional<std::uint64_t> fencing_token() const noexcept override {
     return static_cast<std::uint64_t>(nodes_->token);
   }
-  clientid_t client_id() const noexcept { return nodes_->s->client_id(); }
-  zhandle_t* handle() const noexcept { return nodes_->s->handle(); }
-  // The server answered again: the session, and so our nodes, are safe until `until`.
-  void extend_to(clock::time_point until) noexcept { set_valid_until(until); }
 
  protected:
   void do_release(std::error_code& ec) noexcept override;
+  const session& held_session() const noexcept override { return *nodes_->s; }
 
  private:
   std::shared_ptr<held_nodes> nodes_;

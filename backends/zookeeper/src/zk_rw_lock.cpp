@@ -1,14 +1,13 @@
 #include "zk_rw_lock.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <vector>
 
 #include "acquire_errors.hpp"
-#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "name_conflict.hpp"
 #include "name_mapping.hpp"
+#include "queue_read.hpp"
 #include "request.hpp"
 #include "sequence.hpp"
 #include "zk_lease.hpp"
@@ -78,41 +77,21 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
   const std::string our_path = parent_ + "/" + ours.name;
   const std::string what = std::string(to_string(side)) + " acquire of '" + std::string(name()) + "'";
   auto give_up = [&] { (void)delete_own_node(*s, our_path, patience); };
-  std::vector<std::string> children, leases;
   bool final_look = false;
-  // One name, one lock (name_conflict.hpp): a semaphore's leases are looked for once, with the
-  // first read of the queue (both sent at once), after our node was created.
-  bool conflict_checked = false;
+  // One name, one lock: a semaphore's leases are looked for with the first read of the queue.
+  queue_reader queue(parent_, leases_folder(parent_), name(), side == access::read ? "a read lock" : "a write lock",
+                     what);
   for (;;) {
-    const auto asked = clock::now();
-    std::optional<request::children_request> semaphore;
-    if (!conflict_checked) semaphore.emplace(*s, leases_folder(parent_));
-    int rc = request::children_request(*s, parent_).wait(patience, children);
-    if (semaphore) {
-      const int lrc = semaphore->wait(patience, leases);
-      if (rc == ZOK && lrc != ZNONODE) rc = lrc;  // no folder: no semaphore
-      if (lrc == ZNONODE) leases.clear();
-    }
-    if (rc == ZOK) s->heard_from_server(asked);  // the validity of a grant is measured from here
-    if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
-    if (rc != ZOK) {
+    const auto ordered = queue.read(*s, patience, ec);
+    if (!ordered) {
       give_up();
-      set_zk_error(ec, rc, what + " (children of " + parent_ + ")");
       return nullptr;
     }
-    if (!conflict_checked && !leases.empty()) {
-      give_up();
-      set_error(ec, errc::name_conflict,
-                in_use_as_semaphore(name(), leases.size(), side == access::read ? "a read lock" : "a write lock"));
-      return nullptr;
-    }
-    conflict_checked = true;
-    const auto ordered = lock_nodes_in_order(children);
-    if (std::find(ordered.begin(), ordered.end(), ours.name) == ordered.end()) {
+    if (std::find(ordered->begin(), ordered->end(), ours.name) == ordered->end()) {
       set_error(ec, errc::lock_lost, "zookeeper: our node " + our_path + " vanished while waiting (session expired?)");
       return nullptr;
     }
-    const auto blocker = blocking_node(side, ordered, ours.name);
+    const auto blocker = blocking_node(side, *ordered, ours.name);
     if (blocker.empty()) return zk_nodes_lease::grant(s, {our_path}, ours.czxid, std::string(name()), options().ttl);
     if (!wait || final_look) {
       give_up();
@@ -122,7 +101,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
     // reader's blocker may be gone while an earlier exclusive node (one that gave up later) is not.
     const std::string blocker_path = parent_ + "/" + blocker;
     session::path_watch watch(*s, blocker_path);
-    rc = request::exists(*s, blocker_path, patience, nullptr, true);
+    const int rc = request::exists(*s, blocker_path, patience, nullptr, true);
     if (transient_failure(rc) && ride_out_disconnect(*s, patience)) continue;
     if (rc != ZOK && rc != ZNONODE) {
       give_up();
@@ -130,14 +109,7 @@ std::unique_ptr<spi::lease_state> zk_rw_lock::wait_in_queue(access side, const s
       return nullptr;
     }
     const auto outcome = rc == ZOK ? watch.wait(deadline) : session::path_watch::outcome::deleted;
-    if (spi::stop_requested()) {  // a stop leaves as the deadline does: our node withdrawn
-      give_up();
-      return nullptr;
-    }
-    if (s->expired()) {
-      set_error(ec, errc::backend_unavailable, "zookeeper: the session expired during the " + what);
-      return nullptr;
-    }
+    if (wait_ended(*s, give_up, what, ec)) return nullptr;
     if (outcome == session::path_watch::outcome::deadline) final_look = true;  // one last look at the deadline
   }
 }

@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "acquire_errors.hpp"
-#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "name_conflict.hpp"
 #include "name_mapping.hpp"
@@ -142,14 +141,7 @@ std::unique_ptr<spi::lease_state> zk_semaphore::take_leases(std::uint32_t permit
       return nullptr;
     }
     if (watch.wait(deadline) == session::path_watch::outcome::deadline) final_look = true;
-    if (spi::stop_requested()) {  // a stop leaves as the deadline does: our node withdrawn
-      give_up();
-      return nullptr;
-    }
-    if (s->expired()) {
-      set_error(ec, errc::backend_unavailable, "zookeeper: the session expired during the " + what);
-      return nullptr;
-    }
+    if (wait_ended(*s, give_up, what, ec)) return nullptr;
   }
 }
 

@@ -1,14 +1,10 @@
 #pragma once
 // Helpers shared by the zookeeper tests (zookeeper_test's files on the mutex and
 // zookeeper_primitives_test's on the reader-writer lock and the semaphore): a raw ZooKeeper handle
-// to look at the nodes the backend made, the server's four-letter words, what reaches dlock's
+// to look at the nodes the backend made, the server's four-letter words (four_letter.hpp), what reaches dlock's
 // background error handler, and a kazoo peer (tests/kazoo_peer.py) holding a node with one of
 // kazoo's recipes.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include <chrono>
@@ -25,6 +21,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
+#include "four_letter.hpp"
 #include "sequence.hpp"
 
 namespace dlock::zookeeper::testing {
@@ -76,23 +73,6 @@ inline void wait_for_contenders(zhandle_t* zh, const std::string& parent, std::s
   for (int i = 0; i < 400 && lock_nodes_in_order(children(zh, parent)).size() < n; ++i)
     std::this_thread::sleep_for(10ms);
   ASSERT_EQ(lock_nodes_in_order(children(zh, parent)).size(), n);
-}
-
-// The server's answer to a four-letter word, on the first host of `text`.
-inline std::string four_letter(const std::string& text, const char* word) {
-  const auto u = dlock::uri::parse(text);
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(u.hosts()[0].port_or(2181));
-  ::inet_pton(AF_INET, u.hosts()[0].host.c_str(), &a.sin_addr);
-  std::string answer;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::write(fd, word, 4) == 4) {
-    char buf[4096];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) answer.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return answer;
 }
 
 // Collects what reaches dlock's background error handler; the previous handler comes back at the end.

@@ -131,19 +131,18 @@ TEST(zookeeper_ensemble, OneNodeDownLockSurvivesAndWaitersStillGetItInOrder) {
   const auto parent = zk::parent_path(root_of(uri), name);
   std::vector<int> order;
   std::mutex m;
-  std::thread t1([&] {
-    std::error_code ec;
-    auto l = w1->acquire(ec);
-    std::lock_guard g(m);
-    order.push_back(ec ? -1 : 1);
-  });
+  // A thread that waits on `lock` and writes `who` in the order when it gets it (-who on an error).
+  const auto wait_in_line = [&](dlock::distributed_lock& lock, int who) {
+    return std::thread([&, waiter = &lock, who] {
+      std::error_code ec;
+      auto l = waiter->acquire(ec);
+      std::lock_guard g(m);
+      order.push_back(ec ? -who : who);
+    });
+  };
+  std::thread t1 = wait_in_line(*w1, 1);
   wait_for_contenders(zh.get(), parent, 2);
-  std::thread t2([&] {
-    std::error_code ec;
-    auto l = w2->acquire(ec);
-    std::lock_guard g(m);
-    order.push_back(ec ? -2 : 2);
-  });
+  std::thread t2 = wait_in_line(*w2, 2);
   wait_for_contenders(zh.get(), parent, 3);
   ASSERT_TRUE(disturbance.stop("zookeeper-ensemble.1"));
   std::this_thread::sleep_for(2s);

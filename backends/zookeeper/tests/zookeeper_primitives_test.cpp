@@ -114,6 +114,22 @@ class overlap_record {
   std::vector<std::pair<double, double>> intervals_;
 };
 
+// `rounds` times: a permit of `sem` taken within `wait` (else one more of `failures`), held for
+// `hold` and recorded.
+void hold_permits(dlock::semaphore& sem, int rounds, std::chrono::seconds wait, std::chrono::milliseconds hold,
+                  overlap_record& record, std::atomic<int>& failures) {
+  for (int round = 0; round < rounds; ++round) {
+    auto p = sem.try_acquire_for(wait);
+    if (!p) {
+      ++failures;
+      continue;
+    }
+    const double acquired = steady_seconds();
+    std::this_thread::sleep_for(hold);
+    record.add(acquired, steady_seconds());
+  }
+}
+
 }  // namespace
 
 // ---- layout ----
@@ -364,17 +380,7 @@ TEST(zookeeper_semaphore, ThreadsAndSessionsNeverHoldMoreThanNAtOnce) {
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       auto b = t < 2 ? shared : dlock::open(uri);
-      auto sem = b->make_semaphore(name, n);
-      for (int round = 0; round < 5; ++round) {
-        auto p = sem->try_acquire_for(30s);
-        if (!p) {
-          ++failures;
-          continue;
-        }
-        const double acquired = steady_seconds();
-        std::this_thread::sleep_for(20ms);
-        record.add(acquired, steady_seconds());
-      }
+      hold_permits(*b->make_semaphore(name, n), 5, 30s, 20ms, record, failures);
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
@@ -471,19 +477,8 @@ TEST(zookeeper_semaphore_interop, KazooPeersOnCuratorsLayoutAndOursNeverExceedN)
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t)
-    threads.emplace_back([&] {
-      auto sem = dlock::open(uri)->make_semaphore(name, n);
-      for (int round = 0; round < rounds; ++round) {
-        auto p = sem->try_acquire_for(60s);
-        if (!p) {
-          ++failures;
-          continue;
-        }
-        const double acquired = steady_seconds();
-        std::this_thread::sleep_for(50ms);
-        record.add(acquired, steady_seconds());
-      }
-    });
+    threads.emplace_back(
+        [&] { hold_permits(*dlock::open(uri)->make_semaphore(name, n), rounds, 60s, 50ms, record, failures); });
   for (auto& peer : peers) {
     double acquired = -1;  // the peer's current hold, if any
     for (;;) {
