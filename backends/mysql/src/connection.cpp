@@ -81,14 +81,20 @@ std::string describe(const ::sql::SQLException& e, const std::string& what) {
   return m;
 }
 
-void connection_deleter::operator()(::sql::Connection* c) const noexcept {
-  if (!c) return;
+namespace {
+// A client-library object closed, then deleted; a close that throws leaves nothing to do.
+template <class Closable>
+void close_and_delete(Closable* p) noexcept {
+  if (!p) return;
   try {
-    c->close();
+    p->close();
   } catch (...) {
   }
-  delete c;
+  delete p;
 }
+}  // namespace
+
+void connection_deleter::operator()(::sql::Connection* c) const noexcept { close_and_delete(c); }
 
 namespace {
 ::sql::mysql::MySQL_Driver& driver() {
@@ -139,14 +145,7 @@ connection_ptr connect(const connection_settings& s) {
   }
 }
 
-void statement_deleter::operator()(::sql::PreparedStatement* p) const noexcept {
-  if (!p) return;
-  try {
-    p->close();
-  } catch (...) {
-  }
-  delete p;
-}
+void statement_deleter::operator()(::sql::PreparedStatement* p) const noexcept { close_and_delete(p); }
 
 namespace {
 int port_of(const sockaddr_storage& a) {
