@@ -23,10 +23,12 @@
 #include "../tests/test_support.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/held_leases_cpu.hpp"
+#include "raw_session.hpp"
 
 namespace {
 
 using namespace dlock::mysql;
+using bench::raw_session;
 
 std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
   static std::mutex m;
@@ -48,18 +50,6 @@ void dlock_loop(benchmark::State& state, const std::string& scheme) {
     l.release();
   }
 }
-
-// One prepared statement per SQL text on one raw connection.
-struct raw_session {
-  std::shared_ptr<::sql::Connection> c = test::raw_connect(test::server_uri());
-  std::map<std::string, std::unique_ptr<::sql::PreparedStatement>> st;
-  ::sql::PreparedStatement& p(const std::string& text) {
-    auto& s = st[text];
-    if (!s) s.reset(c->prepareStatement(text));
-    return *s;
-  }
-  void exec(const std::string& text) { std::unique_ptr<::sql::Statement>(c->createStatement())->execute(text); }
-};
 
 void bind_args(::sql::PreparedStatement& st, const dlock::sql::statement& s, const std::string& name,
                const std::string& owner, std::int64_t version) {

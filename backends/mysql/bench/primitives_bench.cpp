@@ -21,10 +21,12 @@
 #include "../src/getlock_semaphore.hpp"
 #include "../tests/test_support.hpp"
 #include "dlock/dlock.hpp"
+#include "raw_session.hpp"
 
 namespace {
 
 using namespace dlock::mysql;
+using bench::raw_session;
 constexpr const char* table = "bench_primitives";
 
 std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
@@ -37,17 +39,6 @@ std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
   if (!b) b = dlock::open(test::uri_for(scheme, query));  // creates the tables and sequences
   return b;
 }
-
-// One raw connection with its prepared statements.
-struct raw_session {
-  std::shared_ptr<::sql::Connection> c = test::raw_connect(test::server_uri());
-  std::map<std::string, std::unique_ptr<::sql::PreparedStatement>> st;
-  ::sql::PreparedStatement& p(const std::string& text) {
-    auto& s = st[text];
-    if (!s) s.reset(c->prepareStatement(text));
-    return *s;
-  }
-};
 
 // The index scheme's pool statements as dlock binds them (units.hpp fixes the order).
 struct raw_pool {
