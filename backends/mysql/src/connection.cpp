@@ -154,6 +154,25 @@ int port_of(const sockaddr_storage& a) {
   return -1;
 }
 
+// Calls `visit(fd)` for each file descriptor of this process (/proc/self/fd) until it returns false.
+template <class Visit>
+void for_each_fd(Visit visit) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
+  if (!dir) return;
+  while (dirent* e = readdir(dir.get())) {
+    int fd = -1;
+    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+    if (!visit(fd)) return;
+  }
+}
+
+// Whether `fd` is a socket connected to `server_port`.
+bool connected_to(int fd, int server_port) {
+  sockaddr_storage peer{};
+  socklen_t pl = sizeof peer;
+  return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 && port_of(peer) == server_port;
+}
+
 // Connector/C++ 1.1 does not expose its socket. The server tells us our client port
 // ("127.0.0.1:54321" in PROCESSLIST.HOST); the socket of this process bound to that local port
 // and connected to the server's port is ours.
@@ -164,33 +183,27 @@ int find_socket(const std::string& processlist_host, int server_port) {
   const char* first = processlist_host.data() + colon + 1;
   const char* last = processlist_host.data() + processlist_host.size();
   if (std::from_chars(first, last, local_port).ec != std::errc()) return -1;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return -1;
   int found = -1;
-  while (dirent* e = readdir(dir.get())) {
-    int fd = -1;
-    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t ll = sizeof local, pl = sizeof peer;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
-    if (port_of(local) != local_port) continue;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0 || port_of(peer) != server_port) continue;
-    if (found != -1) return -1;  // ambiguous (should not happen): do not guess
+  bool ambiguous = false;  // two of them (should not happen): do not guess
+  for_each_fd([&](int fd) {
+    sockaddr_storage local{};
+    socklen_t ll = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return true;
+    if (port_of(local) != local_port || !connected_to(fd, server_port)) return true;
+    ambiguous = found != -1;
     found = fd;
-  }
-  return found;
+    return !ambiguous;
+  });
+  return ambiguous ? -1 : found;
 }
 
 std::set<ino_t> socket_inodes() {
   std::set<ino_t> out;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return out;
-  while (dirent* e = readdir(dir.get())) {
-    int fd = -1;
-    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+  for_each_fd([&](int fd) {
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) out.insert(st.st_ino);
-  }
+    return true;
+  });
   return out;
 }
 
@@ -198,21 +211,17 @@ std::set<ino_t> socket_inodes() {
 // before (by inode: a number freed and reused meanwhile is not mistaken for it). -1 when there is
 // none or more than one (connections opened at the same instant by other threads).
 int new_socket_to(int server_port, const std::set<ino_t>& before) {
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return -1;
   int found = -1;
-  while (dirent* e = readdir(dir.get())) {
-    int fd = -1;
-    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+  bool ambiguous = false;
+  for_each_fd([&](int fd) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || before.contains(st.st_ino)) continue;
-    sockaddr_storage peer{};
-    socklen_t pl = sizeof peer;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0 || port_of(peer) != server_port) continue;
-    if (found != -1) return -1;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || before.contains(st.st_ino)) return true;
+    if (!connected_to(fd, server_port)) return true;
+    ambiguous = found != -1;
     found = fd;
-  }
-  return found;
+    return !ambiguous;
+  });
+  return ambiguous ? -1 : found;
 }
 }  // namespace
 
