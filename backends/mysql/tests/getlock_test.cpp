@@ -7,6 +7,7 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -111,41 +112,44 @@ TEST(GetLock, HostileNamesAreDistinctLocksAndExcludeThemselves) {
   ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::expect_names_held_apart(*b, names));
 }
 
+// What opening `uri` throws; nullopt, and a test failure saying it opened `what`, when it opens.
+std::optional<dlock::error> error_opening(const std::string& uri, std::string_view what) {
+  try {
+    auto b = dlock::open(uri);
+  } catch (const dlock::error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "opened " << what;
+  return std::nullopt;
+}
+
 TEST(GetLock, WrongPasswordIsAuthenticationFailedWithoutThePassword) {
   auto text = test::server_uri();
   const auto at = text.find('@');
   const auto colon = text.rfind(':', at);
   ASSERT_NE(at, std::string::npos);
   text = text.substr(0, colon + 1) + "Wr0ng-Pa55" + text.substr(at);
-  try {
-    auto b = dlock::open(test::with_scheme(text, "mysql+getlock"));
-    FAIL() << "opened with a wrong password";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::authentication_failed) << e.what();
-    EXPECT_EQ(std::string(e.what()).find("Wr0ng-Pa55"), std::string::npos) << e.what();
-  }
+  const auto e = error_opening(test::with_scheme(text, "mysql+getlock"), "with a wrong password");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), dlock::errc::authentication_failed) << e->what();
+  EXPECT_EQ(std::string(e->what()).find("Wr0ng-Pa55"), std::string::npos) << e->what();
 }
 
 TEST(GetLock, UnknownDatabaseIsNamed) {
   auto text = test::server_uri();
   text = text.substr(0, text.rfind('/')) + "/no_such_db_dlock";
-  try {
-    auto b = dlock::open(test::with_scheme(text, "mysql+getlock"));
-    FAIL() << "opened an unknown database";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_error) << e.what();
-    EXPECT_NE(std::string(e.what()).find("no_such_db_dlock"), std::string::npos) << e.what();
-  }
+  const auto e = error_opening(test::with_scheme(text, "mysql+getlock"), "an unknown database");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), dlock::errc::backend_error) << e->what();
+  EXPECT_NE(std::string(e->what()).find("no_such_db_dlock"), std::string::npos) << e->what();
 }
 
 TEST(GetLock, UnreachableServerIsBackendUnavailable) {
-  try {
-    auto b = dlock::open("mysql+getlock://dlock:secret@127.0.0.1:1/dlock?connect_timeout=1s");
-    FAIL() << "opened an unreachable server";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
-    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
-  }
+  const auto e =
+      error_opening("mysql+getlock://dlock:secret@127.0.0.1:1/dlock?connect_timeout=1s", "an unreachable server");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), dlock::errc::backend_unavailable) << e->what();
+  EXPECT_EQ(std::string(e->what()).find("secret"), std::string::npos) << e->what();
 }
 
 // Every SQL scheme shares sql_common's pool. GET_LOCK holders share connections (max_dedicated/2
