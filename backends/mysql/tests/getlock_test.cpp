@@ -254,25 +254,14 @@ TEST(GetLock, AKilledSharedConnectionReportsEveryLeaseOnItLost) {
   auto b = open_getlock("ttl=1s&max_connections=3");
   std::vector<std::string> names;
   std::vector<dlock::lease> leases;
-  for (int i = 0; i < 4; ++i) {
-    names.push_back(test::unique_name("shared-kill-" + std::to_string(i)));
-    leases.push_back(b->make_lock(names.back())->try_acquire());
-    ASSERT_TRUE(leases.back());
-  }
+  ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::hold_four_names(*b, names, leases));
   auto raw = test::raw_connect(test::server_uri());
   std::set<std::int64_t> holders;
   for (const auto& n : names)
     holders.insert(test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n)).value_or(-1));
   ASSERT_EQ(holders.size(), 1u) << "the four leases were expected on one shared connection";
   test::kill_connection(*raw, *holders.begin());
-  for (std::size_t i = 0; i < leases.size(); ++i)
-    EXPECT_TRUE(fires_within(leases[i].lost_token(), 30s)) << "lease " << i << " on the killed connection was not told";
-  for (std::size_t i = 0; i < leases.size(); ++i) {
-    std::error_code ec;
-    leases[i].release(ec);
-    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
-    EXPECT_TRUE(b->make_lock(names[i])->try_acquire()) << "the killed connection's lock " << i << " was not free";
-  }
+  dlock::sql::testing::expect_each_lease_lost_and_its_name_free(*b, names, leases, 30s);
 }
 
 // The other bound, on a table scheme: with max_connections=1 the lease holds the only connection,

@@ -34,7 +34,6 @@ namespace probe = dlock::pg::testing;
 namespace {
 
 using dlock::testing::eventually;
-using dlock::testing::fires_within;
 
 // postgres://... -> <scheme>://...?<query>
 std::string uri_for(const std::string& scheme, const std::string& query = "") {
@@ -659,11 +658,7 @@ TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=3&ttl=30s&application_name=" + app));
   std::vector<std::string> names;
   std::vector<dlock::lease> leases;
-  for (int i = 0; i < 4; ++i) {
-    names.push_back(unique_name("shared-kill-" + std::to_string(i)));
-    leases.push_back(be->make_lock(names.back())->try_acquire());
-    ASSERT_TRUE(leases.back());
-  }
+  ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::hold_four_names(*be, names, leases));
   auto admin = probe::connect(uri_for("postgres+advisory"));
   const auto sessions =
       probe::exec(admin.get(), "SELECT count(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND pid IN"
@@ -671,14 +666,7 @@ TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
                                    app + "')");
   ASSERT_EQ(sessions.rows.at(0).at(0), "1") << "the four leases were expected on one shared session";
   ASSERT_TRUE(terminate_sessions_of(uri_for("postgres+advisory"), app));
-  for (std::size_t i = 0; i < leases.size(); ++i)
-    EXPECT_TRUE(fires_within(leases[i].lost_token(), 10s)) << "lease " << i << " on the killed session was not told";
-  for (std::size_t i = 0; i < leases.size(); ++i) {
-    std::error_code ec;
-    leases[i].release(ec);
-    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
-    EXPECT_TRUE(be->make_lock(names[i])->try_acquire()) << "the killed session's lock " << i << " was not free";
-  }
+  dlock::sql::testing::expect_each_lease_lost_and_its_name_free(*be, names, leases, 10s);
 }
 
 TEST(open, wrong_password_is_authentication_failed_and_never_shown) {

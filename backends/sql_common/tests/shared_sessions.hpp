@@ -1,6 +1,8 @@
 #pragma once
 // Workloads for backends whose leases share server sessions (postgres+advisory, mysql+getlock),
 // shared by the PostgreSQL and MySQL backend tests.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
 
 namespace dlock::sql::testing {
 
@@ -112,6 +115,32 @@ inline hold_result hold_all_at_once(dlock::backend& b, const std::vector<std::st
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
   return result;
+}
+
+// Four locks of `b`, on names of their own, each granted at once (`names`, `leases`): with
+// max_connections=3 they share one server session, which a test then ends on the server.
+inline void hold_four_names(dlock::backend& b, std::vector<std::string>& names, std::vector<dlock::lease>& leases) {
+  for (int i = 0; i < 4; ++i) {
+    names.push_back(dlock::testing::unique_name("shared-kill-" + std::to_string(i)));
+    leases.push_back(b.make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(leases.back());
+  }
+}
+
+// The session behind `leases` was ended on the server: each lease is told within `bound`, its
+// release says not_owner, and its name (names[i]) is free again.
+inline void expect_each_lease_lost_and_its_name_free(dlock::backend& b, const std::vector<std::string>& names,
+                                                     std::vector<dlock::lease>& leases,
+                                                     std::chrono::milliseconds bound) {
+  for (std::size_t i = 0; i < leases.size(); ++i)
+    EXPECT_TRUE(dlock::testing::fires_within(leases[i].lost_token(), bound))
+        << "lease " << i << " on the ended session was not told";
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    std::error_code ec;
+    leases[i].release(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
+    EXPECT_TRUE(b.make_lock(names[i])->try_acquire()) << "the ended session's lock " << i << " was not free";
+  }
 }
 
 }  // namespace dlock::sql::testing
