@@ -160,25 +160,8 @@ TEST(GetLock, UnreachableServerIsBackendUnavailable) {
 TEST(SqlPool, HoldersShareAndAWaiterBeyondTheBoundWaitsItsDeadlineThenNamesIt) {
   auto b = open_getlock("ttl=5s&max_connections=2&checkout_timeout=600ms");
   auto other_process = open_getlock("ttl=5s");
-  auto held = b->make_lock(test::unique_name("full-a"))->try_acquire();
-  ASSERT_TRUE(held);
-  auto shared = b->make_lock(test::unique_name("full-b"))->try_acquire();
-  EXPECT_TRUE(shared) << "a second holder did not share the only connection";
-  const auto contended = test::unique_name("full-c");
-  auto elsewhere = other_process->make_lock(contended)->try_acquire();
-  ASSERT_TRUE(elsewhere);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    auto none = b->make_lock(contended)->try_acquire_for(800ms);
-    FAIL() << "a waiter got a connection of its own beyond max_dedicated=1";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
-    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
-  EXPECT_LT(waited, 5s) << "waited far past the caller's deadline";
-  EXPECT_TRUE(held.held());
+  const auto full = dlock::sql::testing::pool_bound_holds_its_deadline(*b, *other_process);
+  EXPECT_TRUE(full.held.held());
 }
 
 TEST(SqlPool, AWaitingCallerGetsTheConnectionTheLeasesGiveBack) {

@@ -570,32 +570,16 @@ TEST(advisory, not_reentrant_on_one_backend) {
 TEST(pool, holders_share_and_a_waiter_beyond_the_bound_waits_its_deadline_then_names_it) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=2&checkout_timeout=600ms"));
   auto other_process = dlock::open(uri_for("postgres+advisory"));
-  auto held = be->make_lock(unique_name("full-a"))->try_acquire();
-  ASSERT_TRUE(held);
-  auto shared = be->make_lock(unique_name("full-b"))->try_acquire();
-  EXPECT_TRUE(shared) << "a second holder did not share the only session";
-  const auto contended = unique_name("full-c");
-  auto elsewhere = other_process->make_lock(contended)->try_acquire();
-  ASSERT_TRUE(elsewhere);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    auto none = be->make_lock(contended)->try_acquire_for(800ms);
-    FAIL() << "a waiter got a session of its own beyond max_dedicated=1";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
-    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
-  EXPECT_LT(waited, 5s);
+  auto full = dlock::sql::testing::pool_bound_holds_its_deadline(*be, *other_process);
+  ASSERT_TRUE(full.held && full.elsewhere);
 
-  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(contended)->try_acquire_for(20s); });
+  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(full.contended)->try_acquire_for(20s); });
   std::this_thread::sleep_for(300ms);
-  held.release();
-  shared.release();  // the shared session goes back: the waiter gets a session of its own
+  full.held.release();
+  full.shared.release();  // the shared session goes back: the waiter gets a session of its own
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "granted while another process held the lock";
-  elsewhere.release();
+  full.elsewhere.release();
   EXPECT_TRUE(waiter.get()) << "the waiter never got the lock once its session came and the holder left";
 }
 
