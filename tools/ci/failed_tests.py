@@ -9,8 +9,8 @@ or else the test's last lines.
 Usage: failed_tests.py JUNIT_XML [MAX_LINES_PER_TEST]
 """
 import re
-import sys
-import xml.etree.ElementTree as ET
+
+from junit import testcases_and_count
 
 # A GoogleTest failure ("file:line: Failure") and what follows it, up to the next result line.
 GTEST_FAILURE = re.compile(r":\d+: Failure$|^unknown file: Failure$")
@@ -38,14 +38,8 @@ def why(output, max_lines):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
-    max_lines = int(sys.argv[2]) if len(sys.argv) == 3 else 40
-    try:
-        root = ET.parse(sys.argv[1]).getroot()
-    except (OSError, ET.ParseError) as e:
-        sys.exit(f"failed_tests: cannot read {sys.argv[1]}: {e}")
-    failed = [c for c in root.iter("testcase") if c.find("failure") is not None]
+    cases, max_lines = testcases_and_count(__doc__, 40)
+    failed = [c for c in cases if c.find("failure") is not None]
     for case in failed:
         print(f"== why {case.get('name', '?')} failed ({float(case.get('time', 0)):.1f} s):")
         output = case.findtext("system-out") or ""

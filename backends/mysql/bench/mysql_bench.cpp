@@ -21,45 +21,26 @@
 #include "../src/dialect.hpp"
 #include "../src/getlock_key.hpp"
 #include "../tests/test_support.hpp"
+#include "bench_support.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/held_leases_cpu.hpp"
 
 namespace {
 
 using namespace dlock::mysql;
+using bench::raw_session;
 
 std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
-  static std::mutex m;
-  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
-  std::lock_guard lock(m);
-  auto& b = opened[scheme];
   std::string query = "ttl=30s&watchdog=false&pool_size=16";
   if (scheme != "mysql+getlock") query += "&table=bench_" + scheme.substr(6);
-  if (!b) b = dlock::open(test::uri_for(scheme, query));
-  return b;
+  return bench::opened_once(scheme, query);
 }
 
 void dlock_loop(benchmark::State& state, const std::string& scheme) {
   auto b = backend_for(scheme);
   auto lock = b->make_lock(test::unique_name("bench"));
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("contended?");
-    l.release();
-  }
+  bench::acquire_release_loop(state, [&] { return lock->try_acquire(); });
 }
-
-// One prepared statement per SQL text on one raw connection.
-struct raw_session {
-  std::shared_ptr<::sql::Connection> c = test::raw_connect(test::server_uri());
-  std::map<std::string, std::unique_ptr<::sql::PreparedStatement>> st;
-  ::sql::PreparedStatement& p(const std::string& text) {
-    auto& s = st[text];
-    if (!s) s.reset(c->prepareStatement(text));
-    return *s;
-  }
-  void exec(const std::string& text) { std::unique_ptr<::sql::Statement>(c->createStatement())->execute(text); }
-};
 
 void bind_args(::sql::PreparedStatement& st, const dlock::sql::statement& s, const std::string& name,
                const std::string& owner, std::int64_t version) {
@@ -232,11 +213,7 @@ std::shared_ptr<dlock::backend> scaling_backend(const std::string& scheme) {
 
 void scaling_dlock(benchmark::State& state, const std::string& scheme) {
   auto lock = scaling_backend(scheme)->make_lock(test::unique_name("scaling"));
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("contended?");
-    l.release();
-  }
+  bench::acquire_release_loop(state, [&] { return lock->try_acquire(); });
 }
 
 // GET_LOCK(name, 0) and RELEASE_LOCK(name): a session lock needs nothing else.

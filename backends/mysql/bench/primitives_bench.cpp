@@ -20,34 +20,20 @@
 #include "../src/dialect.hpp"
 #include "../src/getlock_semaphore.hpp"
 #include "../tests/test_support.hpp"
+#include "bench_support.hpp"
 #include "dlock/dlock.hpp"
 
 namespace {
 
 using namespace dlock::mysql;
+using bench::raw_session;
 constexpr const char* table = "bench_primitives";
 
 std::shared_ptr<dlock::backend> backend_for(const std::string& scheme) {
-  static std::mutex m;
-  static std::map<std::string, std::shared_ptr<dlock::backend>> opened;
-  std::lock_guard lock(m);
-  auto& b = opened[scheme];
   std::string query = "ttl=30s&watchdog=false&pool_size=16";
   if (scheme == "mysql+index") query += std::string("&table=") + table;
-  if (!b) b = dlock::open(test::uri_for(scheme, query));  // creates the tables and sequences
-  return b;
+  return bench::opened_once(scheme, query);
 }
-
-// One raw connection with its prepared statements.
-struct raw_session {
-  std::shared_ptr<::sql::Connection> c = test::raw_connect(test::server_uri());
-  std::map<std::string, std::unique_ptr<::sql::PreparedStatement>> st;
-  ::sql::PreparedStatement& p(const std::string& text) {
-    auto& s = st[text];
-    if (!s) s.reset(c->prepareStatement(text));
-    return *s;
-  }
-};
 
 // The index scheme's pool statements as dlock binds them (units.hpp fixes the order).
 struct raw_pool {
@@ -105,11 +91,7 @@ void BM_raw_index_read(benchmark::State& state) {
 
 void BM_dlock_index_read(benchmark::State& state) {
   auto rw = backend_for("mysql+index")->make_rw_lock(test::unique_name("read"));
-  for (auto _ : state) {
-    auto l = rw->try_acquire_read();
-    if (!l) state.SkipWithError("contended?");
-    l.release();
-  }
+  bench::acquire_release_loop(state, [&] { return rw->try_acquire_read(); });
 }
 
 void BM_raw_index_semaphore(benchmark::State& state) {
@@ -122,11 +104,7 @@ void BM_raw_index_semaphore(benchmark::State& state) {
 
 void BM_dlock_index_semaphore(benchmark::State& state) {
   auto sem = backend_for("mysql+index")->make_semaphore(test::unique_name("sem"), 4);
-  for (auto _ : state) {
-    auto l = sem->try_acquire();
-    if (!l) state.SkipWithError("contended?");
-    l.release();
-  }
+  bench::acquire_release_loop(state, [&] { return sem->try_acquire(); });
 }
 
 // GET_LOCK of one slot with the fencing NEXTVAL (dlock's statement), then RELEASE_LOCK.
@@ -148,11 +126,7 @@ void BM_raw_getlock_semaphore(benchmark::State& state) {
 
 void BM_dlock_getlock_semaphore(benchmark::State& state) {
   auto sem = backend_for("mysql+getlock")->make_semaphore(test::unique_name("gsem"), 4);
-  for (auto _ : state) {
-    auto l = sem->try_acquire();
-    if (!l) state.SkipWithError("contended?");
-    l.release();
-  }
+  bench::acquire_release_loop(state, [&] { return sem->try_acquire(); });
 }
 
 // Readers of ONE name, one rw_lock object per thread on one backend: items/s at 1 and 8 threads.

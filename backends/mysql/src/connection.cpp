@@ -81,14 +81,20 @@ std::string describe(const ::sql::SQLException& e, const std::string& what) {
   return m;
 }
 
-void connection_deleter::operator()(::sql::Connection* c) const noexcept {
-  if (!c) return;
+namespace {
+// A client-library object closed, then deleted; a close that throws leaves nothing to do.
+template <class Closable>
+void close_and_delete(Closable* p) noexcept {
+  if (!p) return;
   try {
-    c->close();
+    p->close();
   } catch (...) {
   }
-  delete c;
+  delete p;
 }
+}  // namespace
+
+void connection_deleter::operator()(::sql::Connection* c) const noexcept { close_and_delete(c); }
 
 namespace {
 ::sql::mysql::MySQL_Driver& driver() {
@@ -139,20 +145,32 @@ connection_ptr connect(const connection_settings& s) {
   }
 }
 
-void statement_deleter::operator()(::sql::PreparedStatement* p) const noexcept {
-  if (!p) return;
-  try {
-    p->close();
-  } catch (...) {
-  }
-  delete p;
-}
+void statement_deleter::operator()(::sql::PreparedStatement* p) const noexcept { close_and_delete(p); }
 
 namespace {
 int port_of(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in&>(a).sin_port);
   if (a.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(a).sin6_port);
   return -1;
+}
+
+// Calls `visit(fd)` for each file descriptor of this process (/proc/self/fd) until it returns false.
+template <class Visit>
+void for_each_fd(Visit visit) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
+  if (!dir) return;
+  while (dirent* e = readdir(dir.get())) {
+    int fd = -1;
+    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+    if (!visit(fd)) return;
+  }
+}
+
+// Whether `fd` is a socket connected to `server_port`.
+bool connected_to(int fd, int server_port) {
+  sockaddr_storage peer{};
+  socklen_t pl = sizeof peer;
+  return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 && port_of(peer) == server_port;
 }
 
 // Connector/C++ 1.1 does not expose its socket. The server tells us our client port
@@ -165,33 +183,27 @@ int find_socket(const std::string& processlist_host, int server_port) {
   const char* first = processlist_host.data() + colon + 1;
   const char* last = processlist_host.data() + processlist_host.size();
   if (std::from_chars(first, last, local_port).ec != std::errc()) return -1;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return -1;
   int found = -1;
-  while (dirent* e = readdir(dir.get())) {
-    int fd = -1;
-    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t ll = sizeof local, pl = sizeof peer;
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
-    if (port_of(local) != local_port) continue;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0 || port_of(peer) != server_port) continue;
-    if (found != -1) return -1;  // ambiguous (should not happen): do not guess
+  bool ambiguous = false;  // two of them (should not happen): do not guess
+  for_each_fd([&](int fd) {
+    sockaddr_storage local{};
+    socklen_t ll = sizeof local;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return true;
+    if (port_of(local) != local_port || !connected_to(fd, server_port)) return true;
+    ambiguous = found != -1;
     found = fd;
-  }
-  return found;
+    return !ambiguous;
+  });
+  return ambiguous ? -1 : found;
 }
 
 std::set<ino_t> socket_inodes() {
   std::set<ino_t> out;
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return out;
-  while (dirent* e = readdir(dir.get())) {
-    int fd = -1;
-    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+  for_each_fd([&](int fd) {
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) out.insert(st.st_ino);
-  }
+    return true;
+  });
   return out;
 }
 
@@ -199,21 +211,17 @@ std::set<ino_t> socket_inodes() {
 // before (by inode: a number freed and reused meanwhile is not mistaken for it). -1 when there is
 // none or more than one (connections opened at the same instant by other threads).
 int new_socket_to(int server_port, const std::set<ino_t>& before) {
-  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
-  if (!dir) return -1;
   int found = -1;
-  while (dirent* e = readdir(dir.get())) {
-    int fd = -1;
-    if (std::from_chars(e->d_name, e->d_name + std::strlen(e->d_name), fd).ec != std::errc()) continue;
+  bool ambiguous = false;
+  for_each_fd([&](int fd) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || before.contains(st.st_ino)) continue;
-    sockaddr_storage peer{};
-    socklen_t pl = sizeof peer;
-    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) != 0 || port_of(peer) != server_port) continue;
-    if (found != -1) return -1;
+    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || before.contains(st.st_ino)) return true;
+    if (!connected_to(fd, server_port)) return true;
+    ambiguous = found != -1;
     found = fd;
-  }
-  return found;
+    return !ambiguous;
+  });
+  return ambiguous ? -1 : found;
 }
 }  // namespace
 

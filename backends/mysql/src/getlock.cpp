@@ -307,12 +307,13 @@ std::string identifier_of(const uri& u, const char* key, const char* fallback) {
   return *v;
 }
 
-// The semaphores' table: created like the sequence (an existing one is used as it is); with
-// create_sequence=false it must exist, since the mutex's statement reads it.
-void ensure_semaphores_table(dlock::sql::pool& p, const std::string& name, bool create,
-                             const std::string& redacted_uri) {
-  const std::string quoted = "`" + name + "`";
-  const std::string hint = " (set create_sequence=false if an administrator creates it; DDL in the README)";
+// The sequence and the semaphores' table, `name` (`what`: it in messages), created with `ddl`
+// (CREATE ... IF NOT EXISTS) unless it exists: an existing one is used as it is (creating needs the
+// CREATE privilege, using it does not). Several processes may create it at once: a concurrent
+// CREATE ... IF NOT EXISTS can still fail with "already exists" (1050); it then exists. With
+// create_sequence=false (!create) it must exist already.
+void create_unless_present(dlock::sql::pool& p, const std::string& name, const std::string& what,
+                           const std::string& ddl, bool create, const std::string& redacted_uri) {
   std::error_code ec;
   auto h = p.checkout(ec);
   if (!h) throw error(ec, last_error_message());
@@ -323,39 +324,14 @@ void ensure_semaphores_table(dlock::sql::pool& p, const std::string& name, bool 
                  std::span(&table, 1), out, err)) {
     if (scalar(out).value_or(0) > 0) return;
     if (!create)
-      throw error(errc::backend_error, "opening " + redacted_uri + ": the semaphores' table " + quoted +
+      throw error(errc::backend_error, "opening " + redacted_uri + ": " + what +
                                            " does not exist and create_sequence=false: create it (DDL in the README)");
-    if (h->execute("CREATE TABLE IF NOT EXISTS " + quoted +
-                       " (name VARBINARY(64) NOT NULL PRIMARY KEY, max_count BIGINT NOT NULL) ENGINE=InnoDB",
-                   {}, out, err))
-      return;
-    if (err.code.starts_with("1050")) return;  // created by a concurrent opener
-  }
-  if (!h->usable()) h.discard();
-  dlock::sql::set_sql_error(ec, err, "creating the semaphores' table " + quoted + " for " + redacted_uri + hint);
-  throw error(ec, last_error_message());
-}
-
-// Several processes may create the sequence at once: a concurrent CREATE ... IF NOT EXISTS can
-// still fail with "already exists" (1050); the sequence then exists.
-// An existing sequence is left alone (creating needs the CREATE privilege, using it does not).
-void create_sequence(dlock::sql::pool& p, const std::string& name, const std::string& redacted_uri) {
-  const std::string quoted = "`" + name + "`";
-  std::error_code ec;
-  auto h = p.checkout(ec);
-  if (!h) throw error(ec, last_error_message());
-  const dlock::sql::param table{name};
-  dlock::sql::result out;
-  dlock::sql::sql_error err;
-  if (h->execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
-                 std::span(&table, 1), out, err)) {
-    if (scalar(out).value_or(0) > 0) return;
-    if (h->execute("CREATE SEQUENCE IF NOT EXISTS " + quoted + " ENGINE=InnoDB", {}, out, err)) return;
+    if (h->execute(ddl, {}, out, err)) return;
     if (err.code.starts_with("1050")) return;  // "1050/42S01": created by a concurrent opener
   }
   if (!h->usable()) h.discard();
   dlock::sql::set_sql_error(ec, err,
-                            "creating the fencing sequence " + quoted + " for " + redacted_uri +
+                            "creating " + what + " for " + redacted_uri +
                                 " (set create_sequence=false if an administrator creates it; DDL in the README)");
   throw error(ec, last_error_message());
 }
@@ -402,14 +378,19 @@ getlock_backend::getlock_backend(const uri& u, const lock_options& defaults)
       " (name, max_count) VALUES (?, ?) ON DUPLICATE KEY UPDATE max_count = GREATEST(max_count, VALUES(max_count))";
   st->max_count_sql = "SELECT max_count FROM " + st->semaphores_table + " WHERE name = ?";
   const bool create = u.get_bool("create_sequence").value_or(true);
-  if (create) {
-    create_sequence(*st->connections, name, u.redacted());  // connects once: bad credentials fail at open
+  if (create) {  // connects once: bad credentials fail at open
+    create_unless_present(*st->connections, name, "the fencing sequence `" + name + "`",
+                          "CREATE SEQUENCE IF NOT EXISTS `" + name + "` ENGINE=InnoDB", true, u.redacted());
   } else {  // fail at open on wrong credentials, an unknown database or an unreachable server
     std::error_code ec;
     auto h = st->connections->checkout(ec);
     if (!h) throw error(ec, last_error_message());
   }
-  ensure_semaphores_table(*st->connections, semaphores, create, u.redacted());
+  // The mutex's statement reads the semaphores' table: it must exist with create_sequence=false too.
+  create_unless_present(*st->connections, semaphores, "the semaphores' table " + st->semaphores_table,
+                        "CREATE TABLE IF NOT EXISTS " + st->semaphores_table +
+                            " (name VARBINARY(64) NOT NULL PRIMARY KEY, max_count BIGINT NOT NULL) ENGINE=InnoDB",
+                        create, u.redacted());
   shared_ = std::move(st);
 }
 

@@ -133,11 +133,11 @@ class slots_lease final : public spi::lease_state {
   std::optional<std::stop_callback<cut_when_lost>> cut_;
 };
 
-class getlock_semaphore final : public semaphore {
+class getlock_semaphore final : public sql::deadline_semaphore {
  public:
   getlock_semaphore(const std::string& name, std::uint32_t max_count, capabilities caps, lock_options options,
                     std::shared_ptr<const getlock_backend::shared> shared)
-      : semaphore(name, max_count, caps, std::move(options)),
+      : deadline_semaphore(name, max_count, caps, std::move(options)),
         shared_(std::move(shared)),
         mutex_key_(getlock_key(name)) {
     keys_.reserve(max_count);
@@ -207,14 +207,6 @@ class getlock_semaphore final : public semaphore {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
-  }
-
-  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
-  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
-                                                     std::error_code& ec) noexcept override {
-    return sql::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
-      return semaphore::do_acquire_until(permits, d, e);
-    });
   }
 
   std::shared_ptr<const getlock_backend::shared> shared_;

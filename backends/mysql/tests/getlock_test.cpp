@@ -7,6 +7,7 @@
 #include <future>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -111,41 +112,44 @@ TEST(GetLock, HostileNamesAreDistinctLocksAndExcludeThemselves) {
   ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::expect_names_held_apart(*b, names));
 }
 
+// What opening `uri` throws; nullopt, and a test failure saying it opened `what`, when it opens.
+std::optional<dlock::error> error_opening(const std::string& uri, std::string_view what) {
+  try {
+    auto b = dlock::open(uri);
+  } catch (const dlock::error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "opened " << what;
+  return std::nullopt;
+}
+
 TEST(GetLock, WrongPasswordIsAuthenticationFailedWithoutThePassword) {
   auto text = test::server_uri();
   const auto at = text.find('@');
   const auto colon = text.rfind(':', at);
   ASSERT_NE(at, std::string::npos);
   text = text.substr(0, colon + 1) + "Wr0ng-Pa55" + text.substr(at);
-  try {
-    auto b = dlock::open(test::with_scheme(text, "mysql+getlock"));
-    FAIL() << "opened with a wrong password";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::authentication_failed) << e.what();
-    EXPECT_EQ(std::string(e.what()).find("Wr0ng-Pa55"), std::string::npos) << e.what();
-  }
+  const auto e = error_opening(test::with_scheme(text, "mysql+getlock"), "with a wrong password");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), dlock::errc::authentication_failed) << e->what();
+  EXPECT_EQ(std::string(e->what()).find("Wr0ng-Pa55"), std::string::npos) << e->what();
 }
 
 TEST(GetLock, UnknownDatabaseIsNamed) {
   auto text = test::server_uri();
   text = text.substr(0, text.rfind('/')) + "/no_such_db_dlock";
-  try {
-    auto b = dlock::open(test::with_scheme(text, "mysql+getlock"));
-    FAIL() << "opened an unknown database";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_error) << e.what();
-    EXPECT_NE(std::string(e.what()).find("no_such_db_dlock"), std::string::npos) << e.what();
-  }
+  const auto e = error_opening(test::with_scheme(text, "mysql+getlock"), "an unknown database");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), dlock::errc::backend_error) << e->what();
+  EXPECT_NE(std::string(e->what()).find("no_such_db_dlock"), std::string::npos) << e->what();
 }
 
 TEST(GetLock, UnreachableServerIsBackendUnavailable) {
-  try {
-    auto b = dlock::open("mysql+getlock://dlock:secret@127.0.0.1:1/dlock?connect_timeout=1s");
-    FAIL() << "opened an unreachable server";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
-    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
-  }
+  const auto e =
+      error_opening("mysql+getlock://dlock:secret@127.0.0.1:1/dlock?connect_timeout=1s", "an unreachable server");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code(), dlock::errc::backend_unavailable) << e->what();
+  EXPECT_EQ(std::string(e->what()).find("secret"), std::string::npos) << e->what();
 }
 
 // Every SQL scheme shares sql_common's pool. GET_LOCK holders share connections (max_dedicated/2
@@ -156,25 +160,8 @@ TEST(GetLock, UnreachableServerIsBackendUnavailable) {
 TEST(SqlPool, HoldersShareAndAWaiterBeyondTheBoundWaitsItsDeadlineThenNamesIt) {
   auto b = open_getlock("ttl=5s&max_connections=2&checkout_timeout=600ms");
   auto other_process = open_getlock("ttl=5s");
-  auto held = b->make_lock(test::unique_name("full-a"))->try_acquire();
-  ASSERT_TRUE(held);
-  auto shared = b->make_lock(test::unique_name("full-b"))->try_acquire();
-  EXPECT_TRUE(shared) << "a second holder did not share the only connection";
-  const auto contended = test::unique_name("full-c");
-  auto elsewhere = other_process->make_lock(contended)->try_acquire();
-  ASSERT_TRUE(elsewhere);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    auto none = b->make_lock(contended)->try_acquire_for(800ms);
-    FAIL() << "a waiter got a connection of its own beyond max_dedicated=1";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
-    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
-  EXPECT_LT(waited, 5s) << "waited far past the caller's deadline";
-  EXPECT_TRUE(held.held());
+  const auto full = dlock::sql::testing::pool_bound_holds_its_deadline(*b, *other_process);
+  EXPECT_TRUE(full.held.held());
 }
 
 TEST(SqlPool, AWaitingCallerGetsTheConnectionTheLeasesGiveBack) {
@@ -250,25 +237,14 @@ TEST(GetLock, AKilledSharedConnectionReportsEveryLeaseOnItLost) {
   auto b = open_getlock("ttl=1s&max_connections=3");
   std::vector<std::string> names;
   std::vector<dlock::lease> leases;
-  for (int i = 0; i < 4; ++i) {
-    names.push_back(test::unique_name("shared-kill-" + std::to_string(i)));
-    leases.push_back(b->make_lock(names.back())->try_acquire());
-    ASSERT_TRUE(leases.back());
-  }
+  ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::hold_four_names(*b, names, leases));
   auto raw = test::raw_connect(test::server_uri());
   std::set<std::int64_t> holders;
   for (const auto& n : names)
     holders.insert(test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(n)).value_or(-1));
   ASSERT_EQ(holders.size(), 1u) << "the four leases were expected on one shared connection";
   test::kill_connection(*raw, *holders.begin());
-  for (std::size_t i = 0; i < leases.size(); ++i)
-    EXPECT_TRUE(fires_within(leases[i].lost_token(), 30s)) << "lease " << i << " on the killed connection was not told";
-  for (std::size_t i = 0; i < leases.size(); ++i) {
-    std::error_code ec;
-    leases[i].release(ec);
-    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
-    EXPECT_TRUE(b->make_lock(names[i])->try_acquire()) << "the killed connection's lock " << i << " was not free";
-  }
+  dlock::sql::testing::expect_each_lease_lost_and_its_name_free(*b, names, leases, 30s);
 }
 
 // The other bound, on a table scheme: with max_connections=1 the lease holds the only connection,

@@ -21,12 +21,14 @@
 #include "../src/getlock_key.hpp"
 #include "../src/getlock_semaphore.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/eventually.hpp"
 #include "dlock_test/fork_child.hpp"
 #include "dlock_test/signal_pipe.hpp"
 #include "test_support.hpp"
 
 namespace {
 
+using dlock::testing::eventually;
 using dlock::testing::fork_child;
 using dlock::testing::signal_pipe;
 using dlock::testing::wait_exit_code;
@@ -172,8 +174,7 @@ TEST_F(Primitives, WaitingWriterHoldsBackNewReaders) {
   auto writer = b->make_rw_lock(name);
   auto waiting = std::async(std::launch::async, [&] { return writer->try_acquire_write_for(20s); });
   // The writer's first miss marks the anchor.
-  for (int i = 0; i < 200 && !writer_mark_live(name); ++i) std::this_thread::sleep_for(20ms);
-  ASSERT_TRUE(writer_mark_live(name)) << "the waiting writer left no mark";
+  ASSERT_TRUE(eventually([&] { return writer_mark_live(name); }, 4s)) << "the waiting writer left no mark";
   auto late = open()->make_rw_lock(name);
   EXPECT_FALSE(late->try_acquire_read()) << "a reader arriving while a writer waits must not get in before it";
   first_reader.release();
@@ -194,8 +195,7 @@ TEST_F(Primitives, AWaitingMutexHoldsBackNewReaders) {
   ASSERT_TRUE(first_reader);
   auto mutex = open()->make_lock(name);
   auto waiting = std::async(std::launch::async, [&] { return mutex->try_acquire_for(20s); });
-  for (int i = 0; i < 200 && !writer_mark_live(name); ++i) std::this_thread::sleep_for(20ms);
-  ASSERT_TRUE(writer_mark_live(name)) << "the waiting mutex left no mark";
+  ASSERT_TRUE(eventually([&] { return writer_mark_live(name); }, 4s)) << "the waiting mutex left no mark";
   auto late = open()->make_rw_lock(name);
   EXPECT_FALSE(late->try_acquire_read()) << "a reader arriving while the mutex waits must not get in before it";
   first_reader.release();

@@ -24,6 +24,7 @@
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
+#include "partition.hpp"
 #include "schema_race.hpp"
 #include "test_support.hpp"
 
@@ -433,7 +434,8 @@ INSTANTIATE_TEST_SUITE_P(Mysql, Fencing,
 // server may drop its connection meanwhile and grant the lock to someone else. Before, the
 // forupdate monitor only read the socket (silent in a partition) and getlock's liveness check
 // blocked on it for command_timeout: both told the holder only when the link came back. The
-// bound is a generous margin on "before ttl + margin, while still partitioned", not a speed claim.
+// bound (release_after_a_partition, partition.hpp) is a generous margin on "before ttl + margin, while still
+// partitioned", not a speed claim.
 class Partition : public ::testing::TestWithParam<std::string> {};
 TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
   const char* host = std::getenv("DLOCK_MYSQL_HOST");
@@ -445,23 +447,7 @@ TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
   const std::string server = std::string(host) + ":" + port;
   ASSERT_NE(u.find(server), std::string::npos);
   u.replace(u.find(server), server.size(), proxy.address());
-  auto b = dlock::open(u);
-  auto held = b->make_lock(test::unique_name("partition"))->try_acquire();
-  ASSERT_TRUE(held);
-  const auto cut = std::chrono::steady_clock::now();
-  bool told_while_partitioned = false;
-  std::chrono::steady_clock::duration told_after{};
-  {
-    dlock::testing::partition_guard partition(proxy);
-    told_while_partitioned = fires_within(held.lost_token(), 13s);
-    told_after = std::chrono::steady_clock::now() - cut;
-  }
-  EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
-  std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
-            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count()
-            << " ms after the cut (ttl 3s)\n";
-  std::error_code ec;
-  held.release(ec);
+  const auto ec = dlock::sql::testing::release_after_a_partition(u, proxy, GetParam());
   EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost) << ec.message();
 }
 INSTANTIATE_TEST_SUITE_P(Mysql, Partition, ::testing::Values("mysql+forupdate", "mysql+getlock"),

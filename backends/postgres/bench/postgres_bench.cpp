@@ -72,16 +72,21 @@ std::shared_ptr<dlock::backend> shared_backend(const char* scheme) {
   return b;
 }
 
-void dlock_loop(benchmark::State& state, const char* scheme) {
-  // DLOCK_BENCH_PER_THREAD=1: a backend (pool) per thread instead, like a raw connection each.
-  auto be = std::getenv("DLOCK_BENCH_PER_THREAD") ? dlock::open(uri_for(scheme)) : shared_backend(scheme);
-  auto lock = be->make_lock(name_for(state, scheme));
-  lock->try_acquire().release();  // untimed: the pool opens this thread's connection, statements prepared
+// dlock's side: a try-acquire and the release of its lease per iteration, after one untimed
+// (the pool opens this thread's connection, statements prepared).
+void try_acquire_cycles(benchmark::State& state, dlock::distributed_lock& lock) {
+  lock.try_acquire().release();
   for (auto _ : state) {
-    auto l = lock->try_acquire();
+    auto l = lock.try_acquire();
     if (!l) state.SkipWithError("contended");
     l.release();
   }
+}
+
+void dlock_loop(benchmark::State& state, const char* scheme) {
+  // DLOCK_BENCH_PER_THREAD=1: a backend (pool) per thread instead, like a raw connection each.
+  auto be = std::getenv("DLOCK_BENCH_PER_THREAD") ? dlock::open(uri_for(scheme)) : shared_backend(scheme);
+  try_acquire_cycles(state, *be->make_lock(name_for(state, scheme)));
 }
 
 void BM_dlock_index(benchmark::State& s) { dlock_loop(s, "postgres+index"); }
@@ -202,13 +207,7 @@ void BM_scaling_raw_advisory(benchmark::State& state) {
 
 // dlock: always the one shared backend (DLOCK_BENCH_PER_THREAD does not apply here).
 void scaling_dlock(benchmark::State& state, const char* scheme) {
-  auto lock = shared_backend(scheme)->make_lock(name_for(state, scheme));
-  lock->try_acquire().release();  // untimed: the pool opens this thread's connection, statements prepared
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("contended");
-    l.release();
-  }
+  try_acquire_cycles(state, *shared_backend(scheme)->make_lock(name_for(state, scheme)));
 }
 void BM_scaling_dlock_index(benchmark::State& s) { scaling_dlock(s, "postgres+index"); }
 void BM_scaling_dlock_advisory(benchmark::State& s) { scaling_dlock(s, "postgres+advisory"); }

@@ -70,11 +70,11 @@ std::vector<std::size_t> ordinals_of(const std::optional<std::string>& text) {
   return out;
 }
 
-class advisory_semaphore final : public semaphore {
+class advisory_semaphore final : public sql::deadline_semaphore {
  public:
   advisory_semaphore(std::shared_ptr<advisory_state> st, std::string name, std::uint32_t max_count, lock_options o)
-      : semaphore(std::move(name), max_count, postgres_advisory_primitives.semaphore.value_or(capabilities{}),
-                  std::move(o)),
+      : deadline_semaphore(std::move(name), max_count, postgres_advisory_primitives.semaphore.value_or(capabilities{}),
+                           std::move(o)),
         st_(std::move(st)),
         key_(advisory_key::of(std::string(this->name()))) {
     slots_.reserve(max_count);
@@ -141,14 +141,6 @@ class advisory_semaphore final : public semaphore {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
     }
-  }
-
-  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
-  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
-                                                     std::error_code& ec) noexcept override {
-    return sql::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
-      return semaphore::do_acquire_until(permits, d, e);
-    });
   }
 
   // Under s->mutex().

@@ -330,6 +330,13 @@ TEST(pg_advisory_semaphore, slot_keys_and_marks_never_meet_the_mutex_or_rw_keys)
   EXPECT_TRUE(writing_elsewhere);
 }
 
+// `refused` (its error in `ec`) was refused as a name conflict with what holds the name, `in_use_as`.
+void expect_name_conflict(const dlock::lease& refused, const std::error_code& ec, const std::string& in_use_as) {
+  EXPECT_FALSE(refused);
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
+  EXPECT_NE(dlock::last_error_message().find(in_use_as), std::string::npos) << dlock::last_error_message();
+}
+
 // One name, one lock: a semaphore and a mutex or rw lock of one name refuse each other with
 // name_conflict, across processes' sessions and within one process, where both would otherwise
 // share its one shared session (whose own locks the probes could not see).
@@ -343,21 +350,13 @@ TEST(pg_advisory_one_name, a_semaphore_and_a_lock_refuse_each_other_on_one_share
     {
       auto mutex = a->make_lock(name)->try_acquire();
       ASSERT_TRUE(mutex);
-      auto permit = b->make_semaphore(name, 3)->try_acquire(ec);
-      EXPECT_FALSE(permit);
-      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
-      EXPECT_NE(dlock::last_error_message().find("in use as a mutex"), std::string::npos)
-          << dlock::last_error_message();
+      expect_name_conflict(b->make_semaphore(name, 3)->try_acquire(ec), ec, "in use as a mutex");
       EXPECT_TRUE(probe::slot_rows(advisory_uri(), name, 3).empty()) << "the refused semaphore left slots behind";
     }
     for (auto side : {dlock::access::write, dlock::access::read}) {
       auto held = a->make_rw_lock(name)->try_acquire(side);
       ASSERT_TRUE(held);
-      auto permit = b->make_semaphore(name, 3)->try_acquire(ec);
-      EXPECT_FALSE(permit);
-      EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
-      EXPECT_NE(dlock::last_error_message().find("in use as a reader-writer lock"), std::string::npos)
-          << dlock::last_error_message();
+      expect_name_conflict(b->make_semaphore(name, 3)->try_acquire(ec), ec, "in use as a reader-writer lock");
     }
     {
       auto permit = a->make_semaphore(name, 3)->try_acquire();
@@ -366,10 +365,7 @@ TEST(pg_advisory_one_name, a_semaphore_and_a_lock_refuse_each_other_on_one_share
         dlock::lease l = k == 0   ? b->make_lock(name)->try_acquire(ec)
                          : k == 1 ? b->make_rw_lock(name)->try_acquire_read(ec)
                                   : b->make_rw_lock(name)->try_acquire_write(ec);
-        EXPECT_FALSE(l);
-        EXPECT_EQ(ec, dlock::errc::name_conflict) << dlock::last_error_message();
-        EXPECT_NE(dlock::last_error_message().find("in use as a semaphore"), std::string::npos)
-            << dlock::last_error_message();
+        expect_name_conflict(l, ec, "in use as a semaphore");
       }
       EXPECT_TRUE(probe::advisory_rows(advisory_uri(), name).empty()) << "a refused lock left its key behind";
       EXPECT_EQ(probe::slot_rows(advisory_uri(), name, 3).size(), 1u);

@@ -83,6 +83,11 @@ std::vector<sql::param> slot_params(std::string_view name) {
 const char* advisory_holder =
     "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::bigint::oid"
     " AND objid = $2::bigint::oid AND objsubid = 1";
+// Whether `table` has a row of `name` for which `condition` holds (a table scheme's live grant).
+bool has_row(PGconn* c, const std::string& table, const std::string& name, const std::string& condition) {
+  return !exec(c, "SELECT 1 FROM " + table + " WHERE name = $1 AND " + condition, {sql::bytes{name}}).rows.empty();
+}
+
 }  // namespace
 
 bool held_on_server(const std::string& uri_text, std::string_view name) {
@@ -93,17 +98,10 @@ bool held_on_server(const std::string& uri_text, std::string_view name) {
     return !exec(c.get(), advisory_holder, {high(key_of(name)), low(key_of(name))}).rows.empty() ||
            !exec(c.get(), slot_holders_sql, slot_params(name)).rows.empty();
   if (u.scheme() == "postgres+index")
-    return !exec(c.get(),
-                 "SELECT 1 FROM " + table_of(uri_text, "dlock_index") +
-                     " WHERE name = $1 AND expires_at > clock_timestamp()",
-                 {sql::bytes{n}})
-                .rows.empty();
+    return has_row(c.get(), table_of(uri_text, "dlock_index"), n, "expires_at > clock_timestamp()");
   if (u.scheme() == "postgres+version")
-    return !exec(c.get(),
-                 "SELECT 1 FROM " + table_of(uri_text, "dlock_version") +
-                     " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()",
-                 {sql::bytes{n}})
-                .rows.empty();
+    return has_row(c.get(), table_of(uri_text, "dlock_version"), n,
+                   "owner IS NOT NULL AND expires_at > clock_timestamp()");
   // forupdate: held iff the row is locked by an open transaction (NOWAIT probe).
   exec(c.get(), "BEGIN");
   try {

@@ -23,6 +23,7 @@
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
+#include "partition.hpp"
 #include "pg_probe.hpp"
 #include "schema_race.hpp"
 #include "shared_sessions.hpp"
@@ -33,7 +34,6 @@ namespace probe = dlock::pg::testing;
 namespace {
 
 using dlock::testing::eventually;
-using dlock::testing::fires_within;
 
 // postgres://... -> <scheme>://...?<query>
 std::string uri_for(const std::string& scheme, const std::string& query = "") {
@@ -180,8 +180,8 @@ INSTANTIATE_TEST_SUITE_P(pg, session_scheme, ::testing::ValuesIn(session_schemes
 // told it may have lost the lock while the link is still down, within about ttl of the cut: the
 // server may drop its session meanwhile and grant the lock to someone else. The old session
 // monitor only read the socket, which says nothing in a partition: the holder was told when the
-// link came back. The bound below is a generous margin on the property "before ttl + margin,
-// while still partitioned", not a speed claim.
+// link came back. The bound (release_after_a_partition, partition.hpp) is a generous margin on
+// the property "before ttl + margin, while still partitioned", not a speed claim.
 TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
   const char* host = std::getenv("DLOCK_POSTGRES_HOST");
   const char* port = std::getenv("DLOCK_POSTGRES_PORT");
@@ -191,24 +191,7 @@ TEST_P(session_scheme, a_partitioned_holder_is_told_before_the_link_returns) {
   const std::string server = std::string(host) + ":" + port;
   ASSERT_NE(u.find(server), std::string::npos);
   u.replace(u.find(server), server.size(), proxy.address());
-  auto be = dlock::open(u);
-  auto held = be->make_lock(unique_name("partition"))->try_acquire();
-  ASSERT_TRUE(held);
-  const auto cut = std::chrono::steady_clock::now();
-  bool told_while_partitioned = false;
-  std::chrono::steady_clock::duration told_after{};
-  {
-    dlock::testing::partition_guard partition(proxy);
-    told_while_partitioned = fires_within(held.lost_token(), 3s + 10s);
-    told_after = std::chrono::steady_clock::now() - cut;
-  }
-  EXPECT_TRUE(told_while_partitioned) << "the holder was not told while the link was down (ttl 3s)";
-  std::cout << "[ figures ] " << GetParam() << (told_while_partitioned ? ": told " : ": not told in ")
-            << std::chrono::duration_cast<std::chrono::milliseconds>(told_after).count()
-            << " ms after the cut (ttl 3s)\n";
-  std::error_code ec;
-  held.release(ec);
-  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_EQ(dlock::sql::testing::release_after_a_partition(u, proxy, GetParam()), dlock::errc::not_owner);
 }
 
 // Kills, on the server, every session whose application_name is `app` (this test's own: the
@@ -587,32 +570,16 @@ TEST(advisory, not_reentrant_on_one_backend) {
 TEST(pool, holders_share_and_a_waiter_beyond_the_bound_waits_its_deadline_then_names_it) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=2&checkout_timeout=600ms"));
   auto other_process = dlock::open(uri_for("postgres+advisory"));
-  auto held = be->make_lock(unique_name("full-a"))->try_acquire();
-  ASSERT_TRUE(held);
-  auto shared = be->make_lock(unique_name("full-b"))->try_acquire();
-  EXPECT_TRUE(shared) << "a second holder did not share the only session";
-  const auto contended = unique_name("full-c");
-  auto elsewhere = other_process->make_lock(contended)->try_acquire();
-  ASSERT_TRUE(elsewhere);
-  const auto start = std::chrono::steady_clock::now();
-  try {
-    auto none = be->make_lock(contended)->try_acquire_for(800ms);
-    FAIL() << "a waiter got a session of its own beyond max_dedicated=1";
-  } catch (const dlock::error& e) {
-    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
-    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
-  EXPECT_LT(waited, 5s);
+  auto full = dlock::sql::testing::pool_bound_holds_its_deadline(*be, *other_process);
+  ASSERT_TRUE(full.held && full.elsewhere);
 
-  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(contended)->try_acquire_for(20s); });
+  auto waiter = std::async(std::launch::async, [&] { return be->make_lock(full.contended)->try_acquire_for(20s); });
   std::this_thread::sleep_for(300ms);
-  held.release();
-  shared.release();  // the shared session goes back: the waiter gets a session of its own
+  full.held.release();
+  full.shared.release();  // the shared session goes back: the waiter gets a session of its own
   std::this_thread::sleep_for(300ms);
   EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "granted while another process held the lock";
-  elsewhere.release();
+  full.elsewhere.release();
   EXPECT_TRUE(waiter.get()) << "the waiter never got the lock once its session came and the holder left";
 }
 
@@ -675,11 +642,7 @@ TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
   auto be = dlock::open(uri_for("postgres+advisory", "max_connections=3&ttl=30s&application_name=" + app));
   std::vector<std::string> names;
   std::vector<dlock::lease> leases;
-  for (int i = 0; i < 4; ++i) {
-    names.push_back(unique_name("shared-kill-" + std::to_string(i)));
-    leases.push_back(be->make_lock(names.back())->try_acquire());
-    ASSERT_TRUE(leases.back());
-  }
+  ASSERT_NO_FATAL_FAILURE(dlock::sql::testing::hold_four_names(*be, names, leases));
   auto admin = probe::connect(uri_for("postgres+advisory"));
   const auto sessions =
       probe::exec(admin.get(), "SELECT count(DISTINCT pid) FROM pg_locks WHERE locktype = 'advisory' AND pid IN"
@@ -687,14 +650,7 @@ TEST(advisory, a_killed_shared_session_reports_every_lease_on_it_lost) {
                                    app + "')");
   ASSERT_EQ(sessions.rows.at(0).at(0), "1") << "the four leases were expected on one shared session";
   ASSERT_TRUE(terminate_sessions_of(uri_for("postgres+advisory"), app));
-  for (std::size_t i = 0; i < leases.size(); ++i)
-    EXPECT_TRUE(fires_within(leases[i].lost_token(), 10s)) << "lease " << i << " on the killed session was not told";
-  for (std::size_t i = 0; i < leases.size(); ++i) {
-    std::error_code ec;
-    leases[i].release(ec);
-    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
-    EXPECT_TRUE(be->make_lock(names[i])->try_acquire()) << "the killed session's lock " << i << " was not free";
-  }
+  dlock::sql::testing::expect_each_lease_lost_and_its_name_free(*be, names, leases, 10s);
 }
 
 TEST(open, wrong_password_is_authentication_failed_and_never_shown) {
@@ -758,10 +714,17 @@ INSTANTIATE_TEST_SUITE_P(pg, schema_race,
                          });
 
 // ---- the sweeper (backend::sweep_expired), against rows another tool wrote with raw SQL
+using dlock::sql::bytes;
+
 std::int64_t count_where(PGconn* c, const std::string& table, const std::string& where,
                          std::vector<dlock::sql::param> params) {
   auto r = probe::exec(c, "SELECT count(*) FROM " + table + " WHERE " + where, std::move(params));
   return std::stoll(r.rows.at(0).at(0).value());
+}
+
+// Rows another tool wrote: INSERT INTO `table` `rows` (its columns and VALUES).
+void insert_rows(PGconn* c, const std::string& table, const std::string& rows, std::vector<dlock::sql::param> params) {
+  probe::exec(c, "INSERT INTO " + table + " " + rows, std::move(params));
 }
 
 // A table of a sweep test's own, "<prefix>_<random>": a backend of `scheme` on it (with `query`)
@@ -783,14 +746,12 @@ TEST(sweep, index_deletes_exactly_the_expired_rows_other_tools_wrote) {
   EXPECT_EQ(be->sweep_target(), "\"" + table + "\"");
   EXPECT_EQ(be->sweep_expired(), 0u) << "an empty table has nothing to sweep";
   const auto p = unique_name("sw");
-  using dlock::sql::bytes;
-  probe::exec(admin.get(),
-              "INSERT INTO " + table +
-                  " (name, owner, hold_count, expires_at, fence) VALUES"
-                  " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
-                  " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
-                  " ($3, 'tool-a', 1, '2000-01-01', 3),"
-                  " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
+  insert_rows(admin.get(), table,
+              "(name, owner, hold_count, expires_at, fence) VALUES"
+              " ($1, 'tool-a', 1, clock_timestamp() - interval '1 second', 1),"
+              " ($2, 'tool-b', 3, clock_timestamp() - interval '1 hour', 2),"
+              " ($3, 'tool-a', 1, '2000-01-01', 3),"
+              " ($4, 'tool-c', 1, clock_timestamp() + interval '1 hour', 4)",
               {bytes{p + "-old1"}, bytes{p + "-old2"}, bytes{p + "-old3"}, bytes{p + "-live-other"}});
   auto ours = be->make_lock(p + "-ours")->try_acquire();
   ASSERT_TRUE(ours);
@@ -811,18 +772,15 @@ TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
   auto [table, be, admin] = open_sweep_table("sweepf", "postgres+index", "fair=true&ttl=30s");
   EXPECT_EQ(be->sweep_target(), "\"" + table + "\" and \"" + table + "_waiters\"");
   const auto p = unique_name("swf");
-  using dlock::sql::bytes;
-  probe::exec(admin.get(),
-              "INSERT INTO " + table +
-                  "_waiters (name, owner, expires_at) VALUES"
-                  " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
-                  " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
-                  " ($1, 'alive', clock_timestamp() + interval '1 hour')",
+  insert_rows(admin.get(), table + "_waiters",
+              "(name, owner, expires_at) VALUES"
+              " ($1, 'dead-1', clock_timestamp() - interval '1 second'),"
+              " ($1, 'dead-2', clock_timestamp() - interval '1 second'),"
+              " ($1, 'alive', clock_timestamp() + interval '1 hour')",
               {bytes{p}});
-  probe::exec(admin.get(),
-              "INSERT INTO " + table +
-                  " (name, owner, hold_count, expires_at, fence)"
-                  " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
+  insert_rows(admin.get(), table,
+              "(name, owner, hold_count, expires_at, fence)"
+              " VALUES ($1, 'x', 1, clock_timestamp() - interval '1 second', 1)",
               {bytes{p + "-old"}});
   EXPECT_EQ(be->sweep_expired(), 3u) << "1 expired lock row + 2 dead waiters";
   EXPECT_EQ(count_where(admin.get(), table + "_waiters", "name = $1", {bytes{p}}), 1);
@@ -834,12 +792,10 @@ TEST(sweep, index_fair_also_deletes_dead_waiters_only) {
 TEST(sweep, version_frees_expired_grants_but_keeps_rows_and_versions) {
   auto [table, be, admin] = open_sweep_table("sweepv", "postgres+version", "ttl=30s");
   const auto p = unique_name("swv");
-  using dlock::sql::bytes;
-  probe::exec(admin.get(),
-              "INSERT INTO " + table +
-                  " (name, owner, version, expires_at) VALUES"
-                  " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
-                  " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
+  insert_rows(admin.get(), table,
+              "(name, owner, version, expires_at) VALUES"
+              " ($1, 'tool', 7, clock_timestamp() - interval '1 second'),"
+              " ($2, 'tool', 3, clock_timestamp() + interval '1 hour'), ($3, NULL, 5, NULL)",
               {bytes{p + "-expired"}, bytes{p + "-live"}, bytes{p + "-free"}});
   EXPECT_EQ(be->sweep_expired(), 1u);
   EXPECT_EQ(count_where(admin.get(), table, "name = $1 AND owner IS NULL AND version = 7", {bytes{p + "-expired"}}), 1);

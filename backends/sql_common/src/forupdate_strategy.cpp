@@ -57,10 +57,9 @@ class forupdate_lease final : public session_lease {
   std::uint64_t fence_;
 };
 
-class forupdate_lock final : public distributed_lock {
+class forupdate_lock final : public strategy_lock<forupdate_state> {
  public:
-  forupdate_lock(std::shared_ptr<forupdate_state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+  using strategy_lock::strategy_lock;
 
  private:
   std::unique_ptr<spi::lease_state> attempt(std::optional<clock::time_point> deadline, std::error_code& ec) noexcept {
@@ -138,37 +137,15 @@ class forupdate_lock final : public distributed_lock {
       }
     });
   }
-
-  std::shared_ptr<forupdate_state> st_;
-};
-
-class forupdate_backend final : public backend {
- public:
-  explicit forupdate_backend(std::shared_ptr<forupdate_state> st)
-      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
-                st->setup.redacted_uri),
-        st_(std::move(st)) {}
-
- private:
-  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
-    return std::make_unique<forupdate_lock>(st_, std::move(name), std::move(options));
-  }
-  std::shared_ptr<forupdate_state> st_;
 };
 
 }  // namespace
 
 std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql) {
-  if (setup.params.fair)
-    throw error(errc::invalid_uri, setup.redacted_uri +
-                                       ": fair=true applies to the unique-index scheme only (the FOR UPDATE"
-                                       " strategy has no waiters table)");
-  auto st = std::make_shared<forupdate_state>();
-  init_shared(*st, std::move(setup));
-  st->sql = std::move(sql);
+  refuse_fair(setup, "FOR UPDATE");
+  auto st = make_state<forupdate_state>(std::move(setup), std::move(sql));
   st->monitor = std::make_shared<session_monitor>();
-  create_schema(*st, st->sql.create);
-  return std::make_shared<forupdate_backend>(std::move(st));
+  return std::make_shared<strategy_backend<forupdate_state, forupdate_lock>>(std::move(st));
 }
 
 }  // namespace dlock::sql

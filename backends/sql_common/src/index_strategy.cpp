@@ -32,25 +32,16 @@ struct index_state : shared_state, spi::renewal_batch {
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override;
 };
 
-class index_lease final : public spi::lease_state {
+class index_lease final : public batched_lease<index_state> {
  public:
   index_lease(std::shared_ptr<index_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
               steady::time_point start, std::uint64_t fence)
-      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
-        st_(std::move(st)),
-        owner_(std::move(owner)),
-        fence_(fence) {}
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
-  spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
-  const std::string& owner() const noexcept { return owner_; }
+      : batched_lease(std::move(st), std::move(name), std::move(owner), 0, ttl, start, fence) {}
 
  private:
   void do_release(std::error_code& ec) noexcept override {
     result out;
-    values v;
-    v.name = name();
-    v.owner = owner_;
-    v.channel = st_->channel;
+    const auto v = row();
     const std::string what = "releasing lock " + quoted_name(name());
     if (!run_pooled(*st_, st_->sql.release, v, out, ec, what, index_attempts)) return;
     // A dialect whose release deletes only the last hold (one round trip in the common case)
@@ -66,26 +57,13 @@ class index_lease final : public spi::lease_state {
   }
   // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
-    result out;
-    values v;
-    v.name = name();
-    v.owner = owner_;
-    v.ttl_ms = ttl.count();
-    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()), index_attempts)) return;
-    if (out.rows_affected == 0) {
-      set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the row is no longer ours");
-    }
+    renew_row(ttl, ec, "renewing lock " + quoted_name(name()), "the row is no longer ours", index_attempts);
   }
-
-  std::shared_ptr<index_state> st_;
-  std::string owner_;
-  std::uint64_t fence_;
 };
 
-class index_lock final : public distributed_lock {
+class index_lock final : public strategy_lock<index_state> {
  public:
-  index_lock(std::shared_ptr<index_state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+  using strategy_lock::strategy_lock;
 
  private:
   // An attempt of this lock's waiting acquire on this thread that readers of the name held off
@@ -303,8 +281,6 @@ class index_lock final : public distributed_lock {
     }
     return l;
   }
-
-  std::shared_ptr<index_state> st_;
 };
 
 std::unique_ptr<spi::release_watch> index_lock::do_watch_release() noexcept {
@@ -355,19 +331,7 @@ class index_backend final : public backend {
 
 // Every lease named this batch is an index_lease of this backend.
 void index_state::renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept {
-  try {
-    std::vector<renewal_key> keys;
-    keys.reserve(leases.size());
-    for (const auto* l : leases) {
-      const auto& lease = static_cast<const index_lease&>(*l);
-      keys.push_back({lease.name(), lease.owner(), 0, lease.ttl().count()});
-    }
-    renew_together(*this, {sql.renew_many, sql.renew_many_returns_positions, sql.renew, false}, keys, outcomes);
-  } catch (...) {
-    std::error_code ec;
-    set_error(ec, errc::backend_error, "out of memory renewing");
-    std::fill(outcomes.begin(), outcomes.end(), ec);
-  }
+  renew_batch(*this, {sql.renew_many, sql.renew_many_returns_positions, sql.renew, false}, leases, outcomes);
 }
 
 }  // namespace
@@ -384,10 +348,7 @@ std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, 
       throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true is not available with this dialect");
     setup.caps = setup.caps.with(capability::fair);  // declared only when enabled
   }
-  auto st = std::make_shared<index_state>();
-  init_shared(*st, std::move(setup));
-  st->sql = std::move(sql);
-  create_schema(*st, st->sql.create);
+  auto st = make_state<index_state>(std::move(setup), std::move(sql));
   if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
   if (!units.grant.empty())
     st->units.emplace(st->setup, std::move(units));

@@ -185,10 +185,13 @@ bool renew_rows(connection& c, const batch_renewal_sql& sql, std::int64_t ttl_ms
 
 }  // namespace
 
-void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<const renewal_key> keys,
-                    std::span<std::error_code> outcomes) noexcept {
+void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<spi::lease_state* const> leases,
+                    renewal_key (*key_of)(const spi::lease_state&), std::span<std::error_code> outcomes) noexcept {
   constexpr std::size_t most_rows_at_once = 512;
   try {
+    std::vector<renewal_key> keys;
+    keys.reserve(leases.size());
+    for (const auto* l : leases) keys.push_back(key_of(*l));
     std::map<std::int64_t, std::vector<row_to_renew>> by_ttl;
     std::map<std::tuple<std::int64_t, std::string_view, std::string_view, std::int64_t>, std::size_t> row_of;
     for (std::size_t i = 0; i < keys.size(); ++i) {
@@ -230,6 +233,12 @@ void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<co
     set_error(ec, errc::backend_error, "out of memory renewing");
     std::fill(outcomes.begin(), outcomes.end(), ec);
   }
+}
+
+void refuse_fair(const backend_setup& setup, std::string_view strategy) {
+  if (!setup.params.fair) return;
+  throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true applies to the unique-index scheme only (the " +
+                                     std::string(strategy) + " strategy has no waiters table)");
 }
 
 std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> scripts, std::error_code& ec) noexcept {

@@ -1,8 +1,9 @@
 #pragma once
 // What the three table strategies (index_strategy.cpp, forupdate_strategy.cpp,
 // version_strategy.cpp) share: binding a dialect's script to the values of one call, running it
-// with the retry rule for deadlocks, the state every lock and lease of a backend keeps alive, and
-// waiting through the dialect's release notifier. Internal to sql_common.
+// with the retry rule for deadlocks, the state every lock and lease of a backend keeps alive, the
+// skeletons of their leases, locks and backends, and waiting through the dialect's release
+// notifier. Internal to sql_common.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "dlock/acquire_stop.hpp"
@@ -81,11 +83,114 @@ struct batch_renewal_sql {
   const script& renew;  // the single renewal, to find which row of a short batch is no longer ours
   bool binds_version;   // renew_many binds name, owner, version per position (else name, owner)
 };
-// Renews the rows of `keys` on one pooled connection, one statement per ttl and 512 distinct
-// rows (several leases of one row, re-entries, are one row), and sets outcomes[i] as keys[i]'s
-// single renewal would: success, not_owner (the row is no longer ours), or the failure.
-void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<const renewal_key> keys,
-                    std::span<std::error_code> outcomes) noexcept;
+// Renews the rows of `leases` (key_of(*leases[i]): each one's row) on one pooled connection, one
+// statement per ttl and 512 distinct rows (several leases of one row, re-entries, are one row),
+// and sets outcomes[i] as leases[i]'s single renewal would: success, not_owner (the row is no
+// longer ours), or the failure.
+void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<spi::lease_state* const> leases,
+                    renewal_key (*key_of)(const spi::lease_state&), std::span<std::error_code> outcomes) noexcept;
+
+// A lease on a row that the watchdog renews in batches (spi::renewal_batch): an index or version
+// lock's row, or a units grant's. It keeps its backend's State alive, which holds the dialect's
+// statements (`sql`, with `renew` and `renew_many`) and is the batch (renew_batch).
+template <class State>
+class batched_lease : public spi::lease_state {
+ public:
+  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
+  spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
+  // Its row for the batch statement, with the ttl it renews for.
+  renewal_key key() const noexcept { return {name(), owner_, version_, ttl().count()}; }
+
+ protected:
+  // `owner` and `version`: the row's key besides the name, as the owner and version columns
+  // hold it (version 0 where the table has none).
+  batched_lease(std::shared_ptr<State> st, std::string name, std::string owner, std::int64_t version,
+                std::chrono::milliseconds ttl, steady::time_point start, std::uint64_t fence)
+      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
+        st_(std::move(st)),
+        owner_(std::move(owner)),
+        version_(version),
+        fence_(fence) {}
+
+  const std::string& owner() const noexcept { return owner_; }
+  // The row's key as the scripts bind it, and the notifier's channel, which a release notifies.
+  values row() const {
+    values v;
+    v.name = name();
+    v.owner = owner_;
+    v.version = version_;
+    v.channel = st_->channel;
+    return v;
+  }
+  // A single renewal (do_renew): the renew script on the row for `ttl`, run up to `attempts`
+  // times (run_pooled's); not_owner, as `what` + `gone`, when it extended no row of ours.
+  void renew_row(std::chrono::milliseconds ttl, std::error_code& ec, const std::string& what, std::string_view gone,
+                 int attempts = 2) noexcept {
+    result out;
+    auto v = row();
+    v.ttl_ms = ttl.count();
+    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, what, attempts)) return;
+    if (out.rows_affected == 0) set_error(ec, errc::not_owner, what + ": " + std::string(gone));
+  }
+
+  const std::shared_ptr<State> st_;
+
+ private:
+  std::string owner_;
+  std::int64_t version_;
+  std::uint64_t fence_;
+};
+
+// State::renew_all (spi::renewal_batch), every lease of the batch being a batched_lease<State>.
+template <class State>
+void renew_batch(State& st, const batch_renewal_sql& sql, std::span<spi::lease_state* const> leases,
+                 std::span<std::error_code> outcomes) noexcept {
+  renew_together(
+      st, sql, leases, [](const spi::lease_state& l) { return static_cast<const batched_lease<State>&>(l).key(); },
+      outcomes);
+}
+
+// A lock of a table strategy: its backend's State, which every lock and lease keeps alive.
+template <class State>
+class strategy_lock : public distributed_lock {
+ public:
+  strategy_lock(std::shared_ptr<State> st, std::string name, lock_options o)
+      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+
+ protected:
+  const std::shared_ptr<State> st_;
+};
+
+// The backend of a strategy with the mutex only, making Locks over its State.
+template <class State, class Lock>
+class strategy_backend : public backend {
+ public:
+  explicit strategy_backend(std::shared_ptr<State> st)
+      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
+                st->setup.redacted_uri),
+        st_(std::move(st)) {}
+
+ protected:
+  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
+    return std::make_unique<Lock>(st_, std::move(name), std::move(options));
+  }
+
+  const std::shared_ptr<State> st_;
+};
+
+// A backend's State: the setup, the dialect's statements, and the lock table created
+// (create_schema) from the statements' `create`.
+template <class State, class Sql>
+std::shared_ptr<State> make_state(backend_setup&& setup, Sql&& sql) {
+  auto st = std::make_shared<State>();
+  init_shared(*st, std::move(setup));
+  st->sql = std::forward<Sql>(sql);
+  create_schema(*st, st->sql.create);
+  return st;
+}
+
+// fair=true asks for the unique-index scheme's waiters table, which `strategy` has not.
+void refuse_fair(const backend_setup& setup, std::string_view strategy);
 
 // The sweeper (backend::sweep_expired): each script on a pooled connection, rows summed.
 std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> scripts, std::error_code& ec) noexcept;

@@ -60,25 +60,19 @@ std::string new_grant_id(const std::string& owner) {
 
 const char* primitive_label(std::int64_t kind) { return kind == rw_kind ? "reader-writer lock " : "semaphore "; }
 
-class units_lease final : public spi::lease_state {
+// The holder row's owner column holds the grant's id (owner()).
+class units_lease final : public batched_lease<units_state> {
  public:
   units_lease(std::shared_ptr<units_state> st, std::int64_t kind, std::string name, std::string grant_id,
               std::chrono::milliseconds ttl, steady::time_point start, std::uint64_t fence)
-      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
-        st_(std::move(st)),
-        kind_(kind),
-        grant_id_(std::move(grant_id)),
-        fence_(fence) {}
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return fence_; }
-  spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
-  const std::string& grant_id() const noexcept { return grant_id_; }
+      : batched_lease(std::move(st), std::move(name), std::move(grant_id), 0, ttl, start, fence), kind_(kind) {}
 
  private:
   void do_release(std::error_code& ec) noexcept override {
     try {
       const std::string what = std::string("releasing ") + primitive_label(kind_) + quoted_name(name());
       result out;
-      if (!execute_pooled(*st_, st_->sql.release, {bytes{name()}, kind_, grant_id_}, out, ec, what)) return;
+      if (!execute_pooled(*st_, st_->sql.release, {bytes{name()}, kind_, owner()}, out, ec, what)) return;
       const bool was_live = !out.rows.empty() && !out.rows.front().empty() && to_int(out.rows.front()[0]) == 1;
       if (!was_live) set_error(ec, errc::not_owner, what + ": the grant was no longer ours (expired)");
     } catch (...) {
@@ -88,22 +82,13 @@ class units_lease final : public spi::lease_state {
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
     try {
       const std::string what = std::string("renewing ") + primitive_label(kind_) + quoted_name(name());
-      values v;
-      v.name = name();
-      v.owner = grant_id_;
-      v.ttl_ms = ttl.count();
-      result out;
-      if (!run_pooled(*st_, st_->sql.renew, v, out, ec, what, units_attempts)) return;
-      if (out.rows_affected == 0) set_error(ec, errc::not_owner, what + ": the grant is no longer ours");
+      renew_row(ttl, ec, what, "the grant is no longer ours", units_attempts);
     } catch (...) {
       set_error(ec, errc::backend_error, "out of memory");
     }
   }
 
-  std::shared_ptr<units_state> st_;
   std::int64_t kind_;
-  std::string grant_id_;
-  std::uint64_t fence_;
 };
 
 // One pool (kind, name, max_count) as the two primitives see it.
@@ -302,23 +287,16 @@ class units_rw_lock final : public rw_lock {
   units_pool pool_;
 };
 
-class units_semaphore final : public semaphore {
+class units_semaphore final : public deadline_semaphore {
  public:
   units_semaphore(std::shared_ptr<units_state> st, std::string name, std::uint32_t max_count, capabilities caps,
                   lock_options o)
-      : semaphore(name, max_count, caps, std::move(o)),
+      : deadline_semaphore(name, max_count, caps, std::move(o)),
         pool_(std::move(st), semaphore_kind, std::move(name), max_count) {}
 
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::uint32_t permits, std::error_code& ec) noexcept override {
     return pool_.attempt(permits, false, owner(), options().ttl, ec);
-  }
-  // The core's polling, within the deadline whatever the server does (dlock_sql/deadline.hpp).
-  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
-                                                     std::error_code& ec) noexcept override {
-    return wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
-      return semaphore::do_acquire_until(permits, d, e);
-    });
   }
 
   units_pool pool_;
@@ -328,19 +306,7 @@ class units_semaphore final : public semaphore {
 
 // Every lease named this batch is a units_lease of this state.
 void units_state::renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept {
-  try {
-    std::vector<renewal_key> keys;
-    keys.reserve(leases.size());
-    for (const auto* l : leases) {
-      const auto& lease = static_cast<const units_lease&>(*l);
-      keys.push_back({lease.name(), lease.grant_id(), 0, lease.ttl().count()});
-    }
-    renew_together(*this, {sql.renew_many, false, sql.renew, false}, keys, outcomes);
-  } catch (...) {
-    std::error_code ec;
-    set_error(ec, errc::backend_error, "out of memory renewing");
-    std::fill(outcomes.begin(), outcomes.end(), ec);
-  }
+  renew_batch(*this, {sql.renew_many, false, sql.renew, false}, leases, outcomes);
 }
 
 units_primitives::units_primitives(backend_setup setup, units_sql sql) : st_(std::make_shared<units_state>()) {

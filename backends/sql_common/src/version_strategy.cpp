@@ -1,6 +1,5 @@
 // The optimistic-version strategy (make_version_backend): read the row's version, then move it
 // only if nobody did meanwhile and the grant is free or expired; the version is the fencing token.
-#include <algorithm>
 #include <span>
 
 #include "dlock_sql/deadline.hpp"
@@ -16,55 +15,31 @@ struct version_state : shared_state, spi::renewal_batch {
   void renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept override;
 };
 
-class version_lease final : public spi::lease_state {
+class version_lease final : public batched_lease<version_state> {
  public:
+  // `version`: the row's after the grant, which is the fencing token.
   version_lease(std::shared_ptr<version_state> st, std::string name, std::string owner, std::chrono::milliseconds ttl,
                 steady::time_point start, std::int64_t version)
-      : lease_state(std::move(name), ttl, validity_after(start, ttl)),
-        st_(std::move(st)),
-        owner_(std::move(owner)),
-        version_(version) {}
-  std::optional<std::uint64_t> fencing_token() const noexcept override { return static_cast<std::uint64_t>(version_); }
-  spi::renewal_batch* batch() const noexcept override { return st_->sql.renew_many ? st_.get() : nullptr; }
-  const std::string& owner() const noexcept { return owner_; }
-  std::int64_t version() const noexcept { return version_; }
+      : batched_lease(std::move(st), std::move(name), std::move(owner), version, ttl, start,
+                      static_cast<std::uint64_t>(version)) {}
 
  private:
   void do_release(std::error_code& ec) noexcept override {
     result out;
-    values v;
-    v.name = name();
-    v.owner = owner_;
-    v.version = version_;
-    v.channel = st_->channel;
-    if (!run_pooled(*st_, st_->sql.release, v, out, ec, "releasing lock " + quoted_name(name()))) return;
+    if (!run_pooled(*st_, st_->sql.release, row(), out, ec, "releasing lock " + quoted_name(name()))) return;
     if (out.rows_affected == 0)
       set_error(ec, errc::not_owner,
                 "releasing lock " + quoted_name(name()) + ": the version moved on (expired and taken over)");
   }
   // valid_until moves in the core (lease_state::renew) once this succeeds.
   void do_renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept override {
-    result out;
-    values v;
-    v.name = name();
-    v.owner = owner_;
-    v.ttl_ms = ttl.count();
-    v.version = version_;
-    if (!run_pooled(*st_, st_->sql.renew, v, out, ec, "renewing lock " + quoted_name(name()))) return;
-    if (out.rows_affected == 0) {
-      set_error(ec, errc::not_owner, "renewing lock " + quoted_name(name()) + ": the version moved on");
-    }
+    renew_row(ttl, ec, "renewing lock " + quoted_name(name()), "the version moved on");
   }
-
-  std::shared_ptr<version_state> st_;
-  std::string owner_;
-  std::int64_t version_;
 };
 
-class version_lock final : public distributed_lock {
+class version_lock final : public strategy_lock<version_state> {
  public:
-  version_lock(std::shared_ptr<version_state> st, std::string name, lock_options o)
-      : distributed_lock(std::move(name), st->setup.caps, std::move(o)), st_(std::move(st)) {}
+  using strategy_lock::strategy_lock;
 
  private:
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
@@ -125,21 +100,13 @@ class version_lock final : public distributed_lock {
     return watch_notified(st_->setup.notifier.get(), std::string(name()),
                           [this](std::error_code& e) { return do_try_acquire(e); });
   }
-
-  std::shared_ptr<version_state> st_;
 };
 
-class version_backend final : public backend {
+class version_backend final : public strategy_backend<version_state, version_lock> {
  public:
-  explicit version_backend(std::shared_ptr<version_state> st)
-      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
-                st->setup.redacted_uri),
-        st_(std::move(st)) {}
+  using strategy_backend::strategy_backend;
 
  private:
-  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
-    return std::make_unique<version_lock>(st_, std::move(name), std::move(options));
-  }
   // Expired grants are freed, their rows kept: the version column is the fencing token.
   std::size_t do_sweep_expired(std::error_code& ec) noexcept override {
     return sweep_with(*st_, {&st_->sql.sweep}, ec);
@@ -148,37 +115,18 @@ class version_backend final : public backend {
     if (st_->sql.sweep.empty()) return {};
     return table_label(st_->setup.params.table) + " (grants freed, rows kept: the version is the fencing token)";
   }
-  std::shared_ptr<version_state> st_;
 };
 
 // Every lease named this batch is a version_lease of this backend.
 void version_state::renew_all(std::span<spi::lease_state* const> leases, std::span<std::error_code> outcomes) noexcept {
-  try {
-    std::vector<renewal_key> keys;
-    keys.reserve(leases.size());
-    for (const auto* l : leases) {
-      const auto& lease = static_cast<const version_lease&>(*l);
-      keys.push_back({lease.name(), lease.owner(), lease.version(), lease.ttl().count()});
-    }
-    renew_together(*this, {sql.renew_many, sql.renew_many_returns_positions, sql.renew, true}, keys, outcomes);
-  } catch (...) {
-    std::error_code ec;
-    set_error(ec, errc::backend_error, "out of memory renewing");
-    std::fill(outcomes.begin(), outcomes.end(), ec);
-  }
+  renew_batch(*this, {sql.renew_many, sql.renew_many_returns_positions, sql.renew, true}, leases, outcomes);
 }
 
 }  // namespace
 
 std::shared_ptr<backend> make_version_backend(backend_setup setup, version_sql sql) {
-  if (setup.params.fair)
-    throw error(errc::invalid_uri, setup.redacted_uri +
-                                       ": fair=true applies to the unique-index scheme only (the optimistic-version"
-                                       " strategy has no waiters table)");
-  auto st = std::make_shared<version_state>();
-  init_shared(*st, std::move(setup));
-  st->sql = std::move(sql);
-  create_schema(*st, st->sql.create);
+  refuse_fair(setup, "optimistic-version");
+  auto st = make_state<version_state>(std::move(setup), std::move(sql));
   return std::make_shared<version_backend>(std::move(st));
 }
 

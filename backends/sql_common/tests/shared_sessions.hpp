@@ -1,6 +1,8 @@
 #pragma once
 // Workloads for backends whose leases share server sessions (postgres+advisory, mysql+getlock),
 // shared by the PostgreSQL and MySQL backend tests.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/support.hpp"
 
 namespace dlock::sql::testing {
 
@@ -112,6 +115,74 @@ inline hold_result hold_all_at_once(dlock::backend& b, const std::vector<std::st
   for (auto& t : threads) t.join();
   if (failure) std::rethrow_exception(failure);
   return result;
+}
+
+// The leases pool_bound_holds_its_deadline leaves held.
+struct full_pool {
+  dlock::lease held, shared;  // two holders of `b` on its one session
+  dlock::lease elsewhere;     // the holder, on the other backend, of the contended name
+  std::string contended;
+};
+
+// `b` is opened with max_connections=2 (max_dedicated=1) and checkout_timeout=600ms; `other` is
+// another backend (another process, as the server sees it). A second holder of `b` shares the
+// first one's session; a caller of `b` that must wait on a session of its own (its name is held
+// on `other`) waits for one until its own deadline (800 ms), not checkout_timeout, then fails
+// with backend_unavailable naming max_dedicated=1.
+inline full_pool pool_bound_holds_its_deadline(dlock::backend& b, dlock::backend& other) {
+  using namespace std::chrono_literals;
+  full_pool p;
+  p.held = b.make_lock(dlock::testing::unique_name("full-a"))->try_acquire();
+  if (!p.held) {
+    ADD_FAILURE() << "the first holder was not granted";
+    return p;
+  }
+  p.shared = b.make_lock(dlock::testing::unique_name("full-b"))->try_acquire();
+  EXPECT_TRUE(p.shared) << "a second holder did not share the only session";
+  p.contended = dlock::testing::unique_name("full-c");
+  p.elsewhere = other.make_lock(p.contended)->try_acquire();
+  if (!p.elsewhere) {
+    ADD_FAILURE() << "the other backend was not granted the contended name";
+    return p;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    auto none = b.make_lock(p.contended)->try_acquire_for(800ms);
+    ADD_FAILURE() << "a waiter got a session of its own beyond max_dedicated=1";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::backend_unavailable) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_dedicated=1"), std::string::npos) << e.what();
+  }
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(waited, 750ms) << "gave up before the caller's deadline";
+  EXPECT_LT(waited, 5s) << "waited far past the caller's deadline";
+  return p;
+}
+
+// Four locks of `b`, on names of their own, each granted at once (`names`, `leases`): with
+// max_connections=3 they share one server session, which a test then ends on the server.
+inline void hold_four_names(dlock::backend& b, std::vector<std::string>& names, std::vector<dlock::lease>& leases) {
+  for (int i = 0; i < 4; ++i) {
+    names.push_back(dlock::testing::unique_name("shared-kill-" + std::to_string(i)));
+    leases.push_back(b.make_lock(names.back())->try_acquire());
+    ASSERT_TRUE(leases.back());
+  }
+}
+
+// The session behind `leases` was ended on the server: each lease is told within `bound`, its
+// release says not_owner, and its name (names[i]) is free again.
+inline void expect_each_lease_lost_and_its_name_free(dlock::backend& b, const std::vector<std::string>& names,
+                                                     std::vector<dlock::lease>& leases,
+                                                     std::chrono::milliseconds bound) {
+  for (std::size_t i = 0; i < leases.size(); ++i)
+    EXPECT_TRUE(dlock::testing::fires_within(leases[i].lost_token(), bound))
+        << "lease " << i << " on the ended session was not told";
+  for (std::size_t i = 0; i < leases.size(); ++i) {
+    std::error_code ec;
+    leases[i].release(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner) << i;
+    EXPECT_TRUE(b.make_lock(names[i])->try_acquire()) << "the ended session's lock " << i << " was not free";
+  }
 }
 
 }  // namespace dlock::sql::testing

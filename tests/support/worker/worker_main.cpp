@@ -28,20 +28,12 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/lossy_counter.hpp"
 
 namespace {
 
-long read_counter(const std::string& path) {
-  std::ifstream in(path);
-  long v = 0;
-  in >> v;
-  return v;
-}
-
-void write_counter(const std::string& path, long v) {
-  std::ofstream out(path, std::ios::trunc);
-  out << v << '\n';
-}
+using dlock::testing::read_counter;
+using dlock::testing::write_counter;
 
 dlock::lock_options quick_polling(const dlock::backend& b) {
   auto o = b.default_options();
@@ -52,19 +44,9 @@ dlock::lock_options quick_polling(const dlock::backend& b) {
 int rmw(const std::string& uri, const std::string& name, const std::string& counter, int iterations) {
   auto b = dlock::open(uri);
   auto lock = b->make_lock(name, quick_polling(*b));
-  const std::string marker = counter + ".inside";
   for (int i = 0; i < iterations; ++i) {
     auto held = lock->acquire();
-    const int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
-    if (fd < 0) {
-      std::cerr << "overlap: " << marker << " already exists (errno " << errno << ")\n";
-      return 3;
-    }
-    ::close(fd);
-    const long v = read_counter(counter);
-    std::this_thread::sleep_for(std::chrono::microseconds(200));  // widen the race window
-    write_counter(counter, v + 1);
-    ::unlink(marker.c_str());
+    if (!dlock::testing::lossy_increment(counter, std::chrono::microseconds(200))) return 3;
     held.release();
   }
   return 0;

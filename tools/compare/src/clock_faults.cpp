@@ -46,6 +46,15 @@ std::string libfaketime_path() {
   return path;
 }
 
+namespace {
+// libfaketime's library; empty, and r says the fault was not injected, when it is not installed.
+std::string libfaketime_or_why_not(scenario_result& r) {
+  auto lib = libfaketime_path();
+  if (lib.empty()) r.fault_not_injected = "libfaketime is not installed (Debian package faketime)";
+  return lib;
+}
+}  // namespace
+
 milliseconds clock_fault_run_length(fault f, const scenario_settings& s) {
   if (f == fault::clock_step) return std::max(s.duration, 3 * s.ttl + 1s);
   return std::max(s.duration, 8 * s.ttl);  // a few holds of two real ttls each
@@ -53,11 +62,8 @@ milliseconds clock_fault_run_length(fault f, const scenario_settings& s) {
 
 scenario_result run_clock_step(const scenario_settings& s) {
   scenario_result r;
-  const auto lib = libfaketime_path();
-  if (lib.empty()) {
-    r.fault_not_injected = "libfaketime is not installed (Debian package faketime)";
-    return r;
-  }
+  const auto lib = libfaketime_or_why_not(r);
+  if (lib.empty()) return r;
   auto plan = fault_steps::plan(s, 200ms, clock_fault_run_length(fault::clock_step, s));
   plan.start_delay = 1s;  // a worker behind `ip netns exec` or libfaketime starts a little slower
   for (std::uint32_t c = 1; c <= s.clients; ++c) {
@@ -96,11 +102,8 @@ scenario_result run_clock_step(const scenario_settings& s) {
 
 scenario_result run_clock_slow(const scenario_settings& s) {
   scenario_result r;
-  const auto lib = libfaketime_path();
-  if (lib.empty()) {
-    r.fault_not_injected = "libfaketime is not installed (Debian package faketime)";
-    return r;
-  }
+  const auto lib = libfaketime_or_why_not(r);
+  if (lib.empty()) return r;
   // Client 1 runs slow and starts first, so it is the first holder (the others, at real speed,
   // poll faster than it could win the lock back); its write is half a ttl of its own clock.
   const milliseconds slow_work = s.ttl / 2;

@@ -2,6 +2,20 @@
 
 namespace dlock::compare {
 
+event make_event(event_kind kind, std::uint32_t client, std::uint32_t attempt, instant at,
+                 std::optional<std::uint64_t> token, fence_verdict verdict, bool held) noexcept {
+  event e;
+  e.client = client;
+  e.attempt = attempt;
+  e.kind = kind;
+  e.verdict = verdict;
+  e.has_token = token.has_value();
+  e.token = token.value_or(0);
+  e.held = held;
+  e.at_ns = at.time_since_epoch().count();
+  return e;
+}
+
 std::string_view to_string(event_kind k) noexcept {
   switch (k) {
     case event_kind::acquire_started: return "acquire_started";

@@ -39,14 +39,7 @@ void history_writer::append(const event& e) {
 
 void history_writer::append_now(std::uint32_t client, std::uint32_t attempt, event_kind kind,
                                 std::optional<std::uint64_t> token) {
-  event e;
-  e.client = client;
-  e.attempt = attempt;
-  e.kind = kind;
-  e.has_token = token.has_value();
-  e.token = token.value_or(0);
-  e.at_ns = shared_clock::now().time_since_epoch().count();
-  append(e);
+  append(make_event(kind, client, attempt, shared_clock::now(), token));
 }
 
 std::vector<event> read_history(const std::filesystem::path& path) {

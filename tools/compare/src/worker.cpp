@@ -78,16 +78,7 @@ class client_loop {
 
   void append_write_event(std::uint32_t n, event_kind kind, std::optional<std::uint64_t> token, instant at,
                           fence_verdict verdict, bool held) {
-    event e;
-    e.client = o_.client;
-    e.attempt = n;
-    e.kind = kind;
-    e.verdict = verdict;
-    e.has_token = token.has_value();
-    e.token = token.value_or(0);
-    e.held = held;
-    e.at_ns = at.time_since_epoch().count();
-    history_.append(e);
+    history_.append(make_event(kind, o_.client, n, at, token, verdict, held));
   }
 
   void release(lease& held, std::uint32_t n) {

@@ -10,11 +10,16 @@ namespace {
 
 check_result check_history(const synthetic_history& h) { return check(std::span<const event>(h.events())); }
 
-TEST(Checker, IntersectingWritesOfTwoClientsAreAnOverlap) {
+// The checker on a history of these sections.
+check_result check_sections(std::initializer_list<section_of> sections) {
   synthetic_history h;
-  h.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
-  h.add(section_of(2).token(1).granted(35).write(40, 80).released(81));
-  const auto r = check_history(h);
+  for (const auto& s : sections) h.add(s);
+  return check_history(h);
+}
+
+TEST(Checker, IntersectingWritesOfTwoClientsAreAnOverlap) {
+  const auto r = check_sections({section_of(1).token(1).granted(5).write(10, 50).released(51),
+                                 section_of(2).token(1).granted(35).write(40, 80).released(81)});
   ASSERT_EQ(r.overlap_count(), 1u);
   EXPECT_EQ(r.overlaps[0].older, (section_id{1, 0}));
   EXPECT_EQ(r.overlaps[0].newer, (section_id{2, 0}));
@@ -25,10 +30,7 @@ TEST(Checker, IntersectingWritesOfTwoClientsAreAnOverlap) {
 TEST(Checker, AnOverlapIsFencedOnlyWhenBothWritesCarryDifferentTokens) {
   // Client 1 writes with token 1 from 10 to 50 ms; client 2's write (40 to 80 ms) meets it.
   const auto checked_beside_token_1 = [](const section_of& client_2) {
-    synthetic_history h;
-    h.add(section_of(1).token(1).granted(5).write(10, 50).released(51));
-    h.add(client_2);
-    return check_history(h);
+    return check_sections({section_of(1).token(1).granted(5).write(10, 50).released(51), client_2});
   };
   // Different tokens: a fenced resource can order the two writers (and refuse the older's later writes).
   const auto f = checked_beside_token_1(section_of(2).token(2).granted(35).write(40, 80).released(81));
@@ -51,10 +53,8 @@ TEST(Checker, AnOverlapIsFencedOnlyWhenBothWritesCarryDifferentTokens) {
 }
 
 TEST(Checker, WritesOneAfterTheOtherAreNoOverlap) {
-  synthetic_history h;
-  h.add(section_of(1).token(1).granted(5).write(10, 30).released(31));
-  h.add(section_of(2).token(2).granted(32).write(33, 60).released(61));
-  const auto r = check_history(h);
+  const auto r = check_sections({section_of(1).token(1).granted(5).write(10, 30).released(31),
+                                 section_of(2).token(2).granted(32).write(33, 60).released(61)});
   EXPECT_EQ(r.overlap_count(), 0u);
   EXPECT_EQ(r.unnotified_losses, 0u);
   EXPECT_EQ(r.stale_writes_accepted_by_naive, 0u);
@@ -62,21 +62,18 @@ TEST(Checker, WritesOneAfterTheOtherAreNoOverlap) {
 
 TEST(Checker, EveryIntersectingPairIsCountedAndOnlyThose) {
   // A long write spans two short ones that do not meet each other: two overlaps, not three.
-  synthetic_history h;
-  h.add(section_of(1).granted(0).write(0, 100).released(101));
-  h.add(section_of(2).granted(9).write(10, 20).released(21));
-  h.add(section_of(3).granted(29).write(30, 40).released(41));
-  const auto r = check_history(h);
+  const auto r = check_sections({section_of(1).granted(0).write(0, 100).released(101),
+                                 section_of(2).granted(9).write(10, 20).released(21),
+                                 section_of(3).granted(29).write(30, 40).released(41)});
   ASSERT_EQ(r.overlap_count(), 2u);
   for (const auto& o : r.overlaps) EXPECT_EQ(o.older, (section_id{1, 0}));
 }
 
 TEST(Checker, ASmallerTokenAfterALargerOneIsAStaleWrite) {
-  synthetic_history h;
-  h.add(section_of(1).token(5).granted(0).write(10, 15).released(16));
-  h.add(section_of(2).token(3).granted(17).write(20, 25).released(26).verdict(fence_verdict::refused));
-  h.add(section_of(1, 1).token(6).granted(27).write(30, 35).released(36));
-  const auto r = check_history(h);
+  const auto r =
+      check_sections({section_of(1).token(5).granted(0).write(10, 15).released(16),
+                      section_of(2).token(3).granted(17).write(20, 25).released(26).verdict(fence_verdict::refused),
+                      section_of(1, 1).token(6).granted(27).write(30, 35).released(36)});
   EXPECT_EQ(r.overlap_count(), 0u);
   EXPECT_EQ(r.stale_writes_accepted_by_naive, 1u);
   EXPECT_EQ(r.stale_writes_refused_by_fenced, 1u);
@@ -84,10 +81,9 @@ TEST(Checker, ASmallerTokenAfterALargerOneIsAStaleWrite) {
 }
 
 TEST(Checker, AStaleWriteTheFenceLetThroughIsNotCountedAsRefused) {
-  synthetic_history h;
-  h.add(section_of(1).token(5).granted(0).write(10, 15).released(16));
-  h.add(section_of(2).token(3).granted(17).write(20, 25).released(26).verdict(fence_verdict::accepted));
-  const auto r = check_history(h);
+  const auto r =
+      check_sections({section_of(1).token(5).granted(0).write(10, 15).released(16),
+                      section_of(2).token(3).granted(17).write(20, 25).released(26).verdict(fence_verdict::accepted)});
   EXPECT_EQ(r.stale_writes_accepted_by_naive, 1u);
   EXPECT_EQ(r.stale_writes_refused_by_fenced, 0u) << "the checker must not assume the fence worked";
 }
@@ -100,10 +96,9 @@ TEST(Checker, AnEqualTokenIsNotStale) {
 }
 
 TEST(Checker, AnOverlapWhoseOlderHolderWasToldBeforeTheNewerGrantIsNotAnUnnotifiedLoss) {
-  synthetic_history h;
-  h.add(section_of(1).token(1).granted(0).write(5, 50).lost(30).released(51, event_kind::release_not_owner));
-  h.add(section_of(2).token(2).granted(40).write(41, 60).released(61));
-  const auto r = check_history(h);
+  const auto r = check_sections(
+      {section_of(1).token(1).granted(0).write(5, 50).lost(30).released(51, event_kind::release_not_owner),
+       section_of(2).token(2).granted(40).write(41, 60).released(61)});
   ASSERT_EQ(r.overlap_count(), 1u);
   EXPECT_TRUE(r.overlaps[0].notified_before_newer_grant);
   EXPECT_EQ(r.unnotified_losses, 0u);
@@ -112,10 +107,8 @@ TEST(Checker, AnOverlapWhoseOlderHolderWasToldBeforeTheNewerGrantIsNotAnUnnotifi
 }
 
 TEST(Checker, ALostNotificationAfterTheNewerGrantIsAnUnnotifiedLoss) {
-  synthetic_history h;
-  h.add(section_of(1).token(1).granted(0).write(5, 50).lost(45).released(51));
-  h.add(section_of(2).token(2).granted(40).write(41, 60).released(61));
-  const auto r = check_history(h);
+  const auto r = check_sections({section_of(1).token(1).granted(0).write(5, 50).lost(45).released(51),
+                                 section_of(2).token(2).granted(40).write(41, 60).released(61)});
   ASSERT_EQ(r.overlap_count(), 1u);
   EXPECT_EQ(r.unnotified_losses, 1u);
 }
@@ -162,20 +155,17 @@ TEST(Checker, CountsGrantsTimeoutsErrorsAndReleaseOutcomes) {
 }
 
 TEST(Checker, CountsWritesTheHolderCouldKnowWereUnprotected) {
-  synthetic_history h;
-  h.add(section_of(1).token(1).granted(0).write(1, 10).held(true, false).released(11, event_kind::release_not_owner));
-  h.add(section_of(1, 1).token(2).granted(20).write(21, 30).held(false, false).released(31));
-  const auto r = check_history(h);
+  const auto r = check_sections(
+      {section_of(1).token(1).granted(0).write(1, 10).held(true, false).released(11, event_kind::release_not_owner),
+       section_of(1, 1).token(2).granted(20).write(21, 30).held(false, false).released(31)});
   EXPECT_EQ(r.totals.writes_begun_not_held, 1u);
   EXPECT_EQ(r.totals.writes_ended_not_held, 2u);
 }
 
 TEST(Checker, AWriteCutShortByItsProcessDeathEndsAtItsLastEvent) {
   // Client 1 was killed after write_begin: its write cannot be said to reach client 2's.
-  synthetic_history h;
-  h.add(section_of(1).token(1).granted(0).write(10));
-  h.add(section_of(2).token(2).started(5).granted(500).write(501, 510).released(511));
-  const auto r = check_history(h);
+  const auto r = check_sections({section_of(1).token(1).granted(0).write(10),
+                                 section_of(2).token(2).started(5).granted(500).write(501, 510).released(511)});
   EXPECT_EQ(r.overlap_count(), 0u);
   EXPECT_EQ(r.totals.writes_unfinished, 1u);
   EXPECT_EQ(r.longest_unavailable, ms(490)) << "the dead holder stopped holding at its last event";

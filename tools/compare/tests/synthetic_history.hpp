@@ -77,16 +77,8 @@ class synthetic_history {
   synthetic_history& add(event_kind kind, std::uint32_t client, std::uint32_t attempt, int at_ms,
                          std::optional<std::uint64_t> token = std::nullopt, fence_verdict verdict = fence_verdict::none,
                          bool held = false) {
-    event e;
-    e.client = client;
-    e.attempt = attempt;
-    e.kind = kind;
-    e.verdict = verdict;
-    e.has_token = token.has_value();
-    e.token = token.value_or(0);
-    e.held = held;
-    e.at_ns = std::chrono::nanoseconds(std::chrono::milliseconds(at_ms)).count();
-    events_.push_back(e);
+    events_.push_back(
+        make_event(kind, client, attempt, instant(std::chrono::milliseconds(at_ms)), token, verdict, held));
     return *this;
   }
 

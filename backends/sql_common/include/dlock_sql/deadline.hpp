@@ -11,6 +11,7 @@
 
 #include "dlock/acquire_deadline.hpp"
 #include "dlock/acquire_stop.hpp"
+#include "dlock/semaphore.hpp"
 
 namespace dlock::sql {
 
@@ -74,6 +75,19 @@ class socket_stopper {
   };
   // Destroyed before the connection closes `fd`: the callback then has run to its end or never runs.
   std::optional<std::stop_callback<shut_down>> on_stop_;
+};
+
+// The semaphore of a SQL backend: its waiting acquire is the core's polling, within the deadline
+// whatever the server does (wait_out_outages).
+class deadline_semaphore : public semaphore {
+ protected:
+  using semaphore::semaphore;
+  std::unique_ptr<spi::lease_state> do_acquire_until(std::uint32_t permits, clock::time_point deadline,
+                                                     std::error_code& ec) noexcept override {
+    return wait_out_outages(deadline, options().poll, ec, [&](clock::time_point d, std::error_code& e) {
+      return semaphore::do_acquire_until(permits, d, e);
+    });
+  }
 };
 
 }  // namespace dlock::sql

@@ -59,4 +59,10 @@ struct event {
 static_assert(std::is_trivially_copyable_v<event> && sizeof(event) == 32,
               "the history file format is this struct's bytes: keep it fixed-size and padding-free");
 
+// The event `kind` of `client`'s attempt `attempt` at `at`, with the fencing token it carried (if
+// any); for a write, the fenced resource's verdict (write_begin) and lease.held() then.
+event make_event(event_kind kind, std::uint32_t client, std::uint32_t attempt, instant at,
+                 std::optional<std::uint64_t> token = std::nullopt, fence_verdict verdict = fence_verdict::none,
+                 bool held = false) noexcept;
+
 }  // namespace dlock::compare
