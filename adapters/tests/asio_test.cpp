@@ -36,25 +36,33 @@ namespace {
 
 using asio::experimental::as_tuple;
 
+// A name held by one memory:// lock, with a second lock of it to wait and a third for afterwards.
+struct held_name {
+  std::shared_ptr<dlock::backend> backend = dlock::open("memory://");
+  std::string name;
+  std::unique_ptr<dlock::distributed_lock> holder = backend->make_lock(name), waiter = backend->make_lock(name),
+                                           next = backend->make_lock(name);
+  dlock::lease held = holder->try_acquire();
+
+  explicit held_name(const std::string& what) : name(unique(what)) {}
+};
+
 // co_await in a coroutine: a free lock, then a contended one whose holder releases meanwhile.
 TEST(AsioAwaitable, ACoroutineAwaitsTheLock) {
-  auto backend = dlock::open("memory://");
-  const auto name = unique("awaitable");
-  auto holder = backend->make_lock(name), waiter = backend->make_lock(name);
-  auto held = holder->try_acquire();
-  ASSERT_TRUE(held);
+  held_name n("awaitable");
+  ASSERT_TRUE(n.held);
   asio::io_context io;
   bool granted = false;
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        auto [ec, lease] = co_await dlock::async_acquire(*waiter, 10s, as_tuple(asio::use_awaitable));
+        auto [ec, lease] = co_await dlock::async_acquire(*n.waiter, 10s, as_tuple(asio::use_awaitable));
         EXPECT_FALSE(ec);
         granted = lease.held();
       },
       asio::detached);
   asio::steady_timer release(io, 200ms);
-  release.async_wait([&](auto) { held.release(); });
+  release.async_wait([&](auto) { n.held.release(); });
   io.run();
   EXPECT_TRUE(granted);
 }
@@ -62,16 +70,13 @@ TEST(AsioAwaitable, ACoroutineAwaitsTheLock) {
 // A cancellation slot: the emitted signal completes the wait with operation_aborted and an empty
 // lease; the next contender is granted once the holder releases.
 TEST(AsioCancellation, ABoundCancellationSlotCancelsTheWait) {
-  auto backend = dlock::open("memory://");
-  const auto name = unique("slot");
-  auto holder = backend->make_lock(name), waiter = backend->make_lock(name), next = backend->make_lock(name);
-  auto held = holder->try_acquire();
-  ASSERT_TRUE(held);
+  held_name n("slot");
+  ASSERT_TRUE(n.held);
   asio::io_context io;
   asio::cancellation_signal cancel;
   std::optional<std::pair<std::error_code, dlock::lease>> outcome;
   dlock::async_acquire(
-      *waiter, 30s,
+      *n.waiter, 30s,
       asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(io, [&](std::error_code ec, dlock::lease l) {
                                      outcome.emplace(ec, std::move(l));
                                    })));
@@ -81,47 +86,41 @@ TEST(AsioCancellation, ABoundCancellationSlotCancelsTheWait) {
   ASSERT_TRUE(outcome);
   EXPECT_EQ(outcome->first, asio::error::operation_aborted) << outcome->first.message();
   EXPECT_FALSE(outcome->second);
-  held.release();
-  EXPECT_TRUE(next->try_acquire_for(5s));
+  n.held.release();
+  EXPECT_TRUE(n.next->try_acquire_for(5s));
 }
 
 // awaitable_operators' ||: a timer that wins cancels the acquire; the acquire that wins cancels the timer.
 TEST(AsioCancellation, ATimerRacedWithOrCancelsTheLosingAcquire) {
   using namespace asio::experimental::awaitable_operators;
-  auto backend = dlock::open("memory://");
-  const auto name = unique("or");
-  auto holder = backend->make_lock(name), waiter = backend->make_lock(name);
-  auto held = holder->try_acquire();
-  ASSERT_TRUE(held);
+  held_name n("or");
+  ASSERT_TRUE(n.held);
   asio::io_context io;
   std::optional<std::size_t> winner;
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
         asio::steady_timer timer(co_await asio::this_coro::executor, 200ms);
-        auto result =
-            co_await (dlock::async_acquire(*waiter, 30s, asio::use_awaitable) || timer.async_wait(asio::use_awaitable));
+        auto result = co_await (dlock::async_acquire(*n.waiter, 30s, asio::use_awaitable) ||
+                                timer.async_wait(asio::use_awaitable));
         winner = result.index();
       },
       asio::detached);
   io.run();
   ASSERT_TRUE(winner);
   EXPECT_EQ(*winner, 1U) << "the acquire won while the lock was held";
-  held.release();
-  EXPECT_TRUE(waiter->try_acquire()) << "the canceled acquire left the lock taken";
+  n.held.release();
+  EXPECT_TRUE(n.waiter->try_acquire()) << "the canceled acquire left the lock taken";
 }
 
 // parallel_group with deferred operations: wait_for_one cancels the acquire the timer beat.
 TEST(AsioCancellation, AParallelGroupCancelsTheAcquireItDoesNotWaitFor) {
-  auto backend = dlock::open("memory://");
-  const auto name = unique("group");
-  auto holder = backend->make_lock(name), waiter = backend->make_lock(name);
-  auto held = holder->try_acquire();
-  ASSERT_TRUE(held);
+  held_name n("group");
+  ASSERT_TRUE(n.held);
   asio::io_context io;
   asio::steady_timer timer(io, 200ms);
   std::optional<std::error_code> acquire_error;
-  asio::experimental::make_parallel_group(dlock::async_acquire(*waiter, 30s, asio::experimental::deferred),
+  asio::experimental::make_parallel_group(dlock::async_acquire(*n.waiter, 30s, asio::experimental::deferred),
                                           timer.async_wait(asio::experimental::deferred))
       .async_wait(
           asio::experimental::wait_for_one(),
