@@ -102,10 +102,13 @@ TEST_P(Async, ACanceledWaitLeavesNothingBehindEvenAtTheMomentOfARelease) {
     auto outcome = std::make_shared<std::promise<std::pair<std::error_code, lease>>>();
     auto result = outcome->get_future();
     asio::post(io, [&, outcome] {
-      dlock::async_acquire(*waiter, 60s,
-                           asio::bind_cancellation_slot(cancel.slot(), [outcome](std::error_code ec, lease l) {
-                             outcome->set_value({ec, std::move(l)});
-                           }));
+      // Bound to io, where the signal is emitted: Asio requires a slot's emits and its clearing (on
+      // the handler's executor, at completion) not to run at once.
+      dlock::async_acquire(
+          *waiter, 60s,
+          asio::bind_cancellation_slot(cancel.slot(), asio::bind_executor(io, [outcome](std::error_code ec, lease l) {
+                                         outcome->set_value({ec, std::move(l)});
+                                       })));
     });
     return result;
   };

@@ -12,7 +12,8 @@
 //    cancellation slot (bind_cancellation_slot, parallel_group, awaitable_operators' ||): a canceled
 //    acquire completes with error::operation_aborted and an empty lease, and a grant that crossed the
 //    cancellation is released, never handed to a caller who gave up.
-// The lock, rw_lock or semaphore must outlive the operation.
+// The lock, rw_lock or semaphore must outlive the operation. As Asio requires of every operation, a
+// cancellation slot's signal is emitted on the handler's executor (where the slot is cleared).
 
 namespace detail_asio {
 
@@ -21,14 +22,26 @@ namespace detail_asio {
 class cancel_cell {
  public:
   void cancel() noexcept {
+    ::dlock::detail::async_wait_handle handle;
+    {
+      std::lock_guard lock(mutex_);
+      canceled_ = true;
+      handle = handle_;
+    }
+    handle.cancel();  // outside the mutex: it may complete the wait, and the completion may free this cell's owner
+  }
+  bool canceled() noexcept {
     std::lock_guard lock(mutex_);
-    canceled_ = true;
-    handle_.cancel();
+    return canceled_;
   }
   void attach(::dlock::detail::async_wait_handle handle) noexcept {
-    std::lock_guard lock(mutex_);
-    handle_ = std::move(handle);
-    if (canceled_) handle_.cancel();
+    bool canceled = false;
+    {
+      std::lock_guard lock(mutex_);
+      handle_ = handle;
+      canceled = canceled_;
+    }
+    if (canceled) handle.cancel();
   }
 
  private:
@@ -47,11 +60,15 @@ inline std::error_code operation_aborted() noexcept {
 #endif
 }
 
+// Holds the cell alive through its cancel: the completion it may cause can destroy this object.
 struct cancel_on_request {
   std::shared_ptr<cancel_cell> cell;
-  void operator()() const noexcept { cell->cancel(); }
+  void operator()() const noexcept {
+    const auto keep = cell;
+    keep->cancel();
+  }
 #if DLOCK_ASIO_HAS_CANCELLATION_SLOTS
-  void operator()(DLOCK_ASIO::cancellation_type) const noexcept { cell->cancel(); }
+  void operator()(DLOCK_ASIO::cancellation_type) const noexcept { (*this)(); }
 #endif
 };
 
@@ -70,10 +87,13 @@ class posted_completion {
   void deliver(Results... results) { deliver_keeping(nullptr, std::move(results)...); }
 
   // Posts the handler with the results; `kept` lives until the handler has run.
+  // The work is released here, after post() returned: released by the handler instead, a run() that
+  // then returned could let its io_context be destroyed while post() was still waking it.
   template <class Kept>
   void deliver_keeping(Kept kept, Results... results) {
     auto executor = DLOCK_ASIO::get_associated_executor(handler_);
-    DLOCK_ASIO::post(executor, [handler = std::move(handler_), work = std::move(work_), kept = std::move(kept),
+    [[maybe_unused]] const auto work = std::move(work_);
+    DLOCK_ASIO::post(executor, [handler = std::move(handler_), kept = std::move(kept),
                                 results = std::make_tuple(std::move(results)...)]() mutable {
 #if DLOCK_ASIO_HAS_CANCELLATION_SLOTS
       // Cleared here, on the handler's executor where it is emitted, before the handler runs.
@@ -81,7 +101,6 @@ class posted_completion {
       if (slot.is_connected()) slot.clear();
 #endif
       std::apply([&](auto&&... r) { std::move(handler)(std::move(r)...); }, std::move(results));
-      (void)work;
       (void)kept;
     });
   }
@@ -124,6 +143,12 @@ struct initiate_acquire {
     auto cell = std::make_shared<cancel_cell>();
     connect_slot(handler, cell);
     auto done = std::make_unique<acquire_completion<std::decay_t<Handler>>>(std::forward<Handler>(handler), stop, cell);
+    // A stop requested before the start (its callback ran in `done`'s constructor) cancels without
+    // a wait: queued, the wait could be granted before attach() passed the cancel on.
+    if (cell->canceled()) {
+      done->complete(::dlock::detail::canceled_error(), lease{});
+      return;
+    }
     cell->attach(::dlock::detail::start_async_wait(key, std::move(acquire), deadline, std::move(done)));
   }
 };
@@ -164,9 +189,7 @@ class lost_watch {
   struct finish_with {
     lost_watch* watch;
     bool canceled;
-    void operator()() const noexcept {
-      watch->finish(canceled ? operation_aborted() : watch->state_->lost_reason());
-    }
+    void operator()() const noexcept { watch->finish(canceled ? operation_aborted() : watch->state_->lost_reason()); }
   };
   struct cancel_watch {
     std::shared_ptr<lost_watch> watch;
@@ -287,7 +310,7 @@ auto async_acquire(semaphore& sem, std::chrono::duration<Rep, Period> timeout, s
 template <class CompletionToken>
 auto async_wait_lost(const lease& held, std::stop_token stop, CompletionToken&& token) {
   return DLOCK_ASIO::async_initiate<CompletionToken, void(std::error_code)>(detail_asio::initiate_wait_lost{}, token,
-                                                                           held.state(), std::move(stop));
+                                                                            held.state(), std::move(stop));
 }
 template <class CompletionToken>
 auto async_wait_lost(const lease& held, CompletionToken&& token) {
