@@ -125,8 +125,11 @@ void many_waiters(benchmark::State& state, const std::string& uri) {
                            }));
     }
     most_threads = std::max(most_threads, status_field("Threads"));
-    t.leave();  // the holder's release starts the handoffs
-    held.release();
+    held.release();  // starts the handoffs: the first is counted from here
+    {
+      std::lock_guard lock(t.m);
+      t.released.push_back(clock_type::now());
+    }
     io.run();
     if (failures != 0 || t.overlaps != 0 || std::count(grants.begin(), grants.end(), 1) != waiters) {
       state.SkipWithError(("granted " + std::to_string(t.granted) + " of " + std::to_string(waiters) + ", " +
