@@ -11,6 +11,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <stop_token>
 #include <thread>
 
 #include "batched_renewal.hpp"
@@ -581,6 +582,38 @@ TEST(pool, holders_share_and_a_waiter_beyond_the_bound_waits_its_deadline_then_n
   EXPECT_EQ(waiter.wait_for(0s), std::future_status::timeout) << "granted while another process held the lock";
   full.elsewhere.release();
   EXPECT_TRUE(waiter.get()) << "the waiter never got the lock once its session came and the holder left";
+}
+
+// A caller waiting for a session of its own in a full pool is waiting in its acquire: a stop
+// request ends that wait too (operation_canceled, no lease), long before its deadline, and leaves
+// the pool as it was: the session given back later goes to the next caller.
+TEST(pool, a_stop_request_ends_a_wait_for_a_session) {
+  auto be = dlock::open(uri_for("postgres+advisory", "max_connections=2&checkout_timeout=600ms"));
+  auto other_process = dlock::open(uri_for("postgres+advisory"));
+  auto full = dlock::sql::testing::pool_bound_holds_its_deadline(*be, *other_process);
+  ASSERT_TRUE(full.held && full.elsewhere);
+
+  std::stop_source stop;
+  auto waiter = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto l = be->make_lock(full.contended)->try_acquire_for(30s, stop.get_token(), ec);
+    return std::pair{std::move(l), ec};
+  });
+  std::this_thread::sleep_for(300ms);  // lets it reach the pool's wait (a stop before ends it too)
+  const auto asked = std::chrono::steady_clock::now();
+  stop.request_stop();
+  ASSERT_EQ(waiter.wait_for(3s), std::future_status::ready) << "the stop did not end the wait for a session";
+  std::cout << "[ figures ] the wait for a session ended "
+            << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count()
+            << " ms after the stop request\n";
+  auto [got, ec] = waiter.get();
+  EXPECT_FALSE(got);
+  EXPECT_EQ(ec, std::make_error_code(std::errc::operation_canceled)) << ec.message();
+
+  full.elsewhere.release();
+  full.held.release();
+  full.shared.release();
+  EXPECT_TRUE(be->make_lock(full.contended)->try_acquire_for(5s)) << "the pool did not recover after the stop";
 }
 
 // 128 concurrent holders on few server sessions. Each thread holds a distinct name at

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "dlock_sql/deadline.hpp"
 
@@ -38,7 +39,6 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
   // Inside an acquire with a deadline (deadline.hpp), neither waiting nor connecting outlasts it.
   const auto io = io_deadline();
   deadline = std::min(deadline, io);
-  const bool waits_forever = deadline == std::chrono::steady_clock::time_point::max();
   std::unique_lock lk(mutex_);
   for (;;) {
     const bool dedicated_full = dedicated && dedicated_ >= options_.max_dedicated;
@@ -75,6 +75,7 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
         lk.lock();
         --open_;
         if (dedicated) --dedicated_;
+        ++returns_;
         returned_.notify_all();
         if (!ec) set_error(ec, errc::backend_unavailable, "could not connect");
         return {};
@@ -96,12 +97,16 @@ pool::handle pool::checkout_impl(bool dedicated, std::chrono::steady_clock::time
                       " (all max_connections=" + std::to_string(options_.max_connections) + " are in use)");
       return {};
     }
+    const auto returns_seen = returns_;
     ++waiting_;
-    if (waits_forever)
-      returned_.wait(lk);
-    else
-      returned_.wait_until(lk, deadline);
+    const bool returned = spi::wait_until(returned_, lk, deadline, [&] { return returns_ != returns_seen; });
     --waiting_;
+    if (!returned && spi::stop_requested()) {
+      // The caller's acquire was asked to stop: it ends here as at its deadline (the core answers
+      // operation_canceled).
+      set_error(ec, errc::backend_unavailable, "the wait for a connection was stopped");
+      return {};
+    }
   }
 }
 
@@ -110,6 +115,7 @@ void pool::give_back(std::unique_ptr<connection> c, bool dedicated) noexcept {
   {
     std::lock_guard lk(mutex_);
     if (dedicated) --dedicated_;
+    ++returns_;
     if (c && c->usable() && idle_.size() < options_.max_idle) {
       try {
         idle_.push_back(std::move(c));

@@ -8,10 +8,13 @@
 // When full, a checkout waits: for a connection to come back (max_connections are out) or, for a
 // dedicated one, for a lease to end (max_dedicated are held). It gives up after checkout_timeout
 // with backend_unavailable naming the bound it hit. One behaviour for both bounds and every scheme.
+// Inside an acquire, its deadline (deadline.hpp) and its stop request (acquire_stop.hpp) end the
+// wait as well.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -62,7 +65,8 @@ class pool : public std::enable_shared_from_this<pool> {
   connector connect_;
   pool_options options_;
   mutable std::mutex mutex_;
-  std::condition_variable returned_;
+  std::condition_variable_any returned_;  // any: a stop request of the caller's acquire wakes it
+  std::uint64_t returns_ = 0;             // connections given back or slots freed, ever
   std::vector<std::unique_ptr<connection>> idle_;
   std::size_t open_ = 0;                 // connections alive (idle + out)
   std::size_t dedicated_ = 0;            // of which held by leases
