@@ -48,13 +48,9 @@ bool launcher_processes::start(const std::string& process) {
   return true;
 }
 
-bool launcher_processes::start_all(const std::function<void()>& after_first) {
+bool launcher_processes::start_all() {
   bool all = true;
-  bool first = true;
-  for (const auto& process : std::vector<std::string>(down_)) {
-    all = start(process) && all;
-    if (std::exchange(first, false) && after_first) after_first();
-  }
+  for (const auto& process : std::vector<std::string>(down_)) all = start(process) && all;
   return all;
 }
 

@@ -107,8 +107,8 @@ std::optional<member> leader_of(const family& ensemble, const std::vector<member
 
 // The outcome's timings, read from the history once the fleet is done.
 void measure(const std::vector<section>& sections, const std::optional<writer>& holder, instant fault_at,
-             std::optional<instant> first_back_at, std::optional<instant> back_at, quorum_outcome& q) {
-  const instant down_until = first_back_at.value_or(instant::max());
+             std::optional<instant> restart_begun_at, std::optional<instant> back_at, quorum_outcome& q) {
+  const instant down_until = restart_begun_at.value_or(instant::max());
   std::optional<instant> other_grant;
   for (const auto& sec : sections) {
     if (!sec.granted) continue;
@@ -134,8 +134,11 @@ void measure(const std::vector<section>& sections, const std::optional<writer>& 
 // Returns the first stop's instant and the instant the last start returned (nullopt: not started).
 struct outage {
   instant stopped_at;
-  std::optional<instant> first_back_at;  // the first stopped process answered again
-  std::optional<instant> back_at;        // every one did
+  // The harness began to start the stopped processes again: from then on one may serve (a member
+  // can rejoin its ensemble, a master answer, before its start returns), so a grant is counted as
+  // one while down only before this instant.
+  std::optional<instant> restart_begun_at;
+  std::optional<instant> back_at;  // every one did
 };
 
 std::optional<outage> take_down(launcher_processes& guard, const std::vector<std::string>& processes,
@@ -147,21 +150,20 @@ std::optional<outage> take_down(launcher_processes& guard, const std::vector<std
       return std::nullopt;
     }
   sleep_until(stopped_at + length);
-  std::optional<instant> first_back_at;
-  if (!guard.start_all([&] { first_back_at = shared_clock::now(); }))
-    return outage{stopped_at, first_back_at, std::nullopt};
-  return outage{stopped_at, first_back_at, shared_clock::now()};
+  const auto restart_begun_at = shared_clock::now();
+  if (!guard.start_all()) return outage{stopped_at, restart_begun_at, std::nullopt};
+  return outage{stopped_at, restart_begun_at, shared_clock::now()};
 }
 
 // When the masters are back, and the fault's effects on the holder and the others, once every
 // worker has ended.
 void finish(worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder, instant fault_at,
-            std::optional<instant> first_back_at, std::optional<instant> back_at, instant down_from,
+            std::optional<instant> restart_begun_at, std::optional<instant> back_at, instant down_from,
             scenario_result& r) {
   auto& q = *r.quorum;
   if (back_at) q.down_for = *back_at - down_from;
   r.worker_exit_codes = fleet.wait(fleet.stop_at() + plan.acquire_timeout + 20s);
-  measure(assemble_sections(read_history(plan.history)), holder, fault_at, first_back_at, back_at, q);
+  measure(assemble_sections(read_history(plan.history)), holder, fault_at, restart_begun_at, back_at, q);
 }
 
 // master-restarted-empty: the third master unreachable while the lock changes hands (the next
@@ -232,9 +234,10 @@ void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& gu
   if (leader_of(*ensemble, rest, stopped_at + outage_length(f, s)))
     q.new_leader_after = shared_clock::now() - stopped_at;
   sleep_until(stopped_at + outage_length(f, s));
-  std::optional<instant> first_back_at, back_at;
-  if (guard.start_all([&] { first_back_at = shared_clock::now(); })) back_at = shared_clock::now();
-  finish(fleet, plan, holder, stopped_at, first_back_at, back_at, stopped_at, r);
+  const auto restart_begun_at = shared_clock::now();
+  std::optional<instant> back_at;
+  if (guard.start_all()) back_at = shared_clock::now();
+  finish(fleet, plan, holder, stopped_at, restart_begun_at, back_at, stopped_at, r);
 }
 
 void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const fleet_plan& plan, scenario_result& r) {
@@ -263,7 +266,7 @@ void run_fault(fault f, const scenario_settings& s, worker_fleet& fleet, const f
   const auto o = take_down(guard, victims, outage_length(f, s), r.fault_not_injected);
   if (!o) return;
   q.stopped = victims;
-  finish(fleet, plan, holder, o->stopped_at, o->first_back_at, o->back_at, o->stopped_at, r);
+  finish(fleet, plan, holder, o->stopped_at, o->restart_begun_at, o->back_at, o->stopped_at, r);
 }
 
 }  // namespace

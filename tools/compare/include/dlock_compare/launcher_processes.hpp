@@ -3,7 +3,6 @@
 // for a quorum fault: started again by start_all() or, whatever happened, when the scope ends,
 // so that a run never leaves a master or an ensemble node down.
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,9 +22,8 @@ class launcher_processes {
   // false: the launcher could not stop it. `crash`: SIGKILL (stop --kill), not a clean shutdown.
   bool stop(const std::string& process, bool crash = false);
   bool start(const std::string& process);  // one stopped by this object; waits until it answers
-  // Every process still stopped, in the order stopped; `after_first` runs once the first has been
-  // started (for a majority stopped: the moment a majority can answer again).
-  bool start_all(const std::function<void()>& after_first = {});
+  // Every process still stopped, in the order stopped; false if one could not be started.
+  bool start_all();
   const std::vector<std::string>& down() const noexcept { return down_; }
 
  private:

@@ -18,8 +18,9 @@ struct quorum_outcome {
   // From the first stop to the moment every stopped process answered again (the launcher's
   // start returned); nullopt when they could not be started again inside the run.
   std::optional<shared_clock::duration> down_for;
-  // Grants to anyone from the first stop until the first stopped process answered again: for one
-  // stopped, its whole outage; for a majority stopped, the time no majority was up.
+  // Grants to anyone from the first stop until the first stopped process was being started again
+  // (it may serve before its start returns): for one stopped, its whole outage; for a majority
+  // stopped, the time no majority was up.
   std::uint64_t grants_while_down = 0;
   // ensemble-leader-lost: from the stop to a remaining member saying it leads.
   std::optional<shared_clock::duration> new_leader_after;
