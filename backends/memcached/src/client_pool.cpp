@@ -105,11 +105,6 @@ key_layout keys_for(std::string_view prefix, std::string_view name) {
   return k;
 }
 
-time_t exptime_for(std::chrono::milliseconds ttl) noexcept {
-  const auto secs = std::chrono::ceil<std::chrono::seconds>(ttl).count();
-  return static_cast<time_t>((secs < 1 ? 1 : secs) + 1);
-}
-
 void check_ttl_fits(std::chrono::milliseconds ttl, errc code, std::string_view what) {
   if (ttl <= max_ttl) return;
   throw error(code, "memcached: " + std::string(what) + " ttl of " + std::to_string(ttl.count()) +
@@ -187,12 +182,6 @@ std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout&
   rc = memcached_server_add(one.get(), memcached_server_name(server), memcached_server_port(server));
   if (memcached_failed(rc)) return std::nullopt;
   return stats_clock(one.get(), rc);
-}
-
-std::chrono::seconds min_uptime_to_grant(std::chrono::milliseconds ttl) noexcept {
-  constexpr std::chrono::seconds clock_settled{5};
-  constexpr std::chrono::seconds reported_over_real{3};
-  return std::max(std::chrono::seconds(exptime_for(ttl)), clock_settled) + reported_over_real;
 }
 
 std::uint64_t fence_seed(std::chrono::seconds unix_time) noexcept {

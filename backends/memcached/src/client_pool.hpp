@@ -16,6 +16,7 @@
 
 #include "dlock/error.hpp"
 #include "dlock/uri.hpp"
+#include "server_time.hpp"
 
 namespace dlock::memcached {
 
@@ -81,9 +82,6 @@ struct key_layout {
 key_layout keys_for(std::string_view prefix, std::string_view name);
 inline constexpr std::size_t max_key_bytes = 250;
 
-// Whole seconds for memcached: ceil(ttl) + 1. The +1 absorbs memcached's one-second clock, which
-// may expire an item up to one second early; never 0 (0 means "never expires").
-time_t exptime_for(std::chrono::milliseconds ttl) noexcept;
 // memcached reads an exptime over 30 days as an absolute unix time, so the longest relative one is
 // 30 days and the longest ttl is one second less (exptime_for adds a second).
 inline constexpr std::chrono::seconds max_relative_exptime{60 * 60 * 24 * 30};
@@ -105,16 +103,6 @@ struct server_clock {
 // through a short-lived handle to that server alone with m's timeouts (libmemcached's stats would
 // ask every server of the ring).
 std::optional<server_clock> read_server_clock(memcached_st* m, const key_layout& k, memcached_return_t& rc);
-
-// antirez's "delayed restart": the reported uptime below which a server grants nothing to a lock
-// of this ttl. A server that restarted lost every grant; before it grants again, every holder from
-// before the restart must have passed its local validity deadline (ttl after its acquire began,
-// which was before the restart), so its lost signal fired first: the server must be really older
-// than exptime_for(ttl) > ttl. It must also be at least 5 s old, so that its `time` (which lags or
-// leads the real clock by up to 3 s) is above every second the previous process stamped a fencing
-// token with. memcached reports uptime 2 s more than it really is (process_started is back-dated)
-// and its clock ticks once a second: 3 s more in all.
-std::chrono::seconds min_uptime_to_grant(std::chrono::milliseconds ttl) noexcept;
 
 // The fencing token the first grant after a name's fencing base was created at `unix_time` (the
 // server's clock) gets: unix_time * 2^20. Later grants add the growth of the server's CAS

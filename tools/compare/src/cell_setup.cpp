@@ -79,10 +79,14 @@ server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds
 void prepare_settings(scenario_settings& s, const backend_info& info, fault f) {
   s.launcher.clear();
   s.server_process.clear();
+  s.grants_nothing_after_start = {};
   if (f == fault::server_restart || f == fault::server_pause) {
     if (const char* launcher = launcher_variable()) s.launcher = launcher;
     if (const char* process = launcher_process(info.scheme)) s.server_process = process;
   }
+  if (f == fault::server_restart)
+    if (const auto* fam = family_of_scheme(info.scheme); fam != nullptr && fam->grants_nothing_after_start != nullptr)
+      s.grants_nothing_after_start = fam->grants_nothing_after_start(s.ttl);
   if (is_quorum_fault(f)) {
     if (const char* launcher = launcher_variable()) s.launcher = launcher;
     s.server_process = quorum_server(f);

@@ -90,10 +90,12 @@ struct restart {
   instant stopped_at, started_at;
 };
 
+constexpr milliseconds restart_at{500};  // into the run
+
 // Stops the server half a second into the run and starts it again (the launcher's start waits
 // until it answers). Returns when, or nullopt with why the fault could not be injected.
 std::optional<restart> restart_server(const worker_fleet& fleet, const scenario_settings& s, std::string& why_not) {
-  sleep_until(fleet.start_at() + 500ms);
+  sleep_until(fleet.start_at() + restart_at);
   const auto stopped_at = shared_clock::now();
   launcher_processes server(s.launcher);  // starts it again whatever happens: a run never leaves a server down
   if (!server.stop(s.server_process)) {
@@ -169,7 +171,10 @@ milliseconds run_length(fault f, const scenario_settings& s) {
     case fault::holder_pause:
       return std::max(s.duration, pause_length(s) + s.ttl + 500ms);  // the pause, then its aftermath
     case fault::pause_before_write: return std::max(s.duration, pause_length(s) + s.ttl + 500ms);
-    case fault::server_restart: return std::max(s.duration, 3 * s.ttl + 5s);  // a SQL server takes seconds to start
+    case fault::server_restart:
+      // A SQL server takes seconds to start; a server that grants nothing for a while after its
+      // start (family::grants_nothing_after_start) must still grant inside the run.
+      return std::max({s.duration, 3 * s.ttl + 5s, restart_at + 5s + s.grants_nothing_after_start + s.ttl});
     case fault::connection_kill:
       return std::max(s.duration, 4 * s.ttl + 2s);  // the 2-ttl write, a ttl's wait, handoffs
     case fault::server_pause:

@@ -72,6 +72,9 @@ struct scenario_settings {
   // server-restart, server-pause: the launcher (DLOCK_SERVERS) and its process name for the URI's server.
   std::filesystem::path launcher;
   std::string server_process;
+  // server-restart: how long the server's schemes grant nothing after its start, by design
+  // (family::grants_nothing_after_start); the run lasts past it.
+  std::chrono::milliseconds grants_nothing_after_start{0};
   // kill-mid-acquire: the backend's acquire is two commands and it accepts unsafe_pause_between
   // (acquire_has_two_commands(backend_info) says so).
   bool acquire_has_two_commands = false;

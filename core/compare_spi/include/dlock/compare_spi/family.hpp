@@ -71,6 +71,10 @@ struct family {
   // within `timeout`, follows, or serves no quorum), for the ensemble-leader-lost fault.
   bool (*is_leader)(const std::string& host, int port, std::chrono::milliseconds timeout) = nullptr;
   std::uint16_t default_port = 0;  // when a URI names no port
+  // How long after its server's start the family's schemes grant nothing by design to a lock of
+  // `ttl` (memcached's delayed restart): server-restart runs that long past the start, so that
+  // the grant after it falls inside the run. nullptr: they grant as soon as the server answers.
+  std::chrono::milliseconds (*grants_nothing_after_start)(std::chrono::milliseconds ttl) = nullptr;
 };
 
 }  // namespace dlock::compare_spi
