@@ -20,11 +20,8 @@ std::string unique(const std::string& what) {
   return std::move(std::get<1>(t));
 }
 
-class AsyncAcquire : public ::testing::TestWithParam<std::string> {
- protected:
-  std::shared_ptr<dlock::backend> backend_ = dlock::open(GetParam());
-};
-
+// The file backend's folder, made when a test first opens it: a parameter (and so the test's
+// name, which ctest lists) must not change from one process to the next.
 std::string file_uri() {
   static const std::string dir = [] {
     auto d = std::filesystem::temp_directory_path() / ("dlock-async-" + std::to_string(::getpid()));
@@ -34,8 +31,14 @@ std::string file_uri() {
   return "file://" + dir;
 }
 
-INSTANTIATE_TEST_SUITE_P(Embedded, AsyncAcquire, ::testing::Values(std::string("memory://"), file_uri()),
-                         [](const auto& info) { return info.param.rfind("memory", 0) == 0 ? "memory" : "file"; });
+// The parameter is the embedded scheme: memory or file.
+class AsyncAcquire : public ::testing::TestWithParam<std::string> {
+ protected:
+  std::shared_ptr<dlock::backend> backend_ = dlock::open(GetParam() == "file" ? file_uri() : GetParam() + "://");
+};
+
+INSTANTIATE_TEST_SUITE_P(Embedded, AsyncAcquire, ::testing::Values(std::string("memory"), std::string("file")),
+                         [](const auto& info) { return info.param; });
 
 // A free lock: the callback runs on the executor it was bound to, with a held lease, and never
 // inside the initiating call; run() returns only once it ran (the operation kept the work).
