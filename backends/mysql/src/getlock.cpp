@@ -47,7 +47,9 @@ class getlock_lease final : public sql::session_lease {
         token_(token),
         reserved_(std::move(reserved)),
         free_when_lost_(std::in_place, lost_token(),
-                        sql::free_key_when_lost{s->conn() ? s->conn()->native_socket() : -1, &reserved_}) {}
+                        sql::free_key_when_lost{s->conn() ? s->conn()->native_socket() : -1, &reserved_}) {
+    start_watching();
+  }
   // Not released (the lease handle always releases; this is the safety net): RELEASE_LOCK as a
   // release would; a connection that cannot run it ends (which frees the lock on the server).
   ~getlock_lease() override {

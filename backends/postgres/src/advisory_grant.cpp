@@ -57,7 +57,9 @@ class advisory_lease final : public sql::session_lease {
         token_(token),
         hold_(std::move(hold)),
         free_when_lost_(std::in_place, lost_token(),
-                        free_keys_when_lost{s->conn() ? s->conn()->native_socket() : -1, &hold_.reserved}) {}
+                        free_keys_when_lost{s->conn() ? s->conn()->native_socket() : -1, &hold_.reserved}) {
+    start_watching();
+  }
   ~advisory_lease() override {
     stop_watching();
     {

@@ -24,7 +24,9 @@ class forupdate_lease final : public session_lease {
                   clock::time_point start, bool confirm, pool::handle h, std::uint64_t fence)
       : session_lease(st->monitor, std::move(name), ttl, start, confirm, std::move(h)),
         st_(std::move(st)),
-        fence_(fence) {}
+        fence_(fence) {
+    start_watching();
+  }
   ~forupdate_lease() override {
     stop_watching();
     std::lock_guard lk(connection_mutex());

@@ -115,6 +115,9 @@ session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::stri
   // user drops it), so the callback can never shut down a reused number.
   if (auto* c = session_->conn(); c && c->native_socket() >= 0)
     cut_when_lost_.emplace(lost_token(), shut_down_socket{c->native_socket()});
+}
+
+void session_lease::start_watching() {
   monitor_->add(this);
   watched_ = true;
 }

@@ -130,7 +130,10 @@ class session_lease : public spi::lease_state {
   session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
                 clock::time_point start, bool confirm, std::shared_ptr<session> s);
 
-  // Derived destructors call this first: no check runs on a half-destroyed lease after it.
+  // The monitor checks the lease from its own thread, calling its virtual functions: derived
+  // constructors call start_watching last, when the whole lease exists, and derived destructors
+  // call stop_watching first, so that no check runs on a half-built or half-destroyed lease.
+  void start_watching();
   void stop_watching() noexcept;
   // Everything below is under connection_mutex() (the session's, shared with its other leases).
   std::timed_mutex& connection_mutex() noexcept { return session_->mutex(); }
