@@ -4,6 +4,7 @@
 #include "dlock/spi.hpp"
 #include "errors_caught.hpp"
 #include "local_wait_queue.hpp"
+#include "observation.hpp"
 
 namespace dlock {
 
@@ -19,9 +20,14 @@ backend::backend(capabilities caps, primitive_caps primitives, lock_scope scope,
       limits_(limits),
       defaults_(std::move(defaults)),
       redacted_uri_(std::move(redacted_uri)),
-      wait_lines_(std::make_shared<detail::local_wait_queues>()) {}
+      wait_lines_(std::make_shared<detail::local_wait_queues>()),
+      observation_(std::make_shared<detail::observation_point>(redacted_uri_.substr(0, redacted_uri_.find(':')))) {}
 
 backend::~backend() = default;
+
+void backend::set_observer(std::shared_ptr<observer> target) { observation_->set(std::move(target)); }
+
+std::shared_ptr<observer> backend::observed_by() const { return observation_->current(); }
 
 std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name) { return make_lock(name, defaults_); }
 
@@ -79,6 +85,7 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
     auto lock = do_make_lock(std::string(name), std::move(options));
     // Keyed by the lock's own name: a backend that wraps another one's lock names it the same.
     if (lock && !lock->line_) lock->line_ = wait_lines_->for_name(std::string(lock->name()));
+    if (lock) lock->observation_ = observation_;
     return lock;
   });
 }
@@ -112,7 +119,11 @@ std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, lock_optio
     return nullptr;
   }
   if (!check_make(name, options, ec)) return nullptr;
-  return made_or_error(redacted_uri_, ec, [&] { return do_make_rw_lock(std::string(name), std::move(options)); });
+  return made_or_error(redacted_uri_, ec, [&] {
+    auto made = do_make_rw_lock(std::string(name), std::move(options));
+    if (made) made->observation_ = observation_;
+    return made;
+  });
 }
 
 std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count) {
@@ -147,8 +158,11 @@ std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::u
     return nullptr;
   }
   if (!check_make(name, options, ec)) return nullptr;
-  return made_or_error(redacted_uri_, ec,
-                       [&] { return do_make_semaphore(std::string(name), max_count, std::move(options)); });
+  return made_or_error(redacted_uri_, ec, [&] {
+    auto made = do_make_semaphore(std::string(name), max_count, std::move(options));
+    if (made) made->observation_ = observation_;
+    return made;
+  });
 }
 
 // The SPI's signature: the parameters are sinks that the backends' overrides move from.

@@ -43,4 +43,17 @@ std::shared_ptr<backend> open(std::string_view uri_text, std::error_code& ec) no
   return default_registry().open(uri_text, {}, ec);
 }
 
+std::shared_ptr<backend> open(std::string_view uri_text, std::shared_ptr<observer> target) {
+  return default_registry().open(uri_text, std::move(target));
+}
+
+std::shared_ptr<backend> open(std::string_view uri_text, capabilities required, std::shared_ptr<observer> target) {
+  return default_registry().open(uri_text, required, std::move(target));
+}
+
+std::shared_ptr<backend> open(std::string_view uri_text, capabilities required, std::shared_ptr<observer> target,
+                              std::error_code& ec) noexcept {
+  return default_registry().open(uri_text, required, std::move(target), ec);
+}
+
 }  // namespace dlock

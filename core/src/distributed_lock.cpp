@@ -9,6 +9,7 @@
 #include "dlock/lease_state.hpp"
 #include "dlock/spi.hpp"
 #include "local_wait_queue.hpp"
+#include "observation.hpp"
 
 namespace dlock {
 
@@ -51,7 +52,12 @@ lease distributed_lock::try_acquire_until(clock::time_point deadline, std::stop_
                                           std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  return adopt(acquire_within(deadline, stop, ec));
+  detail::observed_acquire observed(observation_, primitive_kind::mutex, name_, deadline);
+  auto state = acquire_within(deadline, stop, ec);
+  observed.attach(state.get());
+  auto granted = adopt(std::move(state));
+  observed.finish(static_cast<bool>(granted), ec);
+  return granted;
 }
 
 lease distributed_lock::acquire() { return acquire(std::stop_token{}); }

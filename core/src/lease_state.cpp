@@ -4,6 +4,7 @@
 
 #include "dlock/error.hpp"
 #include "local_wait_queue.hpp"
+#include "observation.hpp"
 
 namespace dlock::spi {
 
@@ -30,6 +31,7 @@ void lease_state::release(std::error_code& ec) noexcept {
   if (released_.exchange(true)) return;
   do_release(ec);
   if (ec == errc::not_owner) mark_lost(ec);
+  if (const auto* observed = observation()) observed->released(name_, ec);
   // After the server let go (or said it was not ours): the head waiter of this process may try now.
   if (local_hold_) local_hold_->end();
 }
@@ -61,6 +63,10 @@ bool lease_state::renewable_locked(std::error_code& ec) const {
 
 void lease_state::record_renewal_locked(clock::time_point start, std::chrono::milliseconds ttl,
                                         const std::error_code& ec) noexcept {
+  if (const auto* observed = observation()) {
+    const auto left = valid_until();
+    observed->renewed(name_, left == clock::time_point::max() ? clock::duration::max() : left - clock::now(), ec);
+  }
   if (!ec) {
     if (valid_until() != clock::time_point::max()) set_valid_until(validity_after(start, ttl));
   } else if (ec == errc::not_owner || ec == errc::lock_lost) {
@@ -121,6 +127,13 @@ void lease_state::mark_lost(std::error_code reason) noexcept {
     lost_reason_ = reason ? reason : make_error_code(errc::lock_lost);
   }
   lost_source_.request_stop();
+  if (const auto* observed = observation()) observed->lost(name_, lost_reason());
+}
+
+void lease_state::observe(std::unique_ptr<const detail::observed_grant> observation) noexcept {
+  if (observed_storage_) return;
+  observed_storage_ = std::move(observation);
+  observed_.store(observed_storage_.get(), std::memory_order_release);
 }
 
 std::error_code lease_state::lost_reason() const noexcept {

@@ -156,6 +156,25 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities 
   return b;
 }
 
+std::shared_ptr<backend> registry::open(std::string_view uri_text, std::shared_ptr<observer> target) const {
+  return open(uri_text, {}, std::move(target));
+}
+
+std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities required,
+                                        std::shared_ptr<observer> target) const {
+  std::error_code ec;
+  auto b = open(uri_text, required, std::move(target), ec);
+  throw_if(ec);
+  return b;
+}
+
+std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities required,
+                                        std::shared_ptr<observer> target, std::error_code& ec) const noexcept {
+  auto b = open(uri_text, required, ec);
+  if (b) b->set_observer(std::move(target));  // a mutex and a shared_ptr: cannot fail
+  return b;
+}
+
 std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities required,
                                         std::error_code& ec) const noexcept {
   clear_last_error_message();

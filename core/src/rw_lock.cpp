@@ -3,6 +3,7 @@
 #include "acquire_loop.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
+#include "observation.hpp"
 
 namespace dlock {
 
@@ -43,12 +44,17 @@ lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::s
                                  std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
+  detail::observed_acquire observed(observation_, side == access::read ? primitive_kind::read : primitive_kind::write,
+                                    name_, deadline);
   auto state = detail::acquire_within(
       deadline, stop, options_.poll, ec, side == access::read ? "read lock" : "write lock", name_,
       [&](std::error_code& e) { return do_try_acquire(side, e); },
       [&](clock::time_point d, std::error_code& e) { return do_acquire_until(side, d, e); }, [] { return true; },
       [](spi::lease_state&) {});
-  return detail::adopt(std::move(state), options_, caps_);
+  observed.attach(state.get());
+  auto granted = detail::adopt(std::move(state), options_, caps_);
+  observed.finish(static_cast<bool>(granted), ec);
+  return granted;
 }
 
 lease rw_lock::acquire(access side) { return acquire(side, std::stop_token{}); }

@@ -3,6 +3,7 @@
 #include "acquire_loop.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
+#include "observation.hpp"
 
 namespace dlock {
 
@@ -49,13 +50,20 @@ lease semaphore::try_acquire_until(clock::time_point deadline, std::stop_token s
                                    std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
-  if (!check_permits(permits, ec)) return {};
+  detail::observed_acquire observed(observation_, primitive_kind::semaphore, name_, deadline, permits);
+  if (!check_permits(permits, ec)) {
+    observed.finish(false, ec);
+    return {};
+  }
   auto state = detail::acquire_within(
       deadline, stop, options_.poll, ec, "semaphore", name_,
       [&](std::error_code& e) { return do_try_acquire(permits, e); },
       [&](clock::time_point d, std::error_code& e) { return do_acquire_until(permits, d, e); }, [] { return true; },
       [](spi::lease_state&) {});
-  return detail::adopt(std::move(state), options_, caps_);
+  observed.attach(state.get());
+  auto granted = detail::adopt(std::move(state), options_, caps_);
+  observed.finish(static_cast<bool>(granted), ec);
+  return granted;
 }
 
 lease semaphore::acquire(std::uint32_t permits) { return acquire(std::stop_token{}, permits); }

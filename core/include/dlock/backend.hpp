@@ -11,6 +11,7 @@
 #include "dlock/capabilities.hpp"
 #include "dlock/distributed_lock.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/observer.hpp"
 #include "dlock/rw_lock.hpp"
 #include "dlock/semaphore.hpp"
 
@@ -18,7 +19,8 @@ namespace dlock {
 
 namespace detail {
 class local_wait_queues;
-}
+class observation_point;
+}  // namespace detail
 
 // What names a backend can take. The core rejects empty names and names over max_length bytes
 // with errc::invalid_name stating the limit; within the limit, a backend escapes or hashes what
@@ -74,6 +76,12 @@ class backend : public std::enable_shared_from_this<backend> {
   [[nodiscard]] std::unique_ptr<semaphore> make_semaphore(std::string_view name, std::uint32_t max_count,
                                                           lock_options options, std::error_code& ec) noexcept;
 
+  // Tells `target` what this backend's locks, reader-writer locks and semaphores do (see
+  // dlock/observer.hpp), those made before the call included; nullptr stops it. The release,
+  // renewals and loss of a grant go to the observer that saw its acquire.
+  void set_observer(std::shared_ptr<observer> target);
+  std::shared_ptr<observer> observed_by() const;  // nullptr when none is set
+
   // Deletes the expired lock records this backend's server keeps (rows of the SQL table schemes
   // whose expiry has passed on the server's clock, stale waiters of a fair queue), including
   // records other tools wrote, and returns how many it deleted (a record that must outlive its
@@ -123,6 +131,8 @@ class backend : public std::enable_shared_from_this<backend> {
   // The lines of this process's waiters by name, for the polling wait's fair hand-off (the
   // default distributed_lock::do_acquire_until): one per backend object, as its locks share it.
   std::shared_ptr<detail::local_wait_queues> wait_lines_;
+  // Shared with every primitive this backend makes, so that set_observer reaches those made before.
+  std::shared_ptr<detail::observation_point> observation_;
 };
 
 }  // namespace dlock

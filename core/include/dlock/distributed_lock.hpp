@@ -25,7 +25,8 @@ class release_watch;
 }  // namespace spi
 namespace detail {
 class local_wait_queue;
-}
+class observation_point;
+}  // namespace detail
 class backend;
 
 class distributed_lock {
@@ -138,13 +139,15 @@ class distributed_lock {
   // The grant reports its release to the line.
   void hold_in_line(spi::lease_state& state) noexcept;
 
-  friend class backend;  // gives the lock its name's line (backend::make_lock)
+  friend class backend;  // gives the lock its name's line and its observer (backend::make_lock)
 
   std::string name_;
   capabilities caps_;
   lock_options options_;
   // The line of this name in the backend object that made the lock; nullptr otherwise.
   std::shared_ptr<detail::local_wait_queue> line_;
+  // The observer of the backend object that made the lock (dlock/observer.hpp); nullptr otherwise.
+  std::shared_ptr<detail::observation_point> observation_;
 };
 
 }  // namespace dlock

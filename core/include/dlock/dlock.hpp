@@ -12,6 +12,7 @@
 #include "dlock/error.hpp"
 #include "dlock/lease.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/observer.hpp"
 #include "dlock/registry.hpp"
 #include "dlock/rw_lock.hpp"
 #include "dlock/semaphore.hpp"

@@ -20,7 +20,9 @@ namespace dlock {
 class distributed_lock;
 namespace detail {
 class local_hold;
-}
+class observed_acquire;
+class observed_grant;
+}  // namespace detail
 }  // namespace dlock
 
 namespace dlock::spi {
@@ -100,7 +102,12 @@ class lease_state {
   void set_valid_until(clock::time_point t) noexcept;
 
  private:
-  friend class dlock::distributed_lock;  // attaches local_hold_
+  friend class dlock::distributed_lock;          // attaches local_hold_
+  friend class dlock::detail::observed_acquire;  // attaches the observation (observe)
+
+  // Once, before the grant is handed out: what reports its release, renewals and loss.
+  void observe(std::unique_ptr<const detail::observed_grant> observation) noexcept;
+  const detail::observed_grant* observation() const noexcept { return observed_.load(std::memory_order_acquire); }
 
   // Both under op_mutex_, shared by renew and renew_together. Whether a renewal may be sent (not
   // for a released or lost lease: `ec` says which).
@@ -121,6 +128,10 @@ class lease_state {
   // Set by the core for a grant taken through a lock object of a backend: tells the waiters of this
   // process that the name was released (local_wait_queue.hpp). Ended by release or destruction.
   std::unique_ptr<detail::local_hold> local_hold_;
+  // Set when the backend has an observer (dlock/observer.hpp): owned by the storage, published
+  // through the atomic, as a backend's session thread may mark the grant lost while it is attached.
+  std::unique_ptr<const detail::observed_grant> observed_storage_;
+  std::atomic<const detail::observed_grant*> observed_{nullptr};
 };
 
 }  // namespace dlock::spi

@@ -62,6 +62,12 @@ class registry {
   [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required = {}) const;
   [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
                                               std::error_code& ec) const noexcept;
+  // The same, the backend told to report to `target` before it is returned (backend::set_observer).
+  [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, std::shared_ptr<observer> target) const;
+  [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
+                                              std::shared_ptr<observer> target) const;
+  [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
+                                              std::shared_ptr<observer> target, std::error_code& ec) const noexcept;
 
   std::vector<backend_info> list() const;  // sorted by scheme
   bool contains(std::string_view scheme) const;
@@ -104,5 +110,12 @@ void register_builtin(registry& r);
 [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
                                             std::error_code& ec) noexcept;
 [[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, std::error_code& ec) noexcept;
+// With an observer set on the backend (dlock/observer.hpp):
+//   auto backend = dlock::open("redis://127.0.0.1:6379", std::make_shared<my_observer>());
+[[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, std::shared_ptr<observer> target);
+[[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
+                                            std::shared_ptr<observer> target);
+[[nodiscard]] std::shared_ptr<backend> open(std::string_view uri_text, capabilities required,
+                                            std::shared_ptr<observer> target, std::error_code& ec) noexcept;
 
 }  // namespace dlock

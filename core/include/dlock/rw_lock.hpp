@@ -159,9 +159,13 @@ class rw_lock {
                                                              std::error_code& ec) noexcept;
 
  private:
+  friend class backend;  // gives it its observer (backend::make_*)
+
   std::string name_;
   capabilities caps_;
   lock_options options_;
+  // The observer of the backend object that made it (dlock/observer.hpp); nullptr otherwise.
+  std::shared_ptr<detail::observation_point> observation_;
 };
 
 }  // namespace dlock

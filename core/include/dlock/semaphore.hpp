@@ -125,12 +125,16 @@ class semaphore {
                                                              std::error_code& ec) noexcept;
 
  private:
+  friend class backend;  // gives it its observer (backend::make_*)
+
   bool check_permits(std::uint32_t permits, std::error_code& ec) const noexcept;
 
   std::string name_;
   std::uint32_t max_count_;
   capabilities caps_;
   lock_options options_;
+  // The observer of the backend object that made it (dlock/observer.hpp); nullptr otherwise.
+  std::shared_ptr<detail::observation_point> observation_;
 };
 
 }  // namespace dlock
