@@ -14,9 +14,12 @@ if(DLOCK_BACKEND_PACKAGES)
   list(REMOVE_DUPLICATES DLOCK_BACKEND_PACKAGES)
 endif()
 
-set(async_targets "")
+set(async_targets "")  # and the other optional adapter targets
 if(TARGET dlock_asio)
   set(async_targets dlock_asio dlock_boost_asio)
+endif()
+if(TARGET dlock_prometheus)
+  list(APPEND async_targets dlock_prometheus)
 endif()
 install(TARGETS dlock_core dlock_adapters dlock_builtin dlock_all ${backend_targets} ${async_targets}
   EXPORT dlockTargets

@@ -13,20 +13,24 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "common.hpp"
+#include "metrics_endpoint.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_compare/speed.hpp"
 
 namespace dlock::cli {
 
 int cmd_bench(const arguments& argv) {
-  const args a(argv, {"threads", "names", "duration", "uri-file"}, {"help", "json"});
+  const args a(argv, {"threads", "names", "duration", "uri-file", "metrics"}, {"help", "json"});
   if (a.flag("help")) {
     std::puts("usage: dlock bench [URI] [--uri-file PATH] [--threads N] [--names K] [--duration D] [--json]\n"
+              "                   [--metrics HOST:PORT]\n"
               "(the URI from the command line, --uri-file PATH, or DLOCK_URI)\n"
               "N threads (default 1), thread i on name i % K (default K = N), blocking acquire+release\n"
               "cycles for D (default 2s). Prints cycles/s, p50/p99/p999 of one cycle, the handoff\n"
               "time (release -> next holder) when K < N, and the fewest and most cycles one thread made\n"
               "as a fraction of the fair share (a starved waiter shows far below 1).\n"
+              "--metrics HOST:PORT serves the locks' Prometheus metrics at http://HOST:PORT/metrics while it\n"
+              "runs (port 0: a free one; stderr says which).\n"
               "tools/bench/scaling runs it at 1/8/32/128 threads on every backend, beside the raw clients.");
     return 0;
   }
@@ -35,7 +39,8 @@ int cmd_bench(const arguments& argv) {
   const auto threads = static_cast<int>(a.integer("threads", 1, 1, 1024));
   const auto names = static_cast<int>(a.integer("names", threads, 1, 1 << 20));
   const auto duration = a.duration("duration").value_or(std::chrono::seconds(2));
-  auto backend = dlock::open(*uri);
+  const auto metrics = serve_metrics(a);
+  auto backend = dlock::open(*uri, {}, metrics ? metrics->observer() : nullptr);
   // The measuring loop is dlock compare's (its speed columns): one backend object shared by the
   // threads, as in one service; acquire() waits as long as it takes.
   compare::speed_run run;

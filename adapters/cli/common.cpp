@@ -208,7 +208,7 @@ namespace {
 using steady = std::chrono::steady_clock;
 
 held_lock open_lock(const lock_request& request) {
-  auto backend = dlock::open(request.uri, required_capabilities(request.primitive));
+  auto backend = dlock::open(request.uri, required_capabilities(request.primitive), request.observer);
   lock_options options = backend->default_options();
   if (request.ttl) options.ttl = *request.ttl;
   // The objects keep what they need of the backend (backends hand them a shared_ptr).

@@ -49,6 +49,7 @@ struct lock_request {
   std::optional<std::chrono::milliseconds> ttl;
   std::optional<std::chrono::milliseconds> wait;  // nullopt: as long as it takes; 0: one try
   primitive_request primitive;                    // the mutex, a side of the rw lock, or permits
+  std::shared_ptr<dlock::observer> observer;      // set on the backend (--metrics); may be null
 };
 // The checks that need no server: a non-empty name, a positive ttl, a URI that parses with the
 // common options valid. Throws usage_error / dlock::error(invalid_uri) (exit 64).
