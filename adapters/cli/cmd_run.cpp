@@ -71,7 +71,7 @@ run_request parse(const args& a) {
   const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME -- CMD ARGS...");
   if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
   if (!a.has_command_separator() || a.command().empty()) throw usage_error("expected '-- CMD ARGS...' after NAME");
-  run_request r{{*uri, operands.front(), a.duration("ttl"), a.duration("wait"), parse_primitive(a)},
+  run_request r{{*uri, operands.front(), a.duration("ttl"), a.duration("wait"), parse_primitive(a), {}},
                 a.duration("grace").value_or(std::chrono::seconds(2)),
                 a.command()};
   check_locally(r.lock);

@@ -129,8 +129,11 @@ TEST(Prometheus, CountsRenewalsWithTheirMarginAndLosses) {
   samples = scrape(*registry);
   EXPECT_EQ(sample(samples, R"(dlock_leases_held{backend="memory",primitive="mutex"})"), 0);
   // A loss is not a backend error.
-  for (const auto& [series, value] : samples)
-    if (series.rfind("dlock_backend_errors_total", 0) == 0) EXPECT_EQ(value, 0) << series;
+  for (const auto& [series, value] : samples) {
+    if (series.rfind("dlock_backend_errors_total", 0) == 0) {
+      EXPECT_EQ(value, 0) << series;
+    }
+  }
 }
 
 TEST(Prometheus, LabelsEachPrimitiveAndNamesWhenAsked) {

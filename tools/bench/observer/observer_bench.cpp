@@ -1,6 +1,6 @@
 // dlock_observer_bench: what an observer (dlock/observer.hpp) costs an uncontended lock, measured as
 // acquire+release cycles of one lock object on one thread:
-//   compose/native/dlock-servers run redis -- taskset -c 1 build/tools/bench/observer/dlock_observer_bench \
+//   compose/native/dlock-servers run redis -- taskset -c 1 build/tools/bench/observer/dlock_observer_bench
 //     --benchmark_enable_random_interleaving=true
 // - cycles/<target>/none: no observer set (the cost of the check alone);
 // - cycles/<target>/counting: an observer whose every function adds one to an atomic counter (the
