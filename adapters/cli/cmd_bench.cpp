@@ -13,9 +13,9 @@
 #include "args.hpp"
 #include "commands.hpp"
 #include "common.hpp"
-#include "metrics_endpoint.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_compare/speed.hpp"
+#include "metrics_endpoint.hpp"
 
 namespace dlock::cli {
 

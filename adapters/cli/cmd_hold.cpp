@@ -36,7 +36,10 @@ int cmd_hold(const arguments& argv) {
   const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME");
   if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
   if (a.has_command_separator()) throw usage_error("expected [URI] NAME, and no '-- CMD'");
-  lock_request request{*uri, operands.front(), a.duration("ttl"), a.duration("wait"), parse_primitive(a), {}};
+  auto ttl = a.duration("ttl");
+  auto wait = a.duration("wait");
+  auto primitive = parse_primitive(a);
+  lock_request request{*uri, operands.front(), ttl, wait, primitive, nullptr};
   check_locally(request);  // before anything connects: a usage error is 64 even with the server down
   const auto metrics = serve_metrics(a);
   if (metrics) request.observer = metrics->observer();

@@ -71,9 +71,14 @@ run_request parse(const args& a) {
   const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME -- CMD ARGS...");
   if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
   if (!a.has_command_separator() || a.command().empty()) throw usage_error("expected '-- CMD ARGS...' after NAME");
-  run_request r{{*uri, operands.front(), a.duration("ttl"), a.duration("wait"), parse_primitive(a), {}},
-                a.duration("grace").value_or(std::chrono::seconds(2)),
-                a.command()};
+  // Every part is parsed before the aggregate is built: when a later initializer threw (a usage
+  // error such as --grace 2x), GCC 12 destroyed the lock_request already built inside it twice
+  // (a double free, exit 134 instead of 64).
+  auto ttl = a.duration("ttl");
+  auto wait = a.duration("wait");
+  auto primitive = parse_primitive(a);
+  const auto grace = a.duration("grace").value_or(std::chrono::seconds(2));
+  run_request r{{*uri, operands.front(), ttl, wait, primitive, nullptr}, grace, a.command()};
   check_locally(r.lock);
   return r;
 }

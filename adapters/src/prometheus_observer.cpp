@@ -172,9 +172,7 @@ void prometheus_observer::on_renewal(const renewal_event& event) noexcept try {
 } catch (...) {
 }
 
-void prometheus_observer::on_lost(const loss_event& event) noexcept try {
-  metrics_->lost(event);
-} catch (...) {
+void prometheus_observer::on_lost(const loss_event& event) noexcept try { metrics_->lost(event); } catch (...) {
 }
 
 void prometheus_observer::on_waiters(const waiters_event& event) noexcept try {

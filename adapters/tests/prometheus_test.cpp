@@ -69,11 +69,19 @@ TEST(Prometheus, CountsAcquiresByOutcomeAndHeldLeases) {
   EXPECT_FALSE(other->try_acquire_for(10s, stop.get_token(), ec));
 
   auto samples = scrape(*registry);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="granted",primitive="mutex"})"), 1);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="timed_out",primitive="mutex"})"), 1);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="cancelled",primitive="mutex"})"), 1);
+  EXPECT_EQ(
+      sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="granted",primitive="mutex"})"),
+      1);
+  EXPECT_EQ(sample(samples,
+                   R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="timed_out",primitive="mutex"})"),
+            1);
+  EXPECT_EQ(sample(samples,
+                   R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="cancelled",primitive="mutex"})"),
+            1);
   // The wait to the deadline is in the sum, in seconds.
-  EXPECT_GE(sample(samples, R"(dlock_acquire_duration_seconds_sum{backend="memory",outcome="timed_out",primitive="mutex"})"), 0.020);
+  EXPECT_GE(
+      sample(samples, R"(dlock_acquire_duration_seconds_sum{backend="memory",outcome="timed_out",primitive="mutex"})"),
+      0.020);
   EXPECT_EQ(sample(samples, R"(dlock_leases_held{backend="memory",primitive="mutex"})"), 1);
   EXPECT_EQ(sample(samples, R"(dlock_waiters{backend="memory",primitive="mutex"})"), 0);
   // Lock names are not labels unless asked for.
@@ -102,7 +110,9 @@ TEST(Prometheus, GaugesTheWaitersWhileTheyWait) {
   waiters.clear();
   const auto samples = scrape(*registry);
   EXPECT_EQ(sample(samples, R"(dlock_waiters{backend="memory",primitive="mutex"})"), 0);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="granted",primitive="mutex"})"), 3);
+  EXPECT_EQ(
+      sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",outcome="granted",primitive="mutex"})"),
+      3);
   EXPECT_EQ(sample(samples, R"(dlock_leases_held{backend="memory",primitive="mutex"})"), 0);
 }
 
@@ -123,7 +133,8 @@ TEST(Prometheus, CountsRenewalsWithTheirMarginAndLosses) {
   // One observer for two backends: the second one's lease expires unrenewed.
   auto expiring = dlock::open(unique_uri("lost", "?ttl=100ms&watchdog=false"), observer);
   auto lost = expiring->make_lock("expires")->acquire();
-  ASSERT_TRUE(reaches(*registry, R"(dlock_leases_lost_total{backend="memory",primitive="mutex",reason="lock_lost"})", 1));
+  ASSERT_TRUE(
+      reaches(*registry, R"(dlock_leases_lost_total{backend="memory",primitive="mutex",reason="lock_lost"})", 1));
   std::error_code ec;
   lost.release(ec);
   samples = scrape(*registry);
@@ -148,15 +159,32 @@ TEST(Prometheus, LabelsEachPrimitiveAndNamesWhenAsked) {
   std::error_code ec;
   EXPECT_FALSE(backend->make_semaphore("pool", 3)->try_acquire(4, ec));  // more permits than there are
   const auto samples = scrape(*registry);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",name="catalog",outcome="granted",primitive="read"})"), 1);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",name="catalog",outcome="granted",primitive="write"})"), 1);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",name="pool",outcome="granted",primitive="semaphore"})"), 1);
-  EXPECT_EQ(sample(samples, R"(dlock_acquire_duration_seconds_count{backend="memory",name="pool",outcome="error",primitive="semaphore"})"), 1);
-  EXPECT_EQ(sample(samples, R"(dlock_backend_errors_total{backend="memory",name="pool",operation="acquire",primitive="semaphore"})"), 1);
+  EXPECT_EQ(
+      sample(
+          samples,
+          R"(dlock_acquire_duration_seconds_count{backend="memory",name="catalog",outcome="granted",primitive="read"})"),
+      1);
+  EXPECT_EQ(
+      sample(
+          samples,
+          R"(dlock_acquire_duration_seconds_count{backend="memory",name="catalog",outcome="granted",primitive="write"})"),
+      1);
+  EXPECT_EQ(
+      sample(
+          samples,
+          R"(dlock_acquire_duration_seconds_count{backend="memory",name="pool",outcome="granted",primitive="semaphore"})"),
+      1);
+  EXPECT_EQ(
+      sample(
+          samples,
+          R"(dlock_acquire_duration_seconds_count{backend="memory",name="pool",outcome="error",primitive="semaphore"})"),
+      1);
+  EXPECT_EQ(
+      sample(samples,
+             R"(dlock_backend_errors_total{backend="memory",name="pool",operation="acquire",primitive="semaphore"})"),
+      1);
 }
 
-TEST(Prometheus, RefusesANullRegistry) {
-  EXPECT_THROW(dlock::make_prometheus_observer(nullptr), dlock::error);
-}
+TEST(Prometheus, RefusesANullRegistry) { EXPECT_THROW(dlock::make_prometheus_observer(nullptr), dlock::error); }
 
 }  // namespace

@@ -39,7 +39,7 @@ struct prometheus_options {
   bool name_label = false;
   // The buckets of the duration histograms (acquire, hold), in seconds.
   std::vector<double> duration_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                       0.25,   0.5,   1,      2.5,   5,    10,    30,    60};
+                                       0.25,   0.5,   1,      2.5,   5,    10,    30,   60};
   // The buckets of dlock_renewal_margin_seconds, in seconds.
   std::vector<double> margin_buckets{0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60};
 };
