@@ -53,4 +53,5 @@ DLOCK_TEST_HOOKS("file", {.break_lock = [](const std::string& uri,
                                 dlock::file::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
                                 if (!fd) return false;  // never locked
                                 return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-                              }});
+                              },
+                          .inspection = {.inspect = true, .list = true, .force_release = false, .exact_owner = false}});
