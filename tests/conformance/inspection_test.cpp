@@ -10,8 +10,13 @@ namespace {
 // Whether inspect's `reported` owner names `lock`'s holder, as precisely as the backend records it.
 bool names_the_owner(const dlock::testing::backend_hooks& h, const std::string& reported,
                      const distributed_lock& lock) {
-  if (h.inspection.exact_owner) return reported == lock.owner();
-  return !reported.empty() && lock.owner().starts_with(reported + ":");
+  using record = dlock::testing::backend_hooks::inspection_support::owner_record;
+  switch (h.inspection.owner) {
+    case record::owner_id: return reported == lock.owner();
+    case record::host_pid: return !reported.empty() && lock.owner().starts_with(reported + ":");
+    case record::server_id: return !reported.empty();
+  }
+  return false;
 }
 
 bool lists(const std::vector<std::string>& names, const std::string& name) {

@@ -33,9 +33,12 @@ struct backend_hooks {
     bool inspect = false;
     bool list = false;
     bool force_release = false;
-    // inspect names a holder by its lock object's owner id; false: only by the "<host>:<pid>" that
-    // the default owner id starts with (file://, from the kernel's table of flocks).
-    bool exact_owner = true;
+    // How inspect names a holder: by its lock object's owner id; by the "<host>:<pid>" that the
+    // default owner id starts with (file://, from the kernel's table of flocks); or by what the
+    // server records instead, not derived from the owner id (a Redis grant's token or Redisson
+    // owner field): then only checked to be there.
+    enum class owner_record { owner_id, host_pid, server_id };
+    owner_record owner = owner_record::owner_id;
   };
   inspection_support inspection{};
 };
