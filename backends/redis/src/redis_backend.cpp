@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "capabilities.hpp"
-#include "redis_lease.hpp"
 #include "redis_keys.hpp"
+#include "redis_lease.hpp"
 #include "redis_lock.hpp"
 #include "redis_primitives.hpp"
 #include "renewal.hpp"
