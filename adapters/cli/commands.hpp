@@ -15,6 +15,9 @@ int cmd_bench(const arguments& a);
 int cmd_demo(const arguments& a);
 int cmd_demo_worker(const arguments& a);
 int cmd_sweep(const arguments& a);
+int cmd_inspect(const arguments& a);
+int cmd_list(const arguments& a);
+int cmd_break(const arguments& a);
 int cmd_compare(const arguments& a);
 int cmd_compare_worker(const arguments& a);  // hidden: one client process of a compare run
 

@@ -35,6 +35,12 @@ constexpr const char* usage_text =
     "                      the flash-sale demo: worker processes selling stock with and without the lock\n"
     "  sweep URI           delete the expired lock records the server keeps (SQL table schemes:\n"
     "                      expired rows, also other tools'); live locks are never touched\n"
+    "  inspect URI NAME [--json]\n"
+    "                      whether NAME is held, by whom (owner, kind, token, ttl left), and its waiters\n"
+    "  list URI [--prefix P] [--json]\n"
+    "                      the names held now, where the server can enumerate them\n"
+    "  break URI NAME --force\n"
+    "                      remove NAME's current grant(s) (a stuck holder); prints whom it removed\n"
     "  compare [--backends LIST] [--faults LIST] [--duration D] [--clients N] [--json FILE] [--markdown FILE]\n"
     "          [--log FILE]\n"
     "                      every backend side by side under faults (holder killed, paused past its\n"
@@ -67,9 +73,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   const std::map<std::string, int (*)(const arguments&)> commands = {
-      {"run", cmd_run},     {"hold", cmd_hold},       {"backends", cmd_backends},
-      {"bench", cmd_bench}, {"demo", cmd_demo},       {"demo-worker", cmd_demo_worker},
-      {"sweep", cmd_sweep}, {"compare", cmd_compare}, {"compare-worker", cmd_compare_worker}};
+      {"run", cmd_run},         {"hold", cmd_hold},       {"backends", cmd_backends},
+      {"bench", cmd_bench},     {"demo", cmd_demo},       {"demo-worker", cmd_demo_worker},
+      {"sweep", cmd_sweep},     {"compare", cmd_compare}, {"compare-worker", cmd_compare_worker},
+      {"inspect", cmd_inspect}, {"list", cmd_list},       {"break", cmd_break}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     // Redacted: a URI typed where the command belongs must not show its password.

@@ -1,5 +1,7 @@
 #include "dlock/backend.hpp"
 
+#include <algorithm>
+
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
 #include "errors_caught.hpp"
@@ -42,7 +44,7 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock
   return lock;
 }
 
-bool backend::check_make(std::string_view name, lock_options& options, std::error_code& ec) const noexcept {
+bool backend::check_lock_name(std::string_view name, std::error_code& ec) const noexcept {
   const std::string limit = "1 to " + std::to_string(limits_.max_length) + " bytes";
   if (name.empty()) {
     set_error(ec, errc::invalid_name, "lock name is empty; " + redacted_uri_ + " accepts names of " + limit);
@@ -54,6 +56,11 @@ bool backend::check_make(std::string_view name, lock_options& options, std::erro
                   " accepts names of " + limit);
     return false;
   }
+  return true;
+}
+
+bool backend::check_make(std::string_view name, lock_options& options, std::error_code& ec) const noexcept {
+  if (!check_lock_name(name, ec)) return false;
   check_lock_options(options, ec);
   if (ec) return false;
   try {
@@ -213,5 +220,80 @@ std::size_t backend::do_sweep_expired(std::error_code& ec) noexcept {
 std::string backend::sweep_target() const { return do_sweep_target(); }
 
 std::string backend::do_sweep_target() const { return {}; }
+
+lock_info backend::inspect(std::string_view name) {
+  std::error_code ec;
+  auto info = inspect(name, ec);
+  throw_if(ec);
+  return info;
+}
+
+lock_info backend::inspect(std::string_view name, std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (!check_lock_name(name, ec)) return {};
+  return detail::errors_caught(ec, [&] {
+    auto info = do_inspect(std::string(name));
+    info.name = std::string(name);
+    info.held = !info.holders.empty();
+    return info;
+  });
+}
+
+std::vector<std::string> backend::list(std::string_view prefix) {
+  std::error_code ec;
+  auto names = list(prefix, ec);
+  throw_if(ec);
+  return names;
+}
+
+std::vector<std::string> backend::list(std::string_view prefix, std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  return detail::errors_caught(ec, [&] {
+    auto names = do_list(std::string(prefix));
+    // The contract for every backend: only names under the prefix, sorted, each once.
+    std::erase_if(names, [&](const std::string& n) { return !n.starts_with(prefix); });
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  });
+}
+
+std::vector<lock_holder> backend::force_release(std::string_view name) {
+  std::error_code ec;
+  auto removed = force_release(name, ec);
+  throw_if(ec);
+  return removed;
+}
+
+std::vector<lock_holder> backend::force_release(std::string_view name, std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (!check_lock_name(name, ec)) return {};
+  return detail::errors_caught(ec, [&] { return do_force_release(std::string(name)); });
+}
+
+void backend::refuse_inspection(std::string_view what) const {
+  const auto scheme = redacted_uri_.substr(0, redacted_uri_.find(':'));
+  throw error(errc::not_supported, std::string(scheme) + ":// cannot " + std::string(what) +
+                                       " (its server keeps no record it can be asked about; see the backend's README)");
+}
+
+lock_info backend::do_inspect(const std::string&) { refuse_inspection("inspect a lock"); }
+
+std::vector<std::string> backend::do_list(const std::string&) { refuse_inspection("list the held locks"); }
+
+std::vector<lock_holder> backend::do_force_release(const std::string&) { refuse_inspection("break a lock"); }
+
+std::string_view to_string(hold_kind kind) noexcept {
+  switch (kind) {
+    case hold_kind::mutex: return "mutex";
+    case hold_kind::read: return "read";
+    case hold_kind::write: return "write";
+    case hold_kind::permits: return "permits";
+  }
+  return "mutex";
+}
 
 }  // namespace dlock

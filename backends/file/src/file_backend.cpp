@@ -1,5 +1,6 @@
 #include "file_backend.hpp"
 
+#include "file_inspection.hpp"
 #include "file_lock.hpp"
 #include "file_primitives.hpp"
 #include "lock_file.hpp"
@@ -22,5 +23,9 @@ std::unique_ptr<semaphore> file_backend::do_make_semaphore(std::string name, std
                                                            lock_options options) {
   return std::make_unique<file_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), dir_);
 }
+
+lock_info file_backend::do_inspect(const std::string& name) { return inspect_name(*dir_, name); }
+
+std::vector<std::string> file_backend::do_list(const std::string& prefix) { return held_names(*dir_, prefix); }
 
 }  // namespace dlock::file

@@ -18,6 +18,10 @@ class file_backend final : public backend {
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override;
+  // From /proc/locks (file_inspection.hpp). No force_release: another process's flock cannot be
+  // taken from it, and replacing the lock file would restart the name's fencing counter.
+  lock_info do_inspect(const std::string& name) override;
+  std::vector<std::string> do_list(const std::string& prefix) override;
 
  private:
   std::shared_ptr<const lock_directory> dir_;

@@ -410,3 +410,50 @@ TEST_F(File, ThreadsOfOneProcessShareTheLockEvenly) {
   EXPECT_GE(*least, per_thread / 2) << "a waiter starved";
   EXPECT_LE(*most, per_thread * 2) << "a thread kept taking the lock again";
 }
+
+namespace {
+
+std::string this_host() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return host;
+}
+
+}  // namespace
+
+TEST_F(File, InspectNamesTheHoldingProcessFromProcLocks) {
+  EXPECT_FALSE(backend_->inspect("inspected").held);
+  signal_pipe held;
+  const pid_t child = fork_holder(uri_, "inspected", held);
+  ASSERT_EQ(held.hear(), 'y');
+  const auto info = backend_->inspect("inspected");
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, this_host() + ":" + std::to_string(child));
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::write);
+  EXPECT_FALSE(info.waiters_known);
+  EXPECT_EQ(backend_->list(), std::vector<std::string>{"inspected"});
+  EXPECT_TRUE(backend_->list("other").empty());
+  ::kill(child, SIGKILL);
+  (void)wait_exit_code(child);
+  EXPECT_FALSE(backend_->inspect("inspected").held) << "the kernel dropped the dead holder's flock";
+  EXPECT_TRUE(backend_->list().empty());
+}
+
+TEST_F(File, InspectTellsReadersApartAndForceReleaseIsRefused) {
+  auto rw = backend_->make_rw_lock("shared");
+  auto r1 = rw->try_acquire_read();
+  auto r2 = backend_->make_rw_lock("shared")->try_acquire_read();
+  ASSERT_TRUE(r1 && r2);
+  const auto info = backend_->inspect("shared");
+  ASSERT_EQ(info.holders.size(), 2u);
+  for (const auto& h : info.holders) {
+    EXPECT_EQ(h.kind, dlock::hold_kind::read);
+    EXPECT_EQ(h.owner, this_host() + ":" + std::to_string(::getpid()));
+  }
+  std::error_code ec;
+  (void)backend_->force_release("shared", ec);
+  EXPECT_EQ(ec, dlock::errc::not_supported);
+  EXPECT_NE(dlock::last_error_message().find("file"), std::string::npos) << dlock::last_error_message();
+  EXPECT_TRUE(r1.held());
+}

@@ -44,13 +44,18 @@ void break_grants(const std::string& uri, std::string_view name) {
 
 }  // namespace
 
-DLOCK_TEST_HOOKS("file", {.break_lock = [](const std::string& uri,
-                                           const dlock::lease& held) { break_grants(uri, held.name()); },
-                          .is_held_on_server =
-                              [](const std::string& uri, std::string_view name) {
-                                const auto path = dlock::file::directory_of(dlock::uri::parse(uri)) /
-                                                  dlock::file::lock_file_name(name);
-                                dlock::file::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-                                if (!fd) return false;  // never locked
-                                return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-                              }});
+DLOCK_TEST_HOOKS("file",
+                 {.break_lock = [](const std::string& uri,
+                                   const dlock::lease& held) { break_grants(uri, held.name()); },
+                  .is_held_on_server =
+                      [](const std::string& uri, std::string_view name) {
+                        const auto path =
+                            dlock::file::directory_of(dlock::uri::parse(uri)) / dlock::file::lock_file_name(name);
+                        dlock::file::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+                        if (!fd) return false;  // never locked
+                        return ::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+                      },
+                  .inspection = {.inspect = true,
+                                 .list = true,
+                                 .force_release = false,
+                                 .owner = dlock::testing::backend_hooks::inspection_support::owner_record::host_pid}});

@@ -243,4 +243,41 @@ std::unique_ptr<semaphore> memcached_backend::do_make_semaphore(std::string name
                                                sweeper_, prefix_, restart_delay_);
 }
 
+lock_info memcached_backend::do_inspect(const std::string& name) {
+  const auto keys = keys_for(prefix_, name);
+  auto h = pool_->borrow();
+  memcached_return_t rc = MEMCACHED_SUCCESS;
+  const auto items = read_grant(h.get(), keys, rc);
+  if (memcached_failed(rc)) {
+    std::error_code ec;
+    set_memcached_error(ec, h.get(), rc, "inspecting '" + name + "'");
+    throw error(ec, last_error_message());
+  }
+  lock_info info;
+  if (items.lock) {
+    lock_holder holder;
+    holder.owner = items.lock->value;  // the grant's token
+    if (items.fence) holder.fencing_token = fence_from(items.fence->value, items.lock->cas);
+    info.holders.push_back(std::move(holder));
+  }
+  return info;
+}
+
+std::vector<lock_holder> memcached_backend::do_force_release(const std::string& name) {
+  const auto keys = keys_for(prefix_, name);
+  auto info = do_inspect(name);
+  if (info.holders.empty()) return {};
+  auto h = pool_->borrow();
+  memcached_return_t rc = MEMCACHED_SUCCESS;
+  // Deletes the item only if it still carries the token read: a grant made since is left alone.
+  const auto outcome = store_if_ours(h.get(), keys, info.holders.front().owner, expired_exptime, rc);
+  if (outcome == ownership::failed) {
+    std::error_code ec;
+    set_memcached_error(ec, h.get(), rc, "breaking '" + name + "'");
+    throw error(ec, last_error_message());
+  }
+  if (outcome == ownership::not_ours) return {};  // released or re-granted meanwhile
+  return info.holders;
+}
+
 }  // namespace dlock::memcached

@@ -19,6 +19,11 @@ class memcached_backend final : public backend {
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override;
+  // The mutex's item: its token is the holder (no owner id is stored), with its fencing token.
+  // force_release deletes it with a CAS on what was read. No list: memcached cannot enumerate
+  // keys. Semaphores are not looked at.
+  lock_info do_inspect(const std::string& name) override;
+  std::vector<lock_holder> do_force_release(const std::string& name) override;
 
  private:
   std::shared_ptr<client_pool> pool_;

@@ -42,4 +42,10 @@ bool is_held(const std::string& text, std::string_view name) {
 
 }  // namespace
 
-DLOCK_TEST_HOOKS("memcached", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("memcached",
+                 {.break_lock = break_lock,
+                  .is_held_on_server = is_held,
+                  .inspection = {.inspect = true,
+                                 .list = false,
+                                 .force_release = true,
+                                 .owner = dlock::testing::backend_hooks::inspection_support::owner_record::server_id}});

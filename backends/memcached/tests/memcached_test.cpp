@@ -750,3 +750,34 @@ TEST(memcached, ABatchRenewalGivesEachLeaseItsOwnOutcome) {
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_FALSE(raw.get(names[3]));
 }
+
+TEST(MemcachedInspection, InspectNamesTheGrantsTokenAndForceReleaseDeletesIt) {
+  auto b = open_backend("ttl=30s&restart_delay=off&watchdog=false");
+  const auto name = unique_name("inspect");
+  EXPECT_FALSE(b->inspect(name).held);
+  auto stuck = b->make_lock(name);
+  auto held = stuck->try_acquire();
+  ASSERT_TRUE(held);
+  raw_client raw(server_uri());
+  const auto stored = raw.get(name);
+  ASSERT_TRUE(stored);
+
+  const auto info = b->inspect(name);
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, stored->value) << "memcached:// stores the grant's token, not the owner id";
+  EXPECT_EQ(info.holders[0].fencing_token, held.fencing_token());
+  EXPECT_FALSE(info.waiters_known);
+  std::error_code ec;
+  (void)b->list("", ec);
+  EXPECT_EQ(ec, dlock::errc::not_supported) << "memcached cannot enumerate its keys";
+
+  const auto removed = b->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, stored->value);
+  EXPECT_FALSE(raw.get(name)) << "the item is gone";
+  EXPECT_TRUE(b->make_lock(name)->try_acquire());
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  EXPECT_TRUE(b->force_release(unique_name("never-held")).empty());
+}

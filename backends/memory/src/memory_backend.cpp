@@ -43,6 +43,14 @@ std::unique_ptr<semaphore> memory_backend::do_make_semaphore(std::string name, s
   return std::make_unique<memory_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), table_);
 }
 
+lock_info memory_backend::do_inspect(const std::string& name) { return table_->inspect(name); }
+
+std::vector<std::string> memory_backend::do_list(const std::string& prefix) { return table_->held_names(prefix); }
+
+std::vector<lock_holder> memory_backend::do_force_release(const std::string& name) {
+  return table_->force_release(name);
+}
+
 bool break_grant(const std::string& ns, const std::string& name) { return table_for(ns)->break_grants(name) > 0; }
 
 bool is_held(const std::string& ns, const std::string& name) { return table_for(ns)->holders(name) > 0; }

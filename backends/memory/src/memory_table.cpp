@@ -55,8 +55,13 @@ table::entry* table::entry_for_locked(const std::string& name, const request& r,
 ticket table::grant_locked(entry& e, const request& r, clock::time_point now) {
   const auto id = ++last_token_;
   auto link = std::make_shared<lease_link>();
-  e.holders.push_back(
-      holder{id, r.units, now + r.ttl, r.owner ? *r.owner : std::string(), r.kind == use::mutex, {link}});
+  e.holders.push_back(holder{id,
+                             r.units,
+                             now + r.ttl,
+                             r.owner ? *r.owner : std::string(),
+                             r.kind == use::mutex,
+                             std::chrono::system_clock::now(),
+                             {link}});
   e.used += r.units;
   return ticket{id, id, std::move(link), now};
 }
@@ -236,6 +241,81 @@ std::size_t table::holders(const std::string& name) {
   std::size_t live = 0;
   with_entry(name, [&](entry* e, clock::time_point) { live = e ? e->holders.size() : 0; });
   return live;
+}
+
+lock_holder table::describe(const entry& e, const holder& h, clock::time_point now) {
+  lock_holder out;
+  out.owner = h.owner;
+  if (e.kind == use::semaphore) {
+    out.kind = hold_kind::permits;
+    out.count = static_cast<std::uint32_t>(h.units);
+  } else {
+    out.kind = h.mutex ? hold_kind::mutex : (h.units == 1 ? hold_kind::read : hold_kind::write);
+  }
+  out.since = h.since;
+  out.ttl_left = std::chrono::ceil<std::chrono::milliseconds>(h.expires_at - now);
+  out.fencing_token = h.id;
+  return out;
+}
+
+lock_info table::inspect(const std::string& name) {
+  lock_info info;
+  info.waiters_known = true;
+  with_entry(name, [&](entry* e, clock::time_point now) {
+    if (!e) return;
+    for (const auto& h : e->holders) info.holders.push_back(describe(*e, h, now));
+    for (const waiter* w : e->queue) {
+      lock_waiter out;
+      if (w->asked.owner) out.owner = *w->asked.owner;
+      if (w->asked.kind == use::semaphore)
+        out.kind = hold_kind::permits;
+      else if (w->asked.kind == use::mutex)
+        out.kind = hold_kind::mutex;
+      else
+        out.kind = w->asked.units == 1 ? hold_kind::read : hold_kind::write;
+      info.waiters.push_back(std::move(out));
+    }
+  });
+  return info;
+}
+
+std::vector<std::string> table::held_names(const std::string& prefix) {
+  std::vector<std::string> names;
+  {
+    std::lock_guard guard(mutex_);
+    const auto now = clock::now();
+    for (const auto& [name, e] : entries_) {
+      if (!name.starts_with(prefix)) continue;
+      // Expired grants are not held; they are freed by the next call on the name.
+      if (std::any_of(e.holders.begin(), e.holders.end(), [&](const holder& h) { return h.expires_at > now; }))
+        names.push_back(name);
+    }
+  }
+  return names;
+}
+
+std::vector<lock_holder> table::force_release(const std::string& name) {
+  lost_notes notes;
+  std::vector<lock_holder> removed;
+  {
+    std::lock_guard guard(mutex_);
+    auto it = entries_.find(name);
+    if (it != entries_.end()) {
+      auto& e = it->second;
+      const auto now = clock::now();
+      expire_due_locked(e, now, notes);
+      for (auto& h : e.holders) {
+        removed.push_back(describe(e, h, now));
+        for (const auto& link : h.holds) notes.emplace_back(link, make_error_code(errc::lock_lost));
+      }
+      e.holders.clear();
+      e.used = 0;
+      hand_on_locked(e, now);
+      erase_if_idle_locked(name);
+    }
+  }
+  deliver_lost_notes(notes);
+  return removed;
 }
 
 std::size_t table::waiting(const std::string& name) {

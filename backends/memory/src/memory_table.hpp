@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dlock/inspection.hpp"
 #include "lease_link.hpp"
 
 namespace dlock::memory {
@@ -39,17 +40,18 @@ struct request {
   use kind = use::mutex;
   std::uint64_t capacity = rw_capacity;  // a semaphore's max_count; rw_capacity otherwise
   std::uint64_t units = rw_capacity;     // a reader 1, a writer and the mutex all, a semaphore its permits
-  const std::string* owner = nullptr;    // the mutex's owner: its re-entry joins its grant
+  const std::string* owner = nullptr;    // the lock object's owner id; a mutex's re-entry joins its grant
   std::chrono::milliseconds ttl{};
 
   static request mutex(const std::string& owner, std::chrono::milliseconds ttl) {
     return {use::mutex, rw_capacity, rw_capacity, &owner, ttl};
   }
-  static request read_write(bool write, std::chrono::milliseconds ttl) {
-    return {use::reader_writer, rw_capacity, write ? rw_capacity : 1, nullptr, ttl};
+  static request read_write(const std::string& owner, bool write, std::chrono::milliseconds ttl) {
+    return {use::reader_writer, rw_capacity, write ? rw_capacity : 1, &owner, ttl};
   }
-  static request permits(std::uint64_t max_count, std::uint64_t n, std::chrono::milliseconds ttl) {
-    return {use::semaphore, max_count, n, nullptr, ttl};
+  static request permits(const std::string& owner, std::uint64_t max_count, std::uint64_t n,
+                         std::chrono::milliseconds ttl) {
+    return {use::semaphore, max_count, n, &owner, ttl};
   }
 };
 
@@ -89,13 +91,21 @@ class table {
   // For tests: how many waiters are queued on `name` right now.
   std::size_t waiting(const std::string& name);
 
+  // backend::inspect: the grants and the queue of `name` (after applying expiry).
+  lock_info inspect(const std::string& name);
+  // backend::list: the names with live grants that start with `prefix`.
+  std::vector<std::string> held_names(const std::string& prefix);
+  // backend::force_release: break_grants, returning whom it removed.
+  std::vector<lock_holder> force_release(const std::string& name);
+
  private:
   struct holder {
     std::uint64_t id;
     std::uint64_t units;
     clock::time_point expires_at;
-    std::string owner;  // the mutex's; empty for the other kinds
+    std::string owner;  // the lock object's owner id (a mutex's re-entry is matched on it)
     bool mutex;
+    std::chrono::system_clock::time_point since;     // for inspection only
     std::vector<std::shared_ptr<lease_link>> holds;  // one per live lease: a mutex's re-entries
   };
   struct waiter {
@@ -127,6 +137,7 @@ class table {
   // caused are delivered after the mutex is let go.
   template <class Look>
   void with_entry(const std::string& name, Look&& look);
+  static lock_holder describe(const entry& e, const holder& h, clock::time_point now);
 
   std::mutex mutex_;
   std::unordered_map<std::string, entry> entries_;  // only names with holders or waiters

@@ -18,4 +18,5 @@ DLOCK_TEST_HOOKS("memory", {.break_lock =
                             .is_held_on_server =
                                 [](const std::string& uri, std::string_view name) {
                                   return dlock::memory::is_held(namespace_of(uri), std::string(name));
-                                }});
+                                },
+                            .inspection = {.inspect = true, .list = true, .force_release = true}});

@@ -2,6 +2,8 @@
 // reentrancy hold counting, expiry marking the old lease lost, namespaces kept apart.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -358,3 +360,107 @@ TEST(Memory, ASemaphoreAndALockOfOneNameAreRefusedWithoutWaiting) {
 }
 
 }  // namespace
+
+TEST(MemoryInspection, InspectNamesEachHolderWithItsKindAndTheQueuedWaiters) {
+  auto b = open_memory("memory://inspect");
+  const auto name = unique_name("inspect");
+  EXPECT_FALSE(b->inspect(name).held);
+
+  auto holder_lock = b->make_lock(name, no_watchdog(60s));
+  auto held = holder_lock->acquire();
+  auto waiting_lock = b->make_lock(name);
+  std::thread waiter([&] { auto l = waiting_lock->acquire(); });
+  ASSERT_TRUE(wait_for_waiters("inspect", name, 1));
+
+  const auto info = b->inspect(name);
+  EXPECT_EQ(info.name, name);
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, holder_lock->owner());
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::mutex);
+  EXPECT_EQ(info.holders[0].fencing_token, held.fencing_token());
+  ASSERT_TRUE(info.holders[0].ttl_left);
+  EXPECT_LE(*info.holders[0].ttl_left, 60s);
+  EXPECT_TRUE(info.holders[0].since);
+  ASSERT_TRUE(info.waiters_known);
+  ASSERT_EQ(info.waiters.size(), 1u);
+  EXPECT_EQ(info.waiters[0].owner, waiting_lock->owner());
+
+  held.release();
+  waiter.join();
+  EXPECT_FALSE(b->inspect(name).held);
+}
+
+TEST(MemoryInspection, InspectTellsReadersWritersAndPermits) {
+  auto b = open_memory("memory://inspect");
+  const auto rw_name = unique_name("inspect-rw");
+  auto rw = b->make_rw_lock(rw_name);
+  auto r1 = rw->try_acquire_read();
+  ASSERT_TRUE(r1);
+  auto info = b->inspect(rw_name);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::read);
+  EXPECT_EQ(info.holders[0].owner, rw->owner());
+  r1.release();
+  auto w = rw->try_acquire_write();
+  ASSERT_TRUE(w);
+  info = b->inspect(rw_name);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::write);
+
+  const auto sem_name = unique_name("inspect-sem");
+  auto sem = b->make_semaphore(sem_name, 5);
+  auto permits = sem->try_acquire(3);
+  ASSERT_TRUE(permits);
+  info = b->inspect(sem_name);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::permits);
+  EXPECT_EQ(info.holders[0].count, 3u);
+}
+
+TEST(MemoryInspection, ListGivesTheHeldNamesUnderThePrefix) {
+  auto b = open_memory("memory://list");
+  const auto prefix = unique_name("list") + "/";
+  auto a = b->make_lock(prefix + "a");
+  auto c = b->make_lock(prefix + "c");
+  auto other = b->make_lock(unique_name("elsewhere"));
+  auto la = a->acquire();
+  auto lc = c->acquire();
+  auto lo = other->acquire();
+  EXPECT_EQ(b->list(prefix), (std::vector<std::string>{prefix + "a", prefix + "c"}));
+  lc.release();
+  EXPECT_EQ(b->list(prefix), (std::vector<std::string>{prefix + "a"}));
+}
+
+TEST(MemoryInspection, ForceReleaseRemovesTheGrantAndTheHolderLearnsItIsLost) {
+  auto b = open_memory("memory://break");
+  const auto name = unique_name("break");
+  auto stuck = b->make_lock(name, no_watchdog(60s));
+  auto held = stuck->acquire();
+  const auto removed = b->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, stuck->owner());
+  EXPECT_TRUE(held.lost_token().stop_requested());
+  EXPECT_FALSE(b->inspect(name).held);
+  auto next = b->make_lock(name);
+  EXPECT_TRUE(next->try_acquire());
+  EXPECT_TRUE(b->force_release(unique_name("never-held")).empty());
+}
+
+TEST(MemoryInspection, NamesAreCheckedAsMakeLockChecksThem) {
+  auto b = open_memory("memory://");
+  std::error_code ec;
+  (void)b->inspect("", ec);
+  EXPECT_EQ(ec, dlock::errc::invalid_name);
+  (void)b->force_release("", ec);
+  EXPECT_EQ(ec, dlock::errc::invalid_name);
+}
+
+TEST(DefaultOwnerId, NamesHostAndPidAndDiffersPerLockObject) {
+  auto b = open_memory("memory://");
+  auto one = b->make_lock("owner-id");
+  auto two = b->make_lock("owner-id");
+  const auto pid = ":" + std::to_string(getpid()) + ":";
+  EXPECT_NE(one->owner().find(pid), std::string::npos) << one->owner();
+  EXPECT_NE(one->owner(), two->owner());
+}

@@ -405,4 +405,49 @@ std::unique_ptr<semaphore> getlock_backend::do_make_semaphore(std::string name, 
   return make_getlock_semaphore(name, max_count, semaphore_caps(), std::move(options), shared_);
 }
 
+std::optional<std::string> getlock_backend::holding_connection(const std::string& name) {
+  std::error_code ec;
+  auto c = shared_->connections->checkout(ec);
+  if (!c) throw error(ec, last_error_message());
+  const sql::param key{getlock_key(name)};
+  sql::result out;
+  sql::sql_error err;
+  if (!c->execute("SELECT IS_USED_LOCK(?)", std::span(&key, 1), out, err)) {
+    sql::set_sql_error(ec, err, "inspecting '" + name + "' (IS_USED_LOCK)");
+    throw error(ec, last_error_message());
+  }
+  if (out.rows.empty() || out.rows[0].empty()) return std::nullopt;
+  return out.rows[0][0];
+}
+
+lock_info getlock_backend::do_inspect(const std::string& name) {
+  lock_info info;
+  if (const auto id = holding_connection(name)) {
+    lock_holder h;
+    h.owner = "connection " + *id;
+    info.holders.push_back(std::move(h));
+  }
+  return info;
+}
+
+std::vector<lock_holder> getlock_backend::do_force_release(const std::string& name) {
+  const auto id = holding_connection(name);
+  if (!id) return {};
+  // KILL takes no placeholder; the id is the server's own integer, checked to be one.
+  if (id->empty() || !std::all_of(id->begin(), id->end(), [](char c) { return c >= '0' && c <= '9'; }))
+    throw error(errc::backend_error, "IS_USED_LOCK answered '" + *id + "', not a connection id");
+  std::error_code ec;
+  auto c = shared_->connections->checkout(ec);
+  if (!c) throw error(ec, last_error_message());
+  sql::result out;
+  sql::sql_error err;
+  if (!c->execute("KILL CONNECTION " + *id, {}, out, err)) {
+    sql::set_sql_error(ec, err, "breaking '" + name + "' (KILL CONNECTION " + *id + ")");
+    throw error(ec, last_error_message());
+  }
+  lock_holder h;
+  h.owner = "connection " + *id;
+  return {h};
+}
+
 }  // namespace dlock::mysql

@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 // mysql+getlock://: MariaDB/MySQL named locks (GET_LOCK / RELEASE_LOCK). Leases share a few
 // pooled connections (a connection holds any number of named locks since MariaDB 10.0.2 / MySQL
 // 5.7; a local guard keeps one process from taking the same name twice through one connection);
@@ -52,8 +53,14 @@ class getlock_backend final : public backend {
   // N GET_LOCK slots (getlock_semaphore.hpp). No do_make_rw_lock: GET_LOCK has no shared mode.
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override;
+  // IS_USED_LOCK(key): the holding connection, named "connection <id>" (a named lock records no
+  // owner id); no waiters (the server's queue is not readable without performance_schema).
+  // force_release: KILL CONNECTION of the holder, which frees every named lock it held.
+  lock_info do_inspect(const std::string& name) override;
+  std::vector<lock_holder> do_force_release(const std::string& name) override;
 
  private:
+  std::optional<std::string> holding_connection(const std::string& name);
   std::shared_ptr<const shared> shared_;
 };
 

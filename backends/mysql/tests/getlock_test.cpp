@@ -13,6 +13,7 @@
 
 #include "../src/getlock_key.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 #include "hostile_names.hpp"
 #include "shared_sessions.hpp"
@@ -265,3 +266,27 @@ TEST(SqlPool, FullMaxConnectionsWaitsTheSameWayOnATableScheme) {
 }
 
 }  // namespace
+
+TEST(GetLockInspection, IsUsedLockNamesTheConnectionAndForceReleaseKillsIt) {
+  auto b = dlock::open(test::uri_for("mysql+getlock"));
+  auto breaker = dlock::open(test::uri_for("mysql+getlock"));
+  const auto name = dlock::testing::unique_name("inspect");
+  EXPECT_FALSE(breaker->inspect(name).held);
+  auto held = b->make_lock(name)->try_acquire();
+  ASSERT_TRUE(held);
+  auto raw = test::raw_connect(test::server_uri());
+  const auto holder = test::query_int(*raw, "SELECT IS_USED_LOCK(?)", dlock::mysql::getlock_key(name));
+  ASSERT_TRUE(holder);
+  const auto info = breaker->inspect(name);
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, "connection " + std::to_string(*holder));
+  EXPECT_FALSE(info.waiters_known);
+
+  const auto removed = breaker->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, info.holders[0].owner);
+  EXPECT_TRUE(dlock::testing::eventually([&] { return !breaker->inspect(name).held; }));
+  EXPECT_TRUE(dlock::testing::fires_within(held.lost_token(), std::chrono::seconds(15)))
+      << "the session monitor reports the lease lost";
+}

@@ -32,7 +32,14 @@ bool getlock_held(const std::string& uri, std::string_view name) {
 
 }  // namespace
 
-DLOCK_TEST_HOOKS("mysql+getlock", {.break_lock = getlock_break, .is_held_on_server = getlock_held});
+// IS_USED_LOCK names the holding connection (not the owner id); force_release KILLs it.
+DLOCK_TEST_HOOKS("mysql+getlock",
+                 {.break_lock = getlock_break,
+                  .is_held_on_server = getlock_held,
+                  .inspection = {.inspect = true,
+                                 .list = false,
+                                 .force_release = true,
+                                 .owner = dlock::testing::backend_hooks::inspection_support::owner_record::server_id}});
 
 // The table strategies, on their default tables (the conformance URIs set no table=).
 namespace {

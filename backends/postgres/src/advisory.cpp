@@ -5,6 +5,8 @@
 #include "advisory_grant.hpp"
 #include "advisory_primitives.hpp"
 #include "capabilities.hpp"
+#include "dlock/spi.hpp"
+#include "dlock_sql/connection.hpp"
 #include "dlock_sql/deadline.hpp"
 #include "dlock_sql/params.hpp"
 #include "dlock_sql/strategies.hpp"
@@ -56,6 +58,67 @@ class advisory_backend final : public backend {
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override {
     return make_advisory_semaphore(st_, std::move(name), max_count, std::move(options));
+  }
+  // pg_locks on the name's advisory key k (int8: classid its high, objid its low 32 bits,
+  // objsubid 1), in this database: the granted sessions hold, the others wait. A holder is named
+  // by its server process ("pid <n>"): the lock records no owner id. The name's semaphore marks
+  // are not looked at.
+  lock_info do_inspect(const std::string& name) override {
+    const auto rows = sessions_on(name);
+    lock_info info;
+    info.waiters_known = true;
+    for (const auto& r : rows) {
+      const auto owner = "pid " + r[0].value_or("?");
+      const auto kind = r[2].value_or("") == "ShareLock" ? hold_kind::read : hold_kind::mutex;
+      if (r[1].value_or("") == "t") {
+        lock_holder h;
+        h.owner = owner;
+        h.kind = kind;
+        info.holders.push_back(std::move(h));
+      } else {
+        info.waiters.push_back({owner, kind});
+      }
+    }
+    return info;
+  }
+  // pg_terminate_backend of every session holding k: the server ends the session, which frees its
+  // advisory locks -- all of them, also those of other names the session held (the pool shares
+  // sessions between the leases of one backend object).
+  std::vector<lock_holder> do_force_release(const std::string& name) override {
+    auto info = do_inspect(name);
+    std::vector<lock_holder> removed;
+    for (auto& h : info.holders) {
+      const auto pid = h.owner.substr(4);
+      std::error_code ec;
+      auto c = st_->connections->checkout(ec);
+      if (!c) throw error(ec, last_error_message());
+      sql::param p{static_cast<std::int64_t>(std::stoll(pid))};
+      sql::result out;
+      sql::sql_error err;
+      if (!c->execute("SELECT pg_terminate_backend($1::int4)", std::span(&p, 1), out, err)) {
+        sql::set_sql_error(ec, err, "terminating the session holding '" + name + "'");
+        throw error(ec, last_error_message());
+      }
+      if (!out.rows.empty() && out.rows[0][0].value_or("") == "t") removed.push_back(std::move(h));
+    }
+    return removed;
+  }
+  std::vector<sql::row> sessions_on(const std::string& name) {
+    std::error_code ec;
+    auto c = st_->connections->checkout(ec);
+    if (!c) throw error(ec, last_error_message());
+    sql::param p{spi::sha256_int64(name)};
+    sql::result out;
+    sql::sql_error err;
+    if (!c->execute("SELECT pid, granted, mode FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+                    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                    " AND classid = ((($1::int8) >> 32) & 4294967295)::oid AND objid = (($1::int8) & 4294967295)::oid"
+                    " ORDER BY granted DESC, pid",
+                    std::span(&p, 1), out, err)) {
+      sql::set_sql_error(ec, err, "inspecting '" + name + "' in pg_locks");
+      throw error(ec, last_error_message());
+    }
+    return std::move(out.rows);
   }
   std::shared_ptr<advisory_state> st_;
 };

@@ -402,3 +402,44 @@ TEST(pg_advisory_one_name, racing_acquirers_of_one_kind_never_refuse_each_other)
 // Two kinds racing for one name: conformance OneName.AMutexAndASemaphoreRacingForOneNameAreNeverBothGranted.
 
 }  // namespace
+
+namespace {
+
+TEST(pg_advisory_inspection, pg_locks_gives_the_holding_and_the_waiting_sessions) {
+  auto b = dlock::open(advisory_uri());
+  auto other = dlock::open(advisory_uri());  // a pool of its own: another session waits
+  const auto name = unique_name("inspect");
+  EXPECT_FALSE(b->inspect(name).held);
+  auto held = b->make_lock(name)->acquire();
+  auto waiting_lock = other->make_lock(name);
+  std::thread waiter([&] { (void)waiting_lock->try_acquire_for(10s); });
+  dlock::lock_info info;
+  ASSERT_TRUE(eventually([&] {
+    info = b->inspect(name);
+    return !info.waiters.empty();
+  }));
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_TRUE(info.holders[0].owner.starts_with("pid ")) << info.holders[0].owner;
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::mutex);
+  EXPECT_TRUE(info.waiters_known);
+  EXPECT_NE(info.waiters[0].owner, info.holders[0].owner);
+  held.release();
+  waiter.join();
+}
+
+TEST(pg_advisory_inspection, force_release_terminates_the_holding_session) {
+  auto b = dlock::open(advisory_uri());
+  auto breaker = dlock::open(advisory_uri());
+  const auto name = unique_name("break");
+  auto held = b->make_lock(name)->acquire();
+  const auto before = breaker->inspect(name);
+  ASSERT_EQ(before.holders.size(), 1u);
+  const auto removed = breaker->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, before.holders[0].owner);
+  EXPECT_TRUE(eventually([&] { return !breaker->inspect(name).held; }));
+  EXPECT_TRUE(fires_within(held.lost_token(), 15s)) << "the session monitor reports the lease lost";
+}
+
+}  // namespace

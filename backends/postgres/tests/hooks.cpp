@@ -9,9 +9,19 @@ dlock::testing::backend_hooks pg_hooks() {
           .is_held_on_server = [](const std::string& uri,
                                   std::string_view name) { return dlock::pg::testing::held_on_server(uri, name); }};
 }
+// postgres+advisory: pg_locks names the holding session (not the owner id), and force_release
+// terminates it.
+dlock::testing::backend_hooks advisory_hooks() {
+  auto h = pg_hooks();
+  h.inspection = {.inspect = true,
+                  .list = false,
+                  .force_release = true,
+                  .owner = dlock::testing::backend_hooks::inspection_support::owner_record::server_id};
+  return h;
+}
 }  // namespace
 
 DLOCK_TEST_HOOKS("postgres+index", {pg_hooks()});
 DLOCK_TEST_HOOKS("postgres+forupdate", {pg_hooks()});
 DLOCK_TEST_HOOKS("postgres+version", {pg_hooks()});
-DLOCK_TEST_HOOKS("postgres+advisory", {pg_hooks()});
+DLOCK_TEST_HOOKS("postgres+advisory", {advisory_hooks()});

@@ -1,8 +1,10 @@
 #include "redis_backend.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "capabilities.hpp"
+#include "redis_keys.hpp"
 #include "redis_lease.hpp"
 #include "redis_lock.hpp"
 #include "redis_primitives.hpp"
@@ -132,6 +134,153 @@ std::unique_ptr<rw_lock> redis_backend::do_make_rw_lock(std::string name, lock_o
 std::unique_ptr<semaphore> redis_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
                                                             lock_options options) {
   return make_redis_semaphore(state_, name, max_count, semaphore_caps(), std::move(options));
+}
+
+}  // namespace dlock::redis
+
+namespace dlock::redis {
+namespace {
+
+// One atomic look at a name (and, with ARGV[1] == 'break', its removal): the key's type and PTTL,
+// the fencing counter, the fair queue, and the key's value (a string) or fields (a hash). A string
+// of digits is a semaphore's count: never deleted here.
+constexpr const char* inspect_script = R"lua(
+local t = redis.call('TYPE', KEYS[1]).ok
+local out = {t, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', {}, {}}
+if KEYS[3] ~= '' then out[4] = redis.call('LRANGE', KEYS[3], 0, -1) end
+local lock = false
+if t == 'string' then
+  local v = redis.call('GET', KEYS[1])
+  out[5] = {v}
+  lock = not string.match(v, '^%d+$')
+elseif t == 'hash' then
+  out[5] = redis.call('HGETALL', KEYS[1])
+  lock = true
+end
+if ARGV[1] == 'break' and lock then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[4], 0)
+  redis.call('PUBLISH', KEYS[5], 1)
+end
+return out
+)lua";
+
+std::string text_of(const redisReply* r) {
+  return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? std::string(r->str, r->len)
+                                                                               : std::string();
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A key of the lock layouts that SCAN finds: its value names a holder (not a counter or semaphore).
+std::string glob_escaped(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+lock_info redis_backend::look(const std::string& name, bool remove) {
+  const auto& cfg = state_->config;
+  const auto keys = keys_for(cfg.prefix, cfg.lock_mode, name);
+  std::error_code ec;
+  auto c = state_->checkout_for(keys.key, ec);
+  if (!c) throw error(ec, last_error_message());
+  auto r = c->command({"EVAL", inspect_script, "5", keys.key, keys.fence, keys.queue, keys.channel, keys.rw_channel,
+                       remove ? "break" : "look"},
+                      ec);
+  if (ec) throw error(ec, last_error_message());
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 5)
+    throw error(errc::backend_error, "redis " + server_label(*state_) + ": unexpected reply inspecting '" + name + "'");
+  const auto type = text_of(r->element[0]);
+  const auto pttl = r->element[1]->integer;
+  const auto fence = text_of(r->element[2]);
+  const redisReply* queue = r->element[3];
+  const redisReply* value = r->element[4];
+
+  lock_info info;
+  info.waiters_known = cfg.lock_mode == mode::fair;
+  for (std::size_t i = 0; queue->type == REDIS_REPLY_ARRAY && i < queue->elements; ++i)
+    info.waiters.push_back({text_of(queue->element[i]), hold_kind::mutex});
+  const std::optional<std::chrono::milliseconds> ttl_left =
+      pttl >= 0 ? std::optional(std::chrono::milliseconds(pttl)) : std::nullopt;
+  if (type == "string") {
+    const auto v = value->elements == 1 ? text_of(value->element[0]) : std::string();
+    if (all_digits(v))
+      throw error(errc::not_supported, "redis " + server_label(*state_) + ": '" + name +
+                                           "' is a semaphore, whose permits are not inspected");
+    lock_holder h;
+    h.owner = v;  // the grant's token: redis:// records no owner id
+    h.ttl_left = ttl_left;
+    // The counter's value is this grant's token when a dlock client took it (a redis-py holder
+    // takes none, and its value does not start with "dlock:").
+    if (v.starts_with("dlock:") && all_digits(fence)) h.fencing_token = std::stoull(fence);
+    info.holders.push_back(std::move(h));
+  } else if (type == "hash") {
+    std::string rw_mode;
+    for (std::size_t i = 0; i + 1 < value->elements; i += 2)
+      if (text_of(value->element[i]) == "mode") rw_mode = text_of(value->element[i + 1]);
+    for (std::size_t i = 0; i + 1 < value->elements; i += 2) {
+      const auto field = text_of(value->element[i]);
+      if (field == "mode") continue;
+      lock_holder h;
+      h.owner = field;  // Redisson's "<client uuid>:<hash of the owner id>"
+      h.kind = rw_mode.empty() ? hold_kind::mutex : rw_mode == "read" ? hold_kind::read : hold_kind::write;
+      h.ttl_left = ttl_left;
+      info.holders.push_back(std::move(h));
+    }
+  }
+  return info;
+}
+
+lock_info redis_backend::do_inspect(const std::string& name) {
+  if (state_->cluster) return backend::do_inspect(name);
+  return look(name, false);
+}
+
+std::vector<lock_holder> redis_backend::do_force_release(const std::string& name) {
+  if (state_->cluster) return backend::do_force_release(name);
+  return look(name, true).holders;
+}
+
+std::vector<std::string> redis_backend::do_list(const std::string& prefix) {
+  if (state_->cluster) return backend::do_list(prefix);
+  const auto& cfg = state_->config;
+  std::error_code ec;
+  auto c = state_->checkout_for(cfg.prefix, ec);
+  if (!c) throw error(ec, last_error_message());
+  const auto pattern = glob_escaped(cfg.prefix + prefix) + "*";
+  std::vector<std::string> names;
+  std::string cursor = "0";
+  do {
+    auto r = c->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, ec);
+    if (ec) throw error(ec, last_error_message());
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+      throw error(errc::backend_error, "redis " + server_label(*state_) + ": unexpected reply to SCAN");
+    cursor = text_of(r->element[0]);
+    for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
+      const auto key = text_of(r->element[1]->element[i]);
+      // Derived keys (counters, queues, channels' keys) are Redisson's "redisson_*:{K}" names or
+      // "{K}:suffix"; the lock's own key holds a dlock token (a string) or holder fields (a hash).
+      auto type = c->command({"TYPE", key}, ec);
+      if (ec) throw error(ec, last_error_message());
+      const auto t = text_of(type.get());
+      bool lock = t == "hash" && key.find('{') == std::string::npos;
+      if (t == "string") {
+        auto v = c->command({"GET", key}, ec);
+        if (ec) throw error(ec, last_error_message());
+        lock = text_of(v.get()).starts_with("dlock:");
+      }
+      if (lock) names.push_back(key.substr(cfg.prefix.size()));
+    }
+  } while (cursor != "0");
+  return names;
 }
 
 }  // namespace dlock::redis

@@ -23,8 +23,14 @@ class redis_backend final : public backend {
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override;
+  // On one server (not a cluster): the mutex and reader-writer layouts at the name's key, the fair
+  // queue's waiters; force_release deletes the key and publishes the release. Semaphores refused.
+  lock_info do_inspect(const std::string& name) override;
+  std::vector<std::string> do_list(const std::string& prefix) override;
+  std::vector<lock_holder> do_force_release(const std::string& name) override;
 
  private:
+  lock_info look(const std::string& name, bool remove);
   std::shared_ptr<backend_state> state_;
 };
 

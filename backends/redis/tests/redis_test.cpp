@@ -690,3 +690,70 @@ TEST(Redlock, ThreeMasters) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RedisInspection, InspectReadsTheKeyAndForceReleaseDeletesIt) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  auto b = open_uri(uri);
+  const auto name = unique_name("inspect");
+  EXPECT_FALSE(b->inspect(name).held);
+  dlock::lock_options o;
+  o.ttl = 30s;
+  o.watchdog = false;
+  auto stuck = b->make_lock(name, o);
+  auto held = stuck->try_acquire();
+  ASSERT_TRUE(held);
+
+  auto c = raw_redis::connect(uri);
+  auto value = cmd(c.get(), "GET %b", name);
+  const std::string token(value->str, value->len);
+  const auto info = b->inspect(name);
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, token) << "redis:// records the grant's token, not the owner id";
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::mutex);
+  EXPECT_EQ(info.holders[0].fencing_token, held.fencing_token());
+  ASSERT_TRUE(info.holders[0].ttl_left);
+  EXPECT_LE(*info.holders[0].ttl_left, 30s);
+  EXPECT_FALSE(info.waiters_known);
+
+  const auto names = b->list(name);
+  EXPECT_EQ(names, std::vector<std::string>{name}) << "list shows the lock's key, not its counter";
+
+  const auto removed = b->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, token);
+  EXPECT_EQ(cmd(c.get(), "EXISTS %b", name)->integer, 0);
+  EXPECT_TRUE(b->make_lock(name)->try_acquire());
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+}
+
+TEST(RedisInspection, FairQueueGivesTheWaitersAndReentrantTheOwnerField) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  auto b = open_uri(with_scheme(uri, "redis+fair"));
+  const auto name = unique_name("inspect-fair");
+  auto holder_lock = b->make_lock(name);
+  auto held = holder_lock->try_acquire();
+  ASSERT_TRUE(held);
+  auto waiting_lock = b->make_lock(name);
+  std::thread waiter([&] { (void)waiting_lock->try_acquire_for(10s); });
+  dlock::lock_info info;
+  for (int i = 0; i < 1000 && info.waiters.empty(); ++i) {  // until the waiter has queued (hang guard)
+    info = b->inspect(name);
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::mutex);
+  EXPECT_FALSE(info.holders[0].owner.empty());
+  EXPECT_TRUE(info.waiters_known);
+  ASSERT_EQ(info.waiters.size(), 1u);
+  EXPECT_NE(info.waiters[0].owner, info.holders[0].owner);
+  held.release();
+  waiter.join();
+}
+
+}  // namespace

@@ -28,6 +28,23 @@ int children_request::wait(clock::time_point deadline, std::vector<std::string>&
   return rc;
 }
 
+int data(session& s, const std::string& path, clock::time_point deadline, std::string& out) {
+  out.clear();
+  pending<std::string> request([&](const void* context) {
+    return zoo_aget(
+        s.handle(), path.c_str(), 0,
+        [](int rc, const char* value, int length, const Stat*, const void* context) {
+          pending<std::string>::answer(context, rc, [&](std::string& got) {
+            if (value && length > 0) got.assign(value, static_cast<std::size_t>(length));
+          });
+        },
+        context);
+  });
+  const int rc = request.wait(deadline);
+  if (rc == ZOK) out = std::move(request.value());
+  return rc;
+}
+
 int create(session& s, const std::string& path, std::string_view data, const ACL_vector* acl, int mode,
            clock::time_point deadline, created_node* out) {
   pending<created_node> request([&](const void* context) {

@@ -7,6 +7,9 @@
 #include "capabilities.hpp"
 #include "dlock/error.hpp"
 #include "name_mapping.hpp"
+#include "request.hpp"
+#include "sequence.hpp"
+#include "session.hpp"
 #include "zk_rw_lock.hpp"
 #include "zk_semaphore.hpp"
 
@@ -91,6 +94,45 @@ std::unique_ptr<semaphore> zookeeper_backend::do_make_semaphore(std::string name
   check_name(settings_, name);
   return std::make_unique<zk_semaphore>(std::move(name), max_count, semaphore_caps(), std::move(options), connection_,
                                         settings_);
+}
+
+lock_info zookeeper_backend::do_inspect(const std::string& name) {
+  check_name(settings_, name);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto s = connection_->live(deadline, "within 10s (inspect)");
+  const auto parent = parent_path(settings_.root, name);
+  std::vector<std::string> nodes;
+  int rc = request::children(*s, parent, deadline, nodes);
+  lock_info info;
+  info.waiters_known = true;
+  if (rc == ZNONODE) return info;
+  if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot list " + parent + ": " + zerror(rc));
+  // Every recipe's contenders in arrival order, across the sequence counter's wrap (sequence.hpp).
+  const auto queue = lock_nodes_in_order(nodes);
+  bool holding = true;  // still in the holders at the head of the queue
+  for (const auto& node : queue) {
+    std::string owner;
+    rc = request::data(*s, parent + "/" + node, deadline, owner);
+    if (rc == ZNONODE) continue;  // left meanwhile
+    if (rc != ZOK)
+      throw error(errc::backend_unavailable, "zookeeper: cannot read " + parent + "/" + node + ": " + zerror(rc));
+    const auto kind = is_read_node(node)                                ? hold_kind::read
+                      : node.find(write_node_name) != std::string::npos ? hold_kind::write
+                                                                        : hold_kind::mutex;
+    // The lowest node holds; readers hold together up to the first writer (Curator's rules).
+    const bool holds =
+        holding && (info.holders.empty() || (kind == hold_kind::read && info.holders.back().kind == hold_kind::read));
+    if (holds) {
+      lock_holder h;
+      h.owner = owner;
+      h.kind = kind;
+      info.holders.push_back(std::move(h));
+    } else {
+      holding = false;
+      info.waiters.push_back({owner, kind});
+    }
+  }
+  return info;
 }
 
 }  // namespace dlock::zookeeper

@@ -19,6 +19,9 @@ class zookeeper_backend final : public backend {
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override;
+  // The children of the name's folder in sequence order: the mutex's lowest node (or the readers
+  // before the first writer) hold, the rest wait; each node's data is its owner id.
+  lock_info do_inspect(const std::string& name) override;
 
  private:
   std::shared_ptr<connection> connection_;

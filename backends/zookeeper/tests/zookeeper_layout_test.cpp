@@ -263,3 +263,56 @@ TEST(zookeeper, NodesOfALostCreateAreDeletedInTheBackground) {
   EXPECT_TRUE(zk::lock_nodes_in_order(children(zh.get(), parent)).empty()) << "the orphan is still there";
   EXPECT_TRUE(b->make_lock(name)->try_acquire()) << "the name is still blocked";
 }
+
+TEST(zookeeper_inspection, TheLowestNodeHoldsAndTheRestWaitEachNamedByItsData) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  auto b = dlock::open(uri);
+  const auto name = unique_name("inspect");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  EXPECT_FALSE(b->inspect(name).held);
+  auto zh = raw_connect(uri);
+  auto holder_lock = b->make_lock(name);
+  auto held = holder_lock->acquire();
+  auto waiter_lock = b->make_lock(name);
+  std::thread waiter([&] { auto l = waiter_lock->acquire(); });
+  wait_for_contenders(zh.get(), parent, 2);
+
+  const auto info = b->inspect(name);
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, holder_lock->owner());
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::mutex);
+  ASSERT_TRUE(info.waiters_known);
+  ASSERT_EQ(info.waiters.size(), 1u);
+  EXPECT_EQ(info.waiters[0].owner, waiter_lock->owner());
+  std::error_code ec;
+  (void)b->force_release(name, ec);
+  EXPECT_EQ(ec, dlock::errc::not_supported);
+
+  held.release();
+  waiter.join();
+  EXPECT_FALSE(b->inspect(name).held);
+}
+
+TEST(zookeeper_inspection, ReadersHoldTogetherUpToTheFirstWriter) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  auto b = dlock::open(uri);
+  const auto name = unique_name("inspect-rw");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto zh = raw_connect(uri);
+  auto r1 = b->make_rw_lock(name)->acquire_read();
+  auto r2 = b->make_rw_lock(name)->acquire_read();
+  auto writer = b->make_rw_lock(name);
+  std::thread w([&] { auto l = writer->acquire_write(); });
+  wait_for_contenders(zh.get(), parent, 3);
+  const auto info = b->inspect(name);
+  ASSERT_EQ(info.holders.size(), 2u);
+  EXPECT_EQ(info.holders[0].kind, dlock::hold_kind::read);
+  EXPECT_EQ(info.holders[1].kind, dlock::hold_kind::read);
+  ASSERT_EQ(info.waiters.size(), 1u);
+  EXPECT_EQ(info.waiters[0].kind, dlock::hold_kind::write);
+  EXPECT_EQ(info.waiters[0].owner, writer->owner());
+  r1.release();
+  r2.release();
+  w.join();
+}

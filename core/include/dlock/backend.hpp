@@ -7,9 +7,11 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "dlock/capabilities.hpp"
 #include "dlock/distributed_lock.hpp"
+#include "dlock/inspection.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/observer.hpp"
 #include "dlock/rw_lock.hpp"
@@ -96,6 +98,22 @@ class backend : public std::enable_shared_from_this<backend> {
   // this backend keeps no expiring records of its own and sweep_expired always returns 0.
   std::string sweep_target() const;
 
+  // For operators: what the server knows of `name` now (held or not, each holder, the queued
+  // waiters where the server queues them). Same name checks as make_lock. Backends that cannot
+  // ask their server refuse with errc::not_supported naming the scheme (their README says so).
+  lock_info inspect(std::string_view name);  // throws dlock::error
+  lock_info inspect(std::string_view name, std::error_code& ec) noexcept;
+  // The names held now whose name starts with `prefix`, where the server can enumerate them
+  // (sorted, each once); errc::not_supported where it cannot.
+  std::vector<std::string> list(std::string_view prefix = {});  // throws dlock::error
+  std::vector<std::string> list(std::string_view prefix, std::error_code& ec) noexcept;
+  // For operators recovering from a stuck holder: removes the current grant(s) of `name` on the
+  // server, whoever holds them, and returns whom it removed (empty when nothing held it). The
+  // holders' leases then report the grant lost, or their release says errc::not_owner. It breaks
+  // mutual exclusion if the holder is in fact alive: use it only on a holder known to be gone.
+  std::vector<lock_holder> force_release(std::string_view name);  // throws dlock::error
+  std::vector<lock_holder> force_release(std::string_view name, std::error_code& ec) noexcept;
+
  protected:
   backend(capabilities caps, lock_scope scope, name_limits limits, lock_options defaults, std::string redacted_uri);
   // A backend that also makes reader-writer locks and/or semaphores: their capabilities.
@@ -115,10 +133,18 @@ class backend : public std::enable_shared_from_this<backend> {
   virtual std::size_t do_sweep_expired(std::error_code& ec) noexcept;
   virtual std::string do_sweep_target() const;
 
+  // Called with a valid name (or any prefix). May throw dlock::error (or any exception: a
+  // backend_error). Defaults: errc::not_supported naming the scheme.
+  virtual lock_info do_inspect(const std::string& name);
+  virtual std::vector<std::string> do_list(const std::string& prefix);
+  virtual std::vector<lock_holder> do_force_release(const std::string& name);
+
  private:
   // The common checks of every make_* form: the name, the options (owner filled in). False with
   // ec set when one is bad.
   bool check_make(std::string_view name, lock_options& options, std::error_code& ec) const noexcept;
+  bool check_lock_name(std::string_view name, std::error_code& ec) const noexcept;
+  [[noreturn]] void refuse_inspection(std::string_view what) const;
   // ec = not_supported naming what this backend lacks and the schemes that have it.
   void refuse_primitive(std::string_view what, capability needed, std::error_code& ec) const noexcept;
 

@@ -10,6 +10,7 @@
 #include "dlock/diagnostics.hpp"
 #include "dlock/distributed_lock.hpp"
 #include "dlock/error.hpp"
+#include "dlock/inspection.hpp"
 #include "dlock/lease.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/observer.hpp"

@@ -26,6 +26,21 @@ struct backend_hooks {
   // (ZooKeeper: the session's heartbeats): a grant never expires unrenewed while its holder lives,
   // so a test that needs an expired grant breaks it with break_lock instead of waiting.
   bool validity_kept_alive = false;
+  // What backend::inspect, list and force_release do on this backend, as its README declares it.
+  // The conformance suite checks it both ways: what is declared works, what is not says
+  // errc::not_supported.
+  struct inspection_support {
+    bool inspect = false;
+    bool list = false;
+    bool force_release = false;
+    // How inspect names a holder: by its lock object's owner id; by the "<host>:<pid>" that the
+    // default owner id starts with (file://, from the kernel's table of flocks); or by what the
+    // server records instead, not derived from the owner id (a Redis grant's token or Redisson
+    // owner field): then only checked to be there.
+    enum class owner_record { owner_id, host_pid, server_id };
+    owner_record owner = owner_record::owner_id;
+  };
+  inspection_support inspection{};
 };
 
 // Registration by scheme ("redis", "mysql+forupdate"). The last registration of a scheme wins.
