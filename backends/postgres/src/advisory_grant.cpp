@@ -241,8 +241,9 @@ std::unique_ptr<spi::lease_state> try_on_shared(const std::shared_ptr<advisory_s
     case settled::granted: break;
   }
   try {
-    return advisory_lease_on(st, std::move(picked.s), k.name, options, start, token,
-                             hold_of(*st, k, kind, std::move(reserved)), ec);
+    // A copy: picked.s keeps the session (and its locked mutex) alive past a failed lease.
+    return advisory_lease_on(st, picked.s, k.name, options, start, token, hold_of(*st, k, kind, std::move(reserved)),
+                             ec);
   } catch (...) {
     s.end();
     set_error(ec, errc::backend_error, "out of memory");
@@ -308,8 +309,8 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
     try {
       auto s = std::make_shared<sql::session>(std::move(h));
       std::lock_guard lk(s->mutex());
-      return advisory_lease_on(st, std::move(s), k.name, options, start, token,
-                               hold_of(*st, k, kind, std::move(reserved)), ec);
+      // A copy: s keeps the session (and its locked mutex) alive past a failed lease.
+      return advisory_lease_on(st, s, k.name, options, start, token, hold_of(*st, k, kind, std::move(reserved)), ec);
     } catch (...) {
       h.discard();
       set_error(ec, errc::backend_error, "out of memory");

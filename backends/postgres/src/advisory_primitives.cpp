@@ -127,16 +127,20 @@ class advisory_semaphore final : public sql::deadline_semaphore {
       }
       sql::key_reservation mark(st_->share.get(), key_.mark_text, true);
       const auto deadline = clock::now() + st_->connections->options().checkout_timeout;
+      // try_slots gets a copy of the session's pointer: the one here must keep the session alive
+      // until the lock on its mutex is released. A failed try drops its copy, and when that was
+      // the last one (a session of our own, or a shared one ended and dropped meanwhile) the
+      // mutex would be unlocked after the session was freed.
       if (!st_->share->reserved(key_.key_text)) {
         auto picked = st_->share->pick(deadline, ec);
         if (!picked.s) return nullptr;
-        return try_slots(std::move(picked.s), permits, mark, ec);
+        return try_slots(picked.s, permits, mark, ec);
       }
       auto h = st_->connections->checkout_dedicated(deadline, ec);
       if (!h) return nullptr;
       auto own = std::make_shared<sql::session>(std::move(h));
       std::lock_guard lk(own->mutex());
-      return try_slots(std::move(own), permits, mark, ec);
+      return try_slots(own, permits, mark, ec);
     } catch (...) {
       set_error(ec, errc::backend_error, "out of memory");
       return nullptr;
