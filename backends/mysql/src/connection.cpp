@@ -11,15 +11,18 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 
 #include "dlock_sql/deadline.hpp"
 
@@ -155,6 +158,8 @@ int port_of(const sockaddr_storage& a) {
 }
 
 // Calls `visit(fd)` for each file descriptor of this process (/proc/self/fd) until it returns false.
+// Other threads open and close descriptors meanwhile: a number listed here may be closed, or
+// reused for another file, by the time `visit` looks at it.
 template <class Visit>
 void for_each_fd(Visit visit) {
   std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc/self/fd"), closedir);
@@ -166,11 +171,34 @@ void for_each_fd(Visit visit) {
   }
 }
 
-// Whether `fd` is a socket connected to `server_port`.
-bool connected_to(int fd, int server_port) {
+// The inode of the socket descriptor `fd` names now, read from its /proc/self/fd link
+// ("socket:[12345]") rather than with fstat: the descriptor may be another thread's, closed by it
+// at any moment, and the link is read without touching the descriptor. nullopt: not a socket, or
+// closed.
+std::optional<ino_t> socket_inode(int fd) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  char target[64];
+  const ssize_t n = ::readlink(path, target, sizeof target);
+  constexpr std::string_view prefix = "socket:[";
+  if (n <= 0 || static_cast<std::size_t>(n) >= sizeof target) return std::nullopt;
+  const std::string_view link(target, static_cast<std::size_t>(n));
+  if (!link.starts_with(prefix) || !link.ends_with(']')) return std::nullopt;
+  ino_t inode = 0;
+  if (std::from_chars(link.data() + prefix.size(), link.data() + link.size() - 1, inode).ec != std::errc())
+    return std::nullopt;
+  return inode;
+}
+
+// Whether `fd` names the socket `inode` and that socket is connected to `server_port`. The
+// descriptor may be another thread's, closed and its number reused between any two calls here:
+// the answer counts only when the number named the same socket before and after getpeername
+// (socket inodes are not reused while the socket lives).
+bool connected_to(int fd, ino_t inode, int server_port) {
   sockaddr_storage peer{};
   socklen_t pl = sizeof peer;
-  return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 && port_of(peer) == server_port;
+  return getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) == 0 && port_of(peer) == server_port &&
+         socket_inode(fd) == inode;
 }
 
 // Connector/C++ 1.1 does not expose its socket. The server tells us our client port
@@ -186,10 +214,12 @@ int find_socket(const std::string& processlist_host, int server_port) {
   int found = -1;
   bool ambiguous = false;  // two of them (should not happen): do not guess
   for_each_fd([&](int fd) {
+    const auto inode = socket_inode(fd);
+    if (!inode) return true;
     sockaddr_storage local{};
     socklen_t ll = sizeof local;
     if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &ll) != 0) return true;
-    if (port_of(local) != local_port || !connected_to(fd, server_port)) return true;
+    if (port_of(local) != local_port || !connected_to(fd, *inode, server_port)) return true;
     ambiguous = found != -1;
     found = fd;
     return !ambiguous;
@@ -200,8 +230,7 @@ int find_socket(const std::string& processlist_host, int server_port) {
 std::set<ino_t> socket_inodes() {
   std::set<ino_t> out;
   for_each_fd([&](int fd) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode)) out.insert(st.st_ino);
+    if (const auto inode = socket_inode(fd)) out.insert(*inode);
     return true;
   });
   return out;
@@ -214,9 +243,8 @@ int new_socket_to(int server_port, const std::set<ino_t>& before) {
   int found = -1;
   bool ambiguous = false;
   for_each_fd([&](int fd) {
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || before.contains(st.st_ino)) return true;
-    if (!connected_to(fd, server_port)) return true;
+    const auto inode = socket_inode(fd);
+    if (!inode || before.contains(*inode) || !connected_to(fd, *inode, server_port)) return true;
     ambiguous = found != -1;
     found = fd;
     return !ambiguous;
