@@ -6,21 +6,12 @@ set -u
 dlock=$1
 work=$(mktemp -d)
 trap 'kill "${holder:-}" 2>/dev/null; rm -rf "$work"' EXIT
-failures=0
-expect() {  # expect STATUS DESCRIPTION -- CMD...
-  local want=$1 what=$2; shift 3
-  "$@" </dev/null >"$work/out" 2>"$work/err"; local got=$?
-  if [[ $got -ne $want ]]; then
-    echo "FAIL: $what: exit $got, expected $want"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 check() {  # check DESCRIPTION -- CMD...: a test on the last output
   local what=$1; shift 2
-  if "$@"; then echo "ok: $what"; else
-    echo "FAIL: $what"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"; failures=$((failures + 1))
+  if "$@"; then ok "$what"; else
+    fail "$what"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"
   fi
 }
 uri="file://$work/locks"
@@ -34,7 +25,7 @@ expect 0 "inspect --help" -- "$dlock" inspect --help
 coproc HOLD { exec "$dlock" hold "$uri" "$name"; }  # exec: its pid is the holder's
 holder=$HOLD_PID
 read -r -t 10 line <&"${HOLD[0]}"
-if [[ ${line:-} != acquired* ]]; then echo "FAIL: dlock hold printed '${line:-}'"; failures=$((failures + 1)); fi
+if [[ ${line:-} != acquired* ]]; then fail "dlock hold printed '${line:-}'"; fi
 
 expect 0 "inspect a held name" -- "$dlock" inspect "$uri" "$name"
 check "it says held, by the holding process" -- grep -q "^holder owner=$(hostname):$holder " "$work/out"
