@@ -1,3 +1,8 @@
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "conformance_test.hpp"
 
 namespace dlock::conformance {
@@ -83,6 +88,50 @@ TEST_P(Lock, WatchdogKeepsTheLockPastItsTtl) {
   std::this_thread::sleep_for(3 * ttl);
   EXPECT_FALSE(theirs->try_acquire()) << "the watchdog did not keep the lock";
   EXPECT_TRUE(held.held());
+}
+
+// A grant that waited longer than its ttl: the wait was not the holder's time. It is handed out
+// with its validity ahead of it, and it excludes others like any grant. (A lock bound to a server
+// session counted the validity from the start of the waiting statement: spent at the grant, it
+// ran out before the session monitor's first check could move it, some ticks' worth of the time,
+// and the lease was lost, its session ended, under a holder just granted it.)
+TEST_P(Lock, AGrantAfterAWaitLongerThanItsTtlHasItsTtlAhead) {
+  const auto name = dlock::testing::unique_name("long-wait");
+  const auto ttl = 600ms;
+  auto theirs = make(name, options(ttl, true)), third = make(name), mine = make(name, options(ttl, true));
+  // The holder is another process, so that the wait happens on the server (one backend object may
+  // queue its own waiters locally), and is killed; a process-scoped lock's holder is in here.
+  std::optional<dlock::testing::child_process> holder;
+  lease held;
+  if (backend_->scope() == lock_scope::process) {
+    held = mine->try_acquire();
+    ASSERT_TRUE(held);
+  } else {
+    holder.emplace(std::vector<std::string>{DLOCK_CONFORMANCE_WORKER, "hold", uri_, name, std::to_string(ttl.count())});
+    const auto line = holder->read_line(15s);
+    ASSERT_TRUE(line && line->starts_with("acquired")) << "the holder process did not acquire";
+  }
+  auto waiting = std::async(std::launch::async, [&] { return theirs->try_acquire_for(3 * ttl + margin); });
+  std::this_thread::sleep_for(2 * ttl);  // the property needs a wait longer than the ttl
+  if (holder) {
+    holder->kill_hard();
+    holder->wait(10s);
+  } else {
+    held.release();
+  }
+  auto granted = waiting.get();
+  const auto at = clock::now();
+  ASSERT_TRUE(granted) << "the waiter was not granted after the holder went";
+  if (granted.valid_until() != clock::time_point::max()) {
+    EXPECT_GE(granted.valid_until() - at, ttl / 2) << "the grant came with its validity spent on the wait";
+  }
+  std::this_thread::sleep_for(ttl / 2);  // past the session checks' first ticks
+  EXPECT_TRUE(granted.held());
+  EXPECT_FALSE(granted.lost_token().stop_requested()) << "a grant after a long wait was reported lost";
+  EXPECT_FALSE(third->try_acquire()) << "acquired while held";
+  std::error_code ec;
+  granted.release(ec);
+  EXPECT_FALSE(ec) << ec.message();
 }
 
 }  // namespace dlock::conformance

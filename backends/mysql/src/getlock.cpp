@@ -206,7 +206,7 @@ class getlock_lock final : public distributed_lock {
   // granted, NULL: GET_LOCK failed).
   std::unique_ptr<spi::lease_state> attempt(const std::shared_ptr<sql::session>& s, std::chrono::milliseconds wait,
                                             sql::key_reservation& reserved, std::error_code& ec) noexcept {
-    const auto start = clock::now();
+    auto start = clock::now();
     const std::string what = "acquiring lock '" + std::string(name()) + "'";
     std::optional<long long> got;
     try {
@@ -232,6 +232,12 @@ class getlock_lock final : public distributed_lock {
       }
       s->answered(start);
       if (got && *got > 0) {
+        if (sql::sql_error err; !sql::rebase_after_wait(*s->conn(), options().ttl, start, err)) {
+          s->end();
+          sql::set_sql_error(ec, err, what + " (confirming the session after the wait)");
+          return nullptr;
+        }
+        s->answered(start);
         ++s->holders;
         try {
           return std::make_unique<getlock_lease>(shared_->monitor, std::string(name()), key_, options().ttl, start,

@@ -304,7 +304,7 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
   const auto m = index_of(kind);
   sql::sql_error err;
   sql::result out;
-  const auto start = clock::now();
+  auto start = clock::now();
   const auto own_session = [&](std::uint64_t token) -> std::unique_ptr<spi::lease_state> {
     try {
       auto s = std::make_shared<sql::session>(std::move(h));
@@ -322,7 +322,10 @@ std::unique_ptr<spi::lease_state> acquire_advisory_key(const std::shared_ptr<adv
   const auto finish = [&](const sql::result& answer) -> std::unique_ptr<spi::lease_state> {
     std::uint64_t token = 0;
     switch (settle(*h, *st, k, kind, answer, token, ec)) {
-      case settled::granted: return own_session(token);
+      case settled::granted:
+        if (sql::rebase_after_wait(*h, options.ttl, start, err)) return own_session(token);
+        sql::set_sql_error(ec, err, what + " (confirming the session after the wait)");
+        break;
       case settled::held:
       case settled::refused: return nullptr;
       case settled::failed: break;

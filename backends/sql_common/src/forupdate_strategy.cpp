@@ -69,7 +69,7 @@ class forupdate_lock final : public strategy_lock<forupdate_state> {
     v.name = std::string(name());
     auto h = st_->setup.connections->checkout_dedicated(ec);
     if (!h) return nullptr;
-    const auto start = clock::now();  // the lease's validity counts from before the grant
+    auto start = clock::now();  // the lease's validity counts from before the grant
     const std::string what = "acquiring lock " + quoted_name(v.name);
     sql_error err;
     result out;
@@ -109,6 +109,7 @@ class forupdate_lock final : public strategy_lock<forupdate_state> {
         return fail();
       }
     }
+    if (!rebase_after_wait(*h, options().ttl, start, err)) return fail();
     if (!st_->sql.bump_fence.empty() && !run(*h, st_->sql.bump_fence, v, out, err)) return fail();
     auto fence = out.rows.empty() || out.rows.front().empty() ? std::nullopt : to_int(out.rows.front()[0]);
     if (!fence) {

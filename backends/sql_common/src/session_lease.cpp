@@ -98,6 +98,16 @@ std::chrono::milliseconds confirm_period(std::chrono::milliseconds ttl) {
 }
 }  // namespace
 
+bool rebase_after_wait(connection& c, std::chrono::milliseconds ttl, std::chrono::steady_clock::time_point& start,
+                       sql_error& err) noexcept {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - start < confirm_period(ttl)) return true;
+  result out;
+  if (!c.execute("SELECT 1", {}, out, err)) return false;
+  start = now;
+  return true;
+}
+
 session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
                              clock::time_point start, bool confirm, pool::handle h)
     : session_lease(std::move(monitor), std::move(name), ttl, start, confirm, std::make_shared<session>(std::move(h))) {

@@ -87,6 +87,17 @@ class session {
   std::chrono::steady_clock::time_point answered_at_{};
 };
 
+// A session lease's validity counts from the start of its granting statement, the last moment
+// the session is known to have been alive. A statement that waited on the server for the grant
+// (pg_advisory_lock, GET_LOCK with a timeout, a FOR UPDATE wait) may have started a ttl ago or
+// more: the lease would be handed out with its validity spent, and lost at the monitor's next
+// tick, its session ended and the lock freed under a holder just granted it. After a wait of a
+// confirmation period (ttl/3) or more, one round trip (SELECT 1) on the granting connection
+// moves `start` to now. Returns false, with `err`, when that round trip fails: the session and
+// its lock are gone.
+bool rebase_after_wait(connection& c, std::chrono::milliseconds ttl, std::chrono::steady_clock::time_point& start,
+                       sql_error& err) noexcept;
+
 // One thread per backend (started with its first lease) that checks the backend's session leases.
 class session_monitor {
  public:
