@@ -8,7 +8,12 @@
 #include <cppconn/resultset_metadata.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "dlock_sql/deadline.hpp"
@@ -175,6 +180,63 @@ std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_set
   return nullptr;
 }
 
+namespace {
+
+// A connect begun on a thread of its own, which the acquire that began it may abandon.
+struct pending_connect {
+  std::mutex m;
+  std::condition_variable_any finished;
+  bool done = false;
+  bool abandoned = false;
+  std::unique_ptr<dlock::sql::connection> result;
+  std::error_code ec;
+};
+
+// Connector/C++ connects in one blocking call that nothing interrupts. Inside an acquire that can
+// be stopped, the connect and the session's setup statements run on a thread of their own, under
+// the acquire's deadline, and a stop request abandons them: that thread ends by connect_timeout
+// or the deadline at the latest, and closes what it opened.
+std::unique_ptr<dlock::sql::connection> open_abandonable(const connection_settings& s, std::error_code& ec) noexcept {
+  if (!dlock::spi::current_stop_token().stop_possible()) return open_sql_connection(s, ec);
+  std::shared_ptr<pending_connect> pending;
+  try {
+    pending = std::make_shared<pending_connect>();
+    std::thread([pending, s, deadline = dlock::spi::current_deadline()] {
+      std::optional<dlock::spi::deadline_scope> scope;
+      if (deadline != std::chrono::steady_clock::time_point::max()) scope.emplace(deadline);
+      std::error_code e;
+      auto c = open_sql_connection(s, e);
+      std::unique_ptr<dlock::sql::connection> unwanted;
+      {
+        std::lock_guard lk(pending->m);
+        if (pending->abandoned) {
+          unwanted = std::move(c);
+        } else {
+          pending->result = std::move(c);
+          pending->ec = e;
+        }
+        pending->done = true;
+      }
+      pending->finished.notify_all();
+    }).detach();
+  } catch (...) {  // no thread: connect on this one, unabandonable
+    return open_sql_connection(s, ec);
+  }
+  std::unique_lock lk(pending->m);
+  dlock::spi::wait_until(pending->finished, lk, std::chrono::steady_clock::time_point::max(),
+                         [&] { return pending->done; });
+  if (!pending->done) {
+    pending->abandoned = true;
+    set_error(ec, errc::backend_unavailable,
+              "connecting to " + s.redacted_uri + ": abandoned, the acquire was asked to stop");
+    return nullptr;
+  }
+  ec = pending->ec;
+  return std::move(pending->result);
+}
+
+}  // namespace
+
 std::shared_ptr<dlock::sql::pool> make_pool(const connection_settings& s, const dlock::sql::pool_options& options) {
   auto settings = s;
   settings.connect_timeout = options.connect_timeout;
@@ -193,7 +255,7 @@ std::shared_ptr<dlock::sql::pool> make_pool(const connection_settings& s, const 
         }
         auto each = settings;
         each.connect_timeout = std::max(connect_timeout, std::chrono::milliseconds{1000});
-        return open_sql_connection(each, ec);
+        return open_abandonable(each, ec);
       },
       options);
 }

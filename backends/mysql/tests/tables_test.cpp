@@ -463,6 +463,11 @@ TEST_P(Deadline, AcquiresEndByTheirDeadlineWhateverTheServerDoes) {
   dlock::sql_testing::expect_acquires_end_by_their_deadline(test::uri_for(GetParam(), "ttl=5s"));
 }
 
+// A stop request ends every waiting form while the pool is still opening its connection.
+TEST_P(Deadline, AStopEndsAcquiresStillConnecting) {
+  dlock::sql_testing::expect_a_stop_ends_acquires_still_connecting(test::uri_for(GetParam(), "ttl=5s"));
+}
+
 // dlock::open has no deadline: it connects once, bounded by connect_timeout (whole seconds).
 TEST_P(Deadline, OpenIsBoundedByConnectTimeout) {
   const auto target = dlock::uri::parse(test::uri_for(GetParam()));

@@ -80,16 +80,20 @@ namespace {
 
 // Drives libpq's non-blocking connect (PQconnectStartParams / PQconnectPoll) until `deadline`:
 // libpq's own connect_timeout counts whole seconds (at least 2), too coarse for a caller's deadline
-// (deadline.hpp). False when the deadline passed first.
+// (deadline.hpp). Inside an acquire that can be stopped, it looks at the stop request every
+// stop_poll_slice. False when the deadline passed or the stop came first.
 bool poll_connect(PGconn* c, std::chrono::steady_clock::time_point deadline) noexcept {
   PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+  const bool stoppable = spi::current_stop_token().stop_possible();
   for (;;) {
     if (status == PGRES_POLLING_OK || status == PGRES_POLLING_FAILED) return true;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (stoppable && spi::stop_requested()) return false;
+    auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
+    left = std::min(left, stoppable ? spi::stop_poll_slice : std::chrono::milliseconds{60'000});
     pollfd fd{PQsocket(c), static_cast<short>(status == PGRES_POLLING_READING ? POLLIN : POLLOUT), 0};
     if (fd.fd < 0) return true;  // PQconnectPoll reports the failure
-    const int ready = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 60'000)));
+    const int ready = ::poll(&fd, 1, static_cast<int>(left.count()));
     if (ready < 0 && errno != EINTR) return true;
     if (ready == 0) continue;
     status = PQconnectPoll(c);
@@ -121,9 +125,12 @@ pgconn_ptr connect_raw(const pg_settings& s, std::chrono::milliseconds connect_t
     PQsetNoticeProcessor(
         c.get(), [](void*, const char*) {}, nullptr);
     if (PQstatus(c.get()) != CONNECTION_BAD && !poll_connect(c.get(), deadline)) {
-      err = {sql::failure::unreachable, "",
-             "no answer within " + std::to_string(connect_timeout.count()) +
-                 " ms (connect_timeout, or what was left of the caller's deadline)"};
+      if (spi::stop_requested())
+        err = {sql::failure::unreachable, "", "the connect was abandoned: the acquire was asked to stop"};
+      else
+        err = {sql::failure::unreachable, "",
+               "no answer within " + std::to_string(connect_timeout.count()) +
+                   " ms (connect_timeout, or what was left of the caller's deadline)"};
       return nullptr;
     }
     if (PQstatus(c.get()) != CONNECTION_OK) {

@@ -141,6 +141,11 @@ TEST_P(each_scheme, acquires_end_by_their_deadline_whatever_the_server_does) {
   dlock::sql_testing::expect_acquires_end_by_their_deadline(uri_for(GetParam(), "ttl=5s"));
 }
 
+// A stop request ends every waiting form while the pool is still opening its connection.
+TEST_P(each_scheme, a_stop_ends_acquires_still_connecting) {
+  dlock::sql_testing::expect_a_stop_ends_acquires_still_connecting(uri_for(GetParam(), "ttl=5s"));
+}
+
 // dlock::open has no deadline: it connects once, bounded by connect_timeout (now to the
 // millisecond: dlock drives libpq's connect itself).
 TEST_P(each_scheme, open_is_bounded_by_connect_timeout) {

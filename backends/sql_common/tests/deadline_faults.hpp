@@ -4,12 +4,15 @@
 // real server reached through a tcp_proxy: it accepts new connections and never answers them (the
 // pool must open one inside the acquire), it stops answering on the connections it has, it refuses
 // connections. The bound asserted is deadline + 2 s: a correctness bound, never a speed claim.
+// And a stop request ends each of them, with a deadline far off, while it is still connecting
+// (the server accepts and never answers): operation_canceled well before connect_timeout.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,15 +45,17 @@ struct timed_acquire {
 // `one_at_a_time`: each form finishes before the next starts (the connections it opens are then
 // opened one at a time, so each finds its socket without asking the server: mysql's
 // new_socket_to, which a proxy in front of the server would otherwise leave the only way).
+// `stop`: the stop token each acquire takes (an empty one: nothing stops them).
 inline std::vector<timed_acquire> start_acquires(const std::shared_ptr<dlock::backend>& b, const std::string& name,
-                                                 std::chrono::milliseconds wait, bool one_at_a_time = false) {
+                                                 std::chrono::milliseconds wait, bool one_at_a_time = false,
+                                                 std::stop_token stop = {}) {
   std::vector<timed_acquire> out;
   const auto start = [&](std::string form, auto acquire) {
     if (one_at_a_time && !out.empty()) out.back().result.wait();
-    out.push_back({std::move(form), std::async(std::launch::async, [acquire, wait] {
+    out.push_back({std::move(form), std::async(std::launch::async, [acquire, wait, stop] {
                      std::error_code ec;
                      const auto begin = std::chrono::steady_clock::now();
-                     auto l = acquire(wait, ec);
+                     auto l = acquire(wait, stop, ec);
                      const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::steady_clock::now() - begin);
                      if (l) ec = make_error_code(errc::invalid_argument);  // granted through a silent link: wrong
@@ -58,16 +63,18 @@ inline std::vector<timed_acquire> start_acquires(const std::shared_ptr<dlock::ba
                    })});
   };
   auto lock = std::shared_ptr<dlock::distributed_lock>(b->make_lock(name));
-  start("mutex", [lock](auto w, std::error_code& ec) { return lock->try_acquire_for(w, ec); });
+  start("mutex", [lock](auto w, std::stop_token s, std::error_code& ec) { return lock->try_acquire_for(w, s, ec); });
   if (b->caps().has(capability::read_write)) {
     auto rw = std::shared_ptr<dlock::rw_lock>(b->make_rw_lock(name + "-rw"));
-    start("read", [rw](auto w, std::error_code& ec) { return rw->try_acquire_read_for(w, ec); });
+    start("read", [rw](auto w, std::stop_token s, std::error_code& ec) { return rw->try_acquire_read_for(w, s, ec); });
     auto rw2 = std::shared_ptr<dlock::rw_lock>(b->make_rw_lock(name + "-rw2"));
-    start("write", [rw2](auto w, std::error_code& ec) { return rw2->try_acquire_write_for(w, ec); });
+    start("write",
+          [rw2](auto w, std::stop_token s, std::error_code& ec) { return rw2->try_acquire_write_for(w, s, ec); });
   }
   if (b->caps().has(capability::semaphore)) {
     auto sem = std::shared_ptr<dlock::semaphore>(b->make_semaphore(name + "-sem", 3));
-    start("semaphore", [sem](auto w, std::error_code& ec) { return sem->try_acquire_for(w, ec); });
+    start("semaphore",
+          [sem](auto w, std::stop_token s, std::error_code& ec) { return sem->try_acquire_for(w, s, ec); });
   }
   return out;
 }
@@ -126,6 +133,35 @@ inline void expect_acquires_end_by_their_deadline(const std::string& uri) {
     auto acquires = start_acquires(b, dlock::testing::unique_name("deadline-refused"), wait);
     expect_within(acquires, wait, "a server that refuses connections", [] {});
   }
+}
+
+// A stop request ends every form while its connection is being opened (the server accepts and
+// never answers; connect_timeout 10 s, the deadline 20 s): operation_canceled, within the same
+// correctness bound as a deadline's, counted from the stop.
+inline void expect_a_stop_ends_acquires_still_connecting(const std::string& uri) {
+  constexpr auto wait = 20s;
+  constexpr auto stop_after = 300ms;
+  constexpr auto slack = 2s;
+  const auto target = dlock::uri::parse(uri);
+  dlock::testing::tcp_proxy proxy(target.hosts().front().host, target.hosts().front().port_or(0));
+  auto b = dlock::open(dlock::testing::with_query(through(uri, proxy), "connect_timeout=10s"));
+  proxy.partition();
+  proxy.reset_connections();
+  std::stop_source stop;
+  auto acquires = start_acquires(b, dlock::testing::unique_name("stop-connecting"), wait, false, stop.get_token());
+  std::this_thread::sleep_for(stop_after);  // each form is inside its connect by now
+  stop.request_stop();
+  for (auto& a : acquires) {
+    if (a.result.wait_for(30s) != std::future_status::ready) {
+      ADD_FAILURE() << "the " << a.form << " acquire still ran 30 s after a stop request";
+      continue;
+    }
+    const auto [took, ec] = a.result.get();
+    EXPECT_LE(took, stop_after + slack) << "the " << a.form << " acquire ended " << (took - stop_after).count()
+                                        << " ms after the stop request";
+    EXPECT_EQ(ec, std::errc::operation_canceled) << a.form << ": " << ec.message();
+  }
+  proxy.heal();
 }
 
 }  // namespace dlock::sql_testing
