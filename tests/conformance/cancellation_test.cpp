@@ -5,6 +5,7 @@
 // here have a long ttl (20 s), so that anything left behind keeps the name for far longer than the
 // bounds below, which are correctness bounds for a loaded machine, not speed claims (how soon a
 // stop ends a wait is measured by the cancellation benchmark).
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <future>
@@ -15,6 +16,7 @@
 #include <system_error>
 #include <thread>
 
+#include "dlock_test/tcp_proxy.hpp"
 #include "shared_primitives.hpp"
 
 namespace dlock::conformance {
@@ -85,6 +87,35 @@ TEST_P(Cancellation, AStopEndsAWaitingAcquireAndTheNextContenderIsGrantedAtOnce)
   // A waiter entry left behind (a queue slot, a node, a row, a waiting session) would keep `next`
   // out until it expired, 20 s from now.
   EXPECT_TRUE(next->try_acquire_for(bound)) << "the stopped waiters left something that keeps the lock";
+}
+
+// A stop request ends a waiting acquire whose server accepts connections and never answers (its
+// connections cut, so the acquire opens one, or the backend waits on one that stays silent): at
+// once, not after a connect or command timeout.
+TEST_P(Cancellation, AStopEndsAnAcquireWhoseServerNeverAnswers) {
+  if (backend_->scope() != lock_scope::network) GTEST_SKIP() << "no server: the lock lives on this machine";
+  const auto target = dlock::uri::parse(uri_);
+  if (target.hosts().size() != 1)
+    GTEST_SKIP() << "a URI of " << target.hosts().size() << " servers: a proxy stands for one (the backend's own "
+                 << "tests partition its ensembles)";
+  dlock::testing::tcp_proxy proxy(target.hosts().front().host, target.hosts().front().port_or(0));
+  // I/O timeouts far beyond the bound, where the scheme has them: ending at one is not ending at
+  // the stop request.
+  auto uri = dlock::testing::through(uri_, proxy);
+  const auto info = dlock::default_registry().find(target.scheme());
+  ASSERT_TRUE(info);
+  for (const std::string key : {"connect_timeout", "command_timeout", "session_timeout"})
+    if (std::ranges::find(info->parameters, key) != info->parameters.end() && !target.get(key))
+      uri = dlock::testing::with_query(uri, key + "=20s");
+  auto through_proxy = dlock::open(uri);
+  auto waiter = through_proxy->make_lock(dlock::testing::unique_name("cancel-silent"), options(long_ttl));
+  proxy.partition();
+  proxy.reset_connections();
+  auto [got, ec] = stopped_wait(
+      [&](std::stop_token stop, std::error_code& e) { return waiter->try_acquire_for(30s, std::move(stop), e); });
+  EXPECT_FALSE(got) << "granted through a link that delivers nothing";
+  EXPECT_EQ(ec, canceled) << ec.message() << ": " << dlock::last_error_message();
+  proxy.heal();
 }
 
 TEST_P(Cancellation, TheThrowingFormsThrowOperationCanceled) {

@@ -25,15 +25,7 @@ namespace dlock::sql_testing {
 
 using namespace std::chrono_literals;
 
-// `uri` with its host:port replaced by the proxy's.
-inline std::string through(const std::string& uri, const dlock::testing::tcp_proxy& proxy) {
-  const auto u = dlock::uri::parse(uri);
-  const std::string hostport = u.hosts().front().host + ":" + std::to_string(u.hosts().front().port_or(0));
-  auto out = uri;
-  const auto at = out.find(hostport);
-  if (at != std::string::npos) out.replace(at, hostport.size(), proxy.address());
-  return out;
-}
+using dlock::testing::through;
 
 // One waiting acquire, on its own thread (a hang guard: a form stuck on the server fails the test
 // instead of blocking it until the link heals).

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dlock/acquire_stop.hpp"
 #include "session.hpp"
 
 namespace dlock::zookeeper::request {
@@ -41,7 +42,7 @@ inline clock::time_point answer_deadline(clock::time_point deadline) noexcept {
 template <class Value>
 struct reply {
   std::mutex mutex;
-  std::condition_variable answered;
+  std::condition_variable_any answered;
   bool done = false;
   int rc = ZOK;
   Value value{};
@@ -68,10 +69,12 @@ class pending {
       reply_->rc = rc;
     }
   }
-  // The ZooKeeper code of the answer, or ZOPERATIONTIMEOUT when none came by `deadline`.
+  // The ZooKeeper code of the answer, or ZOPERATIONTIMEOUT when none came by `deadline` or the
+  // acquire around it was asked to stop (the caller's failure path then cleans up as after a
+  // timeout: a node the request may still create is deleted in the background).
   int wait(clock::time_point deadline) {
     std::unique_lock lock(reply_->mutex);
-    if (!reply_->answered.wait_until(lock, deadline, [&] { return reply_->done; })) return ZOPERATIONTIMEOUT;
+    if (!spi::wait_until(reply_->answered, lock, deadline, [&] { return reply_->done; })) return ZOPERATIONTIMEOUT;
     return reply_->rc;
   }
   Value& value() { return reply_->value; }  // after wait() returned ZOK

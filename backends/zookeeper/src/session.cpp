@@ -139,7 +139,7 @@ std::shared_ptr<session> session::start(session_options options, std::string red
 void session::wait_established(clock::time_point deadline, std::string_view waited) const {
   std::unique_lock lock(mutex_);
   const auto gone = [&] { return state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE; };
-  changed_.wait_until(lock, deadline, [&] { return established_ || auth_rc_ != ZOK || gone(); });
+  spi::wait_until(changed_, lock, deadline, [&] { return established_ || auth_rc_ != ZOK || gone(); });  // or a stop
   if (established_) return;
   if (auth_rc_ != ZOK || state_ == ZOO_AUTH_FAILED_STATE)
     throw error(errc::authentication_failed, "zookeeper: digest authentication failed for " + redacted_uri_ + ": " +
@@ -298,7 +298,7 @@ bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patie
   using std::chrono::steady_clock;
   if (s.expired() || steady_clock::now() >= patience) return false;
   s.wait_for_state_change(s.state_stamp(), std::min(patience, steady_clock::now() + std::chrono::milliseconds{200}));
-  return !s.expired();
+  return !s.expired() && !spi::stop_requested();  // a stop request of the acquire ends it as its patience would
 }
 
 bool session::delete_orphan(const orphan& o) {

@@ -205,7 +205,7 @@ inline bool transient_failure(int rc) noexcept { return rc == ZCONNECTIONLOSS ||
 // A transient failure with the session alive (a server stalled or stopped): the client reconnects
 // to another server by itself, and our nodes and places in queues survive. Waits a moment (at most
 // 200 ms) for the reconnect and says whether to try again: not once the session is gone or
-// `patience` is over.
+// `patience` is over, nor once the acquire around it was asked to stop.
 bool ride_out_disconnect(session& s, std::chrono::steady_clock::time_point patience);
 
 }  // namespace dlock::zookeeper

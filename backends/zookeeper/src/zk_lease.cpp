@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "dlock/acquire_stop.hpp"
 #include "request.hpp"
 
 namespace dlock::zookeeper {
@@ -27,6 +28,9 @@ std::chrono::steady_clock::time_point release_patience(const session& s) {
 
 int delete_own_node(session& s, const std::string& path, std::chrono::steady_clock::time_point patience) {
   using std::chrono::steady_clock;
+  // A withdrawal or a release waits for the server's answer even when the acquire around it was
+  // asked to stop: a node left behind would keep the next contender out for a session timeout.
+  const spi::unstoppable_scope to_the_end;
   for (bool retried = false;; retried = true) {
     const int rc = request::remove(s, path, patience);
     if (rc == ZOK || rc == ZNONODE) s.own_node_deleted(path);  // gone either way

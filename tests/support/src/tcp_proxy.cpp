@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/uri.hpp"
+
 namespace dlock::testing {
 namespace {
 
@@ -257,5 +259,14 @@ void tcp_proxy::partition() { engine_->set_partitioned(true); }
 void tcp_proxy::heal() { engine_->set_partitioned(false); }
 void tcp_proxy::reset_connections() { engine_->reset_connections(); }
 std::size_t tcp_proxy::connections_accepted() const { return engine_->accepted(); }
+
+std::string through(const std::string& uri, const tcp_proxy& proxy) {
+  const auto u = dlock::uri::parse(uri);
+  const std::string hostport = u.hosts().front().host + ":" + std::to_string(u.hosts().front().port_or(0));
+  auto out = uri;
+  const auto at = out.find(hostport);
+  if (at != std::string::npos) out.replace(at, hostport.size(), proxy.address());
+  return out;
+}
 
 }  // namespace dlock::testing

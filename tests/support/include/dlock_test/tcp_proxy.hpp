@@ -38,6 +38,9 @@ class tcp_proxy {
   std::unique_ptr<engine> engine_;
 };
 
+// `uri` with its first host:port replaced by the proxy's (a URI of one server).
+std::string through(const std::string& uri, const tcp_proxy& proxy);
+
 // Cuts the link for the life of the guard: heal() runs whatever the test does, even on an ASSERT.
 class partition_guard {
  public:
