@@ -45,6 +45,7 @@ bool is_held(const std::string& text, std::string_view name) {
 DLOCK_TEST_HOOKS("memcached",
                  {.break_lock = break_lock,
                   .is_held_on_server = is_held,
+                  .stop_waits_out_a_silent_command = true,
                   .inspection = {.inspect = true,
                                  .list = false,
                                  .force_release = true,

@@ -1,15 +1,21 @@
 #include "connection.hpp"
 
+#include <fcntl.h>
 #include <openssl/sha.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
+#include <optional>
+#include <stop_token>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::redis {
@@ -58,6 +64,65 @@ std::string_view info_field(std::string_view info, std::string_view field) {
   return {};
 }
 
+// Whether the TCP connect of a non-blocking context completed (0) or its error, waiting at most
+// until `deadline` and looking at the acquire's stop request every stop_poll_slice. ETIMEDOUT at
+// the deadline, ECANCELED at a stop.
+int finish_connect(int fd, std::chrono::steady_clock::time_point deadline) noexcept {
+  for (;;) {
+    if (spi::stop_requested()) return ECANCELED;
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return ETIMEDOUT;
+    pollfd p{fd, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min(left, spi::stop_poll_slice).count()));
+    if (ready < 0 && errno != EINTR) return errno;
+    if (ready <= 0) continue;
+    int error = 0;
+    socklen_t size = sizeof error;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0) return errno;
+    return error;
+  }
+}
+
+// Connects within where.connect_timeout. Inside an acquire that can be stopped (the forms that
+// take a std::stop_token), the TCP connect is driven without blocking and ends at the stop
+// request; the socket is then made blocking, as hiredis' blocking API expects.
+redisContext* connect_context(const endpoint& where) noexcept {
+  if (!spi::current_stop_token().stop_possible())
+    return redisConnectWithTimeout(where.host.c_str(), where.port, to_timeval(where.connect_timeout));
+  const auto deadline = std::chrono::steady_clock::now() + where.connect_timeout;
+  redisContext* ctx = redisConnectNonBlock(where.host.c_str(), where.port);
+  if (ctx == nullptr || ctx->err != 0) return ctx;
+  const int error = finish_connect(ctx->fd, deadline);
+  const int flags = ::fcntl(ctx->fd, F_GETFL);
+  if (error != 0 || flags < 0 || ::fcntl(ctx->fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    ctx->err = REDIS_ERR_IO;
+    const char* why = error == ECANCELED   ? "abandoned: the acquire was asked to stop"
+                      : error == ETIMEDOUT ? "Connection timed out"
+                                           : std::strerror(error != 0 ? error : errno);
+    std::snprintf(ctx->errstr, sizeof ctx->errstr, "%s", why);
+    return ctx;
+  }
+  ctx->flags |= REDIS_BLOCK;
+  return ctx;
+}
+
+// While alive, inside an acquire that can be stopped: its stop request shuts the socket down, so
+// a handshake command (AUTH, PING, ...) that gets no answer fails at once. A connection being
+// opened holds no lock: nothing is left behind.
+class handshake_stopper {
+ public:
+  explicit handshake_stopper(int fd) {
+    if (spi::current_stop_token().stop_possible()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
+  }
+
+ private:
+  struct shut_down {
+    int fd;
+    void operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
+  };
+  std::optional<std::stop_callback<shut_down>> on_stop_;
+};
+
 }  // namespace
 
 std::string endpoint::label() const {
@@ -91,7 +156,7 @@ void connection::fail(std::error_code& ec, const std::string& doing) noexcept {
 
 std::unique_ptr<connection> connection::open(const endpoint& where, std::error_code& ec) noexcept {
   try {
-    context_ptr ctx(redisConnectWithTimeout(where.host.c_str(), where.port, to_timeval(where.connect_timeout)));
+    context_ptr ctx(connect_context(where));
     if (!ctx) {
       set_error(ec, errc::backend_unavailable, "redis " + where.label() + ": out of memory creating a connection");
       return nullptr;
@@ -104,6 +169,7 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
     }
     redisSetTimeout(ctx.get(), to_timeval(where.command_timeout));
     redisEnableKeepAlive(ctx.get());
+    const handshake_stopper stopper(ctx->fd);
     std::unique_ptr<connection> c(new connection(where, std::move(ctx)));
     if (where.password) {
       std::vector<std::string_view> auth{"AUTH"};

@@ -26,6 +26,11 @@ struct backend_hooks {
   // (ZooKeeper: the session's heartbeats): a grant never expires unrenewed while its holder lives,
   // so a test that needs an expired grant breaks it with break_lock instead of waiting.
   bool validity_kept_alive = false;
+  // True when a stop request cannot cut a command the server never answers, which then ends at
+  // the backend's command_timeout (memcached: libmemcached owns its sockets and offers no way to
+  // interrupt a call from another thread). The README says so; the cancellation test then sets a
+  // short command_timeout and expects the end within its bound.
+  bool stop_waits_out_a_silent_command = false;
   // What backend::inspect, list and force_release do on this backend, as its README declares it.
   // The conformance suite checks it both ways: what is declared works, what is not says
   // errc::not_supported.
