@@ -93,6 +93,14 @@ redisContext* connect_context(const endpoint& where) noexcept {
   redisContext* ctx = redisConnectNonBlock(where.host.c_str(), where.port);
   if (ctx == nullptr || ctx->err != 0) return ctx;
   const int error = finish_connect(ctx->fd, deadline);
+  if (error != 0 && error != ECANCELED && error != ETIMEDOUT) {
+    // Refused or unreachable on the first address only: hiredis' blocking connect goes on to the
+    // name's other addresses ("localhost": ::1, then 127.0.0.1) in what is left of the timeout.
+    redisFree(ctx);
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return redisConnectWithTimeout(where.host.c_str(), where.port,
+                                   to_timeval(std::max(left, std::chrono::milliseconds{1})));
+  }
   const int flags = ::fcntl(ctx->fd, F_GETFL);
   if (error != 0 || flags < 0 || ::fcntl(ctx->fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
     ctx->err = REDIS_ERR_IO;
