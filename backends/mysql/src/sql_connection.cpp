@@ -195,9 +195,11 @@ struct pending_connect {
 // Connector/C++ connects in one blocking call that nothing interrupts. Inside an acquire that can
 // be stopped, the connect and the session's setup statements run on a thread of their own, under
 // the acquire's deadline, and a stop request abandons them: that thread ends by connect_timeout
-// or the deadline at the latest, and closes what it opened.
+// or the deadline at the latest, and closes what it opened. A connect begun after the stop
+// request runs here to its end (a withdrawal or a release may need it).
 std::unique_ptr<dlock::sql::connection> open_abandonable(const connection_settings& s, std::error_code& ec) noexcept {
-  if (!dlock::spi::current_stop_token().stop_possible()) return open_sql_connection(s, ec);
+  if (!dlock::spi::current_stop_token().stop_possible() || dlock::spi::stop_requested())
+    return open_sql_connection(s, ec);
   std::shared_ptr<pending_connect> pending;
   try {
     pending = std::make_shared<pending_connect>();

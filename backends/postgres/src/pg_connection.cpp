@@ -81,10 +81,11 @@ namespace {
 // Drives libpq's non-blocking connect (PQconnectStartParams / PQconnectPoll) until `deadline`:
 // libpq's own connect_timeout counts whole seconds (at least 2), too coarse for a caller's deadline
 // (deadline.hpp). Inside an acquire that can be stopped, it looks at the stop request every
-// stop_poll_slice. False when the deadline passed or the stop came first.
+// stop_poll_slice; a connect begun after the stop request runs to its end (a withdrawal or a
+// release may need it). False when the deadline passed or the stop came first.
 bool poll_connect(PGconn* c, std::chrono::steady_clock::time_point deadline) noexcept {
   PostgresPollingStatusType status = PGRES_POLLING_WRITING;
-  const bool stoppable = spi::current_stop_token().stop_possible();
+  const bool stoppable = spi::current_stop_token().stop_possible() && !spi::stop_requested();
   for (;;) {
     if (status == PGRES_POLLING_OK || status == PGRES_POLLING_FAILED) return true;
     if (stoppable && spi::stop_requested()) return false;
@@ -185,9 +186,13 @@ bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) 
   pgresult_ptr r(raw);
   if (guard_ && guard_->fired()) {
     usable_ = false;
-    err = {sql::failure::connection_lost, "",
-           "no answer by the caller's deadline (+" + std::to_string(sql::deadline_grace.count()) +
-               " ms): the connection was shut down"};
+    if (spi::stop_requested())
+      err = {sql::failure::connection_lost, "",
+             "the statement outlived its cancel request: the connection was shut down"};
+    else
+      err = {sql::failure::connection_lost, "",
+             "no answer by the caller's deadline (+" + std::to_string(sql::deadline_grace.count()) +
+                 " ms): the connection was shut down"};
     return false;
   }
   const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
@@ -235,12 +240,13 @@ pg_connection::statement_deadline::statement_deadline(pg_connection& c) noexcept
   c_.guard_ = &guard_;
   if (!sql::statements_stoppable()) return;
   cancel_.reset(PQgetCancel(c_.conn_.get()));  // here, on the connection's thread: libpq wants it so
-  if (cancel_) on_stop_.emplace(spi::current_stop_token(), send_cancel{cancel_.get()});
+  if (cancel_) on_stop_.emplace(spi::current_stop_token(), send_cancel{cancel_.get(), &guard_});
 }
 
 void pg_connection::statement_deadline::send_cancel::operator()() const noexcept {
   char reason[256];
-  (void)PQcancel(cancel, reason, sizeof reason);  // if it fails, the statement ends at its lock_timeout
+  (void)PQcancel(cancel, reason, sizeof reason);
+  guard->cut_at(std::chrono::steady_clock::now() + cancel_grace);  // lost or failed: the socket goes
 }
 
 namespace {

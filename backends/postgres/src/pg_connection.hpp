@@ -85,7 +85,10 @@ class pg_connection final : public sql::connection {
   // down if it has not answered by the deadline + grace; check() then reports that.
   // The statement's bounds: the deadline's socket guard and, for a statement that waits for a lock
   // (sql::stoppable_statements), a cancel request sent to the server when the acquire is asked to
-  // stop: the server ends the wait at once and the session stays usable.
+  // stop: the server ends the wait at once and the session stays usable. A cancel request that
+  // reaches the server before the statement does finds nothing to cancel: if the statement still
+  // runs cancel_grace later, its socket is shut down (the session ends, and any lock it was
+  // granted goes with it).
   struct statement_deadline {
     explicit statement_deadline(pg_connection& c) noexcept;
     ~statement_deadline() { c_.guard_ = nullptr; }
@@ -95,8 +98,10 @@ class pg_connection final : public sql::connection {
     // cancel): the statement must not be sent.
     bool stopped_before_sending() const noexcept { return on_stop_.has_value() && spi::stop_requested(); }
 
+    static constexpr std::chrono::milliseconds cancel_grace{250};
     struct send_cancel {
       PGcancel* cancel;
+      sql::socket_guard* guard;
       void operator()() const noexcept;
     };
     struct cancel_deleter {

@@ -83,11 +83,16 @@ int finish_connect(int fd, std::chrono::steady_clock::time_point deadline) noexc
   }
 }
 
-// Connects within where.connect_timeout. Inside an acquire that can be stopped (the forms that
-// take a std::stop_token), the TCP connect is driven without blocking and ends at the stop
-// request; the socket is then made blocking, as hiredis' blocking API expects.
+// Whether a connect begun now is abandoned at the acquire's stop request: inside an acquire that
+// can be stopped (the forms that take a std::stop_token) and not yet asked to (a connect begun
+// after the stop request runs to its end: a withdrawal or a release may need it).
+bool abandoned_at_stop() noexcept { return spi::current_stop_token().stop_possible() && !spi::stop_requested(); }
+
+// Connects within where.connect_timeout. When abandoned_at_stop(), the TCP connect is driven
+// without blocking and ends at the stop request; the socket is then made blocking, as hiredis'
+// blocking API expects.
 redisContext* connect_context(const endpoint& where) noexcept {
-  if (!spi::current_stop_token().stop_possible())
+  if (!abandoned_at_stop())
     return redisConnectWithTimeout(where.host.c_str(), where.port, to_timeval(where.connect_timeout));
   const auto deadline = std::chrono::steady_clock::now() + where.connect_timeout;
   redisContext* ctx = redisConnectNonBlock(where.host.c_str(), where.port);
@@ -114,19 +119,20 @@ redisContext* connect_context(const endpoint& where) noexcept {
   return ctx;
 }
 
-// While alive, inside an acquire that can be stopped: its stop request shuts the socket down, so
-// a handshake command (AUTH, PING, ...) that gets no answer fails at once. A connection being
-// opened holds no lock: nothing is left behind.
+// While alive, when abandoned_at_stop(): the stop request shuts the socket's reading side down,
+// so a handshake command (AUTH, PING, ...) that gets no answer reads end-of-file at once. Only
+// the reading side: hiredis writes with write(2), which would raise SIGPIPE on a socket shut for
+// writing. A connection being opened holds no lock: nothing is left behind.
 class handshake_stopper {
  public:
   explicit handshake_stopper(int fd) {
-    if (spi::current_stop_token().stop_possible()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
+    if (abandoned_at_stop()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
   }
 
  private:
   struct shut_down {
     int fd;
-    void operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
+    void operator()() const noexcept { ::shutdown(fd, SHUT_RD); }
   };
   std::optional<std::stop_callback<shut_down>> on_stop_;
 };

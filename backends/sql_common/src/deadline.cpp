@@ -39,6 +39,31 @@ class socket_cutter {
     if (earliest) wake_.notify_all();
     return id;
   }
+  // Moves an armed entry to `when` if that is sooner; false when `id` is not armed (fired).
+  bool advance(std::uint64_t id, steady_clock::time_point when) noexcept {
+    std::lock_guard lk(m_);
+    for (auto it = armed_.begin(); it != armed_.end(); ++it) {
+      if (it->second.id != id) continue;
+      if (when < it->first) {
+        const auto e = it->second;
+        armed_.erase(it);
+        const bool earliest = armed_.empty() || when < armed_.begin()->first;
+        try {
+          armed_.emplace(when, e);
+        } catch (...) {  // out of memory: cut it now rather than never
+          ::shutdown(e.fd, SHUT_RDWR);
+          try {
+            fired_.insert(e.id);
+          } catch (...) {
+          }
+          return true;
+        }
+        if (earliest) wake_.notify_all();
+      }
+      return true;
+    }
+    return false;
+  }
   // True when it had fired.
   bool disarm(std::uint64_t id) noexcept {
     std::lock_guard lk(m_);
@@ -94,7 +119,7 @@ class socket_cutter {
 
 }  // namespace
 
-socket_guard::socket_guard(int fd) noexcept {
+socket_guard::socket_guard(int fd) noexcept : fd_(fd) {
   const auto until = io_deadline();
   if (fd < 0 || until == steady_clock::time_point::max()) return;
   try {
@@ -105,10 +130,23 @@ socket_guard::socket_guard(int fd) noexcept {
 }
 
 socket_guard::~socket_guard() {
-  if (id_) socket_cutter::instance().disarm(id_);
+  if (const auto id = id_.load()) socket_cutter::instance().disarm(id);
 }
 
-bool socket_guard::fired() const noexcept { return id_ && socket_cutter::instance().fired(id_); }
+bool socket_guard::fired() const noexcept {
+  const auto id = id_.load();
+  return id && socket_cutter::instance().fired(id);
+}
+
+void socket_guard::cut_at(steady_clock::time_point when) noexcept {
+  if (fd_ < 0) return;
+  auto& cutter = socket_cutter::instance();
+  if (const auto id = id_.load(); id && (cutter.advance(id, when) || cutter.fired(id))) return;
+  try {
+    id_ = cutter.arm(fd_, when);
+  } catch (...) {  // no thread: the cancel request alone ends the statement
+  }
+}
 
 namespace {
 thread_local bool thread_statements_stoppable = false;

@@ -4,6 +4,7 @@
 // read it. Connecting inside the scope takes at most until io_deadline() (the connect timeout is
 // cut to what is left of it); a statement that has not answered by then has its socket shut down
 // (socket_guard), so it fails at once as a lost connection, and the connection is dropped.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -33,9 +34,13 @@ class socket_guard {
   socket_guard& operator=(const socket_guard&) = delete;
   // Whether it shut the socket down (the statement's failure is the deadline's).
   bool fired() const noexcept;
+  // Shut the socket down at `when` instead, if that is sooner, inside a scope or not. Callable
+  // from another thread while the statement runs (a stop callback), never after the destructor.
+  void cut_at(steady_clock::time_point when) noexcept;
 
  private:
-  std::uint64_t id_ = 0;
+  int fd_ = -1;
+  std::atomic<std::uint64_t> id_{0};
 };
 
 // While alive: the statements this thread runs wait on the server for a lock (FOR UPDATE, GET_LOCK,
