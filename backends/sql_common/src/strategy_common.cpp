@@ -340,33 +340,23 @@ std::vector<lock_holder> force_release_rows(shared_state& st, const inspection_s
   auto h = st.setup.connections->checkout(ec);
   if (!h) throw error(ec, last_error_message());
   // The grants read under their row locks, then ended in the same transaction: what is returned
-  // is what was removed. Deadlocks with a holder's renewal are retried.
+  // is what was removed. A deadlock with a holder's renewal rolls it back: tried again.
   for (int attempt = 0;; ++attempt) {
     sql_error err;
     result held, removed;
-    auto fail = [&] {
-      if (h->usable()) {
-        sql_error ignored;
-        h->rollback(ignored);
-      }
-    };
-    if (!h->begin(err)) {
-      if (!h->usable()) h.discard();
-      throw_sql(err, what);
-    }
-    if (run(*h, sql.lock_holders, v, held, err, 1) && run(*h, sql.remove, v, removed, err, 1) && h->commit(err)) {
+    if (h->begin(err) && run(*h, sql.lock_holders, v, held, err, 1) && run(*h, sql.remove, v, removed, err, 1) &&
+        h->commit(err)) {
       std::vector<lock_holder> holders;
       for (const auto& r : held.rows) holders.push_back(holder_of(r));
       return holders;
     }
-    fail();
-    if (!h->usable()) h.discard();
-    if (!transient(err.kind) || attempt >= 4) throw_sql(err, what);
-    pause_before_retry(attempt);
-    if (!h) {
-      h = st.setup.connections->checkout(ec);
-      if (!h) throw error(ec, last_error_message());
+    if (h->usable()) {
+      sql_error ignored;
+      h->rollback(ignored);
     }
+    if (!h->usable()) h.discard();
+    if (!h || !transient(err.kind) || attempt >= 4) throw_sql(err, what);
+    pause_before_retry(attempt);
   }
 }
 
