@@ -1,5 +1,11 @@
 #include "dialect.hpp"
 
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace dlock::mysql {
 
 using dlock::sql::arg;
@@ -13,6 +19,11 @@ std::string quoted_table(const dlock::sql::table_ref& t, const std::string& suff
 namespace {
 // expiry on the server's clock: NOW(6) + ttl (milliseconds, bound)
 constexpr const char* expiry_from_now = "TIMESTAMPADD(MICROSECOND, ? * 1000, NOW(6))";
+// Milliseconds from now (the server's clock) to expires_at.
+constexpr const char* ms_left = "TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) DIV 1000";
+// backend::list's range on the primary key (dialect.hpp: arg::upper, arg::unbounded): the prefix's
+// bytes are compared as they are, never as a LIKE pattern.
+constexpr const char* in_prefix_range = "name >= ? AND (name < ? OR ? = 1)";
 
 // Fair mode (fair=true only): the waiters table, arrival order from AUTO_INCREMENT. The queue is
 // read by a plain SELECT (a consistent read, no locks), never inside an INSERT ... SELECT: that
@@ -43,6 +54,8 @@ void add_fair_sql(dlock::sql::index_sql& s, const dlock::sql::table_ref& t) {
   s.dequeue = {{"DELETE FROM " + waiters + " WHERE name = ? AND owner = ?", {arg::name, arg::owner}}};
   // The sweeper's part for fair=true: waiters that died without leaving the queue.
   s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= NOW(6)", {}}};
+  s.inspection.waiters = {
+      {"SELECT owner FROM " + waiters + " WHERE name = ? AND expires_at > NOW(6) ORDER BY seq", {arg::name}}};
   s.fair_gate = {
       {"SELECT 1 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM " + tbl +
            " h WHERE h.name = ? AND h.owner = ? AND h.expires_at > NOW(6))"
@@ -128,6 +141,14 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
   s.sweep = {{"DELETE FROM " + tbl + " WHERE expires_at <= NOW(6)", {}}};
   s.probe = {{"SELECT owner FROM " + tbl + " WHERE name = ? AND expires_at > NOW(6)", {arg::name}}};
   s.renew_many = [tbl](std::size_t count) { return renew_many_statement(tbl, count, false); };
+  const std::string grant_columns =
+      std::string("SELECT owner, fence, ") + ms_left + " FROM " + tbl + " WHERE name = ? AND expires_at > NOW(6)";
+  s.inspection.holders = {{grant_columns, {arg::name}}};
+  s.inspection.list = {
+      {"SELECT HEX(name) FROM " + tbl + " WHERE " + in_prefix_range + " AND expires_at > NOW(6) ORDER BY name",
+       {arg::name, arg::upper, arg::unbounded}}};
+  s.inspection.lock_holders = {{grant_columns + " FOR UPDATE", {arg::name}}};
+  s.inspection.remove = {{"DELETE FROM " + tbl + " WHERE name = ? AND expires_at > NOW(6)", {arg::name}}};
   add_fair_sql(s, t);
   return s;
 }
@@ -235,6 +256,51 @@ dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
                        ")) ON DUPLICATE KEY UPDATE fence = VALUES(fence), holder = CONNECTION_ID() RETURNING fence",
                    {arg::name}}};
   s.probe = {{"SELECT fence FROM " + tbl + " WHERE name = ? FOR UPDATE NOWAIT", {arg::name}}};
+  // Who holds a row: its holder's transaction has written `holder` and a new `fence` (bump_fence)
+  // and not committed them. A dirty read (READ UNCOMMITTED) sees them, a consistent read sees the
+  // committed row; where the two fences differ, an open transaction holds the row, and the dirty
+  // read names it. Read dirty first: a holder that commits in between leaves the two equal (not
+  // held), and a row locked but not yet bumped reads as not held, never as its previous holder.
+  s.held_rows = [tbl](dlock::sql::connection& c, const dlock::sql::forupdate_sql::name_range& r,
+                      std::vector<dlock::sql::forupdate_sql::held_row>& rows, dlock::sql::sql_error& err) {
+    const std::string where = r.exact ? " WHERE name = ?" : std::string(" WHERE ") + in_prefix_range;
+    std::vector<dlock::sql::param> ps{dlock::sql::bytes{r.from}};
+    if (!r.exact) {
+      ps.emplace_back(dlock::sql::bytes{r.upper});
+      ps.emplace_back(std::int64_t{r.bounded ? 0 : 1});
+    }
+    dlock::sql::result dirty, committed;
+    if (!c.execute("SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", {}, dirty, err)) return false;
+    if (!c.begin(err)) {  // the level set must not reach the next transaction on this pooled connection
+      dlock::sql::sql_error ignored;
+      if (c.usable()) c.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ", {}, dirty, ignored);
+      return false;
+    }
+    if (!c.execute("SELECT HEX(name), holder, fence FROM " + tbl + where, ps, dirty, err) || !c.commit(err)) {
+      if (c.usable()) {
+        dlock::sql::sql_error ignored;
+        c.rollback(ignored);
+      }
+      return false;
+    }
+    if (!c.execute("SELECT HEX(name), fence FROM " + tbl + where, ps, committed, err)) return false;
+    std::map<std::string, std::optional<std::string>> fence_of;
+    for (const auto& row : committed.rows)
+      if (row.size() == 2 && row[0]) fence_of[*row[0]] = row[1];
+    for (const auto& row : dirty.rows) {
+      if (row.size() != 3 || !row[0] || !row[1] || !row[2]) continue;
+      const auto was = fence_of.find(*row[0]);
+      if (was == fence_of.end() || was->second == row[2]) continue;  // not written by an open transaction
+      dlock::sql::forupdate_sql::held_row h;
+      h.hex_name = *row[0];
+      h.session = std::stoll(*row[1]);
+      h.fence = std::stoll(*row[2]);
+      rows.push_back(std::move(h));
+    }
+    return true;
+  };
+  s.session_label = "connection ";
+  s.end_session = [](std::int64_t id) { return "KILL CONNECTION " + std::to_string(id); };
   return s;
 }
 
@@ -261,6 +327,15 @@ dlock::sql::version_sql version_dialect(const dlock::sql::table_ref& t) {
   s.probe = {
       {"SELECT owner FROM " + tbl + " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)", {arg::name}}};
   s.renew_many = [tbl](std::size_t count) { return renew_many_statement(tbl, count, true); };
+  const std::string live = " WHERE name = ? AND owner IS NOT NULL AND expires_at > NOW(6)";
+  const std::string grant_columns = std::string("SELECT owner, version, ") + ms_left + " FROM " + tbl + live;
+  s.inspection.holders = {{grant_columns, {arg::name}}};
+  s.inspection.list = {{"SELECT HEX(name) FROM " + tbl + " WHERE " + in_prefix_range +
+                            " AND owner IS NOT NULL AND expires_at > NOW(6) ORDER BY name",
+                        {arg::name, arg::upper, arg::unbounded}}};
+  s.inspection.lock_holders = {{grant_columns + " FOR UPDATE", {arg::name}}};
+  // Freed, not deleted: the version must never restart.
+  s.inspection.remove = {{"UPDATE " + tbl + " SET owner = NULL, expires_at = NULL" + live, {arg::name}}};
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
   s.sweep = {
       {"UPDATE " + tbl + " SET owner = NULL, expires_at = NULL WHERE owner IS NOT NULL AND expires_at <= NOW(6)", {}}};

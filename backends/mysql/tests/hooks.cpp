@@ -99,6 +99,19 @@ bool forupdate_held(const std::string& uri, std::string_view name) {
 
 }  // namespace
 
-DLOCK_TEST_HOOKS("mysql+index", {.break_lock = index_break, .is_held_on_server = index_held});
-DLOCK_TEST_HOOKS("mysql+version", {.break_lock = version_break, .is_held_on_server = version_held});
-DLOCK_TEST_HOOKS("mysql+forupdate", {.break_lock = forupdate_break, .is_held_on_server = forupdate_held});
+// The index and version rows record the owner id; force_release deletes (index) or frees
+// (version) the row. forupdate: the dirty read names the holding connection, which
+// force_release KILLs.
+DLOCK_TEST_HOOKS("mysql+index", {.break_lock = index_break,
+                                 .is_held_on_server = index_held,
+                                 .inspection = {.inspect = true, .list = true, .force_release = true}});
+DLOCK_TEST_HOOKS("mysql+version", {.break_lock = version_break,
+                                   .is_held_on_server = version_held,
+                                   .inspection = {.inspect = true, .list = true, .force_release = true}});
+DLOCK_TEST_HOOKS("mysql+forupdate",
+                 {.break_lock = forupdate_break,
+                  .is_held_on_server = forupdate_held,
+                  .inspection = {.inspect = true,
+                                 .list = true,
+                                 .force_release = true,
+                                 .owner = dlock::testing::backend_hooks::inspection_support::owner_record::server_id}});

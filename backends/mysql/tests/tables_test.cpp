@@ -24,6 +24,7 @@
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
+#include "inspection.hpp"
 #include "partition.hpp"
 #include "schema_race.hpp"
 #include "test_support.hpp"
@@ -83,6 +84,36 @@ INSTANTIATE_TEST_SUITE_P(Mysql, Tables, ::testing::Values("mysql+index", "mysql+
                            auto s = info.param.substr(info.param.find('+') + 1);
                            return s;
                          });
+
+// ---- backend::inspect, list and force_release (inspection.hpp)
+class RowTables : public Tables {};
+TEST_P(RowTables, InspectReportsTheOwnerIdTokenAndTtlLeft) {
+  auto b = open("ttl=20s");
+  dlock::sql::testing::expect_inspect_reports_the_row(*b);
+}
+TEST_P(RowTables, ListMatchesThePrefixByteForByteAndSkipsExpiredRows) {
+  auto b = open("ttl=20s");
+  dlock::sql::testing::expect_list_is_exact(*b, true);
+}
+TEST_P(RowTables, ForceReleaseMakesTheHoldersReleaseSayNotOwner) {
+  auto b = open("ttl=20s");
+  dlock::sql::testing::expect_force_release_says_not_owner(*b);
+}
+INSTANTIATE_TEST_SUITE_P(Mysql, RowTables, ::testing::Values("mysql+index", "mysql+version"),
+                         [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+TEST(MysqlIndexFair, InspectShowsTheQueuedWaiters) {
+  auto b = dlock::open(test::uri_for("mysql+index", "table=" + test::unique_table("t") + "&fair=true&ttl=20s"));
+  dlock::sql::testing::expect_fair_waiters_listed(*b);
+}
+TEST(MysqlForupdate, ListMatchesThePrefixByteForByte) {
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + test::unique_table("t") + "&ttl=20s"));
+  dlock::sql::testing::expect_list_is_exact(*b, false);
+}
+TEST(MysqlForupdate, ForceReleaseKillsTheHoldingConnectionOnly) {
+  auto b = dlock::open(test::uri_for("mysql+forupdate", "table=" + test::unique_table("t") + "&ttl=20s"));
+  dlock::sql::testing::expect_force_release_ends_the_session(*b, "connection ");
+}
 
 TEST(MysqlIndex, ExpiredRowIsTakenOverAndTheOldHolderIsNotOwner) {
   const auto table = test::unique_table("t");

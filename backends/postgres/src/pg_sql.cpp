@@ -18,6 +18,12 @@ std::string qualified(const sql::table_ref& t, const std::string& suffix) {
 std::string channel_for(const sql::table_ref& t) { return "dlock_" + t.table; }
 
 namespace {
+// Milliseconds from now (the server's clock) to expires_at.
+constexpr const char* ms_left = "(extract(epoch FROM (expires_at - clock_timestamp())) * 1000)::bigint";
+// backend::list's range on the primary key (dialect.hpp: arg::upper, arg::unbounded): the prefix's
+// bytes are compared as they are, never as a LIKE pattern.
+constexpr const char* in_prefix_range = "name >= $1 AND (name < $2 OR $3 = 1)";
+
 // Fair mode (fair=true only): the waiters table, arrival order from an identity column.
 void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
   const auto tab = qualified(t), seq = qualified(t, "_fence");
@@ -43,6 +49,9 @@ void add_fair_statements(sql::index_sql& s, const sql::table_ref& t) {
                 {arg::name, arg::owner, arg::channel}}};
   // The sweeper's part for fair=true: waiters that died without leaving the queue.
   s.sweep_waiters = {{"DELETE FROM " + waiters + " WHERE expires_at <= clock_timestamp()", {}}};
+  s.inspection.waiters = {
+      {"SELECT owner FROM " + waiters + " WHERE name = $1 AND expires_at > clock_timestamp() ORDER BY seq",
+       {arg::name}}};
   // The attempt: the insert/take-over of `acquire`, fed by a SELECT that yields a row only when
   // we already hold the lock (re-entry) or no live waiter of another owner is older than ours
   // (no row of ours: no live waiter at all). On grant our waiter row goes; on a miss it is
@@ -202,6 +211,18 @@ sql::index_sql index_statements(const sql::table_ref& t, bool fair) {
   s.probe = {{"SELECT owner FROM " + tab + " WHERE name = $1 AND expires_at > clock_timestamp()", {arg::name}}};
   s.renew_many = [tab](std::size_t count) { return renew_many_statement(tab, count, false); };
   s.renew_many_returns_positions = true;
+  const std::string grant_columns = std::string("SELECT owner, fence, ") + ms_left + " FROM " + tab +
+                                    " WHERE name = $1 AND expires_at > clock_timestamp()";
+  s.inspection.holders = {{grant_columns, {arg::name}}};
+  s.inspection.list = {{"SELECT encode(name, 'hex') FROM " + tab + " WHERE " + in_prefix_range +
+                            " AND expires_at > clock_timestamp() ORDER BY name",
+                        {arg::name, arg::upper, arg::unbounded}}};
+  s.inspection.lock_holders = {{grant_columns + " FOR UPDATE", {arg::name}}};
+  // Waiters sleep until a release is notified: the removal notifies as a release does.
+  s.inspection.remove = {{"DELETE FROM " + tab +
+                              " WHERE name = $1 AND expires_at > clock_timestamp()"
+                              " RETURNING pg_notify($2, encode(name, 'hex'))",
+                          {arg::name, arg::channel}}};
 
   add_fair_statements(s, t);
   return s;
@@ -231,6 +252,34 @@ sql::forupdate_sql forupdate_statements(const sql::table_ref& t) {
                         seq + "') FROM l",
                     {arg::name}}};
   s.probe = {{"SELECT 1 FROM " + tab + " WHERE name = $1 FOR UPDATE NOWAIT", {arg::name}}};
+  // A row lock is recorded in the row itself: xmax names the locking transaction. The transaction
+  // still holds the lock while it is open, and pg_locks shows the server process of every open
+  // transaction (the ExclusiveLock each holds on its own id). The fencing token (nextval) is not
+  // stored.
+  const std::string held = "SELECT encode(t.name, 'hex'), l.pid FROM " + tab +
+                           " t JOIN pg_locks l ON l.locktype = 'transactionid' AND l.transactionid = t.xmax"
+                           " AND l.mode = 'ExclusiveLock' AND l.granted WHERE ";
+  s.held_rows = [exact = held + "t.name = $1", range = held + "t.name >= $1 AND (t.name < $2 OR $3 = 1)"](
+                    sql::connection& c, const sql::forupdate_sql::name_range& r,
+                    std::vector<sql::forupdate_sql::held_row>& rows, sql::sql_error& err) {
+    std::vector<sql::param> ps{sql::bytes{r.from}};
+    if (!r.exact) {
+      ps.emplace_back(sql::bytes{r.upper});
+      ps.emplace_back(std::int64_t{r.bounded ? 0 : 1});
+    }
+    sql::result out;
+    if (!c.execute(r.exact ? exact : range, ps, out, err)) return false;
+    for (const auto& row : out.rows) {
+      if (row.size() < 2 || !row[0] || !row[1]) continue;
+      sql::forupdate_sql::held_row h;
+      h.hex_name = *row[0];
+      h.session = std::stoll(*row[1]);
+      rows.push_back(std::move(h));
+    }
+    return true;
+  };
+  s.session_label = "pid ";
+  s.end_session = [](std::int64_t pid) { return "SELECT pg_terminate_backend(" + std::to_string(pid) + ")"; };
   return s;
 }
 
@@ -264,6 +313,17 @@ sql::version_sql version_statements(const sql::table_ref& t) {
               {arg::name}}};
   s.renew_many = [tab](std::size_t count) { return renew_many_statement(tab, count, true); };
   s.renew_many_returns_positions = true;
+  const std::string live = " WHERE name = $1 AND owner IS NOT NULL AND expires_at > clock_timestamp()";
+  const std::string grant_columns = std::string("SELECT owner, version, ") + ms_left + " FROM " + tab + live;
+  s.inspection.holders = {{grant_columns, {arg::name}}};
+  s.inspection.list = {{"SELECT encode(name, 'hex') FROM " + tab + " WHERE " + in_prefix_range +
+                            " AND owner IS NOT NULL AND expires_at > clock_timestamp() ORDER BY name",
+                        {arg::name, arg::upper, arg::unbounded}}};
+  s.inspection.lock_holders = {{grant_columns + " FOR UPDATE", {arg::name}}};
+  // Freed, not deleted: the version must never restart. Waiters are notified as on a release.
+  s.inspection.remove = {{"UPDATE " + tab + " SET owner = NULL, expires_at = NULL" + live +
+                              " RETURNING pg_notify($2, encode(name, 'hex'))",
+                          {arg::name, arg::channel}}};
   // The sweeper frees expired grants but keeps the rows: the version must never restart.
   s.sweep = {{"UPDATE " + tab +
                   " SET owner = NULL, expires_at = NULL"

@@ -19,9 +19,26 @@ dlock::testing::backend_hooks advisory_hooks() {
                   .owner = dlock::testing::backend_hooks::inspection_support::owner_record::server_id};
   return h;
 }
+// postgres+index and +version: the row records the owner id; force_release deletes (index) or
+// frees (version) it.
+dlock::testing::backend_hooks table_hooks() {
+  auto h = pg_hooks();
+  h.inspection = {.inspect = true, .list = true, .force_release = true};
+  return h;
+}
+// postgres+forupdate: the row's xmax and pg_locks name the holding session; force_release
+// terminates it.
+dlock::testing::backend_hooks forupdate_hooks() {
+  auto h = pg_hooks();
+  h.inspection = {.inspect = true,
+                  .list = true,
+                  .force_release = true,
+                  .owner = dlock::testing::backend_hooks::inspection_support::owner_record::server_id};
+  return h;
+}
 }  // namespace
 
-DLOCK_TEST_HOOKS("postgres+index", {pg_hooks()});
-DLOCK_TEST_HOOKS("postgres+forupdate", {pg_hooks()});
-DLOCK_TEST_HOOKS("postgres+version", {pg_hooks()});
+DLOCK_TEST_HOOKS("postgres+index", {table_hooks()});
+DLOCK_TEST_HOOKS("postgres+forupdate", {forupdate_hooks()});
+DLOCK_TEST_HOOKS("postgres+version", {table_hooks()});
 DLOCK_TEST_HOOKS("postgres+advisory", {advisory_hooks()});

@@ -24,6 +24,7 @@
 #include "fair_queue.hpp"
 #include "fencing_faults.hpp"
 #include "hostile_names.hpp"
+#include "inspection.hpp"
 #include "partition.hpp"
 #include "pg_probe.hpp"
 #include "schema_race.hpp"
@@ -240,6 +241,32 @@ TEST_P(table_scheme, row_outlives_sessions_and_is_taken_over_after_expiry) {
 }
 INSTANTIATE_TEST_SUITE_P(pg, table_scheme, ::testing::ValuesIn(table_schemes),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
+
+// ---- backend::inspect, list and force_release (inspection.hpp)
+TEST_P(table_scheme, inspect_reports_the_owner_id_token_and_ttl_left) {
+  auto be = dlock::open(uri_for(GetParam()));
+  dlock::sql::testing::expect_inspect_reports_the_row(*be);
+}
+TEST_P(table_scheme, list_matches_the_prefix_byte_for_byte_and_skips_expired_rows) {
+  auto be = dlock::open(uri_for(GetParam(), "ttl=20s"));
+  dlock::sql::testing::expect_list_is_exact(*be, true);
+}
+TEST_P(table_scheme, force_release_makes_the_holders_release_say_not_owner) {
+  auto be = dlock::open(uri_for(GetParam()));
+  dlock::sql::testing::expect_force_release_says_not_owner(*be);
+}
+TEST(postgres_index_fair, inspect_shows_the_queued_waiters) {
+  auto be = dlock::open(uri_for("postgres+index", "fair=true&ttl=20s"));
+  dlock::sql::testing::expect_fair_waiters_listed(*be);
+}
+TEST(postgres_forupdate, list_matches_the_prefix_byte_for_byte) {
+  auto be = dlock::open(uri_for("postgres+forupdate", "ttl=20s"));
+  dlock::sql::testing::expect_list_is_exact(*be, false);
+}
+TEST(postgres_forupdate, force_release_terminates_the_holding_session_only) {
+  auto be = dlock::open(uri_for("postgres+forupdate"));
+  dlock::sql::testing::expect_force_release_ends_the_session(*be, "pid ");
+}
 
 // A grant's fencing token must be larger than every token handed out before it for that name,
 // whatever happened to the previous holder: its session killed on the server while it held the

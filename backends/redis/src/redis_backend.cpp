@@ -142,12 +142,14 @@ namespace dlock::redis {
 namespace {
 
 // One atomic look at a name (and, with ARGV[1] == 'break', its removal): the key's type and PTTL,
-// the fencing counter, the fair queue, and the key's value (a string) or fields (a hash). A string
-// of digits is a semaphore's count: never deleted here.
+// the fencing counter, the fair queue (ARGV[2] == 'queue'), and the key's value (a string) or
+// fields (a hash). A string of digits is a semaphore's count: never deleted here. Every key is in
+// the name's slot (KEYS[3] is the counter again when there is no queue), and the release is
+// published with ARGV[3] (PUBLISH, or SPUBLISH with sharded pub/sub), so it runs on a cluster too.
 constexpr const char* inspect_script = R"lua(
 local t = redis.call('TYPE', KEYS[1]).ok
 local out = {t, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[2]) or '', {}, {}}
-if KEYS[3] ~= '' then out[4] = redis.call('LRANGE', KEYS[3], 0, -1) end
+if ARGV[2] == 'queue' then out[4] = redis.call('LRANGE', KEYS[3], 0, -1) end
 local lock = false
 if t == 'string' then
   local v = redis.call('GET', KEYS[1])
@@ -159,8 +161,8 @@ elseif t == 'hash' then
 end
 if ARGV[1] == 'break' and lock then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', KEYS[4], 0)
-  redis.call('PUBLISH', KEYS[5], 1)
+  redis.call(ARGV[3], KEYS[4], 0)
+  redis.call(ARGV[3], KEYS[5], 1)
 end
 return out
 )lua";
@@ -192,9 +194,11 @@ lock_info redis_backend::look(const std::string& name, bool remove) {
   std::error_code ec;
   auto c = state_->checkout_for(keys.key, ec);
   if (!c) throw error(ec, last_error_message());
-  auto r = c->command({"EVAL", inspect_script, "5", keys.key, keys.fence, keys.queue, keys.channel, keys.rw_channel,
-                       remove ? "break" : "look"},
-                      ec);
+  const bool queued = !keys.queue.empty();
+  auto r =
+      c->command({"EVAL", inspect_script, "5", keys.key, keys.fence, queued ? keys.queue : keys.fence, keys.channel,
+                  keys.rw_channel, remove ? "break" : "look", queued ? "queue" : "", publish_command(cfg)},
+                 ec);
   if (ec) throw error(ec, last_error_message());
   if (r->type != REDIS_REPLY_ARRAY || r->elements != 5)
     throw error(errc::backend_error, "redis " + server_label(*state_) + ": unexpected reply inspecting '" + name + "'");
@@ -240,46 +244,65 @@ lock_info redis_backend::look(const std::string& name, bool remove) {
 }
 
 lock_info redis_backend::do_inspect(const std::string& name) {
-  if (state_->cluster) return backend::do_inspect(name);
-  return look(name, false);
+  auto info = look(name, false);
+  info.name = name;
+  info.held = !info.holders.empty();
+  return info;
 }
 
-std::vector<lock_holder> redis_backend::do_force_release(const std::string& name) {
-  if (state_->cluster) return backend::do_force_release(name);
-  return look(name, true).holders;
-}
+std::vector<lock_holder> redis_backend::do_force_release(const std::string& name) { return look(name, true).holders; }
 
+// SCAN on the server, or on every master of a cluster (each holds the keys of its slots).
 std::vector<std::string> redis_backend::do_list(const std::string& prefix) {
-  if (state_->cluster) return backend::do_list(prefix);
   const auto& cfg = state_->config;
   std::error_code ec;
-  auto c = state_->checkout_for(cfg.prefix, ec);
-  if (!c) throw error(ec, last_error_message());
+  std::vector<pool::handle> servers;
+  if (state_->cluster) {
+    state_->cluster->refresh(ec);
+    if (ec) throw error(ec, last_error_message());
+    std::vector<std::shared_ptr<node>> masters;
+    for (std::uint16_t slot = 0; slot < 16384; ++slot) {
+      auto n = state_->cluster->for_slot(slot, ec);
+      if (!n) throw error(ec, last_error_message());
+      if (std::find(masters.begin(), masters.end(), n) == masters.end()) masters.push_back(std::move(n));
+    }
+    for (const auto& m : masters) {
+      servers.push_back(m->connections->checkout(ec));
+      if (!servers.back()) throw error(ec, last_error_message());
+    }
+  } else {
+    servers.push_back(state_->checkout_for(cfg.prefix, ec));
+    if (!servers.back()) throw error(ec, last_error_message());
+  }
   const auto pattern = glob_escaped(cfg.prefix + prefix) + "*";
   std::vector<std::string> names;
-  std::string cursor = "0";
-  do {
-    auto r = c->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, ec);
-    if (ec) throw error(ec, last_error_message());
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
-      throw error(errc::backend_error, "redis " + server_label(*state_) + ": unexpected reply to SCAN");
-    cursor = text_of(r->element[0]);
-    for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
-      const auto key = text_of(r->element[1]->element[i]);
-      // Derived keys (counters, queues, channels' keys) are Redisson's "redisson_*:{K}" names or
-      // "{K}:suffix"; the lock's own key holds a dlock token (a string) or holder fields (a hash).
-      auto type = c->command({"TYPE", key}, ec);
+  for (auto& c : servers) {
+    std::string cursor = "0";
+    do {
+      auto r = c->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, ec);
       if (ec) throw error(ec, last_error_message());
-      const auto t = text_of(type.get());
-      bool lock = t == "hash" && key.find('{') == std::string::npos;
-      if (t == "string") {
-        auto v = c->command({"GET", key}, ec);
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        throw error(errc::backend_error, "redis " + server_label(*state_) + ": unexpected reply to SCAN");
+      cursor = text_of(r->element[0]);
+      for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
+        const auto key = text_of(r->element[1]->element[i]);
+        // Derived keys (counters, queues, channels' keys) are Redisson's "redisson_*:{K}" names or
+        // "{K}:suffix"; the lock's own key holds a dlock token (a string) or holder fields (a hash).
+        auto type = c->command({"TYPE", key}, ec);
         if (ec) throw error(ec, last_error_message());
-        lock = text_of(v.get()).starts_with("dlock:");
+        const auto t = text_of(type.get());
+        bool lock = t == "hash" && key.find('{') == std::string::npos;
+        if (t == "string") {
+          auto v = c->command({"GET", key}, ec);
+          if (ec) throw error(ec, last_error_message());
+          lock = text_of(v.get()).starts_with("dlock:");
+        }
+        if (lock) names.push_back(key.substr(cfg.prefix.size()));
       }
-      if (lock) names.push_back(key.substr(cfg.prefix.size()));
-    }
-  } while (cursor != "0");
+    } while (cursor != "0");
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
 }
 

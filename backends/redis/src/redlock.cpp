@@ -1,6 +1,9 @@
 #include "redlock.hpp"
 
+#include <algorithm>
+#include <map>
 #include <optional>
+#include <utility>
 
 #include "capabilities.hpp"
 #include "script_call.hpp"
@@ -299,6 +302,132 @@ redlock_backend::redlock_backend(const uri& u, const lock_options& defaults)
 
 std::unique_ptr<distributed_lock> redlock_backend::do_make_lock(std::string name, lock_options options) {
   return std::make_unique<redlock_lock>(state_, std::move(name), caps(), std::move(options));
+}
+
+namespace {
+
+std::string text_of(const redisReply* r) {
+  return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) ? std::string(r->str, r->len)
+                                                                               : std::string();
+}
+
+// What one master holds at a key: its value (empty: none) and PTTL.
+struct master_value {
+  std::string value;
+  long long pttl = -2;
+};
+
+constexpr const char* read_key = "return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1])}";
+
+}  // namespace
+
+// Who holds `key`: the value a majority of the masters agree on (a Redlock grant's random token:
+// no owner id is stored), with the least ttl left among them. Masters that do not answer hold
+// nothing here; fewer answering than a majority cannot tell.
+std::optional<lock_holder> redlock_backend::majority_holder(const std::string& key) const {
+  std::vector<master_value> seen;
+  std::string failures;
+  for (const auto& m : state_->masters) {
+    std::error_code ec;
+    auto c = m->checkout(ec);
+    if (!c) {
+      failures += " " + m->where().label() + ": unavailable;";
+      continue;
+    }
+    auto r = c->command({"EVAL", read_key, "1", key}, ec);
+    if (ec || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+      failures += " " + m->where().label() + ": no answer;";
+      continue;
+    }
+    seen.push_back({text_of(r->element[0]), r->element[1]->integer});
+  }
+  if (seen.size() < state_->quorum())
+    throw error(errc::backend_unavailable, "redlock: only " + std::to_string(seen.size()) + " of " +
+                                               std::to_string(state_->masters.size()) +
+                                               " masters answered, a majority is needed:" + failures);
+  for (const auto& candidate : seen) {
+    if (candidate.value.empty()) continue;
+    lock_holder h;
+    h.owner = candidate.value;
+    std::size_t votes = 0;
+    for (const auto& v : seen) {
+      if (v.value != candidate.value) continue;
+      ++votes;
+      if (v.pttl >= 0 && (!h.ttl_left || std::chrono::milliseconds(v.pttl) < *h.ttl_left))
+        h.ttl_left = std::chrono::milliseconds(v.pttl);
+    }
+    if (votes >= state_->quorum()) return h;
+  }
+  return std::nullopt;
+}
+
+lock_info redlock_backend::do_inspect(const std::string& name) {
+  lock_info info;
+  info.name = name;
+  if (auto h = majority_holder(state_->prefix + name)) info.holders.push_back(std::move(*h));
+  info.held = !info.holders.empty();
+  return info;
+}
+
+// SCAN on every master; a name is held where a majority holds one value at its key.
+std::vector<std::string> redlock_backend::do_list(const std::string& prefix) {
+  std::string pattern;
+  for (const char c : state_->prefix + prefix) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  pattern += '*';
+  std::map<std::pair<std::string, std::string>, std::size_t> votes;  // (key, value) -> masters
+  std::size_t answered = 0;
+  std::string failures;
+  for (const auto& m : state_->masters) {
+    std::error_code ec;
+    auto c = m->checkout(ec);
+    if (!c) {
+      failures += " " + m->where().label() + ": unavailable;";
+      continue;
+    }
+    std::map<std::string, std::string> here;
+    std::string cursor = "0";
+    do {
+      auto r = c->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, ec);
+      if (ec || r->type != REDIS_REPLY_ARRAY || r->elements != 2) break;
+      cursor = text_of(r->element[0]);
+      for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
+        const auto key = text_of(r->element[1]->element[i]);
+        auto v = c->command({"GET", key}, ec);  // a key of another type answers an error: no value
+        if (ec) break;
+        if (v->type == REDIS_REPLY_STRING) here[key] = text_of(v.get());
+      }
+    } while (!ec && cursor != "0");
+    if (ec) {
+      failures += " " + m->where().label() + ": no answer;";
+      continue;
+    }
+    ++answered;
+    for (auto& [key, value] : here) ++votes[{key, value}];
+  }
+  if (answered < state_->quorum())
+    throw error(errc::backend_unavailable, "redlock: only " + std::to_string(answered) + " of " +
+                                               std::to_string(state_->masters.size()) +
+                                               " masters answered, a majority is needed:" + failures);
+  std::vector<std::string> names;
+  for (const auto& [kv, n] : votes)
+    if (n >= state_->quorum()) names.push_back(kv.first.substr(state_->prefix.size()));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+// Compare-and-delete of the majority's token on every master (the holder's release by token).
+// The holder's release then finds its token on no majority (not_owner), and its renewal loses.
+std::vector<lock_holder> redlock_backend::do_force_release(const std::string& name) {
+  const auto key = state_->prefix + name;
+  auto h = majority_holder(key);
+  if (!h) return {};
+  std::size_t released = 0;
+  redlock_lease::release_everywhere(*state_, key, h->owner, released);
+  return {std::move(*h)};
 }
 
 }  // namespace dlock::redis

@@ -1,6 +1,8 @@
 #pragma once
 // redlock://h1:p1,h2:p2,h3:p3: Redlock over N independent masters (redis-py key layout on each).
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "background_thread.hpp"
@@ -26,8 +28,13 @@ class redlock_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  // Per master; the holder is the value (the grant's token) a majority holds.
+  lock_info do_inspect(const std::string& name) override;
+  std::vector<std::string> do_list(const std::string& prefix) override;
+  std::vector<lock_holder> do_force_release(const std::string& name) override;
 
  private:
+  std::optional<lock_holder> majority_holder(const std::string& key) const;
   std::shared_ptr<redlock_state> state_;
 };
 

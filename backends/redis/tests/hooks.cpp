@@ -119,8 +119,8 @@ bool cluster_is_held(const std::string& text, std::string_view name) {
   return on_key_owner(text, "EXISTS %b", key_of(dlock::uri::parse(text), name))->integer == 1;
 }
 
-// On one server (directly or through Sentinel) all three; on a cluster none yet (README). The
-// holder is named by its grant's token or Redisson owner field, not by the owner id.
+// All three on one server (directly or through Sentinel), on a cluster and on Redlock's masters.
+// The holder is named by its grant's token or Redisson owner field, not by the owner id.
 constexpr dlock::testing::backend_hooks::inspection_support server_inspection{
     .inspect = true,
     .list = true,
@@ -134,7 +134,7 @@ DLOCK_TEST_HOOKS("redis+reentrant",
                  {.break_lock = break_lock, .is_held_on_server = is_held, .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+fair",
                  {.break_lock = break_lock, .is_held_on_server = is_held, .inspection = server_inspection});
-DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held});
+DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held, .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+sentinel", {.break_lock = sentinel_break_lock,
                                     .is_held_on_server = sentinel_is_held,
                                     .inspection = server_inspection});
@@ -144,6 +144,12 @@ DLOCK_TEST_HOOKS("redis+reentrant+sentinel", {.break_lock = sentinel_break_lock,
 DLOCK_TEST_HOOKS("redis+fair+sentinel", {.break_lock = sentinel_break_lock,
                                          .is_held_on_server = sentinel_is_held,
                                          .inspection = server_inspection});
-DLOCK_TEST_HOOKS("redis+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
-DLOCK_TEST_HOOKS("redis+reentrant+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
-DLOCK_TEST_HOOKS("redis+fair+cluster", {.break_lock = cluster_break_lock, .is_held_on_server = cluster_is_held});
+DLOCK_TEST_HOOKS("redis+cluster", {.break_lock = cluster_break_lock,
+                                   .is_held_on_server = cluster_is_held,
+                                   .inspection = server_inspection});
+DLOCK_TEST_HOOKS("redis+reentrant+cluster", {.break_lock = cluster_break_lock,
+                                             .is_held_on_server = cluster_is_held,
+                                             .inspection = server_inspection});
+DLOCK_TEST_HOOKS("redis+fair+cluster", {.break_lock = cluster_break_lock,
+                                        .is_held_on_server = cluster_is_held,
+                                        .inspection = server_inspection});

@@ -3,6 +3,7 @@
 // held and waited for. On the launcher's redis-cluster, through redis_cluster_support.hpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -76,6 +77,45 @@ TEST_F(RedisCluster, EachLockLivesOnTheMasterOfItsSlot) {
   std::vector<std::string> fewer(names.begin() + 25, names.end());
   check_routing("redis+reentrant+cluster", fewer, "hash", "redisson_lock_token");
   check_routing("redis+fair+cluster", fewer, "hash", "redisson_lock_token");
+}
+
+// list SCANs every master: names whose slots are on all three masters are listed, exactly those
+// with the prefix; inspect and force_release go to the name's master, and the broken holder's
+// release is not_owner.
+TEST_F(RedisCluster, ListScansEveryMasterAndForceReleaseDeletesOnTheSlotsMaster) {
+  for (const std::string scheme : {"redis+cluster", "redis+reentrant+cluster", "redis+fair+cluster"}) {
+    SCOPED_TRACE(scheme);
+    auto backend = dlock::open(dlock::testing::with_scheme(cluster_uri(), scheme) + "?ttl=10s&watchdog=false");
+    const auto base = unique("list") + "/";
+    std::vector<std::string> names;
+    std::vector<dlock::lease> held;
+    std::set<int> used;
+    for (int i = 0; i < 30; ++i) {
+      names.push_back(base + std::to_string(i));
+      // Within a ttl and more: a freshly started cluster grants nothing for a ttl (wait_after_restart).
+      held.push_back(backend->make_lock(names.back())->try_acquire_for(15s));
+      ASSERT_TRUE(held.back());
+      if (const auto owner = owner_of(keyslot(names.back()))) used.insert(owner->master);
+    }
+    ASSERT_EQ(used.size(), 3u) << "the names did not cover the three masters";
+    auto expected = names;
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(backend->list(base), expected);
+
+    const auto info = backend->inspect(names[0]);
+    ASSERT_EQ(info.holders.size(), 1u);
+    const auto removed = backend->force_release(names[0]);
+    ASSERT_EQ(removed.size(), 1u);
+    EXPECT_EQ(removed[0].owner, info.holders[0].owner);
+    EXPECT_TRUE(masters_storing(names[0]).empty()) << "the key is still on a master";
+    std::error_code ec;
+    held[0].release(ec);
+    EXPECT_EQ(ec, dlock::errc::not_owner);
+    expected.erase(std::find(expected.begin(), expected.end(), names[0]));
+    EXPECT_EQ(backend->list(base), expected);
+    for (std::size_t i = 1; i < held.size(); ++i) held[i].release();
+    EXPECT_TRUE(backend->list(base).empty());
+  }
 }
 
 TEST_F(RedisCluster, FairWaitersQueueOnTheSlotsMaster) {

@@ -522,6 +522,48 @@ TEST(Redlock, ARenewalCountsAFreeMasterOnlyIfItNeverCarriedTheKey) {
   EXPECT_EQ(ec, dlock::errc::lock_lost) << "without the delayed restart a free master may have restarted";
 }
 
+// Redlock stores a random token per grant on each master: inspect names the token a majority
+// holds (a value on a minority is nobody's grant), list gives the names a majority holds, and
+// force_release compare-and-deletes that token on every master, so the holder's release is
+// not_owner.
+TEST(Redlock, InspectNamesTheMajoritysTokenAndForceReleaseDeletesItEverywhere) {
+  const auto uri = server_uri("DLOCK_REDLOCK_URI");
+  auto masters = three_masters_older_than(uri, 3s);
+  ASSERT_EQ(masters.size(), 3u);
+  auto b = open_uri(uri);
+  const auto base = unique_name("redlock-inspect");
+  const auto name = base + "/held";
+  dlock::lock_options o;
+  o.ttl = 20s;
+  o.watchdog = false;
+  auto held = b->make_lock(name, o)->try_acquire();
+  ASSERT_TRUE(held);
+  const auto token = value_of(masters[0].get(), name);
+  ASSERT_FALSE(token.empty());
+  const auto minority = base + "/minority";
+  cmd(masters[2].get(), "SET %b someone PX 20000", minority);
+
+  const auto info = b->inspect(name);
+  ASSERT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, token);
+  ASSERT_TRUE(info.holders[0].ttl_left);
+  EXPECT_LE(*info.holders[0].ttl_left, 20s);
+  EXPECT_FALSE(b->inspect(minority).held) << "a value on one master of three is no grant";
+  EXPECT_EQ(b->list(base), std::vector<std::string>{name});
+
+  const auto removed = b->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, token);
+  for (auto& m : masters) EXPECT_EQ(value_of(m.get(), name), "");
+  EXPECT_EQ(value_of(masters[2].get(), minority), "someone") << "force_release of one name touched another";
+  EXPECT_TRUE(b->list(base).empty());
+  std::error_code ec;
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  cmd(masters[2].get(), "DEL %b", minority);
+}
+
 TEST(Redlock, AcquiresWithAllMastersAndRefusesSecondOwner) {
   const auto uri = server_uri("DLOCK_REDLOCK_URI");
   auto b = open_uri(uri + "?ttl=5s");

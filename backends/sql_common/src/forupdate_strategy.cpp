@@ -142,13 +142,89 @@ class forupdate_lock final : public strategy_lock<forupdate_state> {
   }
 };
 
+// The row locks live in their holders' open transactions: the server says which session holds
+// one (forupdate_sql::held_rows), and force_release ends that session.
+class forupdate_backend final : public strategy_backend<forupdate_state, forupdate_lock> {
+ public:
+  using strategy_backend::strategy_backend;
+
+ private:
+  std::vector<forupdate_sql::held_row> held(const forupdate_sql::name_range& range, const std::string& what) {
+    std::error_code ec;
+    auto h = st_->setup.connections->checkout(ec);
+    if (!h) throw error(ec, last_error_message());
+    std::vector<forupdate_sql::held_row> rows;
+    sql_error err;
+    if (!st_->sql.held_rows(*h, range, rows, err)) {
+      if (!h->usable()) h.discard();
+      set_sql_error(ec, err, what);
+      throw error(ec, last_error_message());
+    }
+    return rows;
+  }
+  lock_holder holder_of(const forupdate_sql::held_row& r) const {
+    lock_holder h;
+    h.owner = st_->sql.session_label + std::to_string(r.session);
+    if (r.fence && *r.fence >= 0) h.fencing_token = static_cast<std::uint64_t>(*r.fence);
+    return h;
+  }
+
+  lock_info do_inspect(const std::string& name) override {
+    if (!st_->sql.held_rows) return backend::do_inspect(name);
+    forupdate_sql::name_range range;
+    range.from = name;
+    range.exact = true;
+    lock_info info;
+    info.name = name;
+    for (const auto& r : held(range, "inspecting lock " + quoted_name(name))) info.holders.push_back(holder_of(r));
+    info.held = !info.holders.empty();
+    return info;
+  }
+  std::vector<std::string> do_list(const std::string& prefix) override {
+    if (!st_->sql.held_rows) return backend::do_list(prefix);
+    forupdate_sql::name_range range;
+    range.from = prefix;
+    prefix_range(prefix, range.upper, range.bounded);
+    std::vector<std::string> names;
+    for (const auto& r : held(range, "listing the held locks of " + st_->setup.redacted_uri))
+      names.push_back(from_hex(r.hex_name));
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    return names;
+  }
+  // Ends the holding session: the server rolls its transaction back, freeing the row lock (and
+  // every other lock that session held); the holder's session monitor reports the loss.
+  std::vector<lock_holder> do_force_release(const std::string& name) override {
+    if (!st_->sql.held_rows || !st_->sql.end_session) return backend::do_force_release(name);
+    forupdate_sql::name_range range;
+    range.from = name;
+    range.exact = true;
+    const std::string what = "breaking lock " + quoted_name(name);
+    std::vector<lock_holder> removed;
+    for (const auto& r : held(range, what)) {
+      std::error_code ec;
+      auto h = st_->setup.connections->checkout(ec);
+      if (!h) throw error(ec, last_error_message());
+      result out;
+      sql_error err;
+      if (!h->execute(st_->sql.end_session(r.session), {}, out, err)) {
+        if (!h->usable()) h.discard();
+        set_sql_error(ec, err, what + " (ending " + st_->sql.session_label + std::to_string(r.session) + ")");
+        throw error(ec, last_error_message());
+      }
+      removed.push_back(holder_of(r));
+    }
+    return removed;
+  }
+};
+
 }  // namespace
 
 std::shared_ptr<backend> make_forupdate_backend(backend_setup setup, forupdate_sql sql) {
   refuse_fair(setup, "FOR UPDATE");
   auto st = make_state<forupdate_state>(std::move(setup), std::move(sql));
   st->monitor = std::make_shared<session_monitor>();
-  return std::make_shared<strategy_backend<forupdate_state, forupdate_lock>>(std::move(st));
+  return std::make_shared<forupdate_backend>(std::move(st));
 }
 
 }  // namespace dlock::sql

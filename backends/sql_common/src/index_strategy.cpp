@@ -326,6 +326,22 @@ class index_backend final : public backend {
       return table_label(t) + " and " + table_label(t, "_waiters");
     return table_label(t);
   }
+  // The lock rows: owner, fence, ttl left; with fair=true the queue's live waiters.
+  lock_info do_inspect(const std::string& name) override {
+    const auto& sql = st_->sql.inspection;
+    if (sql.holders.empty()) return backend::do_inspect(name);
+    return inspect_rows(*st_, sql, name, st_->setup.params.fair);
+  }
+  std::vector<std::string> do_list(const std::string& prefix) override {
+    if (st_->sql.inspection.list.empty()) return backend::do_list(prefix);
+    return list_rows(*st_, st_->sql.inspection, prefix);
+  }
+  // Deletes the live row: the holder's renewal and release then match no row of theirs (not_owner).
+  std::vector<lock_holder> do_force_release(const std::string& name) override {
+    const auto& sql = st_->sql.inspection;
+    if (sql.lock_holders.empty() || sql.remove.empty()) return backend::do_force_release(name);
+    return force_release_rows(*st_, sql, name);
+  }
   std::shared_ptr<index_state> st_;
 };
 

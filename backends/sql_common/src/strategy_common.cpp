@@ -27,6 +27,8 @@ std::vector<param> bind(const statement& st, const values& v) {
       case arg::ttl_ms: ps.emplace_back(v.ttl_ms); break;
       case arg::version: ps.emplace_back(v.version); break;
       case arg::channel: ps.emplace_back(v.channel); break;
+      case arg::upper: ps.emplace_back(bytes{v.upper}); break;
+      case arg::unbounded: ps.emplace_back(v.unbounded); break;
     }
   }
   return ps;
@@ -232,6 +234,129 @@ void renew_together(shared_state& st, const batch_renewal_sql& sql, std::span<sp
     std::error_code ec;
     set_error(ec, errc::backend_error, "out of memory renewing");
     std::fill(outcomes.begin(), outcomes.end(), ec);
+  }
+}
+
+namespace {
+
+[[noreturn]] void throw_sql(const sql_error& err, const std::string& what) {
+  std::error_code ec;
+  set_sql_error(ec, err, what);
+  throw error(ec, last_error_message());
+}
+
+// A grant row (owner, fencing token, milliseconds left) as inspect reports it. The layout records
+// no grant time (renewals move only the expiry).
+lock_holder holder_of(const row& r) {
+  lock_holder h;
+  if (!r.empty() && r[0]) h.owner = *r[0];
+  if (r.size() > 1) {
+    if (auto fence = to_int(r[1]); fence && *fence >= 0) h.fencing_token = static_cast<std::uint64_t>(*fence);
+  }
+  if (r.size() > 2) {
+    if (auto left = to_int(r[2])) h.ttl_left = std::chrono::milliseconds{std::max<std::int64_t>(*left, 0)};
+  }
+  return h;
+}
+
+}  // namespace
+
+void prefix_range(const std::string& prefix, std::string& upper, bool& bounded) {
+  // The first byte string after every one that starts with `prefix`: drop trailing 0xff bytes,
+  // then add one to the last byte left. None when nothing is left (empty, or all 0xff).
+  upper = prefix;
+  while (!upper.empty() && static_cast<unsigned char>(upper.back()) == 0xff) upper.pop_back();
+  bounded = !upper.empty();
+  if (bounded) upper.back() = static_cast<char>(static_cast<unsigned char>(upper.back()) + 1);
+}
+
+std::string from_hex(std::string_view hex) {
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0)
+      throw error(errc::backend_error, "the server listed a name that is not hex: " + std::string(hex));
+    out += static_cast<char>(hi * 16 + lo);
+  }
+  return out;
+}
+
+lock_info inspect_rows(shared_state& st, const inspection_sql& sql, const std::string& name, bool waiters) {
+  values v;
+  v.name = name;
+  result out;
+  std::error_code ec;
+  const std::string what = "inspecting lock " + quoted_name(name);
+  if (!run_pooled(st, sql.holders, v, out, ec, what)) throw error(ec, last_error_message());
+  lock_info info;
+  info.name = name;
+  for (const auto& r : out.rows) info.holders.push_back(holder_of(r));
+  info.held = !info.holders.empty();
+  if (waiters && !sql.waiters.empty()) {
+    if (!run_pooled(st, sql.waiters, v, out, ec, what + " (its queue)")) throw error(ec, last_error_message());
+    info.waiters_known = true;
+    for (const auto& r : out.rows) {
+      lock_waiter w;
+      if (!r.empty() && r[0]) w.owner = *r[0];
+      w.kind = hold_kind::mutex;
+      info.waiters.push_back(std::move(w));
+    }
+  }
+  return info;
+}
+
+std::vector<std::string> list_rows(shared_state& st, const inspection_sql& sql, const std::string& prefix) {
+  values v;
+  v.name = prefix;
+  bool bounded = false;
+  prefix_range(prefix, v.upper, bounded);
+  v.unbounded = bounded ? 0 : 1;
+  result out;
+  std::error_code ec;
+  if (!run_pooled(st, sql.list, v, out, ec, "listing the held locks of " + st.setup.redacted_uri))
+    throw error(ec, last_error_message());
+  std::vector<std::string> names;
+  names.reserve(out.rows.size());
+  for (const auto& r : out.rows)
+    if (!r.empty() && r[0]) names.push_back(from_hex(*r[0]));
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::vector<lock_holder> force_release_rows(shared_state& st, const inspection_sql& sql, const std::string& name) {
+  values v;
+  v.name = name;
+  v.channel = st.channel;
+  const std::string what = "breaking lock " + quoted_name(name);
+  std::error_code ec;
+  auto h = st.setup.connections->checkout(ec);
+  if (!h) throw error(ec, last_error_message());
+  // The grants read under their row locks, then ended in the same transaction: what is returned
+  // is what was removed. A deadlock with a holder's renewal rolls it back: tried again.
+  for (int attempt = 0;; ++attempt) {
+    sql_error err;
+    result held, removed;
+    if (h->begin(err) && run(*h, sql.lock_holders, v, held, err, 1) && run(*h, sql.remove, v, removed, err, 1) &&
+        h->commit(err)) {
+      std::vector<lock_holder> holders;
+      for (const auto& r : held.rows) holders.push_back(holder_of(r));
+      return holders;
+    }
+    if (h->usable()) {
+      sql_error ignored;
+      h->rollback(ignored);
+    }
+    if (!h->usable()) h.discard();
+    if (!h || !transient(err.kind) || attempt >= 4) throw_sql(err, what);
+    pause_before_retry(attempt);
   }
 }
 

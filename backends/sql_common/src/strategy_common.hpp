@@ -33,6 +33,8 @@ struct values {
   std::int64_t ttl_ms = 0;
   std::int64_t version = 0;
   std::string channel;
+  std::string upper;  // backend::list's range (dialect.hpp: arg::upper, arg::unbounded)
+  std::int64_t unbounded = 0;
 };
 
 // Deadlocks and serialization failures: "try again", not "broken".
@@ -68,6 +70,17 @@ void create_schema(shared_state& st, const std::vector<std::string>& ddl);
 // A script on a pooled connection, dropping the connection if it was lost; ec names `what`.
 bool run_pooled(shared_state& st, const script& s, const values& v, result& out, std::error_code& ec,
                 std::string_view what, int attempts = 2) noexcept;
+
+// backend::inspect, list and force_release over a dialect's inspection_sql (each throws
+// dlock::error; an empty script refuses with not_supported through `refuse`). `waiters`: the fair
+// queue is read (fair=true).
+lock_info inspect_rows(shared_state& st, const inspection_sql& sql, const std::string& name, bool waiters);
+std::vector<std::string> list_rows(shared_state& st, const inspection_sql& sql, const std::string& prefix);
+std::vector<lock_holder> force_release_rows(shared_state& st, const inspection_sql& sql, const std::string& name);
+// The name range of the names that start with `prefix` (arg::upper, arg::unbounded).
+void prefix_range(const std::string& prefix, std::string& upper, bool& bounded);
+// Bytes from the hex text a list statement returns (encode(name, 'hex') / HEX(name)).
+std::string from_hex(std::string_view hex);
 
 // The watchdog's batched renewal (spi::renewal_batch) of the index and version strategies.
 // One lease to renew: its row's key, and its ttl (what the batch statement binds).

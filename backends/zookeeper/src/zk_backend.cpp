@@ -96,43 +96,125 @@ std::unique_ptr<semaphore> zookeeper_backend::do_make_semaphore(std::string name
                                         settings_);
 }
 
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// A contender node of a name's folder: where it is, whose it is (its data: the owner id), and
+// whether it holds.
+struct contender {
+  std::string path;
+  std::string owner;
+  hold_kind kind = hold_kind::mutex;
+  bool holds = false;
+};
+
+// The contenders of `parent` in arrival order (empty when the folder does not exist): the lowest
+// node holds, readers hold together up to the first writer (Curator's rules).
+std::vector<contender> contenders_of(session& s, const std::string& parent, steady::time_point deadline) {
+  std::vector<std::string> nodes;
+  int rc = request::children(s, parent, deadline, nodes);
+  if (rc == ZNONODE) return {};
+  if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot list " + parent + ": " + zerror(rc));
+  std::vector<contender> queue;
+  bool holding = true;  // still in the holders at the head of the queue
+  // Every recipe's contenders in arrival order, across the sequence counter's wrap (sequence.hpp).
+  for (const auto& node : lock_nodes_in_order(nodes)) {
+    contender c;
+    c.path = parent + "/" + node;
+    rc = request::data(s, c.path, deadline, c.owner);
+    if (rc == ZNONODE) continue;  // left meanwhile
+    if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot read " + c.path + ": " + zerror(rc));
+    c.kind = is_read_node(node)                                ? hold_kind::read
+             : node.find(write_node_name) != std::string::npos ? hold_kind::write
+                                                               : hold_kind::mutex;
+    c.holds = holding && (queue.empty() || (c.kind == hold_kind::read && queue.back().kind == hold_kind::read));
+    holding = c.holds;
+    queue.push_back(std::move(c));
+  }
+  return queue;
+}
+
+lock_holder holder_of(const contender& c) {
+  lock_holder h;
+  h.owner = c.owner;
+  h.kind = c.kind;
+  return h;
+}
+
+}  // namespace
+
 lock_info zookeeper_backend::do_inspect(const std::string& name) {
   check_name(settings_, name);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  const auto deadline = steady::now() + std::chrono::seconds(10);
   auto s = connection_->live(deadline, "within 10s (inspect)");
-  const auto parent = parent_path(settings_.root, name);
-  std::vector<std::string> nodes;
-  int rc = request::children(*s, parent, deadline, nodes);
   lock_info info;
+  info.name = name;
   info.waiters_known = true;
-  if (rc == ZNONODE) return info;
-  if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot list " + parent + ": " + zerror(rc));
-  // Every recipe's contenders in arrival order, across the sequence counter's wrap (sequence.hpp).
-  const auto queue = lock_nodes_in_order(nodes);
-  bool holding = true;  // still in the holders at the head of the queue
-  for (const auto& node : queue) {
-    std::string owner;
-    rc = request::data(*s, parent + "/" + node, deadline, owner);
-    if (rc == ZNONODE) continue;  // left meanwhile
-    if (rc != ZOK)
-      throw error(errc::backend_unavailable, "zookeeper: cannot read " + parent + "/" + node + ": " + zerror(rc));
-    const auto kind = is_read_node(node)                                ? hold_kind::read
-                      : node.find(write_node_name) != std::string::npos ? hold_kind::write
-                                                                        : hold_kind::mutex;
-    // The lowest node holds; readers hold together up to the first writer (Curator's rules).
-    const bool holds =
-        holding && (info.holders.empty() || (kind == hold_kind::read && info.holders.back().kind == hold_kind::read));
-    if (holds) {
-      lock_holder h;
-      h.owner = owner;
-      h.kind = kind;
-      info.holders.push_back(std::move(h));
-    } else {
-      holding = false;
-      info.waiters.push_back({owner, kind});
-    }
+  for (auto& c : contenders_of(*s, parent_path(settings_.root, name), deadline)) {
+    if (c.holds)
+      info.holders.push_back(holder_of(c));
+    else
+      info.waiters.push_back({std::move(c.owner), c.kind});
   }
+  info.held = !info.holders.empty();
   return info;
+}
+
+// The folders below the root, walked only where a name with the prefix can be (a name "a/b" is
+// the folder a/b: a name's folder may also hold other names' folders). A folder with contender
+// nodes is a held name (a mutex or a reader-writer lock; a semaphore's leases are no contenders).
+// Hashed folders ("#...", names ZooKeeper cannot store as a path) keep no trace of their name and
+// are not listed.
+std::vector<std::string> zookeeper_backend::do_list(const std::string& prefix) {
+  const auto deadline = steady::now() + std::chrono::seconds(30);
+  auto s = connection_->live(deadline, "within 30s (list)");
+  std::vector<std::string> names;
+  std::vector<std::string> folders{""};  // names (relative paths) to look into; "" is the root
+  while (!folders.empty()) {
+    const auto folder = std::move(folders.back());
+    folders.pop_back();
+    const auto path = folder.empty() ? (settings_.root.empty() ? "/" : settings_.root) : settings_.root + "/" + folder;
+    std::vector<std::string> children;
+    const int rc = request::children(*s, path, deadline, children);
+    if (rc == ZNONODE) continue;  // gone meanwhile
+    if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot list " + path + ": " + zerror(rc));
+    bool contended = false;
+    for (const auto& child : children) {
+      if (sequence_of(child)) {
+        contended = true;
+        continue;
+      }
+      if (child.starts_with('#')) continue;
+      if (folder.empty() && settings_.root.empty() && child == "zookeeper") continue;  // the server's own tree
+      const auto below = folder.empty() ? child : folder + "/" + child;
+      // Only where the prefix can still match: below starts with it, or it continues below.
+      if (below.starts_with(prefix) || prefix.starts_with(below + "/") || prefix == below) folders.push_back(below);
+    }
+    // A contender node is ephemeral: its session is alive, and the lowest one holds.
+    if (!folder.empty() && contended && folder.starts_with(prefix)) names.push_back(folder);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Deletes the holding node(s). Each holder's session watches its node: the deletion is its lease
+// lost; and its release then finds no node (not_owner).
+std::vector<lock_holder> zookeeper_backend::do_force_release(const std::string& name) {
+  check_name(settings_, name);
+  const auto deadline = steady::now() + std::chrono::seconds(10);
+  auto s = connection_->live(deadline, "within 10s (force_release)");
+  std::vector<lock_holder> removed;
+  for (const auto& c : contenders_of(*s, parent_path(settings_.root, name), deadline)) {
+    if (!c.holds) break;
+    const int rc = request::remove(*s, c.path, deadline);
+    if (rc == ZNONODE) continue;  // released meanwhile
+    if (rc != ZOK)
+      throw error(rc == ZNOAUTH ? errc::authentication_failed : errc::backend_unavailable,
+                  "zookeeper: cannot delete " + c.path + " (breaking '" + name + "'): " + zerror(rc));
+    removed.push_back(holder_of(c));
+  }
+  return removed;
 }
 
 }  // namespace dlock::zookeeper

@@ -22,6 +22,10 @@ class zookeeper_backend final : public backend {
   // The children of the name's folder in sequence order: the mutex's lowest node (or the readers
   // before the first writer) hold, the rest wait; each node's data is its owner id.
   lock_info do_inspect(const std::string& name) override;
+  // The folders below the root that hold contender nodes (hashed folders not: they keep no name).
+  std::vector<std::string> do_list(const std::string& prefix) override;
+  // Deletes the holding node(s); the holders' sessions see their nodes deleted: lost.
+  std::vector<lock_holder> do_force_release(const std::string& name) override;
 
  private:
   std::shared_ptr<connection> connection_;

@@ -75,4 +75,4 @@ bool is_held(const std::string& text, std::string_view name) {
 DLOCK_TEST_HOOKS("zookeeper", {.break_lock = break_lock,
                                .is_held_on_server = is_held,
                                .validity_kept_alive = true,
-                               .inspection = {.inspect = true, .list = false, .force_release = false}});
+                               .inspection = {.inspect = true, .list = true, .force_release = true}});

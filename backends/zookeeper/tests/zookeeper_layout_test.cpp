@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -20,6 +21,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 #include "name_mapping.hpp"
 #include "sequence.hpp"
@@ -31,6 +33,7 @@ namespace zk = dlock::zookeeper;
 namespace {
 
 using namespace dlock::zookeeper::testing;  // zk_test_support.hpp
+using dlock::testing::eventually;
 
 }  // namespace
 
@@ -285,13 +288,43 @@ TEST(zookeeper_inspection, TheLowestNodeHoldsAndTheRestWaitEachNamedByItsData) {
   ASSERT_TRUE(info.waiters_known);
   ASSERT_EQ(info.waiters.size(), 1u);
   EXPECT_EQ(info.waiters[0].owner, waiter_lock->owner());
+  // force_release deletes the holder's node only: the waiter is granted, the holder's session
+  // watcher reports the deletion as the lease lost, and its release says not_owner.
+  const auto removed = b->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, holder_lock->owner());
+  waiter.join();  // granted (and released at once)
+  EXPECT_TRUE(eventually([&] { return held.lost_token().stop_requested(); })) << "the holder was not told";
   std::error_code ec;
-  (void)b->force_release(name, ec);
-  EXPECT_EQ(ec, dlock::errc::not_supported);
-
-  held.release();
-  waiter.join();
+  held.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
   EXPECT_FALSE(b->inspect(name).held);
+  EXPECT_TRUE(b->force_release(name).empty()) << "a free name has no holder to remove";
+}
+
+// list walks the folders below the root where the prefix can be: nested names ("a/b" is a folder
+// inside the folder of "a") are found, names beside the prefix and released names are not, and a
+// name hashed into a "#..." folder (ZooKeeper cannot store it as a path) keeps no name to list.
+TEST(zookeeper_inspection, ListFindsTheHeldFoldersWithThePrefix) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  auto b = dlock::open(uri);
+  const auto base = unique_name("list");
+  auto a = b->make_lock(base + "/a")->try_acquire();
+  auto ab = b->make_lock(base + "/a/b")->try_acquire();
+  auto axe = b->make_lock(base + "/axe")->try_acquire();
+  auto other = b->make_lock(base + "/b")->try_acquire();
+  auto hashed = b->make_lock(base + "/a\x01hashed")->try_acquire();
+  auto rw = b->make_rw_lock(base + "/a-read")->try_acquire_read();
+  ASSERT_TRUE(a && ab && axe && other && hashed && rw);
+  EXPECT_EQ(b->list(base + "/a"),
+            (std::vector<std::string>{base + "/a", base + "/a-read", base + "/a/b", base + "/axe"}));
+  EXPECT_EQ(b->list(base + "/a/"), std::vector<std::string>{base + "/a/b"});
+  EXPECT_EQ(b->list(base + "/b"), std::vector<std::string>{base + "/b"});
+  a.release();
+  EXPECT_EQ(b->list(base + "/a"), (std::vector<std::string>{base + "/a-read", base + "/a/b", base + "/axe"}))
+      << "a released name (its folder kept while a nested name is held) is still listed";
+  const auto everything = b->list();
+  EXPECT_NE(std::find(everything.begin(), everything.end(), base + "/b"), everything.end());
 }
 
 TEST(zookeeper_inspection, ReadersHoldTogetherUpToTheFirstWriter) {
@@ -312,7 +345,15 @@ TEST(zookeeper_inspection, ReadersHoldTogetherUpToTheFirstWriter) {
   ASSERT_EQ(info.waiters.size(), 1u);
   EXPECT_EQ(info.waiters[0].kind, dlock::hold_kind::write);
   EXPECT_EQ(info.waiters[0].owner, writer->owner());
-  r1.release();
-  r2.release();
+  // Both readers hold: force_release removes both, and the writer is granted.
+  const auto removed = b->force_release(name);
+  ASSERT_EQ(removed.size(), 2u);
+  EXPECT_EQ(removed[0].kind, dlock::hold_kind::read);
+  EXPECT_EQ(removed[1].kind, dlock::hold_kind::read);
   w.join();
+  std::error_code ec;
+  r1.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
+  r2.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner);
 }

@@ -7,10 +7,13 @@
 // statement's (rows_affected for "ours?", rows for returned values). One statement is one round
 // trip (PostgreSQL does every operation in one; a dialect without RETURNING may need two).
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "dlock_sql/connection.hpp"
 #include "dlock_sql/params.hpp"
 
 namespace dlock::sql {
@@ -23,6 +26,11 @@ enum class arg {
   ttl_ms,   // int64: the grant's ttl in milliseconds; expiry = server clock + ttl
   version,  // int64: the version read before (optimistic strategy)
   channel,  // text: the notification channel (PostgreSQL NOTIFY); dialects without it never bind it
+  // backend::list binds the prefix as `name`, and with it the end of the range of names that
+  // start with it (name >= prefix AND (name < upper OR unbounded = 1): a range on the key, so the
+  // prefix's bytes, '%' and '_' included, are compared as they are, never as a pattern):
+  upper,      // bytes: the first name after every name that starts with the prefix
+  unbounded,  // int64: 1 when no name is after them (the prefix is empty or all 0xff bytes), else 0
 };
 
 struct statement {
@@ -30,6 +38,23 @@ struct statement {
   std::vector<arg> binds;
 };
 using script = std::vector<statement>;
+
+// What backend::inspect, list and force_release run on the index and version tables. An empty
+// script: that operation is refused with errc::not_supported.
+struct inspection_sql {
+  // Binds name. One row (owner, fencing token, milliseconds left) per live grant of the name.
+  script holders;
+  // Binds name. One row (owner) per live waiter of the fair queue, oldest first (fair=true only).
+  script waiters;
+  // Binds name (the prefix), upper, unbounded. One row (the name, in hex) per name that starts
+  // with the prefix and has a live grant.
+  script list;
+  // force_release, one transaction: `lock_holders` (binds name) returns the rows `holders` does,
+  // locked until the transaction ends, then `remove` (binds name, channel) ends those grants (the
+  // row deleted, or freed where it must outlive them), waking waiters where the dialect can.
+  script lock_holders;
+  script remove;
+};
 
 // Columns every table strategy uses (see the README for the DDL per dialect):
 //   name        binary, primary key (bytea / VARBINARY(n)): byte-exact, case-sensitive
@@ -111,6 +136,9 @@ struct index_sql {
   // never locked: the lock row's primary key alone excludes, the queue only orders.
   script fair_gate;
   script fair_refresh;
+  // backend::inspect, list, force_release of the lock rows (the reader-writer locks' and
+  // semaphores' holder rows are not looked at).
+  inspection_sql inspection;
 };
 
 // SELECT ... FOR UPDATE: the lock is the row lock of an open transaction on a dedicated connection.
@@ -128,6 +156,26 @@ struct forupdate_sql {
   script bump_fence;
   // Binds name. Returns one row if the row is locked by someone (NOWAIT probe in a transaction).
   script probe;
+
+  // For backend::inspect, list and force_release: the rows of `range` whose lock an open
+  // transaction holds now, each with the server's id of the holding session and, where the
+  // server shows it, the holder's fencing token. Null: refused (errc::not_supported).
+  struct name_range {
+    std::string from;   // the name (exact), or the prefix
+    std::string upper;  // see arg::upper
+    bool bounded = false;
+    bool exact = false;  // only the row named `from`
+  };
+  struct held_row {
+    std::string hex_name;  // the name's bytes in hex (encode(name, 'hex') / HEX(name))
+    std::int64_t session = 0;
+    std::optional<std::int64_t> fence;
+  };
+  std::function<bool(connection& c, const name_range& range, std::vector<held_row>& out, sql_error& err)> held_rows;
+  // How a holder is named ("pid 123"), and the statement that ends its session (the server then
+  // rolls back its transaction, which frees the row lock and every other lock the session held).
+  std::string session_label;
+  std::function<std::string(std::int64_t session)> end_session;
 };
 
 // Optimistic version: a conditional update on the version; the version is the fencing token.
@@ -147,7 +195,8 @@ struct version_sql {
   // name, owner, version.
   std::function<std::string(std::size_t count)> renew_many;
   bool renew_many_returns_positions = false;
-  script probe;  // binds name; one row (owner) when held and live
+  script probe;               // binds name; one row (owner) when held and live
+  inspection_sql inspection;  // fencing token = the version; `remove` frees the grant, keeps the row
   // No binds: frees every expired grant (owner and expires_at NULL) WITHOUT deleting the row: its
   // version is the fencing token and must never restart. rows_affected = grants freed. Empty:
   // backend::sweep_expired has nothing to do.
