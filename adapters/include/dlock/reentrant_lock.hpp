@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 
+#include "dlock/detail/timed_mutex.hpp"
 #include "dlock/distributed_lock.hpp"
 
 namespace dlock {
@@ -39,7 +40,7 @@ class reentrant_lock final : public distributed_lock {
 
   std::unique_ptr<distributed_lock> inner_;
   std::shared_ptr<detail::reentrant_slot> slot_;
-  std::timed_mutex acquiring_;  // one thread at a time takes the inner grant
+  detail::timed_mutex acquiring_;  // one thread at a time takes the inner grant
 };
 
 }  // namespace dlock

@@ -4,21 +4,20 @@
 // std::lock_guard) on the writer side, as with a std::shared_timed_mutex shared by threads AND
 // processes.
 //
-// A rw_lock object is ONE owner, so the threads of one process first take a local
-// std::shared_timed_mutex in the same mode and with the same deadline (as timed_lockable takes a
-// local mutex): a writer thread excludes this process's readers locally before it asks the server,
-// and the readers of this process share the local side. Each reader thread then holds a read
-// lease of its own on the server (they come and go independently); unlock_shared finds the calling
-// thread's lease by thread id, so a thread must unlock_shared what it locked (as a
-// std::shared_timed_mutex requires). The rw_lock object is used by several threads at once on the
-// reader side: its acquire forms must be safe to call concurrently (they are: each grant is a
-// lease of its own).
+// A rw_lock object is ONE owner, so the threads of one process first take a local shared timed
+// mutex (dlock/detail/timed_mutex.hpp) in the same mode and with the same deadline (as
+// timed_lockable takes a local mutex): a writer thread excludes this process's readers locally
+// before it asks the server, and the readers of this process share the local side. Each reader
+// thread then holds a read lease of its own on the server (they come and go independently);
+// unlock_shared finds the calling thread's lease by thread id, so a thread must unlock_shared what
+// it locked (as a std::shared_timed_mutex requires). The rw_lock object is used by several threads
+// at once on the reader side: its acquire forms must be safe to call concurrently (they are: each
+// grant is a lease of its own).
 //
 // As with std::shared_timed_mutex, a thread must not take the shared side twice: on a backend
 // whose writers are preferred (writer_preferred), its second read queues behind a writer that
-// waits for its first. Preference between the threads of one process is the local mutex's
-// (libstdc++: pthread_rwlock, which prefers readers), whatever the backend prefers between
-// processes.
+// waits for its first. Between the threads of one process the local side prefers readers (a
+// reader gets in whenever no writer holds it), whatever the backend prefers between processes.
 //
 //   dlock::shared_timed_lockable catalog(backend->make_rw_lock("catalog"));
 //   { std::shared_lock reading(catalog); ...read... }               // many threads, many processes
@@ -28,7 +27,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <stop_token>
 #include <string>
 #include <system_error>
@@ -38,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "dlock/detail/timed_mutex.hpp"
 #include "dlock/diagnostics.hpp"
 #include "dlock/distributed_lock.hpp"
 #include "dlock/error.hpp"
@@ -229,7 +228,7 @@ class shared_timed_lockable {
 
   std::unique_ptr<rw_lock> owned_;
   rw_lock* lock_;
-  std::shared_timed_mutex local_;
+  detail::shared_timed_mutex local_;
   lease written_;  // the write lease, while a thread holds the write side
   mutable std::mutex readers_mutex_;
   std::unordered_map<std::thread::id, std::vector<lease>> readers_;  // each reader thread's leases

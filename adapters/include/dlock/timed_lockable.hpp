@@ -3,8 +3,9 @@
 // std::scoped_lock, std::lock_guard and std::condition_variable_any work with it.
 //
 // A lock object is ONE owner: with a reentrant backend, two threads locking the same object would
-// both "get" it. So the threads of one process first take a local std::timed_mutex (with the same
-// deadline), and the object behaves like a std::timed_mutex shared by threads AND processes.
+// both "get" it. So the threads of one process first take a local timed mutex
+// (dlock/detail/timed_mutex.hpp, with the same deadline), and the object behaves like a
+// std::timed_mutex shared by threads AND processes.
 //
 //   dlock::timed_lockable m(backend->make_lock("orders/42"));
 //   if (std::unique_lock guard(m, std::chrono::seconds(2)); guard) { ... m.fencing_token() ... }
@@ -18,6 +19,7 @@
 #include <system_error>
 #include <type_traits>
 
+#include "dlock/detail/timed_mutex.hpp"
 #include "dlock/diagnostics.hpp"
 #include "dlock/distributed_lock.hpp"
 #include "dlock/error.hpp"
@@ -124,7 +126,7 @@ class timed_lockable {
 
   std::unique_ptr<distributed_lock> owned_;
   distributed_lock* lock_;
-  std::timed_mutex local_;
+  detail::timed_mutex local_;
   lease held_;
 };
 

@@ -24,7 +24,7 @@ bool session_share::live(session& s) noexcept {
 session_share::picked session_share::pick(time_point deadline, std::error_code& ec) noexcept {
   for (;;) {
     std::shared_ptr<session> chosen;
-    std::unique_lock<std::timed_mutex> chosen_lk;
+    std::unique_lock<dlock::detail::timed_mutex> chosen_lk;
     bool open_new = false;
     std::shared_ptr<session> least;
     {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -114,10 +115,42 @@ class overlap_record {
   std::vector<std::pair<double, double>> intervals_;
 };
 
+// Where the holders of a test wait for each other until `n` hold at once, so that reaching n does
+// not depend on short holds overlapping, however slowly the machine runs (ThreadSanitizer's
+// slowdown). A holder waits until n held at once, until every other holder has finished, or, once,
+// at most `bound` (then no holder waits any more: a semaphore that never grants n fails the test
+// rather than its timeout).
+class meeting {
+ public:
+  meeting(int n, int holders, std::chrono::seconds bound) : n_(n), holders_(holders), bound_(bound) {}
+  // Called while holding a permit.
+  void hold() {
+    std::unique_lock lock(mutex_);
+    if (++holding_ >= n_) reached_ = true;
+    changed_.notify_all();
+    if (!changed_.wait_for(lock, bound_, [&] { return reached_ || gave_up_ || finished_ == holders_ - 1; }))
+      gave_up_ = true;
+    --holding_;
+  }
+  void finished() {
+    std::lock_guard lock(mutex_);
+    ++finished_;
+    changed_.notify_all();
+  }
+
+ private:
+  const int n_, holders_;
+  const std::chrono::seconds bound_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int holding_ = 0, finished_ = 0;
+  bool reached_ = false, gave_up_ = false;
+};
+
 // `rounds` times: a permit of `sem` taken within `wait` (else one more of `failures`), held for
-// `hold` and recorded.
+// `hold` (and, with a meeting, until the meeting lets it go) and recorded.
 void hold_permits(dlock::semaphore& sem, int rounds, std::chrono::seconds wait, std::chrono::milliseconds hold,
-                  overlap_record& record, std::atomic<int>& failures) {
+                  overlap_record& record, std::atomic<int>& failures, meeting* meet = nullptr) {
   for (int round = 0; round < rounds; ++round) {
     auto p = sem.try_acquire_for(wait);
     if (!p) {
@@ -126,8 +159,10 @@ void hold_permits(dlock::semaphore& sem, int rounds, std::chrono::seconds wait, 
     }
     const double acquired = steady_seconds();
     std::this_thread::sleep_for(hold);
+    if (meet) meet->hold();
     record.add(acquired, steady_seconds());
   }
+  if (meet) meet->finished();
 }
 
 }  // namespace
@@ -376,11 +411,12 @@ TEST(zookeeper_semaphore, ThreadsAndSessionsNeverHoldMoreThanNAtOnce) {
   overlap_record record;
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
+  meeting meet(n, 4, 30s);
   auto shared = dlock::open(uri);  // two threads share a session, two have their own
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
       auto b = t < 2 ? shared : dlock::open(uri);
-      hold_permits(*b->make_semaphore(name, n), 5, 30s, 20ms, record, failures);
+      hold_permits(*b->make_semaphore(name, n), 5, 30s, 20ms, record, failures, &meet);
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);

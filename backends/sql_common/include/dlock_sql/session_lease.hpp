@@ -36,6 +36,7 @@
 #include <system_error>
 #include <thread>
 
+#include "dlock/detail/timed_mutex.hpp"
 #include "dlock/spi.hpp"
 #include "dlock_sql/pool.hpp"
 
@@ -55,7 +56,7 @@ class session {
 
   // Every statement on the session runs under this mutex (timed: an acquire with a deadline
   // waits for another lease's statement on a shared session only until its deadline).
-  std::timed_mutex& mutex() noexcept { return m_; }
+  dlock::detail::timed_mutex& mutex() noexcept { return m_; }
   // Under mutex(): the connection, or nullptr once the session ended.
   sql::connection* conn() noexcept { return ended_ || !conn_ ? nullptr : conn_.operator->(); }
   // Under mutex(): the session is dead for every lease on it: the socket is shut down now (the
@@ -80,7 +81,7 @@ class session {
   std::atomic<std::size_t> holders{0};
 
  private:
-  std::timed_mutex m_;
+  dlock::detail::timed_mutex m_;
   pool::handle conn_;
   std::atomic<bool> ended_{false};
   bool kept_ = false;
@@ -147,7 +148,7 @@ class session_lease : public spi::lease_state {
   void start_watching();
   void stop_watching() noexcept;
   // Everything below is under connection_mutex() (the session's, shared with its other leases).
-  std::timed_mutex& connection_mutex() noexcept { return session_->mutex(); }
+  dlock::detail::timed_mutex& connection_mutex() noexcept { return session_->mutex(); }
   // The session's connection while this lease is on it and the session lives, else nullptr.
   sql::connection* connection() noexcept { return attached_ ? session_->conn() : nullptr; }
   // The lease leaves its session: clean (keep: the lock released, the session usable by others

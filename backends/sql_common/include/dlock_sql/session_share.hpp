@@ -47,7 +47,7 @@ class session_share {
   // statement). nullptr with ec set when no session could be had by `deadline`.
   struct picked {
     std::shared_ptr<session> s;
-    std::unique_lock<std::timed_mutex> lock;
+    std::unique_lock<dlock::detail::timed_mutex> lock;
   };
   picked pick(time_point deadline, std::error_code& ec) noexcept;
 
