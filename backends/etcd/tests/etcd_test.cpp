@@ -1,0 +1,142 @@
+// etcd:// on the real server: the layout read with raw gateway requests (Go's concurrency.Mutex keys), and
+// interoperability with Debian's `etcdctl lock` on the same names, both ways.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+
+#include "dlock/dlock.hpp"
+#include "dlock_test/eventually.hpp"
+#include "dlock_test/support.hpp"
+#include "etcd_lock.hpp"
+#include "gateway.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using dlock::etcd::base64_decode;
+using dlock::etcd::base64_encode;
+using dlock::etcd::int64_field;
+using dlock::etcd::json;
+
+std::string uri() { return dlock::testing::server_uri("DLOCK_ETCD_URI"); }
+
+dlock::etcd::gateway raw() {
+  dlock::etcd::gateway_options o;
+  for (const auto& h : dlock::uri::parse(uri()).hosts()) o.endpoints.push_back(h.to_string());
+  return dlock::etcd::gateway(o);
+}
+
+std::string endpoints() {
+  std::string list;
+  for (const auto& h : dlock::uri::parse(uri()).hosts()) list += (list.empty() ? "" : ",") + h.to_string();
+  return list;
+}
+
+// The keys under "<name>/", in create-revision order.
+json keys_of(dlock::etcd::gateway& gw, const std::string& name) {
+  const auto prefix = name + "/";
+  auto end = prefix;
+  end.back() = '0';  // '/' + 1
+  const auto r = gw.call("/v3/kv/range", {{"key", base64_encode(prefix)},
+                                          {"range_end", base64_encode(end)},
+                                          {"sort_order", "ASCEND"},
+                                          {"sort_target", "CREATE"}});
+  return r.contains("kvs") ? r["kvs"] : json::array();
+}
+
+std::string hex(std::int64_t v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+TEST(EtcdLayout, TheHolderKeyIsNameSlashLeaseHexWithTheLeaseAndItsCreateRevisionIsTheFence) {
+  auto gw = raw();
+  const auto name = dlock::testing::unique_name("etcd-layout");
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  auto lock = backend->make_lock(name);
+  auto lease = lock->try_acquire();
+  ASSERT_TRUE(lease);
+  const auto kvs = keys_of(gw, name);
+  ASSERT_EQ(kvs.size(), 1u);
+  const auto lease_id = int64_field(kvs[0], "lease");
+  EXPECT_EQ(base64_decode(kvs[0]["key"].get<std::string>()), name + "/" + hex(lease_id));
+  EXPECT_EQ(static_cast<std::uint64_t>(int64_field(kvs[0], "create_revision")), *lease.fencing_token());
+  // The lease's TTL is the ttl in whole seconds.
+  const auto ttl = gw.call("/v3/lease/timetolive", {{"ID", std::to_string(lease_id)}});
+  EXPECT_EQ(int64_field(ttl, "grantedTTL"), 5);
+  lease.release();
+  EXPECT_TRUE(keys_of(gw, name).empty());
+  const auto gone = gw.call("/v3/lease/timetolive", {{"ID", std::to_string(lease_id)}});
+  EXPECT_LE(int64_field(gone, "TTL"), 0) << "the lease is revoked with the release";
+}
+
+TEST(EtcdLayout, AFailedTryLeavesNoKeyAndAWaiterQueuesItsKeyBehindTheHolder) {
+  auto gw = raw();
+  const auto name = dlock::testing::unique_name("etcd-queue");
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  auto holder = backend->make_lock(name)->try_acquire();
+  ASSERT_TRUE(holder);
+  auto other = dlock::open(uri() + "?ttl=5s");
+  EXPECT_FALSE(other->make_lock(name)->try_acquire());
+  EXPECT_EQ(keys_of(gw, name).size(), 1u);
+  auto waiter = std::async(std::launch::async, [&] { return other->make_lock(name)->try_acquire_for(60s); });
+  ASSERT_TRUE(dlock::testing::eventually([&] { return keys_of(gw, name).size() == 2; }));
+  const auto first_fence = *holder.fencing_token();
+  holder.release();
+  auto second = waiter.get();
+  ASSERT_TRUE(second);
+  EXPECT_GT(*second.fencing_token(), first_fence);
+}
+
+TEST(EtcdLayout, ANameWithASlashIsHashedSoItsKeysAreNotUnderTheShorterName) {
+  auto gw = raw();
+  const auto name = dlock::testing::unique_name("etcd-slash");
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  auto longer = backend->make_lock(name + "/sub")->try_acquire();
+  ASSERT_TRUE(longer);
+  EXPECT_TRUE(keys_of(gw, name).empty());
+  auto shorter = backend->make_lock(name)->try_acquire();
+  EXPECT_TRUE(shorter) << "'" << name << "' is a lock of its own";
+}
+
+TEST(EtcdInterop, ADlockHolderKeepsEtcdctlLockWaitingUntilItReleases) {
+  auto gw = raw();
+  const auto name = dlock::testing::unique_name("etcd-interop");
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  auto lease = backend->make_lock(name)->try_acquire();
+  ASSERT_TRUE(lease);
+  dlock::testing::child_process etcdctl(
+      {"/usr/bin/env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + endpoints(), "lock", name, "echo", "granted"});
+  // etcdctl queued its own key behind ours and waits.
+  ASSERT_TRUE(dlock::testing::eventually([&] { return keys_of(gw, name).size() == 2; }));
+  EXPECT_EQ(int64_field(keys_of(gw, name)[0], "create_revision"), static_cast<std::int64_t>(*lease.fencing_token()));
+  lease.release();
+  EXPECT_EQ(etcdctl.read_line(60s), std::optional<std::string>("granted"));
+  EXPECT_EQ(etcdctl.wait(60s), std::optional<int>(0));
+}
+
+TEST(EtcdInterop, AnEtcdctlHolderKeepsDlockWaitingAndItsLeavingWakesDlock) {
+  auto gw = raw();
+  const auto name = dlock::testing::unique_name("etcd-interop");
+  dlock::testing::child_process etcdctl(
+      {"/usr/bin/env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + endpoints(), "lock", name});
+  const auto held = etcdctl.read_line(60s);  // etcdctl prints its key once it holds
+  ASSERT_TRUE(held);
+  EXPECT_EQ(held->rfind(name + "/", 0), 0u) << *held;
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  EXPECT_FALSE(backend->make_lock(name)->try_acquire());
+  auto waiter = std::async(std::launch::async, [&] { return backend->make_lock(name)->try_acquire_for(120s); });
+  ASSERT_TRUE(dlock::testing::eventually([&] { return keys_of(gw, name).size() == 2; }));
+  ASSERT_EQ(::kill(etcdctl.pid(), SIGINT), 0);  // etcdctl closes its session: its lease and key go
+  auto lease = waiter.get();
+  ASSERT_TRUE(lease);
+  EXPECT_EQ(keys_of(gw, name).size(), 1u);
+}
+
+TEST(EtcdInput, AnUnknownParameterIsRefused) { EXPECT_THROW(dlock::open(uri() + "?no_such=1"), dlock::error); }
+
+}  // namespace
