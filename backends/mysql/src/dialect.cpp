@@ -25,6 +25,16 @@ constexpr const char* ms_left = "TIMESTAMPDIFF(MICROSECOND, NOW(6), expires_at) 
 // bytes are compared as they are, never as a LIKE pattern.
 constexpr const char* in_prefix_range = "name >= ? AND (name < ? OR ? = 1)";
 
+// The fencing sequence <table>_fence, created only when information_schema (which takes no
+// metadata lock) does not list it: CREATE SEQUENCE IF NOT EXISTS on an existing sequence waits
+// for every open transaction that drew from it, and stalls every NEXTVAL behind it (dialect.hpp).
+dlock::sql::ddl_statement create_fence_sequence(const dlock::sql::table_ref& t) {
+  return {"CREATE SEQUENCE IF NOT EXISTS " + quoted_table(t, "_fence") + " ENGINE=InnoDB",
+          "SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE())"
+          " AND TABLE_NAME = ?",
+          {t.schema, t.table + "_fence"}};
+}
+
 // Fair mode (fair=true only): the waiters table, arrival order from AUTO_INCREMENT. The queue is
 // read by a plain SELECT (a consistent read, no locks), never inside an INSERT ... SELECT: that
 // would take shared next-key locks on the waiters index, whose gaps span neighbouring names, and
@@ -94,7 +104,7 @@ dlock::sql::index_sql index_dialect(const dlock::sql::table_ref& t) {
           " ENGINE=InnoDB",
       // One strictly increasing source of fencing tokens: a released row is deleted, so the fence
       // cannot live in it alone.
-      "CREATE SEQUENCE IF NOT EXISTS " + seq + " ENGINE=InnoDB",
+      create_fence_sequence(t),
   };
   // Insert; on a duplicate key, in the same statement: take over an expired row (new fence,
   // count 1), or count a re-entry of our own live row; another owner's live row is left alone.
@@ -178,7 +188,7 @@ dlock::sql::units_sql units_dialect(const dlock::sql::table_ref& t) {
           " units BIGINT NOT NULL, fence BIGINT NOT NULL, expires_at DATETIME(6) NOT NULL,"
           " PRIMARY KEY (name, kind, grant_id), KEY (expires_at)) ENGINE=InnoDB",
       // The mutex's source of fencing tokens, shared: one strictly increasing order for every grant.
-      "CREATE SEQUENCE IF NOT EXISTS " + seq + " ENGINE=InnoDB",
+      create_fence_sequence(t),
   };
   // The anchor row is read FOR UPDATE, so grants of one pool are serialized on it: the sum of the
   // live holders' units and the insert of ours cannot interleave with another grant. Expired rows
@@ -235,7 +245,7 @@ dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
                   " (name VARBINARY(512) NOT NULL PRIMARY KEY, fence BIGINT NOT NULL DEFAULT 0, holder BIGINT NULL)"
                   " ENGINE=InnoDB",
               // The source of fencing tokens: NEXTVAL is not undone by a rollback (see bump_fence).
-              "CREATE SEQUENCE IF NOT EXISTS " + seq + " ENGINE=InnoDB"};
+              create_fence_sequence(t)};
   // Run only after a locking read found no row. InnoDB's duplicate-key check takes a shared lock
   // on an existing record, and an insert waits for gap locks of concurrent FOR UPDATE reads of
   // absent names, so in a race with another inserter this INSERT could queue behind a holder
@@ -265,10 +275,7 @@ dlock::sql::forupdate_sql forupdate_dialect(const dlock::sql::table_ref& t) {
                       std::vector<dlock::sql::forupdate_sql::held_row>& rows, dlock::sql::sql_error& err) {
     const std::string where = r.exact ? " WHERE name = ?" : std::string(" WHERE ") + in_prefix_range;
     std::vector<dlock::sql::param> ps{dlock::sql::bytes{r.from}};
-    if (!r.exact) {
-      ps.emplace_back(dlock::sql::bytes{r.upper});
-      ps.emplace_back(std::int64_t{r.bounded ? 0 : 1});
-    }
+    if (!r.exact) ps = {dlock::sql::bytes{r.from}, dlock::sql::bytes{r.upper}, std::int64_t{r.bounded ? 0 : 1}};
     dlock::sql::result dirty, committed;
     if (!c.execute("SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED", {}, dirty, err)) return false;
     if (!c.begin(err)) {  // the level set must not reach the next transaction on this pooled connection

@@ -284,6 +284,30 @@ TEST(MysqlForUpdate, TimedTryWaitsOnTheServerForTheHolder) {
   ASSERT_TRUE(got);
 }
 
+// A lease holds its transaction open, and that transaction drew from the fencing sequence. MariaDB's
+// CREATE SEQUENCE IF NOT EXISTS waits for such a transaction even when the sequence exists, and
+// queues every NEXTVAL behind that wait: opening the backend must not run it then, or the opener
+// and every grant of the table would wait for a holder of another name.
+TEST(MysqlForUpdate, OpeningWhileALeaseIsHeldWaitsForNoHolder) {
+  const auto uri = test::uri_for("mysql+forupdate", "table=" + test::unique_table("t"));
+  auto first = dlock::open(uri);
+  auto held = first->make_lock(test::unique_name("held"))->try_acquire();
+  ASSERT_TRUE(held);
+  std::atomic<bool> holder_released{false};
+  auto opener = std::async(std::launch::async, [&] {
+    auto second = dlock::open(uri);
+    auto other = second->make_lock(test::unique_name("other"))->try_acquire_for(20s);
+    const bool before_the_release = !holder_released.load();
+    return other && before_the_release;
+  });
+  // The holder lets go only when the opener is done, or after 30 s: only an opener that waited for
+  // him finishes after the release.
+  opener.wait_for(30s);
+  holder_released = true;
+  held.release();
+  EXPECT_TRUE(opener.get()) << "opening the backend, or the grant after it, waited for another name's holder";
+}
+
 TEST(MysqlTables, KilledConnectionOfATableStrategyKeepsTheLockUntilExpiry) {
   // The table strategies hold no connection: a dead process's row stays until its ttl passes.
   const auto table = test::unique_table("t");

@@ -12,15 +12,16 @@
 #include <vector>
 
 #include "dlock/spi.hpp"
+#include "dlock_sql/dialect.hpp"
 #include "dlock_sql/pool.hpp"
 
 namespace dlock::pg {
 
 // The fencing sequence: URI sequence= (default dlock_advisory_fence), schema=, create_sequence=.
 struct advisory_sequence {
-  std::string qualified_name;           // quoted, e.g. "locks"."dlock_advisory_fence"
-  bool create = true;                   // run create_ddl at open
-  std::vector<std::string> create_ddl;  // CREATE SCHEMA/SEQUENCE IF NOT EXISTS
+  std::string qualified_name;  // quoted, e.g. "locks"."dlock_advisory_fence"
+  bool create = true;          // run create_ddl at open
+  sql::ddl create_ddl;         // CREATE SCHEMA/SEQUENCE IF NOT EXISTS
   static advisory_sequence from_uri(const uri& u);
 };
 

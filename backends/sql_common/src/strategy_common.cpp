@@ -111,9 +111,9 @@ void init_shared(shared_state& st, backend_setup&& setup) {
   if (st.setup.notifier) st.channel = st.setup.notifier->channel();
 }
 
-void create_schema(shared_state& st, const std::vector<std::string>& ddl) {
+void create_schema(shared_state& st, const ddl& statements) {
   if (!st.setup.params.create_table) return;
-  run_ddl(*st.setup.connections, ddl, st.setup.redacted_uri, "creating the lock table",
+  run_ddl(*st.setup.connections, statements, st.setup.redacted_uri, "creating the lock table",
           "set create_table=false if an administrator creates it; DDL in the README");
 }
 
@@ -379,23 +379,32 @@ std::size_t sweep_with(shared_state& st, std::initializer_list<const script*> sc
 
 }  // namespace detail
 
-void run_ddl(pool& connections, const std::vector<std::string>& ddl, const std::string& redacted_uri,
-             std::string_view what, std::string_view hint) {
+void run_ddl(pool& connections, const ddl& statements, const std::string& redacted_uri, std::string_view what,
+             std::string_view hint) {
   std::error_code ec;
   auto h = connections.checkout(ec);
   if (!h) throw error(ec, "opening " + redacted_uri + ": " + last_error_message());
-  for (const auto& stmt : ddl) {
+  const auto fail = [&](const sql_error& err) {
+    std::error_code e;
+    set_sql_error(e, err, std::string(what) + " for " + redacted_uri + " (" + std::string(hint) + ")");
+    throw error(e, last_error_message());
+  };
+  for (const auto& stmt : statements) {
+    if (!stmt.unless_exists.empty()) {
+      result found;
+      sql_error err;
+      if (!h->execute(stmt.unless_exists, stmt.object, found, err)) fail(err);
+      if (!found.rows.empty()) continue;
+    }
     for (int attempt = 0;; ++attempt) {
       result out;
       sql_error err;
-      if (h->execute(stmt, {}, out, err)) break;
+      if (h->execute(stmt.sql, {}, out, err)) break;
       // Several processes creating the objects at once: PostgreSQL's CREATE ... IF NOT EXISTS
       // can still fail with a unique violation on its catalog; the object then exists.
       if (err.kind == failure::duplicate_key) break;
       if (detail::transient(err.kind) && attempt == 0) continue;
-      std::error_code e;
-      set_sql_error(e, err, std::string(what) + " for " + redacted_uri + " (" + std::string(hint) + ")");
-      throw error(e, last_error_message());
+      fail(err);
     }
   }
 }

@@ -65,7 +65,7 @@ struct shared_state {
 // Takes the setup and the notifier's channel.
 void init_shared(shared_state& st, backend_setup&& setup);
 // Runs the DDL when params.create_table (run_ddl: idempotent, racing creators are fine).
-void create_schema(shared_state& st, const std::vector<std::string>& ddl);
+void create_schema(shared_state& st, const ddl& statements);
 
 // A script on a pooled connection, dropping the connection if it was lost; ec names `what`.
 bool run_pooled(shared_state& st, const script& s, const values& v, result& out, std::error_code& ec,

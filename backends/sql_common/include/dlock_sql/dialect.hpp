@@ -39,6 +39,24 @@ struct statement {
 };
 using script = std::vector<statement>;
 
+// One statement of a strategy's DDL, idempotent (IF NOT EXISTS). `unless_exists`, when set, is a
+// SELECT binding `object` that returns a row when the object is already there: the statement is
+// then not run at all. MariaDB needs that for sequences: CREATE SEQUENCE IF NOT EXISTS on an
+// existing one waits for the metadata lock of every open transaction that drew from it (a FOR
+// UPDATE lease keeps one for its whole hold), and every later NEXTVAL queues behind that wait.
+struct ddl_statement {
+  // A plain statement, always run: the dialects list most of their DDL as strings.
+  ddl_statement(std::string create) : sql(std::move(create)) {}  // NOLINT(google-explicit-constructor)
+  ddl_statement(const char* create) : sql(create) {}             // NOLINT(google-explicit-constructor)
+  ddl_statement(std::string create, std::string exists_query, std::vector<param> object)
+      : sql(std::move(create)), unless_exists(std::move(exists_query)), object(std::move(object)) {}
+
+  std::string sql;
+  std::string unless_exists;
+  std::vector<param> object;
+};
+using ddl = std::vector<ddl_statement>;
+
 // What backend::inspect, list and force_release run on the index and version tables. An empty
 // script: that operation is refused with errc::not_supported.
 struct inspection_sql {
@@ -65,7 +83,7 @@ struct inspection_sql {
 
 // Unique index: the row exists while held; a duplicate key means "held".
 struct index_sql {
-  std::vector<std::string> create;  // DDL, each idempotent (IF NOT EXISTS)
+  ddl create;  // each idempotent (IF NOT EXISTS)
   // Binds name, owner, ttl_ms (and owner again where the dialect needs it). Returns ONE row
   // (fence, hold_count) when granted: a new row, an expired row taken over (fence+1,
   // hold_count=1), or our own live row (hold_count+1). Returns NO row, or one whose fence is NULL,
@@ -108,7 +126,7 @@ struct index_sql {
   // (name, owner, seq: arrival order from an identity/auto-increment, expires_at on the server
   // clock) queues the owners of timed/blocking acquires; a waiter that stops refreshing its row
   // leaves the queue after ttl.
-  std::vector<std::string> create_fair;  // the waiters table's DDL, run only when fair=true
+  ddl create_fair;  // the waiters table's DDL, run only when fair=true
   // Binds name, owner, ttl_ms: joins the queue once (a later seq than every waiter before it),
   // or refreshes our row's expiry keeping its seq; may delete other owners' expired waiter rows.
   script enqueue;
@@ -143,7 +161,7 @@ struct index_sql {
 
 // SELECT ... FOR UPDATE: the lock is the row lock of an open transaction on a dedicated connection.
 struct forupdate_sql {
-  std::vector<std::string> create;
+  ddl create;
   // Binds name. Inserts the row if absent; a duplicate key is success. Autocommit, before BEGIN.
   script ensure_row;
   // Binds name. Inside the transaction: locks the row NOWAIT / waiting (bounded by the session's
@@ -180,7 +198,7 @@ struct forupdate_sql {
 
 // Optimistic version: a conditional update on the version; the version is the fencing token.
 struct version_sql {
-  std::vector<std::string> create;
+  ddl create;
   script ensure_row;  // binds name; inserts (version 0, owner NULL) if absent
   // Binds name. One row: (version, free) where free is 1 when owner IS NULL or expired, else 0.
   script read;

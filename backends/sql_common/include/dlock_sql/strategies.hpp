@@ -43,11 +43,12 @@ struct backend_setup {
 };
 
 // Runs DDL statements, each idempotent (IF NOT EXISTS), on a pooled connection (so it also
-// connects once: wrong credentials fail here). Several processes may run it at once: a
-// duplicate-object error from a concurrent CREATE is success. Throws dlock::error naming `what`
+// connects once: wrong credentials fail here), skipping those whose object a statement's
+// unless_exists query finds. Several processes may run it at once: a duplicate-object error from a
+// concurrent CREATE is success. Throws dlock::error naming `what`
 // (e.g. "creating the lock table"), the URI and `hint` (what to do instead).
-void run_ddl(pool& connections, const std::vector<std::string>& ddl, const std::string& redacted_uri,
-             std::string_view what, std::string_view hint);
+void run_ddl(pool& connections, const ddl& statements, const std::string& redacted_uri, std::string_view what,
+             std::string_view hint);
 
 // Each runs the DDL first when params.create_table (idempotent; racing processes are fine:
 // a duplicate-object error from a concurrent CREATE ... IF NOT EXISTS is treated as success).

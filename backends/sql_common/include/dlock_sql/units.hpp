@@ -34,7 +34,7 @@ inline constexpr std::int64_t rw_units = std::int64_t{1} << 40;
 
 // The binds of each statement are fixed here (in this order), so the strategy is written once.
 struct units_sql {
-  std::vector<std::string> create;  // DDL, each idempotent (IF NOT EXISTS)
+  ddl create;  // each idempotent (IF NOT EXISTS)
   // The attempt, one autocommitted statement. Binds grant_id, units, ttl_ms, kind, name,
   // max_count, heed_writer_mark (1 for readers: no grant while the anchor's writer mark is live),
   // units. Locks the anchor row FOR UPDATE, sums the live holders' units, and inserts our holder
