@@ -21,14 +21,12 @@ int cmd_break(const arguments& argv) {
               "exit: 0 done, 64 usage error, no --force or the backend cannot break, 69 backend failure");
     return 0;
   }
-  const auto taken = take_uri(a, 1, "expected URI NAME");
-  if (!taken.uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
-  if (a.has_command_separator()) throw usage_error("expected URI NAME, and no '-- CMD'");
+  const auto taken = take_required_uri(a, 1, "expected URI NAME");
   if (!a.flag("force"))
     throw usage_error("refusing to break a lock without --force: a holder that is still alive would go on "
                       "working without the lock (check it is dead or stuck with 'dlock inspect' first)");
   const auto& name = taken.operands.at(0);
-  auto backend = dlock::open(*taken.uri);
+  auto backend = dlock::open(taken.uri);
   const auto removed = backend->force_release(name);  // throws dlock::error -> 64 (not_supported) / 69
   if (removed.empty()) {
     std::printf("%s: nothing to break (not held)\n", name.c_str());

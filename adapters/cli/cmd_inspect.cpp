@@ -19,11 +19,9 @@ int cmd_inspect(const arguments& argv) {
               "exit: 0 done (held or not), 64 usage error or the backend cannot inspect, 69 backend failure");
     return 0;
   }
-  const auto taken = take_uri(a, 1, "expected URI NAME");
-  if (!taken.uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
-  if (a.has_command_separator()) throw usage_error("expected URI NAME, and no '-- CMD'");
+  const auto taken = take_required_uri(a, 1, "expected URI NAME");
   const auto& name = taken.operands.at(0);
-  auto backend = dlock::open(*taken.uri);
+  auto backend = dlock::open(taken.uri);
   const auto info = backend->inspect(name);  // throws dlock::error -> 64 (not_supported) / 69
   if (a.flag("json")) {
     std::string out =

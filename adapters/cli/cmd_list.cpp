@@ -18,10 +18,7 @@ int cmd_list(const arguments& argv) {
               "exit: 0 done, 64 usage error or the backend cannot list, 69 backend failure");
     return 0;
   }
-  const auto taken = take_uri(a, 0, "expected one URI");
-  if (!taken.uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
-  if (a.has_command_separator()) throw usage_error("expected one URI, and no '-- CMD'");
-  auto backend = dlock::open(*taken.uri);
+  auto backend = dlock::open(take_required_uri(a, 0, "expected one URI").uri);
   const auto names = backend->list(a.get("prefix").value_or(""));
   if (a.flag("json")) {
     std::string out = "[";

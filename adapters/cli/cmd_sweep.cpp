@@ -22,10 +22,8 @@ int cmd_sweep(const arguments& argv) {
               "exit: 0 done, 64 usage error, 69 backend failure");
     return 0;
   }
-  const auto uri = take_uri(a, 0, "expected one URI").uri;
-  if (!uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
-  if (a.has_command_separator()) throw usage_error("expected one URI, and no '-- CMD'");
-  auto backend = dlock::open(*uri);  // dlock::error -> exit 64 (bad URI) / 69 (unreachable)
+  auto backend = dlock::open(
+      take_required_uri(a, 0, "expected one URI").uri);  // dlock::error -> exit 64 (bad URI) / 69 (unreachable)
   const auto target = backend->sweep_target();
   if (target.empty()) {
     std::printf("nothing to sweep: %s keeps no expired lock records (its server expires them, or a lock lives "

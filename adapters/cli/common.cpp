@@ -162,6 +162,13 @@ uri_and_operands take_uri(const args& a, std::size_t operands, const std::string
   return result;
 }
 
+required_uri_and_operands take_required_uri(const args& a, std::size_t operands, const std::string& expected) {
+  auto taken = take_uri(a, operands, expected);
+  if (!taken.uri) throw usage_error("no URI: give it, or --uri-file PATH, or DLOCK_URI");
+  if (a.has_command_separator()) throw usage_error(expected + ", and no '-- CMD'");
+  return {std::move(*taken.uri), std::move(taken.operands)};
+}
+
 std::string redact_for_message(const std::string& uri_text) {
   std::string redacted = redact_uri_text(uri_text);
   if (redacted != uri_text) return redacted;

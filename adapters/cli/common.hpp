@@ -33,6 +33,14 @@ struct uri_and_operands {
 };
 uri_and_operands take_uri(const args& a, std::size_t operands, const std::string& expected);
 
+// take_uri for the verbs that act on the backend and run no command (inspect, list, break, sweep):
+// a missing URI, or a '-- CMD', is a usage error too.
+struct required_uri_and_operands {
+  std::string uri;
+  std::vector<std::string> operands;
+};
+required_uri_and_operands take_required_uri(const args& a, std::size_t operands, const std::string& expected);
+
 // Every message the CLI prints goes through this: each URI text the CLI was given is replaced by
 // its redacted form, and its password by "***", wherever they appear (also in a message from the
 // library about a URI it could not parse).

@@ -159,26 +159,16 @@ TEST(Prometheus, LabelsEachPrimitiveAndNamesWhenAsked) {
   std::error_code ec;
   EXPECT_FALSE(backend->make_semaphore("pool", 3)->try_acquire(4, ec));  // more permits than there are
   const auto samples = scrape(*registry);
-  EXPECT_EQ(
-      sample(
-          samples,
-          R"(dlock_acquire_duration_seconds_count{backend="memory",name="catalog",outcome="granted",primitive="read"})"),
-      1);
-  EXPECT_EQ(
-      sample(
-          samples,
-          R"(dlock_acquire_duration_seconds_count{backend="memory",name="catalog",outcome="granted",primitive="write"})"),
-      1);
-  EXPECT_EQ(
-      sample(
-          samples,
-          R"(dlock_acquire_duration_seconds_count{backend="memory",name="pool",outcome="granted",primitive="semaphore"})"),
-      1);
-  EXPECT_EQ(
-      sample(
-          samples,
-          R"(dlock_acquire_duration_seconds_count{backend="memory",name="pool",outcome="error",primitive="semaphore"})"),
-      1);
+  // One acquire of each, counted under its name, outcome and primitive.
+  const char* const acquires[][3] = {{"catalog", "granted", "read"},
+                                     {"catalog", "granted", "write"},
+                                     {"pool", "granted", "semaphore"},
+                                     {"pool", "error", "semaphore"}};
+  for (const auto& [name, outcome, primitive] : acquires) {
+    const auto series = std::string(R"(dlock_acquire_duration_seconds_count{backend="memory",name=")") + name +
+                        R"(",outcome=")" + outcome + R"(",primitive=")" + primitive + R"("})";
+    EXPECT_EQ(sample(samples, series), 1) << series;
+  }
   EXPECT_EQ(
       sample(samples,
              R"(dlock_backend_errors_total{backend="memory",name="pool",operation="acquire",primitive="semaphore"})"),

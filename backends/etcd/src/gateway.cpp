@@ -44,6 +44,22 @@ slist_ptr headers_with(const std::string& token) {
   return list;
 }
 
+// A JSON POST of `body` to `url` on `c`, the answer handed to `write(..., target)` as it arrives.
+// `body` and `headers` must outlive the transfer. NOSIGNAL: no SIGALRM from the resolver in a
+// threaded program.
+void set_json_post(CURL* c, const std::string& url, const std::string& body, curl_slist* headers,
+                   curl_write_callback write, void* target, std::chrono::milliseconds connect_timeout) {
+  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(c, CURLOPT_POST, 1L);
+  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, target);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout.count()));
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+}
+
 // What the gateway's error body says: grpc's code and the message.
 struct server_error {
   int code = 0;
@@ -160,16 +176,8 @@ reply post(CURL* c, const std::string& url, const std::string& body, const std::
   reply r;
   const auto headers = headers_with(token);
   curl_easy_reset(c);
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_POST, 1L);
-  curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(connect_timeout.count()));
+  set_json_post(c, url, body, headers.get(), append_body, &r.body, connect_timeout);
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM from the resolver in a threaded program
   curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
   r.rc = curl_easy_perform(c);
   if (r.rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
@@ -319,15 +327,7 @@ watch_end gateway::wait_deleted(const std::string& key, std::int64_t from, stead
     const auto headers = headers_with(auth);
     const auto url = "http://" + options_.endpoints[at] + "/v3/watch";
     CURL* c = easy.get();
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, text.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(text.size()));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take_stream);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &stream);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(options_.connect_timeout.count()));
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    set_json_post(c, url, text, headers.get(), take_stream, &stream, options_.connect_timeout);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_multi_add_handle(multi.get(), c);
     bool transfer_done = false;

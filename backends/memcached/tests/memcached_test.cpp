@@ -25,6 +25,7 @@
 #include "dlock/diagnostics.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/batch_renewal.hpp"
 #include "dlock_test/support.hpp"
 #include "dlock_test/tcp_proxy.hpp"
 
@@ -638,54 +639,35 @@ TEST(memcached, WatchdogRenewsLeasesDueTogetherInOneBatch) {
   ASSERT_TRUE(server.running()) << "could not start a private memcached on loopback (is the memcached package "
                                    "installed? compose/native/dlock-servers install memcached)";
   auto b = dlock::open(server.uri() + "?ttl=1500ms&restart_delay=off");
-  constexpr int count = 300;
-  std::vector<dlock::lease> leases;
-  std::vector<std::string> names;
-  for (int i = 0; i < count; ++i) {
-    names.push_back(unique_name("batch"));
-    leases.push_back(b->make_lock(names.back())->try_acquire());
-    ASSERT_TRUE(leases.back());
-  }
   raw_client raw(server.uri());
-  const auto k = mc::keys_for("dlock:", names[count / 2]);
-  ASSERT_EQ(memcached_delete_by_key(raw.m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0),
-            MEMCACHED_SUCCESS);
-  const auto before = dlock::current_watchdog_load();
-  const auto stats_before = server.counters();
-  std::this_thread::sleep_for(2500ms);  // five renewal periods (ttl/3), and the ttl passed
-  const auto stats_after = server.counters();
-  const auto after = dlock::current_watchdog_load();
-  const auto renewed = after.renewals - before.renewals, calls = after.renewal_calls - before.renewal_calls;
-  EXPECT_GE(renewed, 3u * (count - 1)) << "leases renewed in 2.5 s";
-  EXPECT_LE(calls * 10, renewed) << renewed << " renewals in " << calls << " calls: not batched";
+  counters stats_before, stats_after;
+  ASSERT_NO_FATAL_FAILURE(dlock::testing::expect_batched_renewal(
+      *b,
+      {.remove =
+           [&](const std::string& name) {
+             const auto k = mc::keys_for("dlock:", name);
+             ASSERT_EQ(
+                 memcached_delete_by_key(raw.m.get(), k.group.data(), k.group.size(), k.lock.data(), k.lock.size(), 0),
+                 MEMCACHED_SUCCESS);
+           },
+       .before_renewals = [&] { stats_before = server.counters(); },
+       .after_renewals = [&] { stats_after = server.counters(); },
+       .check_renewed =
+           [&](const std::string& name, bool removed) {
+             if (removed) {
+               EXPECT_FALSE(raw.get(name)) << "a renewal re-created the deleted item";
+             }
+           },
+       .check_released =
+           [&](const std::string& name) { EXPECT_FALSE(raw.get(name)) << name << ": the release left the item"; }}));
   // Every renewal of a lease still ours is a cas that hit (with the CAS unique the lease kept);
   // only the deleted item's one renewal missed, and no store met an item it did not expect.
-  EXPECT_GE(delta(stats_before, stats_after, "cas_hits"), 3u * (count - 1));
+  constexpr std::uint64_t kept = dlock::testing::batch_renewal_leases - 1;
+  EXPECT_GE(delta(stats_before, stats_after, "cas_hits"), 3u * kept);
   EXPECT_EQ(delta(stats_before, stats_after, "cas_badval"), 0u);
   EXPECT_EQ(delta(stats_before, stats_after, "cas_misses"), 1u);
   // One gets of the kept keys per batch, none before the stores.
   EXPECT_LE(delta(stats_before, stats_after, "cmd_get"), delta(stats_before, stats_after, "cas_hits") + 1);
-  for (int i = 0; i < count; ++i) {
-    if (i == count / 2) {
-      EXPECT_TRUE(leases[i].lost_token().stop_requested()) << "the deleted lease was not reported lost";
-      EXPECT_FALSE(raw.get(names[i])) << "a renewal re-created the deleted item";
-      continue;
-    }
-    EXPECT_FALSE(leases[i].lost_token().stop_requested()) << names[i] << " lost";
-    EXPECT_GT(leases[i].valid_until(), std::chrono::steady_clock::now()) << names[i];
-  }
-  for (int i = 0; i < count; ++i) {
-    if (i == count / 2) continue;
-    std::error_code ec;
-    leases[i].release(ec);
-    EXPECT_FALSE(ec) << names[i] << ": " << ec.message();
-    EXPECT_FALSE(raw.get(names[i])) << names[i] << ": the release left the item";
-    std::this_thread::sleep_for(5ms);
-  }
-  for (int i = 0; i < count; ++i) {
-    if (i == count / 2) continue;
-    EXPECT_FALSE(leases[i].lost_token().stop_requested()) << names[i] << " reported lost after its release";
-  }
 }
 
 // One renew_all call gives each lease the outcome its own renewal gives: ours renewed (a new CAS

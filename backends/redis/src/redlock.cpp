@@ -319,6 +319,31 @@ struct master_value {
 
 constexpr const char* read_key = "return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1])}";
 
+// Asks every master through `ask(connection, ec)` (true: it answered), and throws
+// backend_unavailable when fewer than a majority answered: fewer cannot tell who holds a key.
+template <class Ask>
+void ask_every_master(const redlock_state& st, Ask ask) {
+  std::size_t answered = 0;
+  std::string failures;
+  for (const auto& m : st.masters) {
+    std::error_code ec;
+    auto c = m->checkout(ec);
+    if (!c) {
+      failures += " " + m->where().label() + ": unavailable;";
+      continue;
+    }
+    if (!ask(*c, ec)) {
+      failures += " " + m->where().label() + ": no answer;";
+      continue;
+    }
+    ++answered;
+  }
+  if (answered < st.quorum())
+    throw error(errc::backend_unavailable, "redlock: only " + std::to_string(answered) + " of " +
+                                               std::to_string(st.masters.size()) +
+                                               " masters answered, a majority is needed:" + failures);
+}
+
 }  // namespace
 
 // Who holds `key`: the value a majority of the masters agree on (a Redlock grant's random token:
@@ -326,25 +351,12 @@ constexpr const char* read_key = "return {redis.call('get', KEYS[1]) or '', redi
 // nothing here; fewer answering than a majority cannot tell.
 std::optional<lock_holder> redlock_backend::majority_holder(const std::string& key) const {
   std::vector<master_value> seen;
-  std::string failures;
-  for (const auto& m : state_->masters) {
-    std::error_code ec;
-    auto c = m->checkout(ec);
-    if (!c) {
-      failures += " " + m->where().label() + ": unavailable;";
-      continue;
-    }
-    auto r = c->command({"EVAL", read_key, "1", key}, ec);
-    if (ec || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-      failures += " " + m->where().label() + ": no answer;";
-      continue;
-    }
+  ask_every_master(*state_, [&](connection& c, std::error_code& ec) {
+    auto r = c.command({"EVAL", read_key, "1", key}, ec);
+    if (ec || r->type != REDIS_REPLY_ARRAY || r->elements != 2) return false;
     seen.push_back({text_of(r->element[0]), r->element[1]->integer});
-  }
-  if (seen.size() < state_->quorum())
-    throw error(errc::backend_unavailable, "redlock: only " + std::to_string(seen.size()) + " of " +
-                                               std::to_string(state_->masters.size()) +
-                                               " masters answered, a majority is needed:" + failures);
+    return true;
+  });
   for (const auto& candidate : seen) {
     if (candidate.value.empty()) continue;
     lock_holder h;
@@ -378,39 +390,24 @@ std::vector<std::string> redlock_backend::do_list(const std::string& prefix) {
   }
   pattern += '*';
   std::map<std::pair<std::string, std::string>, std::size_t> votes;  // (key, value) -> masters
-  std::size_t answered = 0;
-  std::string failures;
-  for (const auto& m : state_->masters) {
-    std::error_code ec;
-    auto c = m->checkout(ec);
-    if (!c) {
-      failures += " " + m->where().label() + ": unavailable;";
-      continue;
-    }
+  ask_every_master(*state_, [&](connection& c, std::error_code& ec) {
     std::map<std::string, std::string> here;
     std::string cursor = "0";
     do {
-      auto r = c->command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, ec);
+      auto r = c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, ec);
       if (ec || r->type != REDIS_REPLY_ARRAY || r->elements != 2) break;
       cursor = text_of(r->element[0]);
       for (std::size_t i = 0; i < r->element[1]->elements; ++i) {
         const auto key = text_of(r->element[1]->element[i]);
-        auto v = c->command({"GET", key}, ec);  // a key of another type answers an error: no value
+        auto v = c.command({"GET", key}, ec);  // a key of another type answers an error: no value
         if (ec) break;
         if (v->type == REDIS_REPLY_STRING) here[key] = text_of(v.get());
       }
     } while (!ec && cursor != "0");
-    if (ec) {
-      failures += " " + m->where().label() + ": no answer;";
-      continue;
-    }
-    ++answered;
+    if (ec) return false;
     for (auto& [key, value] : here) ++votes[{key, value}];
-  }
-  if (answered < state_->quorum())
-    throw error(errc::backend_unavailable, "redlock: only " + std::to_string(answered) + " of " +
-                                               std::to_string(state_->masters.size()) +
-                                               " masters answered, a majority is needed:" + failures);
+    return true;
+  });
   std::vector<std::string> names;
   for (const auto& [kv, n] : votes)
     if (n >= state_->quorum()) names.push_back(kv.first.substr(state_->prefix.size()));

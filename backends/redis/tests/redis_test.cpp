@@ -19,6 +19,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_test/batch_renewal.hpp"
 #include "dlock_test/support.hpp"
 #include "raw_redis.hpp"
 
@@ -104,51 +105,15 @@ TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
 }
 
 // Leases taken about together are renewed together: one pipeline for many, not a round trip each
-// (10,000 leases renewed one by one cost a third of a core). Every lease stays held, a deleted one
-// in the middle of a batch is still reported lost alone, the others keep their keys, and releases
-// that meet a batch in flight are clean.
+// (10,000 leases renewed one by one cost a third of a core).
 TEST(Redis, WatchdogRenewsLeasesDueTogetherInOneBatch) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   for (const auto scheme : {"redis", "redis+reentrant"}) {
     SCOPED_TRACE(scheme);
     auto b = open_uri(with_scheme(uri, scheme) + "?ttl=1500ms");
-    constexpr int count = 300;
-    std::vector<dlock::lease> leases;
-    std::vector<std::string> names;
-    for (int i = 0; i < count; ++i) {
-      names.push_back(unique_name("batch"));
-      leases.push_back(b->make_lock(names.back())->try_acquire());
-      ASSERT_TRUE(leases.back());
-    }
     auto c = raw_redis::connect(uri);
-    cmd(c.get(), "DEL %b", names[count / 2]);  // one of them is gone from the server
-    const auto before = dlock::current_watchdog_load();
-    std::this_thread::sleep_for(2500ms);  // five renewal periods (ttl/3), and the ttl passed
-    const auto after = dlock::current_watchdog_load();
-    const auto renewed = after.renewals - before.renewals, calls = after.renewal_calls - before.renewal_calls;
-    EXPECT_GE(renewed, 3u * (count - 1)) << "leases renewed in 2.5 s";
-    EXPECT_LE(calls * 10, renewed) << renewed << " renewals in " << calls << " calls: not batched";
-    for (int i = 0; i < count; ++i) {
-      if (i == count / 2) {
-        EXPECT_TRUE(leases[i].lost_token().stop_requested()) << "the deleted lease was not reported lost";
-        continue;
-      }
-      EXPECT_FALSE(leases[i].lost_token().stop_requested()) << names[i] << " lost";
-      EXPECT_GT(leases[i].valid_until(), std::chrono::steady_clock::now()) << names[i];
-    }
-    // Released one every 5 ms, across three renewal rounds: a lease released while its batch is
-    // in flight releases cleanly, and is never reported lost.
-    for (int i = 0; i < count; ++i) {
-      if (i == count / 2) continue;
-      std::error_code ec;
-      leases[i].release(ec);
-      EXPECT_FALSE(ec) << names[i] << ": " << ec.message();
-      std::this_thread::sleep_for(5ms);
-    }
-    for (int i = 0; i < count; ++i) {
-      if (i == count / 2) continue;
-      EXPECT_FALSE(leases[i].lost_token().stop_requested()) << names[i] << " reported lost after its release";
-    }
+    ASSERT_NO_FATAL_FAILURE(dlock::testing::expect_batched_renewal(
+        *b, {.remove = [&](const std::string& name) { cmd(c.get(), "DEL %b", name); }}));
   }
 }
 

@@ -79,6 +79,18 @@ void expect_injected(const scenario_result& r) {
   for (const auto& code : r.worker_exit_codes) EXPECT_EQ(code, std::optional<int>(0));
 }
 
+// Two of three `servers` (masters, members) were stopped and started again: no grant while only
+// one was up, the holder told while they were down and before anyone else was granted, and grants
+// again once they were back.
+void expect_no_grant_without_a_majority(const scenario_result& r, const std::string& servers) {
+  EXPECT_EQ(r.check.overlap_count(), 0u);
+  EXPECT_EQ(r.quorum->grants_while_down, 0u) << "one of three " << servers << " is no majority";
+  ASSERT_TRUE(r.quorum->holder_told_after.has_value()) << "its renewals reached one of three " << servers;
+  EXPECT_LT(*r.quorum->holder_told_after, *r.quorum->down_for) << "told only after the " << servers << " were back";
+  EXPECT_TRUE(r.quorum->holder_told_before_other_grant);
+  EXPECT_TRUE(r.quorum->next_grant_after_back.has_value()) << "no grant after the " << servers << " came back";
+}
+
 TEST(IndependentMastersQuorum, MinorityLostGrantsGoOnWithoutOverlap) {
   quorum_run run;
   const auto r = run.run(fault::masters_minority_lost, masters_parameters);
@@ -123,12 +135,7 @@ TEST(IndependentMastersQuorum, MajorityLostGrantsNothingTellsTheHolderAndGrantsR
   quorum_run run;
   const auto r = run.run(fault::masters_majority_lost, masters_parameters);
   ASSERT_NO_FATAL_FAILURE(expect_injected(r));
-  EXPECT_EQ(r.check.overlap_count(), 0u);
-  EXPECT_EQ(r.quorum->grants_while_down, 0u) << "one master of three is no majority";
-  ASSERT_TRUE(r.quorum->holder_told_after.has_value()) << "its renewals reach one master of three";
-  EXPECT_LT(*r.quorum->holder_told_after, *r.quorum->down_for) << "told only after the masters were back";
-  EXPECT_TRUE(r.quorum->holder_told_before_other_grant);
-  EXPECT_TRUE(r.quorum->next_grant_after_back.has_value()) << "no grant after the masters came back";
+  expect_no_grant_without_a_majority(r, "masters");
 }
 
 TEST(EnsembleQuorum, LeaderLostNoOverlapAndGrantsGoOn) {
@@ -147,12 +154,7 @@ TEST(EnsembleQuorum, MajorityLostTellsTheHolderBeforeAnyGrantAndGrantsNothingWit
   quorum_run run;
   const auto r = run.run(fault::ensemble_majority_lost, ensemble_parameters);
   ASSERT_NO_FATAL_FAILURE(expect_injected(r));
-  EXPECT_EQ(r.check.overlap_count(), 0u);
-  EXPECT_EQ(r.quorum->grants_while_down, 0u) << "one member of three is no quorum";
-  ASSERT_TRUE(r.quorum->holder_told_after.has_value()) << "no quorum answered its heartbeats";
-  EXPECT_LT(*r.quorum->holder_told_after, *r.quorum->down_for) << "told only after the quorum was back";
-  EXPECT_TRUE(r.quorum->holder_told_before_other_grant);
-  EXPECT_TRUE(r.quorum->next_grant_after_back.has_value()) << "no grant after the quorum came back";
+  expect_no_grant_without_a_majority(r, "members");
 }
 
 }  // namespace
