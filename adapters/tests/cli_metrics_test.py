@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """dlock hold and dlock bench with --metrics HOST:PORT: what a scrape of /metrics shows while a
-holder waits, holds and releases (file:// locks between processes), while bench runs, and the
-errors for an address of the wrong shape or one already in use."""
+holder waits, holds and releases (file:// locks between processes), while bench runs and after it
+(every acquire of the run, by outcome), and the errors for an address of the wrong shape or one
+already in use."""
+import json
 import re
 import socket
 import subprocess
@@ -86,6 +88,28 @@ with tempfile.TemporaryDirectory(prefix="dlock-metrics-") as folder:
     url = metrics_url(bench)
     check(until(lambda: (sample(scrape(url), GRANTED) or 0) > 10), "bench's scrape counts its grants as it runs")
     check(bench.wait(timeout=60) == 0, "bench exits 0")
+
+    # Three threads on one name, each acquire waiting at most 1 ms: grants and timeouts both. The
+    # scrape after the run (--metrics-linger) shows the counts the run printed, outcome by outcome.
+    bench = subprocess.Popen([DLOCK, "bench", uri, "--threads", "3", "--names", "1", "--wait", "1ms", "--duration", "2s",
+                              "--json", "--metrics", "127.0.0.1:0", "--metrics-linger", "60s"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    url = metrics_url(bench)
+    printed = json.loads(bench.stdout.readline())
+    text = scrape(url)
+    bench.terminate()
+    bench.wait(timeout=30)
+    counts = {outcome: sample(text, f'dlock_acquire_duration_seconds_count{{backend="file",outcome="{outcome}",'
+                                    'primitive="mutex"}') or 0
+              for outcome in ("granted", "timed_out", "cancelled", "error")}
+    scraped = sum(counts.values())
+    check(printed["timed_out"] > 0 and printed["granted"] > 0, f"the run had grants and timeouts ({printed})")
+    check(printed["acquires"] == printed["granted"] + printed["timed_out"] + printed["failed"],
+          "bench's acquires are its grants + timeouts + failures")
+    check(scraped == printed["acquires"], f"the scrape counts every acquire of the run ({scraped} scraped, {printed})")
+    check(counts["granted"] == printed["granted"] and counts["timed_out"] == printed["timed_out"]
+          and counts["error"] == printed["failed"] and counts["cancelled"] == 0,
+          f"and each outcome as the run counted it ({counts})")
 
     bad = subprocess.run([DLOCK, "hold", uri, "report", "--metrics", "localhost"], capture_output=True, text=True,
                          timeout=30)

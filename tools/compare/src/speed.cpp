@@ -28,6 +28,9 @@ struct alignas(64) name_slot {
 struct client_result {
   latency_histogram cycles;
   latency_histogram handoffs;
+  std::uint64_t grants = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t failed_acquires = 0;
 };
 
 class first_error {
@@ -77,11 +80,20 @@ speed_measurement measure_speed(const speed_run& run) {
       try {
         while (!stop.load(std::memory_order_relaxed)) {
           const auto t0 = clock::now();
-          lease l = run.acquire_timeout ? lock->try_acquire_for(*run.acquire_timeout) : lock->acquire();
+          lease l;
+          try {
+            l = run.acquire_timeout ? lock->try_acquire_for(*run.acquire_timeout) : lock->acquire();
+          } catch (const std::exception&) {
+            ++mine.failed_acquires;
+            throw;
+          }
           if (!l) {
+            ++mine.timeouts;
+            if (!run.timeout_stops_the_client) continue;
             errors.record("no grant within " + std::to_string(run.acquire_timeout->count()) + " ms");
             return;
           }
+          ++mine.grants;
           const auto granted = clock::now();
           const auto released = slot.released_at.load();
           if (released > t0.time_since_epoch().count())
@@ -110,6 +122,9 @@ speed_measurement measure_speed(const speed_run& run) {
     m.cycles.merge(r.cycles);
     m.handoffs.merge(r.handoffs);
     m.cycles_per_client.push_back(r.cycles.count());
+    m.grants += r.grants;
+    m.timeouts += r.timeouts;
+    m.failed_acquires += r.failed_acquires;
   }
   m.errors = errors.count();
   m.first_error = errors.message();

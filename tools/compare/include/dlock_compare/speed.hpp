@@ -35,6 +35,9 @@ struct speed_run {
   // How long one acquire may wait before the client gives up (counted as an error and the client
   // stops): a lock that never comes back must not hang the run. nullopt: acquire() waits forever.
   std::optional<std::chrono::milliseconds> acquire_timeout = std::chrono::seconds(10);
+  // false: an acquire that times out is counted (timeouts) and the client tries again, as a
+  // service with a deadline on each attempt does (dlock bench --wait).
+  bool timeout_stops_the_client = true;
 };
 
 struct speed_measurement {
@@ -48,6 +51,12 @@ struct speed_measurement {
   std::vector<std::uint64_t> cycles_per_client;
   std::uint64_t errors = 0;  // clients stopped by an error (opening, acquire, release)
   std::string first_error;   // its message, as the backend gave it (redact before printing)
+  // Each acquire's outcome, as the backend's observer counts them (dlock_acquire_duration_seconds's
+  // outcome label): granted, timed out (acquire_timeout), failed (threw).
+  std::uint64_t grants = 0;
+  std::uint64_t timeouts = 0;
+  std::uint64_t failed_acquires = 0;
+  std::uint64_t acquires() const noexcept { return grants + timeouts + failed_acquires; }
 
   double cycles_per_second() const noexcept {
     return seconds > 0 ? static_cast<double>(cycles.count()) / seconds : 0.0;
