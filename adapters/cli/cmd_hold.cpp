@@ -39,7 +39,7 @@ int cmd_hold(const arguments& argv) {
   auto ttl = a.duration("ttl");
   auto wait = a.duration("wait");
   auto primitive = parse_primitive(a);
-  lock_request request{*uri, operands.front(), ttl, wait, primitive, nullptr};
+  lock_request request{*uri, operands.front(), ttl, wait, primitive, nullptr, {}};
   check_locally(request);  // before anything connects: a usage error is 64 even with the server down
   const auto metrics = serve_metrics(a);
   if (metrics) request.observer = metrics->observer();

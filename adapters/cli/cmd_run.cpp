@@ -1,6 +1,7 @@
-// dlock run [URI] NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D] [--grace D]
-// -- CMD ARGS...: flock(1) for distributed locks. Holds the lock (or a side of the reader-writer
-// lock, or permits of a semaphore: primitive.hpp) while CMD runs (the core's watchdog renews renewable leases). CMD
+// dlock run [URI] NAME [NAME...] [--shared | --write | --permits N --of M] [--wait D] [--ttl D]
+// [--grace D] -- CMD ARGS...: flock(1) for distributed locks. Holds the lock (or a side of the
+// reader-writer lock, or permits of a semaphore: primitive.hpp; or, for several NAMEs, every lock
+// of the set, taken as one: dlock/multi_lock.hpp) while CMD runs (the core's watchdog renews renewable leases). CMD
 // runs as a process group of its own that cannot outlive dlock (command_group.hpp): SIGINT/SIGTERM/SIGHUP are forwarded
 // to the whole group, and if the lease is lost the whole group is killed (SIGTERM, then SIGKILL after the grace period)
 // and dlock exits 70: no part of CMD may go on believing it is alone. What is left of the group when CMD itself ends is
@@ -24,9 +25,15 @@ namespace dlock::cli {
 namespace {
 
 constexpr const char* run_usage =
-    "usage: dlock run [URI] NAME [--shared | --write | --permits N --of M] [--uri-file PATH] [--wait D]\n"
-    "                 [--ttl D] [--grace D] -- CMD ARGS...\n"
+    "usage: dlock run [URI] NAME [NAME...] [--shared | --write | --permits N --of M] [--uri-file PATH]\n"
+    "                 [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
     "runs CMD while holding the lock NAME on URI (like flock(1)).\n"
+    "  NAME NAME...  several names: CMD runs while holding the exclusive locks of all of them, taken as\n"
+    "             one set: in byte order of the names whatever order they are given in (so two dlock\n"
+    "             runs naming the same locks in any order cannot deadlock), within the one --wait for\n"
+    "             the whole set, and all or nothing (on a timeout, an error or a signal every name\n"
+    "             already taken is released). Losing any of them ends CMD as losing a single lock does.\n"
+    "             Each NAME once; --shared, --write and --permits take one NAME\n"
     "  (default)  the exclusive lock (mutex) NAME: one holder at a time\n"
     "  --shared   the read side of the reader-writer lock NAME: many --shared holders at once, none\n"
     "             while a --write holder has it (like flock -s)\n"
@@ -48,6 +55,9 @@ constexpr const char* run_usage =
     "CMD runs in a process group of its own; signals go to the whole group, and the group is killed\n"
     "when the lease is lost or dlock dies. CMD gets DLOCK_LOCK_NAME, and DLOCK_FENCING_TOKEN where\n"
     "the backend has one: check it at the resource, the only defence when dlock is stopped (SIGSTOP).\n"
+    "With several NAMEs, CMD gets instead DLOCK_LOCK_COUNT=N and, for i = 1..N in the order the\n"
+    "names were taken (byte order), DLOCK_LOCK_NAME_<i> and DLOCK_FENCING_TOKEN_<i> (each name's own\n"
+    "token: give each resource the token of its name).\n"
     "SIGINT/SIGTERM while waiting for the lock: exit 130/143, CMD is not started.\n"
     "exit: CMD's status (128+signal if killed), 64 usage, 65 the name is in use on the server as\n"
     "      something else (a semaphore against a lock, another size, a foreign layout), 69 backend\n"
@@ -68,7 +78,7 @@ struct run_request {
 // Every argument is checked here, before anything connects: a typo is a usage error (64) even
 // when the server is down, never a backend error (69).
 run_request parse(const args& a) {
-  const auto [uri, operands] = take_uri(a, 1, "expected [URI] NAME -- CMD ARGS...");
+  const auto [uri, operands] = take_uri_and_names(a, "expected [URI] NAME [NAME...] -- CMD ARGS...");
   if (!uri) throw usage_error("no URI: give it before NAME, in --uri-file PATH, or in DLOCK_URI");
   if (!a.has_command_separator() || a.command().empty()) throw usage_error("expected '-- CMD ARGS...' after NAME");
   // Every part is parsed before the aggregate is built: when a later initializer threw (a usage
@@ -78,7 +88,9 @@ run_request parse(const args& a) {
   auto wait = a.duration("wait");
   auto primitive = parse_primitive(a);
   const auto grace = a.duration("grace").value_or(std::chrono::seconds(2));
-  run_request r{{*uri, operands.front(), ttl, wait, primitive, nullptr}, grace, a.command()};
+  std::vector<std::string> set;
+  if (operands.size() > 1) set = operands;
+  run_request r{{*uri, operands.front(), ttl, wait, primitive, nullptr, std::move(set)}, grace, a.command()};
   check_locally(r.lock);
   return r;
 }
@@ -98,12 +110,26 @@ int cmd_run(const arguments& argv) {
   events.catch_signals();
   held_lock got = open_and_acquire(request.lock, "run");
   lease& held = got.held;
-  const std::string what = describe(request.lock.primitive, request.lock.name);
-  std::stop_callback on_lost(held.lost_token(), [&events] { events.post(event_pipe::lost); });
+  multi_lease& held_set = got.held_set;  // instead of `held` for several NAMEs
+  const bool one = !got.multi;
+  const std::string what = describe(request.lock);
+  std::stop_callback on_lost(one ? held.lost_token() : held_set.lost_token(),
+                             [&events] { events.post(event_pipe::lost); });
 
-  std::vector<std::string> env = {"DLOCK_LOCK_NAME=" + request.lock.name};
-  if (auto t = held.fencing_token()) env.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(*t));
-  exit_if_interrupted(held, "run", request.lock.name);  // the last moment before anything starts
+  std::vector<std::string> env;
+  if (one) {
+    env.push_back("DLOCK_LOCK_NAME=" + request.lock.name);
+    if (auto t = held.fencing_token()) env.push_back("DLOCK_FENCING_TOKEN=" + std::to_string(*t));
+  } else {
+    const auto members = held_set.members();
+    env.push_back("DLOCK_LOCK_COUNT=" + std::to_string(members.size()));
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const std::string n = std::to_string(i + 1);
+      env.push_back("DLOCK_LOCK_NAME_" + n + "=" + std::string(members[i].name()));
+      if (auto t = members[i].fencing_token()) env.push_back("DLOCK_FENCING_TOKEN_" + n + "=" + std::to_string(*t));
+    }
+  }
+  exit_if_interrupted(got, "run", what);  // the last moment before anything starts
   command_group group(request.command, env);
 
   pollfd fd{events.read_fd(), POLLIN, 0};
@@ -123,9 +149,17 @@ int cmd_run(const arguments& argv) {
     }
     if (lost) {
       group.terminate(request.grace);
-      std::fprintf(stderr, "dlock: %s lost (%s); killed %s and its process group\n", what.c_str(),
-                   held.lost_reason().message().c_str(), program.c_str());
-      discard_lost(held);
+      if (one) {
+        std::fprintf(stderr, "dlock: %s lost (%s); killed %s and its process group\n", what.c_str(),
+                     held.lost_reason().message().c_str(), program.c_str());
+        discard_lost(held);
+      } else {
+        std::fprintf(stderr, "dlock: lock '%s' of %s lost (%s); killed %s and its process group\n",
+                     held_set.lost_member().c_str(), what.c_str(), held_set.lost_reason().message().c_str(),
+                     program.c_str());
+        std::error_code ignored;  // the lost member's release can only find it gone
+        held_set.release(ignored);
+      }
       return exit_software;
     }
   }
@@ -137,7 +171,10 @@ int cmd_run(const arguments& argv) {
     group.terminate(request.grace);
   }
   std::error_code ec;
-  held.release(ec);
+  if (one)
+    held.release(ec);
+  else
+    held_set.release(ec);
   if (ec) {
     std::fprintf(stderr, "dlock: %s was no longer ours when %s finished (%s): its work was not protected\n",
                  what.c_str(), program.c_str(), last_error_message().c_str());

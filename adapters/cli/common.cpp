@@ -85,9 +85,9 @@ std::string remember(std::string uri) {
   return uri;
 }
 
-[[noreturn]] void exit_interrupted(int sig, const char* verb, const std::string& name) {
-  std::fprintf(stderr, "dlock %s: %s while waiting for lock '%s': gave up waiting%s\n", verb, strsignal(sig),
-               name.c_str(), std::strcmp(verb, "run") == 0 ? "; the command was not started" : "");
+[[noreturn]] void exit_interrupted(int sig, const char* verb, const std::string& what) {
+  std::fprintf(stderr, "dlock %s: %s while waiting for %s: gave up waiting%s\n", verb, strsignal(sig), what.c_str(),
+               std::strcmp(verb, "run") == 0 ? "; the command was not started" : "");
   std::fflush(nullptr);
   ::_exit(128 + sig);
 }
@@ -100,7 +100,7 @@ std::string remember(std::string uri) {
   const std::string wait = format_duration(*request.wait);
   if (connected)
     std::fprintf(stderr, "dlock %s: %s: the server did not answer before --wait %s ran out%s\n", verb,
-                 describe(request.primitive, request.name).c_str(), wait.c_str(),
+                 describe(request).c_str(), wait.c_str(),
                  std::strcmp(verb, "run") == 0 ? "; the command was not started" : "");
   else
     std::fprintf(stderr, "dlock %s: %s: still connecting when --wait %s ran out%s\n", verb,
@@ -124,6 +124,12 @@ void block_termination_signals_in_this_thread() {
 void release_quietly(lease& held) {
   std::error_code ignored;
   if (held) held.release(ignored);
+}
+
+void release_quietly(held_lock& got) {
+  release_quietly(got.held);
+  std::error_code ignored;
+  got.held_set.release(ignored);
 }
 
 // A scheme followed by "://": what a URI given where the NAME was expected looks like. (With a URI
@@ -169,6 +175,24 @@ required_uri_and_operands take_required_uri(const args& a, std::size_t operands,
   return {std::move(*taken.uri), std::move(taken.operands)};
 }
 
+uri_and_operands take_uri_and_names(const args& a, const std::string& expected) {
+  const auto& positional = a.positional();
+  if (positional.size() <= 1) return take_uri(a, 1, expected);
+  const char* env = std::getenv(uri_environment_variable);
+  const bool uri_elsewhere = a.get("uri-file") || (env && *env);
+  if (looks_like_uri(positional.front()) || !uri_elsewhere) return take_uri(a, positional.size() - 1, expected);
+  return take_uri(a, positional.size(), expected);
+}
+
+std::string describe(const lock_request& request) {
+  if (request.set.empty()) return describe(request.primitive, request.name);
+  auto names = request.set;
+  std::sort(names.begin(), names.end());
+  std::string text = "the set of locks";
+  for (std::size_t i = 0; i < names.size(); ++i) text += (i ? ", '" : " '") + names[i] + "'";
+  return text;
+}
+
 std::string redact_for_message(const std::string& uri_text) {
   std::string redacted = redact_uri_text(uri_text);
   if (redacted != uri_text) return redacted;
@@ -195,6 +219,15 @@ std::string scrub_secrets(std::string message) {
 
 void check_locally(const lock_request& request) {
   if (request.name.empty()) throw usage_error("the lock NAME is empty; expected a name of at least one byte");
+  for (const auto& name : request.set)
+    if (name.empty()) throw usage_error("a lock NAME is empty; expected names of at least one byte");
+  auto sorted = request.set;
+  std::sort(sorted.begin(), sorted.end());
+  if (const auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+    throw usage_error("the lock NAME '" + *twice + "' is given twice; expected each NAME once");
+  if (!request.set.empty() && request.primitive.what != primitive_request::kind::mutex)
+    throw usage_error("several NAMEs are taken as one set of exclusive locks; --shared, --write and --permits "
+                      "take one NAME");
   // The registry checks the scheme and the query keys before it connects; this also checks the
   // values of the common keys and the options make_lock will be given, by the core's own rules.
   const uri parsed = uri::parse(request.uri);
@@ -220,6 +253,10 @@ held_lock open_lock(const lock_request& request) {
   if (request.ttl) options.ttl = *request.ttl;
   // The objects keep what they need of the backend (backends hand them a shared_ptr).
   held_lock made;
+  if (!request.set.empty()) {
+    made.multi = backend->make_multi_lock(request.set, options);
+    return made;
+  }
   switch (request.primitive.what) {
     case primitive_request::kind::mutex: made.lock = backend->make_lock(request.name, options); break;
     case primitive_request::kind::read:
@@ -270,6 +307,16 @@ lease acquire_from(held_lock& made, const primitive_request& p, std::optional<st
 void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline,
                    std::stop_token stop) {
   // A deadline already passed: one try. A stop request throws operation_canceled.
+  if (made.multi) {  // one deadline for the whole set; whatever was taken is given back on failure
+    made.held_set =
+        deadline ? made.multi->try_acquire_until(*deadline, std::move(stop)) : made.multi->acquire(std::move(stop));
+    if (!made.held_set)
+      throw error(errc::timeout,
+                  describe(request) + ": one of them is held by someone else; " +
+                      (request.wait->count() == 0 ? std::string("tried once (--wait 0)")
+                                                  : "gave up after waiting " + format_duration(*request.wait)));
+    return;
+  }
   made.held = acquire_from(made, request.primitive, deadline, std::move(stop));
   if (!made.held)
     throw error(errc::timeout,
@@ -346,7 +393,7 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     if (ready == 0 && until != steady::time_point::max() && steady::now() >= until) {
       const std::lock_guard guard(shared->mutex);
       if (!shared->done) {
-        if (stopping_until) exit_interrupted(interrupted_by, verb, request.name);
+        if (stopping_until) exit_interrupted(interrupted_by, verb, describe(request));
         exit_overrun(verb, request, shared->connected);
       }
       continue;  // handed over meanwhile: its event byte is in the pipe
@@ -360,22 +407,22 @@ held_lock open_and_acquire(const lock_request& request, const char* verb) {
     }
     if (interrupted_by && !done && !stopping_until) {
       const std::lock_guard guard(shared->mutex);
-      if (shared->done) break;                                                       // handed over meanwhile
-      if (!shared->connected) exit_interrupted(interrupted_by, verb, request.name);  // open() cannot be stopped
+      if (shared->done) break;                                                            // handed over meanwhile
+      if (!shared->connected) exit_interrupted(interrupted_by, verb, describe(request));  // open() cannot be stopped
       shared->stop.request_stop();
       stopping_until = steady::now() + stop_patience;
     }
   }
   helper.join();
   if (interrupted_by) {  // a grant that came with the signal, or before the stop: start nothing
-    release_quietly(shared->result.held);
-    exit_interrupted(interrupted_by, verb, request.name);
+    release_quietly(shared->result);
+    exit_interrupted(interrupted_by, verb, describe(request));
   }
   if (shared->failure) std::rethrow_exception(shared->failure);
   return std::move(shared->result);
 }
 
-void exit_if_interrupted(lease& held, const char* verb, const std::string& name) {
+void exit_if_interrupted(held_lock& got, const char* verb, const std::string& what) {
   auto& events = event_pipe::instance();
   std::string others;  // put back: the caller's loop reads them
   int interrupted_by = 0;
@@ -387,8 +434,8 @@ void exit_if_interrupted(lease& held, const char* verb, const std::string& name)
   }
   for (char e : others) events.post(e);
   if (!interrupted_by) return;
-  release_quietly(held);
-  exit_interrupted(interrupted_by, verb, name);
+  release_quietly(got);
+  exit_interrupted(interrupted_by, verb, what);
 }
 
 void discard_lost(lease& held) { release_quietly(held); }

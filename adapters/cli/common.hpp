@@ -58,17 +58,30 @@ struct lock_request {
   std::optional<std::chrono::milliseconds> wait;  // nullopt: as long as it takes; 0: one try
   primitive_request primitive;                    // the mutex, a side of the rw lock, or permits
   std::shared_ptr<dlock::observer> observer;      // set on the backend (--metrics); may be null
+  // `dlock run URI NAME NAME...`: every NAME, taken as one set of mutexes (dlock/multi_lock.hpp);
+  // empty for one NAME. `name` is then the first NAME given.
+  std::vector<std::string> set = {};
 };
+// For messages: "lock 'x'" (describe), or "the set of locks 'a', 'b'" in the order they are taken.
+std::string describe(const lock_request& request);
+
+// `dlock run`'s operands: [URI] NAME [NAME...]. With two or more operands the first is the URI when
+// it looks like one (SCHEME://...) or when neither --uri-file nor DLOCK_URI gives the URI; otherwise
+// every operand is a NAME. `expected` as take_uri's.
+uri_and_operands take_uri_and_names(const args& a, const std::string& expected);
 // The checks that need no server: a non-empty name, a positive ttl, a URI that parses with the
 // common options valid. Throws usage_error / dlock::error(invalid_uri) (exit 64).
 void check_locally(const lock_request& request);
 
-// The object the lease came from (one of the three, by request.primitive), kept while it is held.
+// The object the lease came from (one of the three, by request.primitive, or the set of locks
+// when request.set names several), kept while it is held.
 struct held_lock {
   std::unique_ptr<distributed_lock> lock;
   std::unique_ptr<rw_lock> rw;
   std::unique_ptr<semaphore> sem;
-  lease held;
+  std::unique_ptr<multi_lock> multi;
+  lease held;            // empty when `multi` was taken
+  multi_lease held_set;  // the set's lease when `multi` was taken
 };
 
 // With --wait D, run and hold give up at most this long after D has run out, whatever the server
@@ -85,8 +98,9 @@ inline constexpr std::chrono::milliseconds deadline_overrun{500};
 held_lock open_and_acquire(const lock_request& request, const char* verb);
 
 // For a signal that came after the lease was handed over but before anything was started:
-// releases the lease and ends the process as open_and_acquire does. Other events stay queued.
-void exit_if_interrupted(lease& held, const char* verb, const std::string& name);
+// releases the lease (or the set) and ends the process as open_and_acquire does, saying `what`
+// (describe) was waited for. Other events stay queued.
+void exit_if_interrupted(held_lock& got, const char* verb, const std::string& what);
 
 // After the loss was reported: the release the lease's destructor would try can only find the
 // lock gone, and would report that once more as a background error.

@@ -133,6 +133,51 @@ std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, lock_optio
   });
 }
 
+std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> names) {
+  return make_multi_lock(std::move(names), defaults_);
+}
+
+std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> names, std::error_code& ec) noexcept {
+  return make_multi_lock(std::move(names), defaults_, ec);
+}
+
+std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> names, lock_options options) {
+  std::error_code ec;
+  auto made = make_multi_lock(std::move(names), std::move(options), ec);
+  throw_if(ec);
+  return made;
+}
+
+std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> names, lock_options options,
+                                                     std::error_code& ec) noexcept {
+  clear_last_error_message();
+  ec.clear();
+  if (names.empty()) {
+    set_error(ec, errc::invalid_argument, "a set of locks needs at least one name; got none");
+    return nullptr;
+  }
+  return detail::errors_caught(ec, [&]() -> std::unique_ptr<multi_lock> {
+    // The canonical order: std::string compares as unsigned bytes (char_traits<char>), the same
+    // in every process whatever its locale.
+    std::sort(names.begin(), names.end());
+    if (const auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
+      set_error(ec, errc::invalid_name,
+                "lock name '" + *twice + "' is given twice in a set of locks; expected each name once");
+      return nullptr;
+    }
+    // One owner for the whole set, checked once (the names are checked by make_lock).
+    if (!check_make(names.front(), options, ec)) return nullptr;
+    std::vector<std::unique_ptr<distributed_lock>> members;
+    members.reserve(names.size());
+    for (const auto& name : names) {
+      auto member = make_lock(name, options, ec);
+      if (!member) return nullptr;
+      members.push_back(std::move(member));
+    }
+    return std::unique_ptr<multi_lock>(new multi_lock(std::move(members)));
+  });
+}
+
 std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count) {
   return make_semaphore(name, max_count, defaults_);
 }

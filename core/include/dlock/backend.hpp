@@ -13,6 +13,7 @@
 #include "dlock/distributed_lock.hpp"
 #include "dlock/inspection.hpp"
 #include "dlock/lock_options.hpp"
+#include "dlock/multi_lock.hpp"
 #include "dlock/observer.hpp"
 #include "dlock/rw_lock.hpp"
 #include "dlock/semaphore.hpp"
@@ -77,6 +78,17 @@ class backend : public std::enable_shared_from_this<backend> {
                                                           lock_options options);
   [[nodiscard]] std::unique_ptr<semaphore> make_semaphore(std::string_view name, std::uint32_t max_count,
                                                           lock_options options, std::error_code& ec) noexcept;
+
+  // Several locks taken as one set (dlock/multi_lock.hpp): in byte order of the names, within one
+  // deadline, all or nothing. The names are checked as make_lock's; an empty set or a name given
+  // twice is refused with errc::invalid_argument / errc::invalid_name saying so. Every member gets
+  // `options` and one owner id. Makes no server round trip.
+  [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names);
+  [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names,
+                                                            std::error_code& ec) noexcept;
+  [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names, lock_options options);
+  [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names, lock_options options,
+                                                            std::error_code& ec) noexcept;
 
   // Tells `target` what this backend's locks, reader-writer locks and semaphores do (see
   // dlock/observer.hpp), those made before the call included; nullptr stops it. The release,

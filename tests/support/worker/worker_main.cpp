@@ -14,18 +14,26 @@
 //        holders inside at once cannot both miss each other.
 //   permits URI NAME MAX DIR ITERATIONS       one permit of a semaphore of MAX at a time: creates
 //        DIR/permit.<pid>, then counts the permit.* markers: more than MAX is an overlap, exit 3.
-// Exit codes: 0 done, 2 usage or dlock error, 3 overlap seen.
+//   multi-rmw URI PREFIX DIR SECONDS SEED  for SECONDS, takes random subsets of the 5 names
+//        PREFIX0..PREFIX4, each given in a random order, with make_multi_lock, and does the
+//        lossy read-modify-write (with rmw's overlap marker) of DIR/<name> for each name of the
+//        set. Prints "rounds R" and "taken C0 C1 C2 C3 C4" (how often it took each name). A set
+//        not taken within 20 s (a deadlock, or no progress) is exit 4.
+// Exit codes: 0 done, 2 usage or dlock error, 3 overlap seen, 4 no progress.
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/lossy_counter.hpp"
@@ -151,6 +159,41 @@ int permits(const std::string& uri, const std::string& name, std::uint32_t max, 
   return 0;
 }
 
+int multi_rmw(const std::string& uri, const std::string& prefix, const std::string& dir, int seconds, unsigned seed) {
+  constexpr int names = 5;
+  auto b = dlock::open(uri);
+  std::mt19937 random(seed);
+  long taken[names] = {};
+  long rounds = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    std::vector<int> chosen;
+    for (int i = 0; i < names; ++i)
+      if (random() % 2) chosen.push_back(i);
+    if (chosen.empty()) chosen.push_back(static_cast<int>(random() % names));
+    std::shuffle(chosen.begin(), chosen.end(), random);  // make_multi_lock must not depend on it
+    std::vector<std::string> set;
+    for (int i : chosen) set.push_back(prefix + std::to_string(i));
+    auto lock = b->make_multi_lock(set, quick_polling(*b));
+    auto held = lock->try_acquire_for(std::chrono::seconds(20));
+    if (!held) {
+      std::cerr << "no progress: a set of " << set.size() << " names not taken in 20 s\n";
+      return 4;
+    }
+    for (int i : chosen) {
+      if (!dlock::testing::lossy_increment(dir + "/" + prefix + std::to_string(i), std::chrono::microseconds(200)))
+        return 3;
+      ++taken[i];
+    }
+    held.release();
+    ++rounds;
+  }
+  std::cout << "rounds " << rounds << "\ntaken";
+  for (long t : taken) std::cout << ' ' << t;
+  std::cout << std::endl;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -170,12 +213,15 @@ int main(int argc, char** argv) {
     }
     if (mode == "permits" && argc == 7)
       return permits(argv[2], argv[3], std::stoul(argv[4]), argv[5], std::stoi(argv[6]));
+    if (mode == "multi-rmw" && argc == 7)
+      return multi_rmw(argv[2], argv[3], argv[4], std::stoi(argv[5]), static_cast<unsigned>(std::stoul(argv[6])));
     std::cerr << "usage: dlock_conformance_worker rmw URI NAME COUNTER_FILE ITERATIONS\n"
                  "       dlock_conformance_worker hold URI NAME [TTL_MS]\n"
                  "       dlock_conformance_worker hold-read|hold-write URI NAME [TTL_MS]\n"
                  "       dlock_conformance_worker hold-permits URI NAME MAX K [TTL_MS]\n"
                  "       dlock_conformance_worker rw-rmw URI NAME DIR ITERATIONS read|write|mutex\n"
-                 "       dlock_conformance_worker permits URI NAME MAX DIR ITERATIONS\n";
+                 "       dlock_conformance_worker permits URI NAME MAX DIR ITERATIONS\n"
+                 "       dlock_conformance_worker multi-rmw URI PREFIX DIR SECONDS SEED\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "dlock_conformance_worker: " << e.what() << '\n';  // dlock messages are redacted
