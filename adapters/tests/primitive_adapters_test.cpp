@@ -344,6 +344,25 @@ TEST_P(PrimitiveAdapters, WithReadWriteLockAndWithPermits) {
   EXPECT_TRUE(sem->try_acquire(3)) << "with_permits did not give its permits back";
 }
 
+TEST_P(PrimitiveAdapters, WithLocksTakesTheWholeSetOrThrowsTimeout) {
+  const auto a = unique("with_locks_a"), b = unique("with_locks_b");
+  auto set = backend_->make_multi_lock({b, a});
+  auto other = backend_->make_lock(b);
+  auto taken = other->try_acquire();
+  ASSERT_TRUE(taken);
+  try {
+    dlock::with_locks(*set, 50ms, [] {});
+    ADD_FAILURE() << "with_locks took a set one of whose names was held";
+  } catch (const dlock::error& e) {
+    EXPECT_EQ(e.code(), dlock::errc::timeout);
+    EXPECT_NE(std::string(e.what()).find("the set of locks '" + a + "', '" + b + "'"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(backend_->make_lock(a)->try_acquire()) << "with_locks left a name of the set held after its timeout";
+  taken.release();
+  EXPECT_EQ(dlock::with_locks(*set, 1s, [](const dlock::multi_lease& held) { return held.members().size(); }), 2u);
+  EXPECT_TRUE(set->try_acquire()) << "with_locks did not give the set back";
+}
+
 INSTANTIATE_TEST_SUITE_P(Embedded, PrimitiveAdapters,
                          ::testing::Values(std::string("memory://"),
                                            "file:///tmp/dlock-adapters-test-" + std::to_string(::getuid())),

@@ -8,7 +8,8 @@
 // destructor releases and reports a failed release through report_background_error).
 //
 // with_read_lock / with_write_lock (a rw_lock's two sides) and with_permits (a semaphore's
-// permits) do the same for the other primitives.
+// permits) do the same for the other primitives, and with_locks for a set of locks (fn gets the
+// const multi_lease&).
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "dlock/distributed_lock.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease.hpp"
+#include "dlock/multi_lock.hpp"
 #include "dlock/rw_lock.hpp"
 #include "dlock/semaphore.hpp"
 #include "dlock/uri.hpp"
@@ -26,9 +28,9 @@
 namespace dlock {
 
 namespace detail {
-template <class Fn>
-decltype(auto) call_with_lease(Fn&& fn, const lease& l) {
-  if constexpr (std::is_invocable_v<Fn&&, const lease&>)
+template <class Fn, class Held>
+decltype(auto) call_with_lease(Fn&& fn, const Held& l) {
+  if constexpr (std::is_invocable_v<Fn&&, const Held&>)
     return std::invoke(std::forward<Fn>(fn), l);
   else
     return std::invoke(std::forward<Fn>(fn));
@@ -36,8 +38,8 @@ decltype(auto) call_with_lease(Fn&& fn, const lease& l) {
 
 // Calls fn with the lease held, releases it (throwing not_owner when it was no longer ours),
 // returns fn's result.
-template <class Fn>
-decltype(auto) run_holding(lease& held, Fn&& fn) {
+template <class Held, class Fn>
+decltype(auto) run_holding(Held& held, Fn&& fn) {
   using result = decltype(call_with_lease(std::forward<Fn>(fn), held));
   if constexpr (std::is_void_v<result>) {
     call_with_lease(std::forward<Fn>(fn), held);
@@ -88,6 +90,18 @@ decltype(auto) with_permits(semaphore& sem, std::uint32_t permits, std::chrono::
     detail::throw_timeout(std::to_string(permits) + " of the " + std::to_string(sem.max_count()) +
                               " permits of semaphore '" + std::string(sem.name()) + "'",
                           timeout);
+  return detail::run_holding(held, std::forward<Fn>(fn));
+}
+
+// ... and every lock of a set (dlock/multi_lock.hpp): one timeout for the whole set, all or none.
+template <class Rep, class Period, class Fn>
+decltype(auto) with_locks(multi_lock& locks, std::chrono::duration<Rep, Period> timeout, Fn&& fn) {
+  multi_lease held = locks.try_acquire_for(timeout);
+  if (!held) {
+    std::string names;
+    for (const auto& n : locks.names()) names += (names.empty() ? "'" : ", '") + n + "'";
+    detail::throw_timeout("the set of locks " + names, timeout);
+  }
   return detail::run_holding(held, std::forward<Fn>(fn));
 }
 
