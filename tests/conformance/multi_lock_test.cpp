@@ -170,6 +170,32 @@ TEST_P(Lock, MultiLockIsLostWhenAnyMemberIsLost) {
     EXPECT_TRUE(make(n)->try_acquire_for(margin)) << n << " stayed held after the lost set was released";
 }
 
+// A member taken from the set by an operator's force_release: the set says so (lost, or not_owner at
+// release), and its release still gives back every other member.
+TEST_P(Lock, MultiLockReleaseGivesBackEveryMemberWhenOneWasTaken) {
+  const auto* h = hooks();
+  ASSERT_TRUE(h);
+  if (!h->inspection.force_release) GTEST_SKIP() << label() << " declares no force_release";
+  const auto names = names_of(dlock::testing::unique_name("multi-forced"), 3);
+  const auto ttl = 5000ms;
+  auto set = backend_->make_multi_lock(names, options(ttl, false));
+  auto held = set->try_acquire();
+  ASSERT_TRUE(held);
+  std::error_code ec;
+  const auto removed = backend_->force_release(names[1], ec);
+  ASSERT_FALSE(ec) << dlock::last_error_message();
+  ASSERT_EQ(removed.size(), 1u);
+  auto next = make(names[1]);
+  auto theirs = next->try_acquire_for(margin);
+  EXPECT_TRUE(theirs) << "the name was not free after force_release";
+  const bool reported_lost = held.lost_token().stop_requested();
+  held.release(ec);
+  EXPECT_TRUE(reported_lost || ec == errc::not_owner)
+      << "the set neither saw its member lost nor was told not_owner on release";
+  for (const auto& n : {names[0], names[2]})
+    EXPECT_TRUE(make(n)->try_acquire()) << n << " stayed held after the set's release reported a missing member";
+}
+
 // 8 processes take random subsets of 5 names, each given in a random order, for 30 s: no overlap
 // on any name (the workers' markers, and the counters add up), no deadlock, and every process makes
 // progress. A soak: run on a few backends of different kinds, not on every target.
