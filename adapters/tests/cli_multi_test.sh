@@ -54,6 +54,7 @@ wait "$HOLD_PID"
 
 # Two loops naming the same set in opposite orders: each run is bounded by --wait (a deadlock would
 # be exit 75), and a marker directory per name catches two holders inside at once (exit 3).
+# shellcheck disable=SC2016  # expanded by the command's shell: $0 the directory, $@ the names
 inside='for n in "$@"; do mkdir "$0/$n.inside" || exit 3; done; sleep 0.01; for n in "$@"; do rmdir "$0/$n.inside"; done'
 loop() {
   local i

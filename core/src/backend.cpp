@@ -1,6 +1,7 @@
 #include "dlock/backend.hpp"
 
 #include <algorithm>
+#include <new>
 
 #include "dlock/error.hpp"
 #include "dlock/spi.hpp"
@@ -174,7 +175,12 @@ std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> na
       if (!member) return nullptr;
       members.push_back(std::move(member));
     }
-    return std::unique_ptr<multi_lock>(new multi_lock(std::move(members)));
+    try {
+      return std::unique_ptr<multi_lock>(new multi_lock(std::move(members)));  // its constructor is private
+    } catch (const std::bad_alloc&) {
+      set_error(ec, errc::backend_error, "out of memory making a set of locks");
+      return nullptr;
+    }
   });
 }
 

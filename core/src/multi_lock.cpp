@@ -163,9 +163,10 @@ void multi_lease::release(std::error_code& ec) noexcept {
   grant_->stop_watching();
   std::error_code first;
   std::string message;
-  for (auto m = grant_->members.rbegin(); m != grant_->members.rend(); ++m) {
+  auto& members = grant_->members;
+  for (std::size_t i = members.size(); i-- > 0;) {  // last taken, first released
     std::error_code e;
-    m->release(e);
+    members[i].release(e);
     if (e && !first) {
       first = e;
       message = last_error_message();
@@ -189,12 +190,12 @@ namespace {
 
 // Releases what was taken, last first. The caller has saved any message it reports.
 void give_back(std::vector<lease>& taken) noexcept {
-  for (auto m = taken.rbegin(); m != taken.rend(); ++m) {
+  for (std::size_t i = taken.size(); i-- > 0;) {
     std::error_code e;
-    m->release(e);
+    taken[i].release(e);
     if (e)
-      report_background_error(
-          e, "giving back lock '" + std::string(m->name()) + "' of a set not fully taken: " + last_error_message());
+      report_background_error(e, "giving back lock '" + std::string(taken[i].name()) +
+                                     "' of a set not fully taken: " + last_error_message());
   }
   taken.clear();
 }
