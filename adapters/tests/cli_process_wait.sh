@@ -15,11 +15,27 @@ appears() {
   for ((i = 0; i < 200; i++)); do [[ -s $1 ]] && return 0; sleep 0.05; done
   return 1
 }
-# exits PID SECONDS: true once PID has exited, within SECONDS.
+# exits PID SECONDS: true once PID has exited, within SECONDS (a zombie our shell has not reaped yet
+# has exited: kill -0 still finds it).
 exits() {
   local i
-  for ((i = 0; i < $2 * 20; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.05; done
+  for ((i = 0; i < $2 * 20; i++)); do
+    kill -0 "$1" 2>/dev/null || return 0
+    grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null && return 0
+    sleep 0.05
+  done
   return 1
+}
+# why_still_running PID: what a process that should have ended is doing, for a failure's message:
+# its signal masks (pending, blocked, caught) and each thread's state and kernel wait.
+why_still_running() {
+  local t
+  grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt):' "/proc/$1/status" 2>/dev/null | tr '\n' ' '
+  echo
+  for t in /proc/"$1"/task/*; do
+    echo "  thread ${t##*/}: $(awk '/^State:/ {print $2, $3}' "$t/status" 2>/dev/null)" \
+      "wchan $(cat "$t/wchan" 2>/dev/null) blocked $(awk '/^SigBlk:/ {print $2}' "$t/status" 2>/dev/null)"
+  done
 }
 # catching PID: waits (up to 10 s) until PID has installed its SIGINT handler (SigCgt bit 1),
 # so a signal sent after this reaches dlock's own handling, never the default action.

@@ -106,7 +106,8 @@ waiting() {
   catching "$waiter" || { fail "$what: dlock never installed its signal handlers"; return; }
   kill "-$sig" "$waiter"
   if ! exits "$waiter" 10; then
-    fail "$what: dlock still waits 10 s after the signal"; kill -9 "$waiter"; wait "$waiter" 2>/dev/null; return
+    fail "$what: dlock still waits 10 s after the signal"; why_still_running "$waiter"; cat "$work/err"
+    kill -9 "$waiter"; wait "$waiter" 2>/dev/null; return
   fi
   wait "$waiter"; local st=$?
   if [[ $st -eq $want ]]; then ok "$what: exit $st"; else fail "$what: exit $st, expected $want"; fi
