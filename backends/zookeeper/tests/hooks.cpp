@@ -28,22 +28,49 @@ struct zh_close {
 };
 using zh_ptr = std::unique_ptr<zhandle_t, zh_close>;
 
-zh_ptr connect(const dlock::uri& u, const clientid_t* id) {
+bool still_connecting(int state) {
+  return state == 0 || state == ZOO_NOTCONNECTED_STATE || state == ZOO_CONNECTING_STATE ||
+         state == ZOO_ASSOCIATING_STATE;
+}
+
+// Waits (up to 5 s) until the handle leaves the connecting states; returns the state it reached.
+int settle(zhandle_t* zh) {
+  int state = zoo_state(zh);
+  for (int i = 0; i < 200 && still_connecting(state); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    state = zoo_state(zh);
+  }
+  return state;
+}
+
+zh_ptr open_handle(const dlock::uri& u, const clientid_t* id) {
   zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
   zh_ptr zh(zookeeper_init(hosts_of(u).c_str(), nullptr, 4000, id, nullptr, 0));
   if (!zh) throw std::runtime_error("zookeeper hooks: zookeeper_init failed");
-  for (int i = 0; i < 200 && zoo_state(zh.get()) != ZOO_CONNECTED_STATE; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  if (zoo_state(zh.get()) != ZOO_CONNECTED_STATE) throw std::runtime_error("zookeeper hooks: no session");
+  return zh;
+}
+
+zh_ptr connect(const dlock::uri& u) {
+  auto zh = open_handle(u, nullptr);
+  if (settle(zh.get()) != ZOO_CONNECTED_STATE) throw std::runtime_error("zookeeper hooks: no session");
   return zh;
 }
 
 }  // namespace
 
 namespace dlock::zookeeper::testing {
+// Connecting with the holder's session moves the session to this handle; closing it then ends the
+// session. The holder's client reconnects at once and may take the session back before the close,
+// which then ends nothing: so try again until a handle given that session id is told it expired.
 void expire_session(const std::string& text, const clientid_t& id) {
   const auto u = dlock::uri::parse(text);
-  connect(u, &id);  // connected with the holder's session, then closed: the server ends the session
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    auto zh = open_handle(u, &id);
+    const int state = settle(zh.get());
+    if (state == ZOO_EXPIRED_SESSION_STATE) return;
+    if (state != ZOO_CONNECTED_STATE) throw std::runtime_error("zookeeper hooks: cannot reach the server");
+  }
+  throw std::runtime_error("zookeeper hooks: the holder's session outlived 50 closes");
 }
 }  // namespace dlock::zookeeper::testing
 
@@ -57,7 +84,7 @@ void break_lock(const std::string& text, const dlock::lease& held) {
 
 bool is_held(const std::string& text, std::string_view name) {
   const auto u = dlock::uri::parse(text);
-  auto zh = connect(u, nullptr);
+  auto zh = connect(u);
   std::string root = u.path();
   while (!root.empty() && root.back() == '/') root.pop_back();
   String_vector children{0, nullptr};
