@@ -1,6 +1,8 @@
 #include "etcd_lock.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "capabilities.hpp"
 #include "dlock/acquire_stop.hpp"
@@ -140,10 +142,11 @@ class etcd_lock final : public distributed_lock {
           {"compare",
            json::array(
                {{{"key", base64_encode(key)}, {"target", "CREATE"}, {"result", "EQUAL"}, {"create_revision", "0"}}})},
-          {"success",
-           json::array(
-               {{{"request_put", {{"key", base64_encode(key)}, {"value", ""}, {"lease", std::to_string(lease.id)}}}},
-                {{"request_range", first_created(prefix_)}}})},
+          {"success", json::array({{{"request_put",
+                                     {{"key", base64_encode(key)},
+                                      {"value", base64_encode(options().owner)},
+                                      {"lease", std::to_string(lease.id)}}}},
+                                   {{"request_range", first_created(prefix_)}}})},
           {"failure", json::array({{{"request_range", {{"key", base64_encode(key)}}}},
                                    {{"request_range", first_created(prefix_)}}})}};
       const auto r = gw_->call("/v3/kv/txn", txn);
@@ -289,6 +292,106 @@ etcd_backend::etcd_backend(const uri& u, const lock_options& defaults)
 std::unique_ptr<distributed_lock> etcd_backend::do_make_lock(std::string name, lock_options options) {
   auto prefix = name_prefix(prefix_, name);
   return std::make_unique<etcd_lock>(std::move(name), std::move(options), gw_, std::move(prefix));
+}
+
+namespace {
+
+// Every key under `prefix`, in create-revision order: the first holds, the rest wait.
+json contenders(gateway& gw, const std::string& prefix) {
+  return gw.call("/v3/kv/range", {{"key", base64_encode(prefix)},
+                                  {"range_end", base64_encode(prefix_end(prefix))},
+                                  {"sort_order", "ASCEND"},
+                                  {"sort_target", "CREATE"}});
+}
+
+// The owner id dlock puts as the key's value; Go's Mutex (etcdctl lock) puts none: then its lease,
+// in hex as in its key.
+std::string owner_of(const json& kv) {
+  auto owner = base64_decode(kv.value("value", ""));
+  if (owner.empty()) owner = hex_of(int64_field(kv, "lease"));
+  return owner;
+}
+
+lock_holder holder_of(gateway& gw, const json& kv) {
+  lock_holder h;
+  h.owner = owner_of(kv);
+  h.fencing_token = static_cast<std::uint64_t>(int64_field(kv, "create_revision"));
+  if (const auto lease = int64_field(kv, "lease"); lease != 0) {
+    const auto left = int64_field(gw.call("/v3/lease/timetolive", {{"ID", std::to_string(lease)}}), "TTL");
+    if (left > 0) h.ttl_left = std::chrono::seconds(left);
+  }
+  return h;
+}
+
+}  // namespace
+
+lock_info etcd_backend::do_inspect(const std::string& name) {
+  lock_info info;
+  info.name = name;
+  info.waiters_known = true;
+  const auto r = contenders(*gw_, name_prefix(prefix_, name));
+  for (const auto& kv : range_kvs(r)) {
+    if (info.holders.empty())
+      info.holders.push_back(holder_of(*gw_, kv));
+    else
+      info.waiters.push_back({owner_of(kv), hold_kind::mutex});
+  }
+  info.held = !info.holders.empty();
+  return info;
+}
+
+// The names of the keys under the URI's prefix (a key is held or queued, so its name is held). A
+// name dlock stores hashed (one with a '/', starting with '#', or too long) keeps no trace of itself
+// and is not listed, nor is a name with a '/' that another client (etcdctl lock a/b) put as is.
+std::vector<std::string> etcd_backend::do_list(const std::string& prefix) {
+  auto from = prefix_ + prefix;
+  json request = {{"range_end", base64_encode(prefix_end(from))}, {"keys_only", true}};
+  if (from.empty()) from.assign(1, '\0');  // every key: range ["\0", "\0")
+  request["key"] = base64_encode(from);
+  const auto r = gw_->call("/v3/kv/range", request);
+  std::vector<std::string> names;
+  for (const auto& kv : range_kvs(r)) {
+    const auto key = base64_decode(kv.value("key", ""));
+    if (!key.starts_with(prefix_)) continue;
+    const auto slash = key.rfind('/');
+    if (slash == std::string::npos || slash < prefix_.size()) continue;
+    auto name = key.substr(prefix_.size(), slash - prefix_.size());
+    if (name.empty() || !name.starts_with(prefix) || name_prefix(prefix_, name) != key.substr(0, slash + 1)) continue;
+    names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+// Revokes the holder's lease rather than deleting its key: a Go holder (concurrency.Mutex, etcdctl
+// lock) never looks at its key again once it holds, but its session's keep-alive sees the lease
+// gone and closes Done(), the loss signal it acts on; a dlock holder's watchdog finds the lease gone
+// as well. The key goes with the lease. dlock's leases carry one key each; a Go session's lease may
+// carry others of that session, which are lost with it. A key put without a lease is deleted at its
+// create revision.
+std::vector<lock_holder> etcd_backend::do_force_release(const std::string& name) {
+  const auto r = contenders(*gw_, name_prefix(prefix_, name));
+  const auto& kvs = range_kvs(r);
+  if (kvs.empty()) return {};
+  const auto& kv = kvs[0];
+  auto holder = holder_of(*gw_, kv);
+  if (const auto lease = int64_field(kv, "lease"); lease != 0) {
+    try {
+      gw_->call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+    } catch (const error& e) {
+      if (e.detail().find("lease not found") != std::string::npos) return {};  // released meanwhile
+      throw;
+    }
+    return {std::move(holder)};
+  }
+  const json txn = {{"compare", json::array({{{"key", kv["key"]},
+                                              {"target", "CREATE"},
+                                              {"result", "EQUAL"},
+                                              {"create_revision", std::to_string(*holder.fencing_token)}}})},
+                    {"success", json::array({{{"request_delete_range", {{"key", kv["key"]}}}}})}};
+  if (!gw_->call("/v3/kv/txn", txn).value("succeeded", false)) return {};  // released meanwhile
+  return {std::move(holder)};
 }
 
 }  // namespace dlock::etcd

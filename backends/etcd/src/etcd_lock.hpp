@@ -2,7 +2,8 @@
 // etcd:// backend: Go's concurrency.Mutex layout (the one `etcdctl lock NAME` uses), one etcd lease
 // per grant:
 //   key    <prefix><name>/<lease id, lower-case hex>, put with the lease in a transaction that
-//          creates it only if absent (create_revision == 0)
+//          creates it only if absent (create_revision == 0); its value is the lock's owner id (Go's
+//          Mutex puts an empty value and reads only create revisions, so both still share a name)
 //   holder the key with the lowest create revision under <prefix><name>/
 //   wait   watch the deletion of the key with the largest create revision below ours, then read
 //          again: the holder check is repeated, and our own key must still be there (a lease that
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dlock/spi.hpp"
 #include "gateway.hpp"
@@ -53,6 +55,9 @@ class etcd_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  lock_info do_inspect(const std::string& name) override;
+  std::vector<std::string> do_list(const std::string& prefix) override;
+  std::vector<lock_holder> do_force_release(const std::string& name) override;
 
  private:
   std::shared_ptr<gateway> gw_;

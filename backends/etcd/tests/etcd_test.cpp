@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "dlock/dlock.hpp"
 #include "dlock_test/eventually.hpp"
@@ -64,6 +65,7 @@ TEST(EtcdLayout, TheHolderKeyIsNameSlashLeaseHexWithTheLeaseAndItsCreateRevision
   ASSERT_EQ(kvs.size(), 1u);
   const auto lease_id = int64_field(kvs[0], "lease");
   EXPECT_EQ(base64_decode(kvs[0]["key"].get<std::string>()), name + "/" + hex(lease_id));
+  EXPECT_EQ(base64_decode(kvs[0].value("value", "")), lock->owner()) << "the value is the owner id";
   EXPECT_EQ(static_cast<std::uint64_t>(int64_field(kvs[0], "create_revision")), *lease.fencing_token());
   // The lease's TTL is the ttl in whole seconds.
   const auto ttl = gw.call("/v3/lease/timetolive", {{"ID", std::to_string(lease_id)}});
@@ -135,6 +137,41 @@ TEST(EtcdInterop, AnEtcdctlHolderKeepsDlockWaitingAndItsLeavingWakesDlock) {
   auto lease = waiter.get();
   ASSERT_TRUE(lease);
   EXPECT_EQ(keys_of(gw, name).size(), 1u);
+}
+
+// inspect names a Go holder, which stores no owner, by its lease (as in its key), and a dlock waiter by its
+// owner id; force_release revokes the holder's lease, which a Go session notices: etcdctl lock exits.
+TEST(EtcdInspection, AnEtcdctlHolderIsShownByItsLeaseAndABreakEndsItsSession) {
+  const auto name = dlock::testing::unique_name("etcd-break");
+  dlock::testing::child_process etcdctl(
+      {"/usr/bin/env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + endpoints(), "lock", "--ttl=3", name});
+  const auto held = etcdctl.read_line(60s);
+  ASSERT_TRUE(held);
+  ASSERT_EQ(held->rfind(name + "/", 0), 0u) << *held;
+  const auto lease_hex = held->substr(name.size() + 1);
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  auto lock = backend->make_lock(name);
+  auto waiter = std::async(std::launch::async, [&] { return lock->try_acquire_for(120s); });
+  ASSERT_TRUE(dlock::testing::eventually([&] { return backend->inspect(name).waiters.size() == 1; }));
+  const auto info = backend->inspect(name);
+  EXPECT_TRUE(info.held);
+  ASSERT_EQ(info.holders.size(), 1u);
+  EXPECT_EQ(info.holders[0].owner, lease_hex);
+  EXPECT_TRUE(info.holders[0].ttl_left);
+  EXPECT_TRUE(info.holders[0].fencing_token);
+  EXPECT_EQ(info.waiters[0].owner, lock->owner());
+  EXPECT_EQ(backend->list(name), std::vector<std::string>{name});
+
+  const auto removed = backend->force_release(name);
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0].owner, lease_hex);
+  EXPECT_EQ(etcdctl.wait(60s), std::optional<int>(1)) << "etcdctl did not end with 'session expired'";
+  auto lease = waiter.get();
+  ASSERT_TRUE(lease);
+  const auto after = backend->inspect(name);
+  ASSERT_EQ(after.holders.size(), 1u);
+  EXPECT_EQ(after.holders[0].owner, lock->owner());
+  EXPECT_EQ(after.holders[0].fencing_token, lease.fencing_token());
 }
 
 TEST(EtcdInput, AnUnknownParameterIsRefused) { EXPECT_THROW((void)dlock::open(uri() + "?no_such=1"), dlock::error); }
