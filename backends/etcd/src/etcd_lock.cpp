@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "capabilities.hpp"
+#include "dlock/acquire_deadline.hpp"
 #include "dlock/acquire_stop.hpp"
 
 namespace dlock::etcd {
@@ -77,6 +78,11 @@ granted_lease grant(gateway& gw, std::int64_t seconds) {
 }
 
 void revoke_quietly(gateway& gw, std::int64_t id) noexcept {
+  // A withdrawal after a stop request runs to its end, but bounded by deadline_grace: the stop
+  // should end the acquire soon even when the server went silent, and a lease whose revoke did not
+  // get through still expires within its TTL.
+  std::optional<spi::deadline_scope> grace;
+  if (spi::stop_requested()) grace.emplace(clock::now());
   spi::unstoppable_scope unstoppable;
   try {
     gw.call("/v3/lease/revoke", {{"ID", std::to_string(id)}});
@@ -104,15 +110,20 @@ class etcd_lock final : public distributed_lock {
   std::unique_ptr<spi::lease_state> do_try_acquire(std::error_code& ec) noexcept override {
     return guarded(ec, [&] { return attempt(clock::time_point::min()); });
   }
+  // In the deadline's scope each gateway request of the wait ends by the deadline plus
+  // deadline_grace, and an outage is waited out here up to the deadline: the core's own last
+  // attempt would run outside the scope, bounded only by command_timeout.
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
-    return guarded(ec, [&] {
-      while (true) {
-        try {
-          return attempt(deadline);
-        } catch (const place_lost&) {  // our lease expired while we waited: queue again with a new one
+    return spi::wait_out_outages(deadline, options().poll, ec, [&](clock::time_point until, std::error_code& e) {
+      return guarded(e, [&] {
+        while (true) {
+          try {
+            return attempt(until);
+          } catch (const place_lost&) {  // our lease expired while we waited: queue again with a new one
+          }
         }
-      }
+      });
     });
   }
 

@@ -2,10 +2,13 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <stdexcept>
+#include <stop_token>
 
+#include "dlock/acquire_deadline.hpp"
 #include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 
@@ -131,8 +134,12 @@ std::int64_t int64_field(const json& object, const char* key) {
   return 0;
 }
 
+// An easy handle driven by a multi handle of its own: the multi's poll can be woken from another
+// thread (curl_multi_wakeup), which is how a stop request cuts a request in flight; the
+// connection stays in the multi's cache for the next request on this handle.
 struct gateway::handle {
   easy_ptr easy;
+  multi_ptr multi;
 };
 
 gateway::gateway(gateway_options options) : options_(std::move(options)) {
@@ -154,7 +161,8 @@ std::unique_ptr<gateway::handle> gateway::borrow() {
   }
   auto h = std::make_unique<handle>();
   h->easy.reset(curl_easy_init());
-  if (!h->easy) throw error(errc::backend_unavailable, "etcd: curl_easy_init failed");
+  h->multi.reset(curl_multi_init());
+  if (!h->easy || !h->multi) throw error(errc::backend_unavailable, "etcd: curl init failed");
   return h;
 }
 
@@ -167,20 +175,58 @@ namespace {
 
 struct reply {
   CURLcode rc = CURLE_OK;
+  bool stopped = false;  // cut by the stop request of this thread's acquire
   long status = 0;
   std::string body;
 };
 
-reply post(CURL* c, const std::string& url, const std::string& body, const std::string& token,
+// The request's bound: the command timeout, cut to what is left of this thread's acquire
+// (io_deadline; none outside an acquire). Zero when nothing is left.
+std::chrono::milliseconds time_left(std::chrono::milliseconds command_timeout) {
+  const auto until = spi::io_deadline();
+  if (until == steady::time_point::max()) return command_timeout;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - steady::now());
+  return std::clamp(left, std::chrono::milliseconds::zero(), command_timeout);
+}
+
+// One POST on the handle's multi, its poll woken by a stop request on this thread's acquire: the
+// transfer then ends at once, its connection dropped with the handle.
+reply post(CURL* c, CURLM* m, const std::string& url, const std::string& body, const std::string& token,
            std::chrono::milliseconds connect_timeout, std::chrono::milliseconds timeout) {
   reply r;
   const auto headers = headers_with(token);
   curl_easy_reset(c);
-  set_json_post(c, url, body, headers.get(), append_body, &r.body, connect_timeout);
+  set_json_post(c, url, body, headers.get(), append_body, &r.body, std::min(connect_timeout, timeout));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-  r.rc = curl_easy_perform(c);
-  if (r.rc == CURLE_OK) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+  if (curl_multi_add_handle(m, c) != CURLM_OK) {
+    r.rc = CURLE_FAILED_INIT;
+    return r;
+  }
+  const std::stop_callback wake(spi::current_stop_token(), [m] { curl_multi_wakeup(m); });
+  while (true) {
+    int running = 0;
+    if (curl_multi_perform(m, &running) != CURLM_OK) {
+      r.rc = CURLE_FAILED_INIT;
+      break;
+    }
+    if (running == 0) {
+      r.rc = CURLE_GOT_NOTHING;
+      int left = 0;
+      while (CURLMsg* done = curl_multi_info_read(m, &left))
+        if (done->msg == CURLMSG_DONE && done->easy_handle == c) r.rc = done->data.result;
+      break;
+    }
+    if (spi::stop_requested()) {
+      r.stopped = true;
+      break;
+    }
+    // curl's own timeouts are in its timer: perform() sees them when the poll returns, at the
+    // latest after the timeout curl_multi_poll is given here.
+    curl_multi_poll(m, nullptr, 0, 1000, nullptr);
+  }
+  curl_multi_remove_handle(m, c);
+  if (r.rc == CURLE_OK && !r.stopped) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
   return r;
 }
 
@@ -189,9 +235,13 @@ reply post(CURL* c, const std::string& url, const std::string& body, const std::
 std::string gateway::authenticate(const std::string& endpoint) {
   auto h = borrow();
   const json body = {{"name", options_.user}, {"password", options_.password}};
-  const auto r = post(h->easy.get(), "http://" + endpoint + "/v3/auth/authenticate", body.dump(), "",
-                      options_.connect_timeout, options_.command_timeout);
-  give_back(std::move(h));
+  const auto timeout = time_left(options_.command_timeout);
+  if (timeout <= std::chrono::milliseconds::zero())
+    throw error(errc::backend_unavailable, "etcd: the acquire's deadline passed before authenticating");
+  const auto r = post(h->easy.get(), h->multi.get(), "http://" + endpoint + "/v3/auth/authenticate", body.dump(), "",
+                      options_.connect_timeout, timeout);
+  if (r.stopped) throw error(errc::backend_unavailable, "etcd: authenticating at " + endpoint + ": stopped");
+  if (r.rc == CURLE_OK) give_back(std::move(h));
   if (r.rc != CURLE_OK)
     throw error(errc::backend_unavailable, "etcd: authenticating at " + endpoint + ": " + curl_easy_strerror(r.rc));
   if (r.status != 200) {
@@ -240,9 +290,15 @@ json gateway::call(const std::string& path, const json& body) {
       preferred_.store((at + 1) % n);
       continue;
     }
+    const auto timeout = time_left(options_.command_timeout);
+    if (timeout <= std::chrono::milliseconds::zero())
+      throw error(errc::backend_unavailable, "etcd: the acquire's deadline passed before " + path +
+                                                 (last_failure.empty() ? "" : " (last: " + last_failure + ")"));
     auto h = borrow();
-    const auto r = post(h->easy.get(), "http://" + endpoint + path, text, auth, options_.connect_timeout,
-                        options_.command_timeout);
+    const auto r =
+        post(h->easy.get(), h->multi.get(), "http://" + endpoint + path, text, auth, options_.connect_timeout, timeout);
+    // The acquire was stopped: its caller stops waiting now, not after the other members.
+    if (r.stopped) throw error(errc::backend_unavailable, "etcd: " + path + " to " + endpoint + ": stopped");
     if (r.rc != CURLE_OK) {  // the member is down or cut off: its connection is not reused
       last_failure = endpoint + ": " + curl_easy_strerror(r.rc);
       preferred_.store((at + 1) % n);
@@ -330,6 +386,7 @@ watch_end gateway::wait_deleted(const std::string& key, std::int64_t from, stead
     set_json_post(c, url, text, headers.get(), take_stream, &stream, options_.connect_timeout);
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_multi_add_handle(multi.get(), c);
+    const std::stop_callback wake(spi::current_stop_token(), [m = multi.get()] { curl_multi_wakeup(m); });
     bool transfer_done = false;
     while (true) {
       int running = 0;

@@ -11,6 +11,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
+#include "dlock_test/tcp_proxy.hpp"
 #include "etcd_lock.hpp"
 #include "gateway.hpp"
 
@@ -172,6 +173,27 @@ TEST(EtcdInspection, AnEtcdctlHolderIsShownByItsLeaseAndABreakEndsItsSession) {
   ASSERT_EQ(after.holders.size(), 1u);
   EXPECT_EQ(after.holders[0].owner, lock->owner());
   EXPECT_EQ(after.holders[0].fencing_token, lease.fencing_token());
+}
+
+// Through a link that delivers nothing, a waiting acquire ends at its deadline (plus deadline_grace
+// for a request sent just before it), not at the command_timeout of the request in flight.
+TEST(EtcdDeadline, AWaitThroughASilentLinkEndsByItsDeadlineNotTheCommandTimeout) {
+  const auto target = dlock::uri::parse(uri());
+  dlock::testing::tcp_proxy proxy(target.hosts().front().host, target.hosts().front().port_or(2379));
+  auto backend = dlock::open(dlock::testing::through(uri(), proxy) + "?ttl=5s&command_timeout=60s");
+  auto lock = backend->make_lock(dlock::testing::unique_name("etcd-silent"));
+  proxy.partition();
+  proxy.reset_connections();
+  auto waiting = std::async(std::launch::async, [&] {
+    std::error_code ec;
+    auto l = lock->try_acquire_for(1s, ec);
+    return std::pair{std::move(l), ec};
+  });
+  ASSERT_EQ(waiting.wait_for(30s), std::future_status::ready) << "the wait went on towards command_timeout (60 s)";
+  auto [got, ec] = waiting.get();
+  EXPECT_FALSE(got);
+  EXPECT_EQ(ec, dlock::errc::backend_unavailable) << ec.message();
+  proxy.heal();
 }
 
 TEST(EtcdInput, AnUnknownParameterIsRefused) { EXPECT_THROW((void)dlock::open(uri() + "?no_such=1"), dlock::error); }

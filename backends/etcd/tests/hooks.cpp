@@ -43,9 +43,6 @@ bool is_held(const std::string& text, std::string_view name) {
 
 }  // namespace
 
-// A stop request ends a wait at once, but not a single gateway request the server never answers:
-// that ends at command_timeout (curl's blocking transfer; the README says so).
 DLOCK_TEST_HOOKS("etcd", {.break_lock = break_lock,
                           .is_held_on_server = is_held,
-                          .stop_waits_out_a_silent_command = true,
                           .inspection = {.inspect = true, .list = true, .force_release = true}});
