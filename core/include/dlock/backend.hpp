@@ -11,6 +11,7 @@
 
 #include "dlock/capabilities.hpp"
 #include "dlock/distributed_lock.hpp"
+#include "dlock/election.hpp"
 #include "dlock/inspection.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/multi_lock.hpp"
@@ -89,6 +90,16 @@ class backend : public std::enable_shared_from_this<backend> {
   [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names, lock_options options);
   [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names, lock_options options,
                                                             std::error_code& ec) noexcept;
+
+  // Leader election among the candidates of `name` (dlock/election.hpp): leadership is a lease of
+  // the lock `name`, its term the lease's fencing token. For backends whose caps() has fencing and
+  // lost_notification; the others refuse with errc::not_supported naming what they lack. The
+  // backend must be owned by a shared_ptr (as open() returns it). Same name checks as make_lock.
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name);
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name, std::error_code& ec) noexcept;
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name, lock_options options);
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name, lock_options options,
+                                                        std::error_code& ec) noexcept;
 
   // Tells `target` what this backend's locks, reader-writer locks and semaphores do (see
   // dlock/observer.hpp), those made before the call included; nullptr stops it. The release,
