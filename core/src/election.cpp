@@ -90,7 +90,7 @@ std::unique_ptr<election> backend::make_election(std::string_view name, lock_opt
               "keeps it alive to inspect who leads");
     return nullptr;
   }
-  auto lock = make_lock(name, std::move(options), ec);
+  auto lock = make_lock_by(&backend::do_make_election_lock, name, std::move(options), ec);
   if (ec) return nullptr;
   return detail::errors_caught(ec, [&] { return std::make_unique<election>(std::move(self), std::move(lock)); });
 }

@@ -84,6 +84,13 @@ std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string na
   return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
 }
 
+// Curator LeaderLatch's layout: a LeaderLatch on the name's path and a dlock election of the name
+// are candidates of one election (the node's data is the candidate's id, as LeaderLatch writes it).
+std::unique_ptr<distributed_lock> zookeeper_backend::do_make_election_lock(std::string name, lock_options options) {
+  check_name(settings_, name);
+  return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_, latch_node_name);
+}
+
 std::unique_ptr<rw_lock> zookeeper_backend::do_make_rw_lock(std::string name, lock_options options) {
   check_name(settings_, name);
   return std::make_unique<zk_rw_lock>(std::move(name), rw_caps(), std::move(options), connection_, settings_);
