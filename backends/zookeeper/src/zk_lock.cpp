@@ -144,7 +144,11 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
     // get_children. Any other node ahead (another client's, or ours not known deleted) may still
     // be there, as when a waiter between it and us gave up: read the queue again, as Curator and
     // kazoo always do.
-    if (all_known_gone(*s, ahead, predecessor)) return grant(s, our_path, ours.czxid);
+    // A grant's validity is measured from the last request the server answered (session.hpp).
+    // After a wait longer than the session timeout, the fast path's grant would arrive with none
+    // left, be given back, and our place lost to the next waiter: read the queue (which renews it).
+    if (all_known_gone(*s, ahead, predecessor) && s->valid_until() - clock::now() > s->session_timeout() / 2)
+      return grant(s, our_path, ours.czxid);
   }
 }
 
