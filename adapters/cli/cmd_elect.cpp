@@ -128,7 +128,8 @@ int cmd_elect(const arguments& argv) {
   auto ttl = a.duration("ttl");
   auto wait = a.duration("wait");
   const auto grace = a.duration("grace").value_or(std::chrono::seconds(2));
-  const lock_request request{*uri, name, ttl, wait, primitive_request{}, nullptr};
+  lock_request request{*uri, name, ttl, wait, primitive_request{}, nullptr};
+  request.election = true;
   check_locally(request);
   check_electable(*uri);
   const std::vector<std::string>& command = a.command();
@@ -136,22 +137,16 @@ int cmd_elect(const arguments& argv) {
 
   auto& events = event_pipe::instance();
   events.catch_signals();
-  // The election's campaign is the acquire of its lock NAME (dlock/election.hpp): the same wait,
-  // with signals answered while it lasts.
+  // The campaign is the acquire of the election's lock (backend::make_election, which refuses a
+  // scheme without fencing or lost notification): the same wait, with signals answered meanwhile.
   held_lock got = open_and_acquire(request, "elect");
-  if (const auto lacking = got.lock->caps().missing({capability::fencing, capability::lost_notification});
-      !lacking.empty()) {  // a scheme found only when opened (a module): refused as make_election does
-    discard_lost(got.held);
-    throw error(errc::not_supported, request.uri.substr(0, request.uri.find(':')) +
-                                         ":// makes no election: its lock lacks " + lacking.to_string());
-  }
-  leadership leading(std::move(got.held), got.lock->owner());
+  exit_if_interrupted(got, "elect", "the leadership of '" + name + "'");
+  leadership leading(std::move(got.held), got.vote->id());
   std::stop_callback on_demoted(leading.demoted_token(), [&events] { events.post(event_pipe::lost); });
 
   const std::string term = std::to_string(leading.term());
   const std::vector<std::string> env = {"DLOCK_ELECTION_NAME=" + name, "DLOCK_LEADER_ID=" + leading.id(),
                                         "DLOCK_TERM=" + term, "DLOCK_FENCING_TOKEN=" + term};
-  exit_if_interrupted(leading.grant(), "elect", name);
   std::fprintf(stderr, "dlock: leading '%s', term %s, as %s\n", name.c_str(), term.c_str(), leading.id().c_str());
   command_group group(command, env);
 

@@ -31,7 +31,7 @@ cleanup() {
     kill -CONT -- "-$p" 2>/dev/null
     kill -9 -- "-$p" 2>/dev/null
   done
-  rm -rf "$work"
+  [[ -n ${DLOCK_KEEP_WORK:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
 # shellcheck source=adapters/tests/cli_expect.sh
@@ -95,13 +95,14 @@ leads() {
 }
 term_of() { cut -d' ' -f1 "$work/started.$1"; }
 started_ns() { cut -d' ' -f2 "$work/started.$1"; }
-# exit_status ID SECONDS: candidate ID's dlock exit status, once it exits within SECONDS; else "running".
-exit_status() {
+# await_exit ID SECONDS: sets st to candidate ID's dlock exit status once it exits within SECONDS,
+# else to "running" (not in a subshell: only this shell can wait for its children).
+await_exit() {
   if exits "${dlock_pid[$1]}" "$2"; then
     wait "${dlock_pid[$1]}"
-    echo $?
+    st=$?
   else
-    echo running
+    st=running
   fi
 }
 # only_leader ID: no candidate but ID has started its command.
@@ -157,7 +158,7 @@ fi
 sleep 0.3  # c writes its term first
 kill -CONT -- "-$b_cmd"
 kill -CONT "${dlock_pid[b]}"
-st=$(exit_status b 10)
+await_exit b 10
 if [[ $st == 70 ]]; then ok "b resumed: demoted, exit 70"; else fail "b resumed: exit $st, expected 70"; cat "$work/err.b"; fi
 grep -q "lost" "$work/err.b" || fail "b said nothing of its lost leadership"
 running "$b_cmd" && fail "b's command $b_cmd still runs after b's demotion"
@@ -172,12 +173,12 @@ only_leader c
 
 # ---- c is done: its command exits 7, dlock resigns and exits 7, d leads.
 touch "$work/quit.c"
-st=$(exit_status c 10)
+await_exit c 10
 if [[ $st == 7 ]]; then ok "c's command exited 7: dlock exits 7"; else fail "c: exit $st, expected 7"; cat "$work/err.c"; fi
 leads d || fail "c resigned: d was not elected"
 rm -f "$work/started.c"
 touch "$work/quit.d"
-st=$(exit_status d 10)
+await_exit d 10
 [[ $st == 7 ]] || fail "d: exit $st, expected 7"
 leads e || { fail "d resigned: e was not elected"; cat "$work/err.e"; }
 rm -f "$work/started.d"
@@ -192,7 +193,7 @@ if leads f; then
 else
   fail "e partitioned: f was not elected"; cat "$work/err.f"
 fi
-st=$(exit_status e 10)
+await_exit e 10
 if [[ $st == 70 ]]; then ok "e partitioned: demoted, exit 70"; else fail "e partitioned: exit $st, expected 70"; cat "$work/err.e"; fi
 if [[ -s $work/stopped.e && -s $work/started.f ]]; then
   stopped=$(cat "$work/stopped.e") started=$(started_ns f)
@@ -206,7 +207,7 @@ else
 fi
 kill -CONT "$forwarder"
 touch "$work/quit.f"
-st=$(exit_status f 10)
+await_exit f 10
 [[ $st == 7 ]] || fail "f: exit $st, expected 7"
 
 # ---- the store ends with f's term; the observer saw the terms rise.

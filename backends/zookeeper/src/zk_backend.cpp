@@ -114,6 +114,7 @@ struct contender {
   std::string owner;
   hold_kind kind = hold_kind::mutex;
   bool holds = false;
+  Stat stat{};  // its czxid is the fencing token its lease carries
 };
 
 // The contenders of `parent` in arrival order (empty when the folder does not exist): the lowest
@@ -129,7 +130,7 @@ std::vector<contender> contenders_of(session& s, const std::string& parent, stea
   for (const auto& node : lock_nodes_in_order(nodes)) {
     contender c;
     c.path = parent + "/" + node;
-    rc = request::data(s, c.path, deadline, c.owner);
+    rc = request::data(s, c.path, deadline, c.owner, &c.stat);
     if (rc == ZNONODE) continue;  // left meanwhile
     if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot read " + c.path + ": " + zerror(rc));
     c.kind = is_read_node(node)                                ? hold_kind::read
@@ -146,6 +147,8 @@ lock_holder holder_of(const contender& c) {
   lock_holder h;
   h.owner = c.owner;
   h.kind = c.kind;
+  h.fencing_token = static_cast<std::uint64_t>(c.stat.czxid);  // as zk_lease gives it
+  // No `since`: the node's ctime is when it queued, not when it began to hold.
   return h;
 }
 
