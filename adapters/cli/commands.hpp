@@ -9,6 +9,7 @@ namespace dlock::cli {
 using arguments = std::vector<std::string>;
 
 int cmd_run(const arguments& a);
+int cmd_elect(const arguments& a);
 int cmd_hold(const arguments& a);
 int cmd_backends(const arguments& a);
 int cmd_bench(const arguments& a);

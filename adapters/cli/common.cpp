@@ -258,7 +258,12 @@ held_lock open_lock(const lock_request& request) {
     return made;
   }
   switch (request.primitive.what) {
-    case primitive_request::kind::mutex: made.lock = backend->make_lock(request.name, options); break;
+    case primitive_request::kind::mutex:
+      if (request.election)
+        made.vote = backend->make_election(request.name, options);
+      else
+        made.lock = backend->make_lock(request.name, options);
+      break;
     case primitive_request::kind::read:
     case primitive_request::kind::write: made.rw = backend->make_rw_lock(request.name, options); break;
     case primitive_request::kind::permits:
@@ -301,7 +306,8 @@ lease acquire_from(held_lock& made, const primitive_request& p, std::optional<st
                       : made.sem->acquire(std::move(stop), p.permits);
     case kind::mutex: break;
   }
-  return deadline ? made.lock->try_acquire_until(*deadline, std::move(stop)) : made.lock->acquire(std::move(stop));
+  distributed_lock& mutex = made.vote ? made.vote->lock() : *made.lock;
+  return deadline ? mutex.try_acquire_until(*deadline, std::move(stop)) : mutex.acquire(std::move(stop));
 }
 
 void acquire_until(held_lock& made, const lock_request& request, std::optional<steady::time_point> deadline,

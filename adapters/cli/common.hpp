@@ -61,6 +61,8 @@ struct lock_request {
   // `dlock run URI NAME NAME...`: every NAME, taken as one set of mutexes (dlock/multi_lock.hpp);
   // empty for one NAME. `name` is then the first NAME given.
   std::vector<std::string> set = {};
+  // `dlock elect`: the mutex is the lock an election of `name` campaigns with (make_election).
+  bool election = false;
 };
 // For messages: "lock 'x'" (describe), or "the set of locks 'a', 'b'" in the order they are taken.
 std::string describe(const lock_request& request);
@@ -80,6 +82,7 @@ struct held_lock {
   std::unique_ptr<rw_lock> rw;
   std::unique_ptr<semaphore> sem;
   std::unique_ptr<multi_lock> multi;
+  std::unique_ptr<election> vote;  // request.election: its lock is the mutex waited for
   lease held;            // empty when `multi` was taken
   multi_lease held_set;  // the set's lease when `multi` was taken
 };

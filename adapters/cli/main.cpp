@@ -25,6 +25,11 @@ constexpr const char* usage_text =
     "                      (another object than the default's lock: readers and writers of a name\n"
     "                      must all use these two); --permits N --of M: N permits of the semaphore\n"
     "                      NAME of M permits\n"
+    "  elect URI NAME [--wait D] [--ttl D] [--grace D] -- CMD ARGS...\n"
+    "                      campaign in the leader election NAME, run CMD while leading (it gets\n"
+    "                      DLOCK_TERM = DLOCK_FENCING_TOKEN); kills CMD's process group if demoted (70)\n"
+    "  elect URI NAME --observe [--interval D]\n"
+    "                      print each change of leader: '<term> <leader id> <UTC time>'\n"
     "  hold URI NAME [--shared | --write | --permits N --of M] [--wait D] [--ttl D]\n"
     "                      acquire, print 'acquired <token|->', hold until stdin closes or SIGTERM\n"
     "  backends [--markdown]\n"
@@ -50,11 +55,11 @@ constexpr const char* usage_text =
     "URI: every command taking one also reads it from '--uri-file PATH' (one line) or, when neither\n"
     "     is on the command line, from the environment variable DLOCK_URI: keeps passwords out of ps\n"
     "durations: 500ms, 2s, 1.5s, 1m ('--wait 0' = one try)\n"
-    "exit status: the command's own status (run), or\n"
+    "exit status: the command's own status (run, elect), or\n"
     "  64 usage error (also: the backend lacks the primitive asked for)\n"
     "  65 the name is in use on the server as something else (a semaphore against a lock, a\n"
     "     semaphore of another size or of a layout that records no holders)\n"
-    "  69 backend unreachable or failing   70 lock lost while running\n"
+    "  69 backend unreachable or failing   70 lock (or leadership) lost while running\n"
     "  75 could not get the lock in time   130/143 SIGINT/SIGTERM while waiting for it\n"
     "'dlock <command> --help' shows the command's usage.\n";
 
@@ -76,7 +81,8 @@ int main(int argc, char** argv) {
       {"run", cmd_run},         {"hold", cmd_hold},       {"backends", cmd_backends},
       {"bench", cmd_bench},     {"demo", cmd_demo},       {"demo-worker", cmd_demo_worker},
       {"sweep", cmd_sweep},     {"compare", cmd_compare}, {"compare-worker", cmd_compare_worker},
-      {"inspect", cmd_inspect}, {"list", cmd_list},       {"break", cmd_break}};
+      {"inspect", cmd_inspect}, {"list", cmd_list},       {"break", cmd_break},
+      {"elect", cmd_elect}};
   auto it = commands.find(command);
   if (it == commands.end()) {
     // Redacted: a URI typed where the command belongs must not show its password.

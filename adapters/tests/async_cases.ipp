@@ -76,6 +76,46 @@ TEST_P(AsyncAcquire, AWaiterIsGrantedWhenTheHolderReleasesAndNotBefore) {
   runner.join();
 }
 
+// An election's campaign, awaited: the candidate is elected when the leader resigns, with a greater
+// term, and its leadership carries its own id. A stop request ends a campaign as it ends an acquire.
+TEST(AsyncCampaign, ACandidateIsElectedWhenTheLeaderResignsAndAStopEndsACampaign) {
+  auto backend = dlock::open("memory://");
+  const auto name = unique("campaign");
+  auto first = backend->make_election(name), second = backend->make_election(name);
+  auto leading = first->try_campaign();
+  ASSERT_TRUE(leading);
+  ASYNC_NET::io_context io;
+  std::optional<std::pair<std::error_code, dlock::leadership>> outcome;
+  ASYNC_API::async_campaign(*second, 30s, ASYNC_NET::bind_executor(io, [&](std::error_code ec, dlock::leadership l) {
+    outcome.emplace(ec, std::move(l));
+  }));
+  ASYNC_NET::steady_timer resign(io, 100ms);
+  resign.async_wait([&](auto) {
+    EXPECT_FALSE(outcome) << "elected while another candidate led";
+    leading.resign();
+  });
+  io.run();
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(outcome->first) << outcome->first.message();
+  ASSERT_TRUE(outcome->second.leading());
+  EXPECT_GT(outcome->second.term(), leading.term());
+  EXPECT_EQ(outcome->second.id(), second->id());
+
+  std::stop_source stop;
+  std::optional<std::pair<std::error_code, dlock::leadership>> stopped;
+  io.restart();
+  ASYNC_API::async_campaign(*first, 30s, stop.get_token(),
+                            ASYNC_NET::bind_executor(io, [&](std::error_code ec, dlock::leadership l) {
+                              stopped.emplace(ec, std::move(l));
+                            }));
+  ASYNC_NET::steady_timer cancel(io, 100ms);
+  cancel.async_wait([&](auto) { stop.request_stop(); });
+  io.run();
+  ASSERT_TRUE(stopped);
+  EXPECT_TRUE(is_canceled(stopped->first)) << stopped->first.message();
+  EXPECT_FALSE(stopped->second);
+}
+
 // A timeout completes with an empty lease and no error, as try_acquire_for.
 TEST_P(AsyncAcquire, ATimeoutCompletesWithAnEmptyLeaseAndNoError) {
   const auto name = unique("timeout");

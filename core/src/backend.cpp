@@ -86,11 +86,20 @@ static auto made_or_error(const std::string& redacted_uri, std::error_code& ec, 
 
 std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options,
                                                      std::error_code& ec) noexcept {
+  return make_lock_by(&backend::do_make_lock, name, std::move(options), ec);
+}
+
+std::unique_ptr<distributed_lock> backend::do_make_election_lock(std::string name, lock_options options) {
+  return do_make_lock(std::move(name), std::move(options));
+}
+
+std::unique_ptr<distributed_lock> backend::make_lock_by(lock_maker maker, std::string_view name, lock_options options,
+                                                        std::error_code& ec) noexcept {
   clear_last_error_message();
   ec.clear();
   if (!check_make(name, options, ec)) return nullptr;
   return made_or_error(redacted_uri_, ec, [&] {
-    auto lock = do_make_lock(std::string(name), std::move(options));
+    auto lock = (this->*maker)(std::string(name), std::move(options));
     // Keyed by the lock's own name: a backend that wraps another one's lock names it the same.
     if (lock && !lock->line_) lock->line_ = wait_lines_->for_name(std::string(lock->name()));
     if (lock) lock->observation_ = observation_;

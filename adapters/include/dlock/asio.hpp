@@ -1,5 +1,5 @@
 #pragma once
-// dlock::async_acquire and dlock::async_wait_lost on standalone Asio (Debian's libasio-dev 1.22):
+// dlock::async_acquire, async_campaign and async_wait_lost on standalone Asio (Debian's libasio-dev 1.22):
 // any completion token (a callback, asio::use_future, asio::use_awaitable, as_tuple, deferred) and
 // per-operation cancellation (bind_cancellation_slot, parallel_group, awaitable_operators' ||).
 // Link dlock::asio. The core stays free of Asio; dlock/boost_asio.hpp serves Boost.Asio the same way.
@@ -10,6 +10,7 @@
 //   }
 #include <dlock/detail/async_waiters.hpp>
 #include <dlock/distributed_lock.hpp>
+#include <dlock/election.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lease_state.hpp>
 #include <dlock/rw_lock.hpp>
@@ -29,8 +30,10 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <system_error>
 #include <tuple>
+#include <type_traits>
 
 #define DLOCK_ASIO ::asio
 #define DLOCK_ASIO_HAS_CANCELLATION_SLOTS 1

@@ -8,6 +8,7 @@
 //   async_acquire(lock, 5s, stop_source.get_token(), [](std::error_code ec, dlock::lease held) { ... });
 #include <dlock/detail/async_waiters.hpp>
 #include <dlock/distributed_lock.hpp>
+#include <dlock/election.hpp>
 #include <dlock/lease.hpp>
 #include <dlock/lease_state.hpp>
 #include <dlock/rw_lock.hpp>
@@ -25,8 +26,10 @@
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <string>
 #include <system_error>
 #include <tuple>
+#include <type_traits>
 
 #define DLOCK_ASIO ::boost::asio
 #define DLOCK_ASIO_HAS_CANCELLATION_SLOTS 0

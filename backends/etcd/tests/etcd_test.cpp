@@ -196,6 +196,32 @@ TEST(EtcdDeadline, AWaitThroughASilentLinkEndsByItsDeadlineNotTheCommandTimeout)
   proxy.heal();
 }
 
+// Go's concurrency.Election keeps the Mutex's layout (`<name>/<lease id>`, the lowest create
+// revision leads): `etcdctl elect NAME PROPOSAL` and a dlock election of NAME elect one leader.
+TEST(EtcdInterop, ADlockLeaderKeepsEtcdctlElectWaitingUntilItResigns) {
+  auto gw = raw();
+  const auto name = dlock::testing::unique_name("etcd-elect");
+  auto backend = dlock::open(uri() + "?ttl=5s");
+  auto leading = backend->make_election(name)->try_campaign();
+  ASSERT_TRUE(leading);
+  dlock::testing::child_process etcdctl(
+      {"/usr/bin/env", "ETCDCTL_API=3", "etcdctl", "--endpoints=" + endpoints(), "elect", name, "from-etcdctl"});
+  ASSERT_TRUE(dlock::testing::eventually([&] { return keys_of(gw, name).size() == 2; }));
+  const auto term = leading.term();
+  leading.resign();
+  const auto elected = etcdctl.read_line(60s);  // etcdctl prints its key, then its proposal, once elected
+  ASSERT_TRUE(elected);
+  EXPECT_EQ(elected->rfind(name + "/", 0), 0u) << *elected;
+  EXPECT_EQ(etcdctl.read_line(5s), std::optional<std::string>("from-etcdctl"));
+  auto vote = backend->make_election(name);
+  EXPECT_FALSE(vote->try_campaign()) << "a dlock candidate was elected while etcdctl led";
+  EXPECT_EQ(vote->leader().id, "from-etcdctl") << "the leader's id is its proposal, as Go's Election::Leader reads it";
+  ASSERT_EQ(::kill(etcdctl.pid(), SIGINT), 0);  // etcdctl resigns: its lease and key go
+  auto next = vote->campaign_for(60s);
+  ASSERT_TRUE(next);
+  EXPECT_GT(next.term(), term);
+}
+
 TEST(EtcdInput, AnUnknownParameterIsRefused) { EXPECT_THROW((void)dlock::open(uri() + "?no_such=1"), dlock::error); }
 
 }  // namespace

@@ -16,7 +16,7 @@ struct lock_node_request {
   std::string root;                              // "/dlock": persistent nodes, made when missing
   std::string parent;                            // "<root>/<mapped name>": container nodes, made when missing
   std::string uuid;                              // the protected prefix is "_c_<uuid>-<node_name>"
-  std::string_view node_name = mutex_node_name;  // "lock-", "__READ__", "__WRIT__", "lease-"
+  std::string_view node_name = mutex_node_name;  // "lock-", "__READ__", "__WRIT__", "lease-", "latch-"
   std::string data;                              // the node's content: the lock object's owner id
   const ACL_vector* acl = nullptr;
 };

@@ -1,5 +1,7 @@
 #include "request.hpp"
 
+#include <utility>
+
 namespace dlock::zookeeper::request {
 
 namespace {
@@ -28,20 +30,25 @@ int children_request::wait(clock::time_point deadline, std::vector<std::string>&
   return rc;
 }
 
-int data(session& s, const std::string& path, clock::time_point deadline, std::string& out) {
+int data(session& s, const std::string& path, clock::time_point deadline, std::string& out, Stat* stat) {
   out.clear();
-  pending<std::string> request([&](const void* context) {
+  using node_read = std::pair<std::string, Stat>;
+  pending<node_read> request([&](const void* context) {
     return zoo_aget(
         s.handle(), path.c_str(), 0,
-        [](int rc, const char* value, int length, const Stat*, const void* context) {
-          pending<std::string>::answer(context, rc, [&](std::string& got) {
-            if (value && length > 0) got.assign(value, static_cast<std::size_t>(length));
+        [](int rc, const char* value, int length, const Stat* read, const void* context) {
+          pending<node_read>::answer(context, rc, [&](node_read& got) {
+            if (value && length > 0) got.first.assign(value, static_cast<std::size_t>(length));
+            if (read) got.second = *read;
           });
         },
         context);
   });
   const int rc = request.wait(deadline);
-  if (rc == ZOK) out = std::move(request.value());
+  if (rc == ZOK) {
+    out = std::move(request.value().first);
+    if (stat) *stat = request.value().second;
+  }
   return rc;
 }
 

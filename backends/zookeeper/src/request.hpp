@@ -124,8 +124,8 @@ int children(session& s, const std::string& path, clock::time_point deadline, st
              bool watch = false);
 // exists; with `watch`, leaves the session's watcher on the path (session::path_watch waits for it).
 int exists(session& s, const std::string& path, clock::time_point deadline, Stat* out, bool watch = false);
-// get: the node's data into `out` (emptied first).
-int data(session& s, const std::string& path, clock::time_point deadline, std::string& out);
+// get: the node's data into `out` (emptied first), and its Stat into `stat` when given.
+int data(session& s, const std::string& path, clock::time_point deadline, std::string& out, Stat* stat = nullptr);
 // delete, any version.
 int remove(session& s, const std::string& path, clock::time_point deadline);
 

@@ -7,6 +7,7 @@
 // exclusive, so every one of them is a contender, ordered with ours by its sequence number:
 //   Curator InterProcessMutex              _c_<uuid>-lock-<seq>
 //   Curator InterProcessReadWriteLock      _c_<uuid>-__READ__<seq>, _c_<uuid>-__WRIT__<seq>
+//   Curator LeaderLatch (dlock's election) _c_<uuid>-latch-<seq>
 //   kazoo Lock / WriteLock, ReadLock       <hex uuid>__lock__<seq>, <hex uuid>__rlock__<seq>
 // (kazoo's contender rule is the regex (?:__lock__|__rlock__)(-?\d{10})$.) ZooKeeper's sequence is the parent's
 // cversion, a signed 32-bit counter printed with %010d: after 2147483647 it wraps to -2147483648 (printed
@@ -33,6 +34,9 @@ inline constexpr std::string_view mutex_node_name = "lock-";
 inline constexpr std::string_view read_node_name = "__READ__";
 inline constexpr std::string_view write_node_name = "__WRIT__";
 inline constexpr std::string_view lease_node_name = "lease-";
+// Curator LeaderLatch's node name: an election's candidates queue as "_c_<uuid>-latch-<seq>", the
+// leader first. A candidate excludes the mutex of the same name as a lock node does.
+inline constexpr std::string_view latch_node_name = "latch-";
 
 // "_c_<uuid>-<node name>" ("_c_<uuid>-lock-" for the mutex): what we pass to create; ZooKeeper
 // appends the 10-digit sequence.
@@ -41,7 +45,8 @@ inline std::string node_prefix(std::string_view uuid, std::string_view node_name
 }
 
 // The text right before the sequence number of a contender node, one per known recipe (above).
-inline constexpr std::string_view contender_markers[] = {"lock-", "__READ__", "__WRIT__", "__lock__", "__rlock__"};
+inline constexpr std::string_view contender_markers[] = {"lock-",  "__READ__", "__WRIT__",
+                                                         "latch-", "__lock__", "__rlock__"};
 
 // "0000000042" or "-2147483648" as the int32 ZooKeeper printed with %010d; nullopt otherwise.
 inline std::optional<std::int32_t> parse_sequence(std::string_view digits) {

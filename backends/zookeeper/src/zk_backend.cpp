@@ -84,6 +84,13 @@ std::unique_ptr<distributed_lock> zookeeper_backend::do_make_lock(std::string na
   return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_);
 }
 
+// Curator LeaderLatch's layout: a LeaderLatch on the name's path and a dlock election of the name
+// are candidates of one election (the node's data is the candidate's id, as LeaderLatch writes it).
+std::unique_ptr<distributed_lock> zookeeper_backend::do_make_election_lock(std::string name, lock_options options) {
+  check_name(settings_, name);
+  return std::make_unique<zk_lock>(std::move(name), std::move(options), connection_, settings_, latch_node_name);
+}
+
 std::unique_ptr<rw_lock> zookeeper_backend::do_make_rw_lock(std::string name, lock_options options) {
   check_name(settings_, name);
   return std::make_unique<zk_rw_lock>(std::move(name), rw_caps(), std::move(options), connection_, settings_);
@@ -107,6 +114,7 @@ struct contender {
   std::string owner;
   hold_kind kind = hold_kind::mutex;
   bool holds = false;
+  Stat stat{};  // its czxid is the fencing token its lease carries
 };
 
 // The contenders of `parent` in arrival order (empty when the folder does not exist): the lowest
@@ -122,7 +130,7 @@ std::vector<contender> contenders_of(session& s, const std::string& parent, stea
   for (const auto& node : lock_nodes_in_order(nodes)) {
     contender c;
     c.path = parent + "/" + node;
-    rc = request::data(s, c.path, deadline, c.owner);
+    rc = request::data(s, c.path, deadline, c.owner, &c.stat);
     if (rc == ZNONODE) continue;  // left meanwhile
     if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot read " + c.path + ": " + zerror(rc));
     c.kind = is_read_node(node)                                ? hold_kind::read
@@ -139,6 +147,8 @@ lock_holder holder_of(const contender& c) {
   lock_holder h;
   h.owner = c.owner;
   h.kind = c.kind;
+  h.fencing_token = static_cast<std::uint64_t>(c.stat.czxid);  // as zk_lease gives it
+  // No `since`: the node's ctime is when it queued, not when it began to hold.
   return h;
 }
 

@@ -16,6 +16,7 @@ class zookeeper_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  std::unique_ptr<distributed_lock> do_make_election_lock(std::string name, lock_options options) override;
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
   std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
                                                lock_options options) override;

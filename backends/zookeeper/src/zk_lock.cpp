@@ -19,11 +19,13 @@ namespace {
 constexpr capabilities lock_caps = with_primitives(zookeeper_caps, zookeeper_primitives);
 }  // namespace
 
-zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings)
+zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
+                 std::string_view node_name)
     : distributed_lock(std::move(name), lock_caps, std::move(options)),
       conn_(std::move(conn)),
       settings_(std::move(settings)),
       parent_(parent_path(settings_.root, this->name())),
+      node_name_(node_name),
       semaphore_leases_(leases_folder(parent_)) {}
 
 zk_lock::zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
@@ -76,6 +78,7 @@ int zk_lock::create(std::shared_ptr<session>& s, clock::time_point patience, loc
   lock_node_request request{.root = settings_.root,
                             .parent = parent_,
                             .uuid = spi::random_uuid(),
+                            .node_name = node_name_,
                             .data = owner(),
                             .acl = settings_.creator_acl ? &ZOO_CREATOR_ALL_ACL : &ZOO_OPEN_ACL_UNSAFE};
   return create_lock_node_in_live_session(*conn_, s, request, patience, ours);
@@ -141,7 +144,11 @@ std::unique_ptr<spi::lease_state> zk_lock::wait_in_queue(const std::shared_ptr<s
     // get_children. Any other node ahead (another client's, or ours not known deleted) may still
     // be there, as when a waiter between it and us gave up: read the queue again, as Curator and
     // kazoo always do.
-    if (all_known_gone(*s, ahead, predecessor)) return grant(s, our_path, ours.czxid);
+    // A grant's validity is measured from the last request the server answered (session.hpp).
+    // After a wait longer than the session timeout, the fast path's grant would arrive with none
+    // left, be given back, and our place lost to the next waiter: read the queue (which renews it).
+    if (all_known_gone(*s, ahead, predecessor) && s->valid_until() - clock::now() > s->session_timeout() / 2)
+      return grant(s, our_path, ours.czxid);
   }
 }
 

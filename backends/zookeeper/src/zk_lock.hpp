@@ -10,6 +10,7 @@
 #include "connection.hpp"
 #include "dlock/spi.hpp"
 #include "node_creation.hpp"
+#include "sequence.hpp"
 #include "zk_lease.hpp"
 
 namespace dlock::zookeeper {
@@ -21,7 +22,10 @@ struct node_settings {
 
 class zk_lock final : public distributed_lock {
  public:
-  zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings);
+  // `node_name`: mutex_node_name, or latch_node_name for an election's candidate (Curator
+  // LeaderLatch's layout, sequence.hpp); either excludes the other.
+  zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
+          std::string_view node_name = mutex_node_name);
   // A lock whose nodes go in `parent` itself (a semaphore's internal mutex at "<path>/locks"): it
   // does not look for a semaphore of its name (it is a semaphore's own).
   zk_lock(std::string name, lock_options options, std::shared_ptr<connection> conn, node_settings settings,
@@ -59,6 +63,7 @@ class zk_lock final : public distributed_lock {
   std::shared_ptr<connection> conn_;
   node_settings settings_;
   std::string parent_;
+  std::string_view node_name_ = mutex_node_name;
   std::string semaphore_leases_;  // "<parent>/leases", looked at for a semaphore of this name; "" for none
   std::mutex mutex_;
   std::weak_ptr<held_node> held_;

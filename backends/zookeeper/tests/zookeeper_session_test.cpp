@@ -67,6 +67,37 @@ TEST(zookeeper, SessionExpiredFromOutsideTellsHolderAndGrantsNextWaiter) {
   EXPECT_TRUE(holder_backend->make_lock(name)->try_acquire_for(10s));
 }
 
+// A waiter's place is kept however long it waits: the first waiter, queued for longer than the
+// session timeout, is granted when the holder releases, not the waiter queued behind it. (A grant's
+// validity is measured from the server's last answer; taken straight from the predecessor's
+// deletion after such a wait, it had none left, was given back, and the waiter queued again last.)
+TEST(zookeeper, AWaiterQueuedLongerThanTheSessionTimeoutKeepsItsPlace) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  const auto name = unique_name("long-wait");
+  auto holder_backend = dlock::open(uri + "?session_timeout=2s");
+  auto first_backend = dlock::open(uri + "?session_timeout=2s");
+  auto second_backend = dlock::open(uri + "?session_timeout=2s");
+  auto held = holder_backend->make_lock(name)->acquire();
+  auto zh = raw_connect(uri);
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto first_lock = first_backend->make_lock(name);
+  auto first = std::async(std::launch::async, [&] { return first_lock->try_acquire_for(60s); });
+  wait_for_contenders(zh.get(), parent, 2);
+  auto second_lock = second_backend->make_lock(name);
+  auto second = std::async(std::launch::async, [&] { return second_lock->try_acquire_for(60s); });
+  wait_for_contenders(zh.get(), parent, 3);
+  // Longer than the session timeout (2 s, which the launcher's server grants as asked): the waiters'
+  // last answers from the server are older than that.
+  std::this_thread::sleep_for(3s);
+  held.release();
+  ASSERT_EQ(first.wait_for(30s), std::future_status::ready) << "the first waiter was not granted";
+  auto got = first.get();
+  EXPECT_TRUE(got) << "the first waiter lost its place";
+  EXPECT_EQ(second.wait_for(500ms), std::future_status::timeout) << "the second waiter was granted ahead of the first";
+  got.release();
+  EXPECT_TRUE(second.get());
+}
+
 // Fencing tokens strictly increase across the faults that end a grant without its holder: a
 // session the server expired (the holder's connection killed) and a restart of the server (its
 // data kept on disk, as ZooKeeper always keeps it): the czxid is the server's zxid, whose epoch

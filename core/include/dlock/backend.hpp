@@ -11,6 +11,7 @@
 
 #include "dlock/capabilities.hpp"
 #include "dlock/distributed_lock.hpp"
+#include "dlock/election.hpp"
 #include "dlock/inspection.hpp"
 #include "dlock/lock_options.hpp"
 #include "dlock/multi_lock.hpp"
@@ -90,6 +91,16 @@ class backend : public std::enable_shared_from_this<backend> {
   [[nodiscard]] std::unique_ptr<multi_lock> make_multi_lock(std::vector<std::string> names, lock_options options,
                                                             std::error_code& ec) noexcept;
 
+  // Leader election among the candidates of `name` (dlock/election.hpp): leadership is a lease of
+  // the lock `name`, its term the lease's fencing token. For backends whose caps() has fencing and
+  // lost_notification; the others refuse with errc::not_supported naming what they lack. The
+  // backend must be owned by a shared_ptr (as open() returns it). Same name checks as make_lock.
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name);
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name, std::error_code& ec) noexcept;
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name, lock_options options);
+  [[nodiscard]] std::unique_ptr<election> make_election(std::string_view name, lock_options options,
+                                                        std::error_code& ec) noexcept;
+
   // Tells `target` what this backend's locks, reader-writer locks and semaphores do (see
   // dlock/observer.hpp), those made before the call included; nullptr stops it. The release,
   // renewals and loss of a grant go to the observer that saw its acquire.
@@ -134,6 +145,10 @@ class backend : public std::enable_shared_from_this<backend> {
 
   // The name is valid and options.owner is set. Should not throw; a throw is mapped to an error.
   virtual std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) = 0;
+  // The lock an election of `name` campaigns with. Default: do_make_lock, so that an election and
+  // a lock of one name are one lock. A backend whose peers lay elections out otherwise (Curator's
+  // LeaderLatch nodes on ZooKeeper) returns a lock in that layout, which still excludes its mutex.
+  virtual std::unique_ptr<distributed_lock> do_make_election_lock(std::string name, lock_options options);
 
   // Called only when primitives() offers the primitive, with a valid name, max_count and options
   // (owner set). Should not throw; a throw is mapped to an error. Defaults: errc::not_supported.
@@ -156,6 +171,10 @@ class backend : public std::enable_shared_from_this<backend> {
   // ec set when one is bad.
   bool check_make(std::string_view name, lock_options& options, std::error_code& ec) const noexcept;
   bool check_lock_name(std::string_view name, std::error_code& ec) const noexcept;
+  using lock_maker = std::unique_ptr<distributed_lock> (backend::*)(std::string, lock_options);
+  // make_lock's checks and wiring around `maker` (do_make_lock or do_make_election_lock).
+  std::unique_ptr<distributed_lock> make_lock_by(lock_maker maker, std::string_view name, lock_options options,
+                                                 std::error_code& ec) noexcept;
   [[noreturn]] void refuse_inspection(std::string_view what) const;
   // ec = not_supported naming what this backend lacks and the schemes that have it.
   void refuse_primitive(std::string_view what, capability needed, std::error_code& ec) const noexcept;

@@ -10,6 +10,7 @@
 #include "dlock/capabilities.hpp"
 #include "dlock/diagnostics.hpp"
 #include "dlock/distributed_lock.hpp"
+#include "dlock/election.hpp"
 #include "dlock/error.hpp"
 #include "dlock/inspection.hpp"
 #include "dlock/lease.hpp"

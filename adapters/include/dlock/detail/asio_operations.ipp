@@ -112,19 +112,25 @@ class posted_completion {
       work_;
 };
 
-template <class Handler>
+// Result: the lease itself, or a leadership of the candidate `candidate_id` (async_campaign).
+template <class Handler, class Result>
 class acquire_completion final : public ::dlock::detail::async_completion {
  public:
-  acquire_completion(Handler handler, std::stop_token stop, std::shared_ptr<cancel_cell> cell)
-      : handler_(std::move(handler)) {
+  acquire_completion(Handler handler, std::stop_token stop, std::shared_ptr<cancel_cell> cell, std::string candidate_id)
+      : handler_(std::move(handler)), candidate_id_(std::move(candidate_id)) {
     if (stop.stop_possible()) on_stop_.emplace(std::move(stop), cancel_on_request{std::move(cell)});
   }
   void complete(std::error_code ec, lease granted) noexcept override {
-    handler_.deliver(ec == ::dlock::detail::canceled_error() ? operation_aborted() : ec, std::move(granted));
+    const auto reported = ec == ::dlock::detail::canceled_error() ? operation_aborted() : ec;
+    if constexpr (std::is_same_v<Result, lease>)
+      handler_.deliver(reported, std::move(granted));
+    else
+      handler_.deliver(reported, Result(std::move(granted), std::move(candidate_id_)));
   }
 
  private:
-  posted_completion<Handler, std::error_code, lease> handler_;
+  posted_completion<Handler, std::error_code, Result> handler_;
+  std::string candidate_id_;
   std::optional<std::stop_callback<cancel_on_request>> on_stop_;
 };
 
@@ -136,13 +142,16 @@ void connect_slot([[maybe_unused]] Handler& handler, [[maybe_unused]] const std:
 #endif
 }
 
+template <class Result>
 struct initiate_acquire {
   template <class Handler>
   void operator()(Handler&& handler, ::dlock::detail::line_key key, ::dlock::detail::blocking_acquire acquire,
-                  std::chrono::steady_clock::time_point deadline, std::stop_token stop) const {
+                  std::chrono::steady_clock::time_point deadline, std::stop_token stop,
+                  std::string candidate_id) const {
     auto cell = std::make_shared<cancel_cell>();
     connect_slot(handler, cell);
-    auto done = std::make_unique<acquire_completion<std::decay_t<Handler>>>(std::forward<Handler>(handler), stop, cell);
+    auto done = std::make_unique<acquire_completion<std::decay_t<Handler>, Result>>(
+        std::forward<Handler>(handler), stop, cell, std::move(candidate_id));
     // A stop requested before the start (its callback ran in `done`'s constructor) cancels without
     // a wait: queued, the wait could be granted before attach() passed the cancel on.
     if (cell->canceled()) {
@@ -153,11 +162,12 @@ struct initiate_acquire {
   }
 };
 
-template <class CompletionToken>
+template <class Result = lease, class CompletionToken>
 auto start_acquire(::dlock::detail::line_key key, ::dlock::detail::blocking_acquire acquire,
-                   std::chrono::steady_clock::time_point deadline, std::stop_token stop, CompletionToken&& token) {
-  return DLOCK_ASIO::async_initiate<CompletionToken, void(std::error_code, lease)>(
-      initiate_acquire{}, token, key, std::move(acquire), deadline, std::move(stop));
+                   std::chrono::steady_clock::time_point deadline, std::stop_token stop, CompletionToken&& token,
+                   std::string candidate_id = {}) {
+  return DLOCK_ASIO::async_initiate<CompletionToken, void(std::error_code, Result)>(
+      initiate_acquire<Result>{}, token, key, std::move(acquire), deadline, std::move(stop), std::move(candidate_id));
 }
 
 // async_wait_lost: stop callbacks on the lease's lost token and on the caller's stop token; the first
@@ -307,6 +317,26 @@ auto async_acquire(semaphore& sem, std::chrono::duration<Rep, Period> timeout, s
 // out, the session died) or errc::not_owner; error::operation_aborted when canceled;
 // errc::invalid_argument at once for an empty lease. A lease released by its holder is not lost:
 // cancel the wait then. The lease may be moved meanwhile; the wait follows its grant.
+// Campaigns up to `timeout` in the election (election::campaign_for, asynchronously). Completes with
+// (error_code, leadership): elected; an empty leadership and no error at the timeout (another
+// candidate leads); error::operation_aborted when canceled; the backend's error otherwise.
+template <class Rep, class Period, class CompletionToken>
+auto async_campaign(election& vote, std::chrono::duration<Rep, Period> timeout, std::stop_token stop,
+                    CompletionToken&& token) {
+  distributed_lock& lock = vote.lock();
+  return detail_asio::start_acquire<leadership>(
+      {lock.waiting_line(), 0},
+      [&lock](std::chrono::steady_clock::time_point until, std::stop_token s, std::error_code& ec) {
+        return lock.try_acquire_until(until, std::move(s), ec);
+      },
+      distributed_lock::deadline_after(timeout), std::move(stop), std::forward<CompletionToken>(token),
+      std::string(vote.id()));
+}
+template <class Rep, class Period, class CompletionToken>
+auto async_campaign(election& vote, std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
+  return async_campaign(vote, timeout, std::stop_token{}, std::forward<CompletionToken>(token));
+}
+
 template <class CompletionToken>
 auto async_wait_lost(const lease& held, std::stop_token stop, CompletionToken&& token) {
   return DLOCK_ASIO::async_initiate<CompletionToken, void(std::error_code)>(detail_asio::initiate_wait_lost{}, token,
