@@ -83,8 +83,8 @@ struct held_lock {
   std::unique_ptr<semaphore> sem;
   std::unique_ptr<multi_lock> multi;
   std::unique_ptr<election> vote;  // request.election: its lock is the mutex waited for
-  lease held;            // empty when `multi` was taken
-  multi_lease held_set;  // the set's lease when `multi` was taken
+  lease held;                      // empty when `multi` was taken
+  multi_lease held_set;            // the set's lease when `multi` was taken
 };
 
 // With --wait D, run and hold give up at most this long after D has run out, whatever the server
