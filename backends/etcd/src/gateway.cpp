@@ -326,8 +326,14 @@ json gateway::call(const std::string& path, const json& body) {
       continue;
     }
     if (e.code == grpc_unauthenticated ||
-        (e.code == grpc_invalid_argument && e.message.find("user name") != std::string::npos))
+        (e.code == grpc_invalid_argument && e.message.find("user name") != std::string::npos)) {
+      if (options_.user.empty())
+        throw error(errc::authentication_failed,
+                    "etcd: the server has authentication enabled and this URI gives no user (it answered '" +
+                        e.message + "'): give user:password in the URI (etcd://user:password@host:2379), in " +
+                        "--uri-file or in DLOCK_URI");
       throw error(errc::authentication_failed, "etcd: " + path + ": " + e.message);
+    }
     throw error(errc::backend_error, "etcd: " + path + ": " + e.message);
   }
   throw error(errc::backend_unavailable, "etcd: no member answered " + path + " (last: " + last_failure + ")");
