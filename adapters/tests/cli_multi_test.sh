@@ -14,17 +14,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-failures=0
-expect() {  # expect STATUS DESCRIPTION -- CMD...
-  local want=$1 what=$2; shift 3
-  "$@" </dev/null >"$work/out" 2>"$work/err"; local got=$?
-  if [[ $got -ne $want ]]; then
-    echo "FAIL: $what: exit $got, expected $want"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 uri="file://$work/locks?poll=1ms..20ms"
 p="multi-$$"
 
@@ -36,16 +27,16 @@ expect 0 "CMD gets the names in byte order, one variable each" -- "$dlock" run "
 expect 0 "with DLOCK_URI every operand is a NAME" -- env DLOCK_URI="$uri" "$dlock" run "$p-a" "$p-b" -- \
   sh -c 'test "$DLOCK_LOCK_COUNT" = 2'
 expect 64 "a NAME given twice is a usage error" -- "$dlock" run "$uri" "$p-a" "$p-b" "$p-a" -- true
-grep -q "given twice" "$work/err" || { echo "FAIL: no 'given twice' message"; failures=$((failures + 1)); }
+grep -q "given twice" "$work/err" || { fail "no 'given twice' message"; }
 expect 64 "--shared takes one NAME" -- "$dlock" run "$uri" "$p-a" "$p-b" --shared -- true
 expect 0 "run --help describes several NAMEs" -- "$dlock" run --help
-grep -q "DLOCK_LOCK_NAME_<i>" "$work/out" || { echo "FAIL: run --help lacks DLOCK_LOCK_NAME_<i>"; failures=$((failures + 1)); }
+grep -q "DLOCK_LOCK_NAME_<i>" "$work/out" || { fail "run --help lacks DLOCK_LOCK_NAME_<i>"; }
 
 # Another process holds the last name: the set times out (75), and the names it took are free.
 coproc HOLD { "$dlock" hold "$uri" "$p-c"; }
 pids+=("$HOLD_PID")
 read -r -t 10 line <&"${HOLD[0]}"
-if [[ ${line:-} != acquired* ]]; then echo "FAIL: dlock hold printed '${line:-}'"; failures=$((failures + 1)); fi
+if [[ ${line:-} != acquired* ]]; then fail "dlock hold printed '${line:-}'"; fi
 expect 75 "a set with one name held elsewhere times out" -- "$dlock" run "$uri" "$p-a" "$p-b" "$p-c" --wait 300ms -- true
 expect 0 "no partial hold: the names taken were given back" -- "$dlock" run "$uri" "$p-a" "$p-b" --wait 0 -- true
 hold_in=${HOLD[1]}
@@ -69,14 +60,14 @@ second=$!
 pids+=("$first" "$second")
 for l in "$first" "$second"; do
   if wait "$l"; then echo "ok: opposite orders, loop $l"; else
-    echo "FAIL: a run naming the set in opposite order failed"; cat "$work/loop1" "$work/loop2"; failures=$((failures + 1))
+    fail "a run naming the set in opposite order failed"; cat "$work/loop1" "$work/loop2"
   fi
 done
 
 # Members that expire (no watchdog): the set is lost, CMD is killed, exit 70.
 expect 70 "a lost member ends CMD" -- \
   "$dlock" run "memory://?ttl=300ms&watchdog=false" "$p-a" "$p-b" --grace 500ms -- sleep 30
-grep -q "of the set of locks" "$work/err" || { echo "FAIL: no loss message naming the set"; failures=$((failures + 1)); }
+grep -q "of the set of locks" "$work/err" || { fail "no loss message naming the set"; }
 
 [[ $failures -eq 0 ]] || { echo "$failures failure(s)"; exit 1; }
 echo "all passed"

@@ -6,17 +6,8 @@ set -u
 dlock=$1
 work=$(mktemp -d)
 trap 'kill "${holder:-}" 2>/dev/null; rm -rf "$work"' EXIT
-failures=0
-expect() {  # expect STATUS DESCRIPTION -- CMD...
-  local want=$1 what=$2; shift 3
-  "$@" </dev/null >"$work/out" 2>"$work/err"; local got=$?
-  if [[ $got -ne $want ]]; then
-    echo "FAIL: $what: exit $got, expected $want"; sed 's/^/  stdout: /' "$work/out"; sed 's/^/  stderr: /' "$work/err"
-    failures=$((failures + 1))
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
+# shellcheck source=adapters/tests/cli_expect.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cli_expect.sh"
 uri="file://$work/locks"
 name="cli-$$"
 
@@ -33,28 +24,28 @@ expect 0 "the command sees DLOCK_LOCK_NAME" -- "$dlock" run "$uri" "$name" -- sh
 coproc HOLD { "$dlock" hold "$uri" "$name"; }
 holder=$HOLD_PID
 read -r -t 10 line <&"${HOLD[0]}"
-if [[ ${line:-} != acquired* ]]; then echo "FAIL: dlock hold printed '${line:-}'"; failures=$((failures + 1)); fi
+if [[ ${line:-} != acquired* ]]; then fail "dlock hold printed '${line:-}'"; fi
 expect 75 "timeout while another dlock hold holds the lock" -- "$dlock" run "$uri" "$name" --wait 200ms -- true
 expect 75 "--wait 0 is one try" -- "$dlock" run "$uri" "$name" --wait 0 -- true
 hold_in=${HOLD[1]}
 exec {hold_in}>&-   # closing stdin ends the holder
 wait "$holder"; st=$?
-[[ $st -eq 0 ]] || { echo "FAIL: dlock hold exited $st after stdin closed"; failures=$((failures + 1)); }
+[[ $st -eq 0 ]] || { fail "dlock hold exited $st after stdin closed"; }
 expect 0 "free again after hold released" -- "$dlock" run "$uri" "$name" --wait 2s -- true
 
 # A lease that expires (no watchdog) inside the same process: run must kill the command, exit 70.
 expect 70 "lease lost while running kills the command" -- \
   "$dlock" run "memory://?ttl=300ms&watchdog=false" "$name" --grace 500ms -- sleep 30
-grep -q "lost" "$work/err" || { echo "FAIL: no 'lost' message"; failures=$((failures + 1)); }
+grep -q "lost" "$work/err" || { fail "no 'lost' message"; }
 
 expect 0 "backends" -- "$dlock" backends
 if ! { grep -q '^memory' "$work/out" && grep -q '^file' "$work/out"; }; then
-  echo "FAIL: backends lacks memory/file"; cat "$work/out"; failures=$((failures + 1))
+  fail "backends lacks memory/file"; cat "$work/out"
 fi
 expect 0 "backends --markdown" -- "$dlock" backends --markdown
 
 expect 0 "demo sells exactly the stock with the lock" -- "$dlock" demo "file://$work/demo?poll=1ms..20ms" --workers 4 --stock 50
-grep -q "oversold 0," "$work/out" || { echo "FAIL: demo locked run oversold"; cat "$work/out"; failures=$((failures + 1)); }
+grep -q "oversold 0," "$work/out" || { fail "demo locked run oversold"; cat "$work/out"; }
 
 # sweep: usage errors, and a backend that keeps no expiring records has nothing to sweep.
 expect 64 "sweep without a URI is a usage error" -- "$dlock" sweep
@@ -62,7 +53,7 @@ expect 64 "sweep with two URIs is a usage error" -- "$dlock" sweep "$uri" "$uri"
 expect 64 "sweep of an unknown scheme is a usage error" -- "$dlock" sweep "nosuch://x"
 expect 0 "sweep --help" -- "$dlock" sweep --help
 expect 0 "sweep of memory:// has nothing to sweep" -- "$dlock" sweep "memory://"
-grep -q "^nothing to sweep: memory://" "$work/out" || { echo "FAIL: sweep memory:// printed:"; cat "$work/out"; failures=$((failures + 1)); }
+grep -q "^nothing to sweep: memory://" "$work/out" || { fail "sweep memory:// printed:"; cat "$work/out"; }
 
 # The URI off the command line, where `ps` would show its password: --uri-file and DLOCK_URI,
 # for every verb that takes a URI; the command line wins over the environment.
@@ -76,7 +67,7 @@ expect 0 "sweep: URI from --uri-file" -- "$dlock" sweep --uri-file "$work/uri"
 expect 0 "bench: URI from DLOCK_URI" -- env DLOCK_URI=memory:// "$dlock" bench --duration 100ms
 expect 0 "demo: URI from DLOCK_URI (its workers get it the same way)" -- \
   env DLOCK_URI="file://$work/demo2?poll=1ms..20ms" "$dlock" demo --workers 2 --stock 10
-grep -q "on file://$work/demo2" "$work/out" || { echo "FAIL: demo did not use DLOCK_URI"; cat "$work/out"; failures=$((failures + 1)); }
+grep -q "on file://$work/demo2" "$work/out" || { fail "demo did not use DLOCK_URI"; cat "$work/out"; }
 expect 0 "a URI operand overrides DLOCK_URI" -- env DLOCK_URI=nosuch://x "$dlock" run "$uri" "$name" -- true
 expect 0 "--uri-file overrides DLOCK_URI" -- env DLOCK_URI=nosuch://x "$dlock" run --uri-file "$work/uri" "$name" -- true
 expect 64 "a URI operand and --uri-file is a usage error" -- "$dlock" run --uri-file "$work/uri" "$uri" "$name" -- true
@@ -91,7 +82,7 @@ no_secret() {  # no_secret DESCRIPTION -- CMD...
   local what=$1; shift 2
   "$@" </dev/null >"$work/out" 2>"$work/err"; local got=$?
   if [[ $got -eq 0 ]] || grep -q "$secret" "$work/out" "$work/err"; then
-    echo "FAIL: $what: exit $got, or the password was printed:"; cat "$work/out" "$work/err"; failures=$((failures + 1))
+    fail "$what: exit $got, or the password was printed:"; cat "$work/out" "$work/err"
   else
     echo "ok: $what (exit $got, no password)"
   fi
@@ -107,7 +98,7 @@ done
 expect 64 "a bad parameter in a URI with a one-letter password" -- "$dlock" run "redis://u:p@127.0.0.1:1?ttl=2x" "$name" -- true
 # (the password hidden as a token of its own: no "***" glued to a letter, as in "***arameter")
 if ! grep -q "2x" "$work/err" || grep -qE '[A-Za-z]\*\*\*|\*\*\*[A-Za-z]' "$work/err"; then
-  echo "FAIL: mangled message:"; cat "$work/err"; failures=$((failures + 1))
+  fail "mangled message:"; cat "$work/err"
 fi
 
 # Every local check comes before connecting: with no server on port 1, a bad argument is still 64.
@@ -124,7 +115,7 @@ expect 64 "bench --duration 2x with the server down is a usage error" -- "$dlock
 started=$(date +%s%N)
 expect 69 "server down until the end of --wait is 69" -- "$dlock" run "$down" "$name" --wait 1s -- true
 waited_ms=$((($(date +%s%N) - started) / 1000000))
-((waited_ms >= 950)) || { echo "FAIL: gave up after ${waited_ms}ms, before --wait 1s ended"; failures=$((failures + 1)); }
+((waited_ms >= 950)) || { fail "gave up after ${waited_ms}ms, before --wait 1s ended"; }
 expect 69 "server down and --wait 0 is one try: 69" -- "$dlock" run "$down" "$name" --wait 0 -- true
 
 echo "$failures failure(s)"
