@@ -150,28 +150,12 @@ int cmd_elect(const arguments& argv) {
   std::fprintf(stderr, "dlock: leading '%s', term %s, as %s\n", name.c_str(), term.c_str(), leading.id().c_str());
   command_group group(command, env);
 
-  pollfd fd{events.read_fd(), POLLIN, 0};
   bool signalled = false;
-  for (;;) {
-    if (group.reap()) break;
-    group.follow_terminal_stop();
-    if (::poll(&fd, 1, 1000) <= 0) continue;
-    char e;
-    bool lost = false;
-    while (::read(events.read_fd(), &e, 1) == 1) {
-      if (e == event_pipe::lost) lost = true;
-      if (is_termination_signal(e)) {
-        group.signal(e);
-        signalled = true;
-      }
-    }
-    if (lost) {
-      group.terminate(grace);
-      std::fprintf(stderr, "dlock: leadership of '%s' (term %s) lost (%s); killed %s and its process group\n",
-                   name.c_str(), term.c_str(), leading.demoted_reason().message().c_str(), program.c_str());
-      discard_lost(leading.grant());
-      return exit_software;
-    }
+  if (!supervise_until_exit_or_loss(group, grace, signalled)) {
+    std::fprintf(stderr, "dlock: leadership of '%s' (term %s) lost (%s); killed %s and its process group\n",
+                 name.c_str(), term.c_str(), leading.demoted_reason().message().c_str(), program.c_str());
+    discard_lost(leading.grant());
+    return exit_software;
   }
   if (!group.empty()) {
     if (!signalled)

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <poll.h>
 #include <stop_token>
 #include <string>
 #include <sys/wait.h>
@@ -132,36 +131,20 @@ int cmd_run(const arguments& argv) {
   exit_if_interrupted(got, "run", what);  // the last moment before anything starts
   command_group group(request.command, env);
 
-  pollfd fd{events.read_fd(), POLLIN, 0};
   bool signalled = false;  // a forwarded signal is on its way to the whole group
-  for (;;) {
-    if (group.reap()) break;
-    group.follow_terminal_stop();
-    if (::poll(&fd, 1, 1000) <= 0) continue;  // the timeout re-checks the group, should SIGCHLD race
-    char e;
-    bool lost = false;
-    while (::read(events.read_fd(), &e, 1) == 1) {
-      if (e == event_pipe::lost) lost = true;
-      if (is_termination_signal(e)) {
-        group.signal(e);
-        signalled = true;
-      }
+  if (!supervise_until_exit_or_loss(group, request.grace, signalled)) {
+    if (one) {
+      std::fprintf(stderr, "dlock: %s lost (%s); killed %s and its process group\n", what.c_str(),
+                   held.lost_reason().message().c_str(), program.c_str());
+      discard_lost(held);
+    } else {
+      std::fprintf(stderr, "dlock: lock '%s' of %s lost (%s); killed %s and its process group\n",
+                   held_set.lost_member().c_str(), what.c_str(), held_set.lost_reason().message().c_str(),
+                   program.c_str());
+      std::error_code ignored;  // the lost member's release can only find it gone
+      held_set.release(ignored);
     }
-    if (lost) {
-      group.terminate(request.grace);
-      if (one) {
-        std::fprintf(stderr, "dlock: %s lost (%s); killed %s and its process group\n", what.c_str(),
-                     held.lost_reason().message().c_str(), program.c_str());
-        discard_lost(held);
-      } else {
-        std::fprintf(stderr, "dlock: lock '%s' of %s lost (%s); killed %s and its process group\n",
-                     held_set.lost_member().c_str(), what.c_str(), held_set.lost_reason().message().c_str(),
-                     program.c_str());
-        std::error_code ignored;  // the lost member's release can only find it gone
-        held_set.release(ignored);
-      }
-      return exit_software;
-    }
+    return exit_software;
   }
   if (!group.empty()) {
     // Its children must not work on without the lock: stopped before it is released.

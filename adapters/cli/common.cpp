@@ -17,6 +17,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "command_group.hpp"
+
 namespace dlock::cli {
 namespace {
 
@@ -445,6 +447,28 @@ void exit_if_interrupted(held_lock& got, const char* verb, const std::string& wh
 }
 
 void discard_lost(lease& held) { release_quietly(held); }
+
+bool supervise_until_exit_or_loss(command_group& group, std::chrono::milliseconds grace, bool& signalled) {
+  auto& events = event_pipe::instance();
+  pollfd fd{events.read_fd(), POLLIN, 0};
+  for (;;) {
+    if (group.reap()) return true;
+    group.follow_terminal_stop();
+    if (::poll(&fd, 1, 1000) <= 0) continue;  // the timeout re-checks the group, should SIGCHLD race
+    bool lost = false;
+    for (char e; ::read(events.read_fd(), &e, 1) == 1;) {
+      if (e == event_pipe::lost) lost = true;
+      if (is_termination_signal(e)) {
+        group.signal(e);
+        signalled = true;
+      }
+    }
+    if (lost) {
+      group.terminate(grace);
+      return false;
+    }
+  }
+}
 
 std::string token_text(const lease& l) {
   auto t = l.fencing_token();

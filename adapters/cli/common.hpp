@@ -105,6 +105,12 @@ held_lock open_and_acquire(const lock_request& request, const char* verb);
 // (describe) was waited for. Other events stay queued.
 void exit_if_interrupted(held_lock& got, const char* verb, const std::string& what);
 
+class command_group;
+// While CMD's process group runs: termination signals go to the whole group (`signalled` is set),
+// and a loss posted to the event pipe terminates the group (SIGTERM, SIGKILL after `grace`).
+// True once the group's leader exited; false after a loss ended the group.
+bool supervise_until_exit_or_loss(command_group& group, std::chrono::milliseconds grace, bool& signalled);
+
 // After the loss was reported: the release the lease's destructor would try can only find the
 // lock gone, and would report that once more as a background error.
 void discard_lost(lease& held);
