@@ -165,7 +165,7 @@ void raw_gateway_handoff(benchmark::State& state) {
     const auto [waiter_key, waiter_rev] = queue(waiter_lease);
     std::promise<std::chrono::steady_clock::time_point> granted;
     auto waiting = std::async(std::launch::async, [&, holder_key, waiter_rev] {
-      gw.wait_deleted(holder_key, waiter_rev, std::chrono::steady_clock::now() + std::chrono::seconds(30),
+      gw.wait_deleted(holder_key, waiter_rev + 1, std::chrono::steady_clock::now() + std::chrono::seconds(30),
                       std::chrono::seconds(10), [] {});
       const auto again = gw.call("/v3/kv/txn", {{"success", json::array({{{"request_range", first}}})}});
       (void)again;

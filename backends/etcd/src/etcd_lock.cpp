@@ -176,7 +176,10 @@ class etcd_lock final : public distributed_lock {
         watch_end end = watch_end::deleted;
         if (!kvs.empty()) {
           const auto predecessor = base64_decode(kvs[0].value("key", ""));
-          end = gw_->wait_deleted(predecessor, int64_field(before["header"], "revision"), deadline, ttl / 3, [&] {
+          // From the revision after our read, where every deletion we wait for lies: a watch that
+          // starts past the store's current revision is in sync at once and told at the delete;
+          // one that starts at or below it waits for etcd's catch-up pass (every 100 ms).
+          end = gw_->wait_deleted(predecessor, int64_field(before["header"], "revision") + 1, deadline, ttl / 3, [&] {
             const auto sent = clock::now();
             if (keep_alive(*gw_, lease.id) <= 0) throw place_lost{};
             kept_alive_at = sent;
