@@ -161,10 +161,12 @@ void raw_gateway_handoff(benchmark::State& state) {
   handoffs(state, [&] {
     const auto holder_lease = etcd::int64_field(gw.call("/v3/lease/grant", {{"TTL", "30"}}), "ID");
     const auto waiter_lease = etcd::int64_field(gw.call("/v3/lease/grant", {{"TTL", "30"}}), "ID");
-    const auto [holder_key, holder_rev] = queue(holder_lease);
-    const auto [waiter_key, waiter_rev] = queue(waiter_lease);
+    const auto holder = queue(holder_lease);
+    const auto waiter = queue(waiter_lease);
+    const std::string& holder_key = holder.first;
+    const std::int64_t holder_rev = holder.second, waiter_rev = waiter.second;
     std::promise<std::chrono::steady_clock::time_point> granted;
-    auto waiting = std::async(std::launch::async, [&, holder_key, waiter_rev] {
+    auto waiting = std::async(std::launch::async, [&] {
       gw.wait_deleted(holder_key, waiter_rev + 1, std::chrono::steady_clock::now() + std::chrono::seconds(30),
                       std::chrono::seconds(10), [] {});
       const auto again = gw.call("/v3/kv/txn", {{"success", json::array({{{"request_range", first}}})}});
