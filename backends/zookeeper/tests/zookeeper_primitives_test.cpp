@@ -200,6 +200,34 @@ TEST(zookeeper_rw, NodesAreNamedAsCuratorsReadWriteLockNamesThem) {
   EXPECT_TRUE(children(zh.get(), parent).empty());
 }
 
+// An election's candidates are Curator LeaderLatch nodes: "_c_<uuid>-latch-<seq>" in the name's
+// folder, the candidate id as data, the leader's term its czxid, the leader the lowest node; and a
+// latch node keeps the mutex of the name out (it is a contender like the mutex's own nodes).
+TEST(zookeeper_election, CandidatesAreLeaderLatchNodesThatExcludeTheMutex) {
+  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  auto b = dlock::open(uri);
+  auto zh = raw_connect(uri);
+  const auto name = unique_name("latch-layout");
+  const auto parent = zk::parent_path(root_of(uri), name);
+  auto vote = b->make_election(name);
+  auto leading = vote->try_campaign();
+  ASSERT_TRUE(leading);
+  const auto kids = children(zh.get(), parent);
+  ASSERT_EQ(kids.size(), 1u);
+  EXPECT_TRUE(named(kids[0], "latch-")) << kids[0];
+  EXPECT_EQ(data_of(zh.get(), parent + "/" + kids[0]), vote->id());
+  Stat st{};
+  ASSERT_EQ(zoo_exists(zh.get(), (parent + "/" + kids[0]).c_str(), 0, &st), ZOK);
+  EXPECT_EQ(leading.term(), static_cast<std::uint64_t>(st.czxid));
+  EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "the mutex of the name was taken beside a leader";
+  EXPECT_EQ(children(zh.get(), parent).size(), 1u) << "the refused mutex left its node";
+  const auto seen = vote->leader();
+  EXPECT_EQ(seen.id, vote->id());
+  EXPECT_EQ(seen.term, std::optional<std::uint64_t>(leading.term()));
+  leading.resign();
+  EXPECT_TRUE(children(zh.get(), parent).empty());
+}
+
 TEST(zookeeper_semaphore, LayoutIsCuratorsSemaphoreV2WithLocksAndLeases) {
   const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
   auto b = dlock::open(uri);
