@@ -17,9 +17,11 @@ namespace {
 // reused at once).
 class socket_cutter {
  public:
+  // Never destroyed: a connect that a stopped acquire abandoned runs on its own thread (pool.cpp)
+  // and may still arm the cutter while the process exits, after static destructors have run.
   static socket_cutter& instance() {
-    static socket_cutter cutter;
-    return cutter;
+    static auto* const cutter = new socket_cutter;
+    return *cutter;
   }
   ~socket_cutter() {
     {
