@@ -271,10 +271,12 @@ session::session(connection_ptr c, int server_port, const std::set<ino_t>& socke
   // in INSERT ... SELECT (shared next-key locks on what the check reads), which READ COMMITTED
   // would turn into plain snapshot reads (units.hpp: one name, one lock).
   st->execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ");
-  if (socket_fd_ >= 0) return;
-  std::unique_ptr<::sql::ResultSet> rs(
-      st->executeQuery("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
-  if (rs->next() && !rs->isNull(1)) socket_fd_ = find_socket(std::string(rs->getString(1)), server_port);
+  std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
+      socket_fd_ >= 0 ? "SELECT CONNECTION_ID()"
+                      : "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
+  if (!rs->next()) return;
+  server_id_ = rs->getUInt64(1);
+  if (socket_fd_ < 0 && !rs->isNull(2)) socket_fd_ = find_socket(std::string(rs->getString(2)), server_port);
 }
 
 bool session::poll_alive() const noexcept {

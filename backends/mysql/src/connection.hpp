@@ -102,10 +102,13 @@ class session {
   bool poll_alive() const noexcept;
   // This connection's TCP socket (-1: unknown), for shutting it down when its lease is lost.
   int socket_fd() const noexcept { return socket_fd_; }
+  // The server's id of this session (CONNECTION_ID()), which KILL takes.
+  std::uint64_t server_id() const noexcept { return server_id_; }
 
  private:
   connection_ptr connection_;
   int socket_fd_ = -1;  // this connection's TCP socket, found through its local port; -1: unknown
+  std::uint64_t server_id_ = 0;
   std::vector<std::pair<std::string, statement_ptr>> statements_;
 };
 using session_ptr = std::unique_ptr<session>;

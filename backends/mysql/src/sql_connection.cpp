@@ -46,9 +46,31 @@ bool returns_rows(std::string_view text) noexcept {
   return text.starts_with("SELECT") || text.find(" RETURNING ") != std::string_view::npos;
 }
 
+// MariaDB runs a statement whose client has shut its socket down on to its end: a stopped wait
+// for a row lock (FOR UPDATE) would stay queued on the server for innodb_lock_wait_timeout, which
+// a forever acquire sets to the maximum, holding a server thread and a connection slot, and be
+// granted the row once, when the holder leaves. KILL from a second connection ends it now. It
+// runs on a thread of its own so that the stopped acquire returns at once, bounded by the
+// connect timeout; its failure only leaves the statement to its own end, so it is not reported
+// (and an "unknown thread" answer means the server ended it already, as it does GET_LOCK's).
+void end_on_the_server(const connection_settings& settings, std::uint64_t server_id) noexcept {
+  if (server_id == 0) return;
+  try {
+    std::thread([settings, server_id] {
+      std::error_code ec;
+      auto killer = open_sql_connection(settings, ec);
+      dlock::sql::result ignored;
+      dlock::sql::sql_error err;
+      if (killer) killer->execute("KILL CONNECTION " + std::to_string(server_id), {}, ignored, err);
+    }).detach();
+  } catch (...) {  // no thread: the statement ends by itself, as above
+  }
+}
+
 class mysql_sql_connection final : public dlock::sql::connection {
  public:
-  explicit mysql_sql_connection(session_ptr s) : session_(std::move(s)) {}
+  mysql_sql_connection(session_ptr s, connection_settings settings)
+      : session_(std::move(s)), settings_(std::move(settings)) {}
 
   bool execute(std::string_view text, std::span<const dlock::sql::param> params, dlock::sql::result& out,
                dlock::sql::sql_error& err) noexcept override {
@@ -134,7 +156,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
     const dlock::sql::socket_stopper stopper(session_->socket_fd());  // a waiting statement, on a stop request
     try {
       f();
-      if (!guard.fired()) return true;
+      if (!guard.fired() && !stopper.fired()) return true;
       err.kind = dlock::sql::failure::connection_lost;
       err.message = "no answer by the caller's deadline: the connection was shut down";
     } catch (const ::sql::SQLException& e) {
@@ -148,7 +170,11 @@ class mysql_sql_connection final : public dlock::sql::connection {
       err.kind = dlock::sql::failure::other;
       err.message = "unknown exception from Connector/C++";
     }
-    if (guard.fired()) {
+    if (stopper.fired()) {
+      end_on_the_server(settings_, session_->server_id());
+      err.kind = dlock::sql::failure::connection_lost;
+      err.message = "the waiting statement was stopped: its connection was shut down (" + err.message + ")";
+    } else if (guard.fired()) {
       err.kind = dlock::sql::failure::connection_lost;
       err.message = "no answer by the caller's deadline (+" + std::to_string(dlock::sql::deadline_grace.count()) +
                     " ms): the connection was shut down (" + err.message + ")";
@@ -159,6 +185,7 @@ class mysql_sql_connection final : public dlock::sql::connection {
   }
 
   session_ptr session_;
+  connection_settings settings_;  // for a second connection that ends a stopped statement on the server
   bool usable_ = true;
   long long lock_wait_seconds_ = -1;  // unknown: the server default
 };
@@ -169,7 +196,7 @@ std::unique_ptr<dlock::sql::connection> open_sql_connection(const connection_set
                                                             std::error_code& ec) noexcept {
   try {
     const auto before = sockets_before_connect();
-    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port, before));
+    return std::make_unique<mysql_sql_connection>(std::make_unique<session>(connect(s), s.port, before), s);
   } catch (const error& e) {
     set_error(ec, e.code(), e.detail());
   } catch (const ::sql::SQLException& e) {

@@ -165,9 +165,12 @@ bool statements_stoppable() noexcept {
 }
 
 socket_stopper::socket_stopper(int fd) noexcept {
-  if (fd >= 0 && statements_stoppable()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
+  if (fd >= 0 && statements_stoppable()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd, &fired_});
 }
 
-void socket_stopper::shut_down::operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
+void socket_stopper::shut_down::operator()() const noexcept {
+  ::shutdown(fd, SHUT_RDWR);
+  fired->store(true, std::memory_order_release);
+}
 
 }  // namespace dlock::sql

@@ -66,18 +66,23 @@ bool statements_stoppable() noexcept;
 // While alive, where statements_stoppable(): a stop request shuts `fd` down (shutdown(2), never
 // closed), at once when it came before, so that the statement on it fails as a lost connection
 // and the connection is dropped. For a client whose server has no cancel request of its own to
-// send (MariaDB's needs a second connection). It does nothing otherwise.
+// send (MariaDB's needs a second connection: fired() tells the caller to send one). It does
+// nothing otherwise.
 class socket_stopper {
  public:
   explicit socket_stopper(int fd) noexcept;
   socket_stopper(const socket_stopper&) = delete;
   socket_stopper& operator=(const socket_stopper&) = delete;
+  // Whether a stop request shut the socket down.
+  bool fired() const noexcept { return fired_.load(std::memory_order_acquire); }
 
  private:
   struct shut_down {
     int fd;
+    std::atomic<bool>* fired;
     void operator()() const noexcept;
   };
+  std::atomic<bool> fired_{false};
   // Destroyed before the connection closes `fd`: the callback then has run to its end or never runs.
   std::optional<std::stop_callback<shut_down>> on_stop_;
 };
