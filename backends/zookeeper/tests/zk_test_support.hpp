@@ -136,6 +136,9 @@ class kazoo_peer {
     return std::stod(line->substr(event.size() + 1));
   }
   void release() { std::ofstream(release_file_).put('\n'); }
+  // The peer's exit status once it has exited (its node deleted: "released" comes just before the
+  // delete), or nullopt at the timeout.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout) { return child_.wait(timeout); }
 
  private:
   std::vector<std::string> arguments(const std::string& uri, const std::string& path, const std::string& kind,

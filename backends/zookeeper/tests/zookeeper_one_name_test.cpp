@@ -79,6 +79,8 @@ TEST(zookeeper_one_name, APeersLockRefusesOurSemaphore) {
     expect_conflict(ec, permit, "a waiting permit beside kazoo's holder", in_use_as);
     peer.release();
     ASSERT_TRUE(peer.wait_for("released", 30s));
+    // A node of another kind is refused, not waited for: wait until kazoo's is gone.
+    ASSERT_EQ(peer.wait_exit(30s), 0) << "kazoo did not release and exit";
     EXPECT_TRUE(sem->try_acquire_for(10s)) << "the semaphore was refused after kazoo released";
   }
   {
