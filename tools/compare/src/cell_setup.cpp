@@ -50,8 +50,8 @@ server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds
   if (auto local = local_uri_for(info.scheme, work_dir)) {
     uri = std::move(*local);  // no server: the URI the backend declared, in the run's own folder
   } else {
-    // The launcher's variable, the scheme replaced; the ensemble faults run on the ensemble's.
-    auto server = server_uri_for(info.scheme, is_ensemble_fault(f) ? quorum_server_variable(f) : nullptr);
+    // The launcher's variable, the scheme replaced; the ensemble faults run on the scheme's ensemble.
+    auto server = server_uri_for(info.scheme, is_ensemble_fault(f) ? quorum_server_variable(info.scheme, f) : nullptr);
     if (!server.uri) return server;
     uri = *server.uri;
   }
@@ -65,9 +65,10 @@ server_uri cell_uri(const backend_info& info, fault f, std::chrono::milliseconds
   if (f == fault::healthy && accepts("restart_delay")) uri = with_parameter(uri, "restart_delay=off");
   // A scheme whose grant lives as long as its session (it takes `session_timeout`, not the ttl):
   // its session is the ttl, so that every fault outlasts it as it outlasts the others' ttl (the
-  // launcher's servers allow 1s); an ensemble's is longer than an election (ensemble_session_timeout).
+  // launcher's servers allow 1s); an ensemble's is its family's, longer than an election
+  // (ensemble_session).
   if (accepts("session_timeout")) {
-    const auto session = is_ensemble_fault(f) ? ensemble_session_timeout : ttl;
+    const auto session = is_ensemble_fault(f) ? ensemble_session(info.scheme, ttl) : ttl;
     uri = with_parameter(uri, "session_timeout=" + std::to_string(session.count()) + "ms");
   }
   if (!info.unsafe_because.empty()) uri = with_parameter(uri, "unsafe=true");  // the row exists to show it fail
@@ -89,7 +90,7 @@ void prepare_settings(scenario_settings& s, const backend_info& info, fault f) {
       s.grants_nothing_after_start = fam->grants_nothing_after_start(s.ttl);
   if (is_quorum_fault(f)) {
     if (const char* launcher = launcher_variable()) s.launcher = launcher;
-    s.server_process = quorum_server(f);
+    if (const char* server = quorum_server(info.scheme, f)) s.server_process = server;
   }
   s.acquire_has_two_commands = acquire_has_two_commands(info);
   s.clients_in_one_process = info.scope == lock_scope::process;

@@ -49,23 +49,31 @@ std::vector<member> members_of(const std::string& uri, const std::string& server
   return members;
 }
 
+// The scheme of the scenario's URI ("zoo://h:p,..." -> "zoo").
+std::string_view scheme_of(const std::string& uri) {
+  return std::string_view(uri).substr(0, std::min(uri.find("://"), uri.size()));
+}
+
+// The session of the scenario's scheme under its ttl (ensemble_session).
+milliseconds session_of(const scenario_settings& s) { return ensemble_session(scheme_of(s.uri), s.ttl); }
+
 // The holder's critical section must span the fault and its aftermath: with independent masters
 // it writes for 2 ttls (its validity runs out within one ttl of the last majority); in an
-// ensemble for 3 s across an election, and for the session timeout and 2 s when the quorum goes,
+// ensemble for 3 s across an election, and for the session and 2 s when the quorum goes,
 // so that its lost notification (recorded only inside the write) comes while it still writes.
 milliseconds quorum_work_length(fault f, const scenario_settings& s) {
   if (f == fault::ensemble_leader_lost) return 3s;
-  if (f == fault::ensemble_majority_lost) return ensemble_session_timeout + 2s;
+  if (f == fault::ensemble_majority_lost) return session_of(s) + 2s;
   return 2 * s.ttl;
 }
 
 // Independent masters: how long the stopped ones stay down (one of three: 3 ttls, so that the
 // holder's write of 2 ttls ends inside the outage and the lock changes hands with two masters).
-// An ensemble: the leader stays down for a session timeout and a second; the majority for the
-// session timeout and 2 s (the holder must be told in it).
+// An ensemble: the leader stays down for the session and a second; the majority for the session
+// and 2 s (the holder must be told in it).
 milliseconds outage_length(fault f, const scenario_settings& s) {
-  if (f == fault::ensemble_leader_lost) return ensemble_session_timeout + 1s;
-  if (f == fault::ensemble_majority_lost) return ensemble_session_timeout + 2s;
+  if (f == fault::ensemble_leader_lost) return session_of(s) + 1s;
+  if (f == fault::ensemble_majority_lost) return session_of(s) + 2s;
   if (f == fault::masters_minority_lost) return 3 * s.ttl;
   return 2 * s.ttl;
 }
@@ -210,7 +218,7 @@ void stop_the_leader(fault f, const scenario_settings& s, launcher_processes& gu
                      worker_fleet& fleet, const fleet_plan& plan, const std::optional<writer>& holder,
                      scenario_result& r) {
   auto& q = *r.quorum;
-  const auto* ensemble = family_of_quorum(quorum_kind::ensemble);
+  const auto* ensemble = family_of_scheme(scheme_of(s.uri));
   if (ensemble == nullptr || ensemble->is_leader == nullptr) {
     r.fault_not_injected = "the ensemble's backend declares no way to ask a member whether it leads";
     return;
@@ -289,14 +297,29 @@ quorum_kind quorum_kind_of(fault f) noexcept {
 
 }  // namespace
 
-const char* quorum_server(fault f) noexcept {
-  const auto* family = family_of_quorum(quorum_kind_of(f));
-  return family != nullptr && is_quorum_fault(f) ? family->quorum_server : nullptr;
+namespace {
+
+// The family of `scheme` when it takes `f` (its family declares the fault's kind), else nullptr.
+const family* quorum_family(std::string_view scheme, fault f) noexcept {
+  const auto* family = family_of_scheme(scheme);
+  return family != nullptr && is_quorum_fault(f) && family->quorum == quorum_kind_of(f) ? family : nullptr;
 }
 
-const char* quorum_server_variable(fault f) noexcept {
-  const auto* family = family_of_quorum(quorum_kind_of(f));
-  return family != nullptr && is_quorum_fault(f) ? family->quorum_variable : nullptr;
+}  // namespace
+
+const char* quorum_server(std::string_view scheme, fault f) noexcept {
+  const auto* family = quorum_family(scheme, f);
+  return family != nullptr ? family->quorum_server : nullptr;
+}
+
+const char* quorum_server_variable(std::string_view scheme, fault f) noexcept {
+  const auto* family = quorum_family(scheme, f);
+  return family != nullptr ? family->quorum_variable : nullptr;
+}
+
+milliseconds ensemble_session(std::string_view scheme, milliseconds ttl) {
+  const auto* family = family_of_scheme(scheme);
+  return family != nullptr && family->ensemble_session != nullptr ? family->ensemble_session(ttl) : ttl;
 }
 
 std::optional<std::string> quorum_not_applicable(std::string_view scheme, fault f) {
@@ -321,8 +344,8 @@ milliseconds quorum_run_length(fault f, const scenario_settings& s) {
     // the outage (2 ttls), the restarted masters kept out for a ttl, then handoffs
     case fault::masters_majority_lost: return std::max(s.duration, 5 * s.ttl + 2s);
     // the outage, a JVM's start (seconds on a loaded machine), then handoffs of 3 s writes
-    case fault::ensemble_leader_lost: return std::max(s.duration, 2 * ensemble_session_timeout + 8s);
-    case fault::ensemble_majority_lost: return std::max(s.duration, 2 * ensemble_session_timeout + 12s);
+    case fault::ensemble_leader_lost: return std::max(s.duration, 2 * session_of(s) + 8s);
+    case fault::ensemble_majority_lost: return std::max(s.duration, 2 * session_of(s) + 12s);
     default: return s.duration;
   }
 }
@@ -409,8 +432,8 @@ std::string quorum_legend() {
          "master-restarted-empty: one master stopped; then, the next holder writing, it is back and another\n"
          "crashes and restarts without persistence, both empty (Kleppmann's case: a second majority is free\n"
          "unless restarted masters wait a ttl); masters-majority-lost: two of three stopped for 2 ttls;\n"
-         "ensemble-leader-lost: a three-member ensemble's leader stopped (session timeout 4s);\n"
-         "ensemble-majority-lost: two of its three nodes stopped for the session timeout and 2s.\n";
+         "ensemble-leader-lost: a three-member ensemble's leader stopped (the holder's session, or lease, outlasts\n"
+         "an election); ensemble-majority-lost: two of its three nodes stopped for the session and 2s.\n";
 }
 
 namespace {

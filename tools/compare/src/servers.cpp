@@ -25,10 +25,11 @@ const family* family_of_scheme(std::string_view scheme) noexcept {
   return nullptr;
 }
 
-const family* family_of_quorum(quorum_kind kind) noexcept {
+std::vector<const family*> families_of_quorum(quorum_kind kind) {
+  std::vector<const family*> found;
   for (const auto* family : families())
-    if (family->quorum == kind) return family;
-  return nullptr;
+    if (family->quorum == kind) found.push_back(family);
+  return found;
 }
 
 std::optional<std::string> local_uri_for(std::string_view scheme, const std::filesystem::path& dir) {

@@ -2,7 +2,11 @@
 // the built backends declare (families.hpp) say, for every scheme the registry lists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "dlock/registry.hpp"
 #include "dlock_compare/families.hpp"
@@ -15,12 +19,11 @@ constexpr fault masters_faults[] = {fault::masters_minority_lost, fault::master_
                                     fault::masters_majority_lost};
 constexpr fault ensemble_faults[] = {fault::ensemble_leader_lost, fault::ensemble_majority_lost};
 
-// The family that runs `kind`'s faults: every build with the default backends has one of each.
-const family& family_running(quorum_kind kind) {
-  const auto* f = family_of_quorum(kind);
-  EXPECT_NE(f, nullptr) << "no built backend declares quorum kind " << static_cast<int>(kind);
-  static const family none{};
-  return f != nullptr ? *f : none;
+// The families that run `kind`'s faults: every build with the default backends has at least one of each.
+std::vector<const family*> families_running(quorum_kind kind) {
+  auto found = families_of_quorum(kind);
+  EXPECT_FALSE(found.empty()) << "no built backend declares quorum kind " << static_cast<int>(kind);
+  return found;
 }
 
 // Each scheme the registry lists gets, for a quorum fault of `kind`: nullopt when its family runs
@@ -41,17 +44,24 @@ void expect_applicability(quorum_kind kind, fault f) {
   }
 }
 
-// `faults` are the quorum faults of `kind`: run on the server (and variable) of the family that
-// runs them, and said why not on every other scheme.
+// `faults` are the quorum faults of `kind`: each scheme of a family that runs them runs them on
+// that family's own server (and variable), no scheme of another family has one, and every other
+// scheme is said why not.
 void expect_quorum_faults_of(quorum_kind kind, std::span<const fault> faults) {
-  const auto& runs = family_running(kind);
-  ASSERT_NE(runs.quorum_server, nullptr);
-  ASSERT_NE(runs.quorum_variable, nullptr);
+  const auto runs = families_running(kind);
+  for (const auto* family : runs) {
+    ASSERT_NE(family->quorum_server, nullptr) << family->prefix;
+    ASSERT_NE(family->quorum_variable, nullptr) << family->prefix;
+  }
   for (const auto f : faults) {
     EXPECT_TRUE(is_quorum_fault(f));
     EXPECT_EQ(is_ensemble_fault(f), kind == quorum_kind::ensemble);
-    EXPECT_STREQ(quorum_server(f), runs.quorum_server);
-    EXPECT_STREQ(quorum_server_variable(f), runs.quorum_variable);
+    for (const auto& info : default_registry().list()) {
+      const auto* family = family_of_scheme(info.scheme);
+      const bool runs_it = family != nullptr && family->quorum == kind;
+      EXPECT_STREQ(quorum_server(info.scheme, f), runs_it ? family->quorum_server : nullptr) << info.scheme;
+      EXPECT_STREQ(quorum_server_variable(info.scheme, f), runs_it ? family->quorum_variable : nullptr) << info.scheme;
+    }
     expect_applicability(kind, f);
   }
 }
@@ -60,17 +70,41 @@ TEST(QuorumFaults, MastersFaultsRunOnTheIndependentMastersFamilyOnlyAndSayWhyEls
   expect_quorum_faults_of(quorum_kind::independent_masters, masters_faults);
 }
 
-TEST(QuorumFaults, EnsembleFaultsRunOnTheEnsembleFamilyOnlyAndSayWhyElsewhere) {
-  EXPECT_NE(family_running(quorum_kind::ensemble).is_leader, nullptr)
-      << "ensemble-leader-lost must ask a member whether it leads";
+TEST(QuorumFaults, EnsembleFaultsRunOnTheEnsembleFamiliesOnlyAndSayWhyElsewhere) {
+  for (const auto* family : families_running(quorum_kind::ensemble)) {
+    EXPECT_NE(family->is_leader, nullptr)
+        << family->prefix << ": ensemble-leader-lost must ask a member whether it leads";
+    EXPECT_NE(family->ensemble_session, nullptr)
+        << family->prefix << ": the ensemble faults are timed from its session";
+  }
   expect_quorum_faults_of(quorum_kind::ensemble, ensemble_faults);
+}
+
+// Several families run the ensemble faults, each on its own ensemble: the scheme picks it.
+TEST(QuorumFaults, EachEnsembleFamilyRunsOnItsOwnEnsemble) {
+  for (const auto* family : families_running(quorum_kind::ensemble)) {
+    const std::string scheme(family->prefix);
+    for (const auto f : ensemble_faults) {
+      EXPECT_STREQ(quorum_server(scheme, f), family->quorum_server) << scheme;
+      EXPECT_STREQ(quorum_server_variable(scheme, f), family->quorum_variable) << scheme;
+    }
+    if (family->ensemble_session != nullptr) {
+      EXPECT_EQ(ensemble_session(scheme, std::chrono::seconds(1)), family->ensemble_session(std::chrono::seconds(1)));
+    }
+  }
+  std::vector<std::string> servers;
+  for (const auto* family : families_running(quorum_kind::ensemble)) servers.emplace_back(family->quorum_server);
+  std::ranges::sort(servers);
+  EXPECT_EQ(std::ranges::adjacent_find(servers), servers.end()) << "two families name one ensemble";
 }
 
 TEST(QuorumFaults, OtherFaultsAreNotQuorumFaults) {
   for (const auto f : {fault::healthy, fault::holder_kill, fault::server_restart}) {
     EXPECT_FALSE(is_quorum_fault(f));
-    EXPECT_EQ(quorum_server(f), nullptr);
-    for (const auto& info : default_registry().list()) EXPECT_EQ(quorum_not_applicable(info.scheme, f), std::nullopt);
+    for (const auto& info : default_registry().list()) {
+      EXPECT_EQ(quorum_server(info.scheme, f), nullptr) << info.scheme;
+      EXPECT_EQ(quorum_not_applicable(info.scheme, f), std::nullopt);
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dlock/compare_spi/family.hpp"
 #include "dlock/compare_spi/server_tools.hpp"
@@ -28,8 +29,8 @@ std::span<const family* const> families() noexcept;
 // The family covering `scheme`, or nullptr (a scheme whose backend declared none).
 const family* family_of_scheme(std::string_view scheme) noexcept;
 
-// The family whose servers take the quorum faults of `kind`, or nullptr.
-const family* family_of_quorum(quorum_kind kind) noexcept;
+// The families whose servers take the quorum faults of `kind` (each runs them on its own servers).
+std::vector<const family*> families_of_quorum(quorum_kind kind);
 
 // For a scheme without a server: the URI its family declares (family::local_uri), "{dir}" replaced
 // by `dir`; nullopt for a scheme whose family declares none.

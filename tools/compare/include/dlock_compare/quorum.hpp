@@ -1,7 +1,8 @@
 #pragma once
 // The quorum faults: servers of a multi-server backend stopped through the launcher while a
 // holder is inside its write (the holder is not touched; it keeps running and renewing).
-// They run on the family that declares their kind (family::quorum, dlock/compare_spi/family.hpp):
+// They run on each family that declares their kind, on its own servers (family::quorum,
+// dlock/compare_spi/family.hpp):
 //   masters-minority-lost   three independent masters: the third (<server>.3) stopped for 3 ttls,
 //                           then started again: the other two still make a majority, so grants go on
 //   master-restarted-empty  independent masters, Kleppmann's case: <server>.3 is stopped (the next
@@ -15,9 +16,10 @@
 //                           after they are back
 //   ensemble-leader-lost    a 3-member consensus ensemble: the member that says it leads
 //                           (family::is_leader) is stopped; the holder's session survives an
-//                           election shorter than its timeout
-//   ensemble-majority-lost  the ensemble: two of three members stopped for the session timeout and
-//                           2 s: no quorum, no grant, the holder told within its session timeout
+//                           election shorter than it
+//   ensemble-majority-lost  the ensemble: two of three members stopped for the session and 2 s: no
+//                           quorum, no grant, the holder told within its session
+// The ensemble's session (ensemble_session below) is its family's: a session timeout or a lease's TTL.
 // Every process stopped is started again by a guard, whatever happens.
 #include <chrono>
 #include <optional>
@@ -28,25 +30,26 @@
 
 namespace dlock::compare {
 
-// The session timeout of the ensemble faults: above an election on a loaded machine
-// (measured: well under a second on the launcher's tickTime of 500 ms), short enough for a quick run.
-inline constexpr std::chrono::milliseconds ensemble_session_timeout{std::chrono::seconds(4)};
-
 bool is_quorum_fault(fault f) noexcept;
 bool is_ensemble_fault(fault f) noexcept;  // the ensemble-* ones (the others are the masters-* ones)
 
-// The launcher's server the fault stops processes of, and the variable holding its URI, as the
-// family of the fault's kind declares them (family::quorum_server, quorum_variable); nullptr for
-// other faults or when no built backend declares that kind.
-const char* quorum_server(fault f) noexcept;
-const char* quorum_server_variable(fault f) noexcept;
+// The launcher's server the fault stops processes of when it runs on `scheme`, and the variable
+// holding its URI, as the scheme's family declares them (family::quorum_server, quorum_variable);
+// nullptr for other faults or when the scheme's family does not take the fault's kind.
+const char* quorum_server(std::string_view scheme, fault f) noexcept;
+const char* quorum_server_variable(std::string_view scheme, fault f) noexcept;
+
+// How long a holder's grant on `scheme` outlives its last contact with the ensemble's quorum when
+// the run's locks have `ttl` (family::ensemble_session: a session timeout above an election, or a
+// lease's TTL); `ttl` for a family that declares none. The ensemble faults are timed from it.
+std::chrono::milliseconds ensemble_session(std::string_view scheme, std::chrono::milliseconds ttl);
 
 // Why `scheme` cannot run quorum fault `f` ("single server", ...), or nullopt when it can.
 std::optional<std::string> quorum_not_applicable(std::string_view scheme, fault f);
 
 std::chrono::milliseconds quorum_run_length(fault f, const scenario_settings& s);
 
-// Runs a quorum fault; s.launcher and s.server_process (quorum_server(f)) must be set, s.uri must
+// Runs a quorum fault; s.launcher and s.server_process (quorum_server) must be set, s.uri must
 // name the members in the launcher's order (process .1 first).
 scenario_result run_quorum_scenario(fault f, const scenario_settings& s);
 

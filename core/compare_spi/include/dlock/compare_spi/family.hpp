@@ -4,8 +4,9 @@
 //   std::span<const dlock::compare_spi::family> dlock::compare_spi::families_<name>() noexcept;
 // announced by dlock_compare_families(<name> ...) in its CMakeLists.txt. For a scheme with a
 // server: the launcher's variable for its URI, its process for restart and pause, its default
-// port, how a client's connection is ended on it, the quorum faults it takes and how to find an
-// ensemble's leader. For a scheme without one: the URI a run opens it with.
+// port, how a client's connection is ended on it, the quorum faults it takes, how to find an
+// ensemble's leader and how long a grant outlives a lost quorum. For a scheme without one: the
+// URI a run opens it with.
 //
 // This library sits below both sides: a backend's declarations include only these headers and
 // the core's, and the harness links the declarations of the backends built. Nothing here knows
@@ -70,6 +71,11 @@ struct family {
   // ensemble: whether the member at host:port says it leads now (false when it does not answer
   // within `timeout`, follows, or serves no quorum), for the ensemble-leader-lost fault.
   bool (*is_leader)(const std::string& host, int port, std::chrono::milliseconds timeout) = nullptr;
+  // ensemble: how long a holder's grant outlives its last contact with a quorum when the run's locks
+  // have `ttl` (a session timeout the ensemble faults set, or a lease's TTL as the server grants
+  // it): the ensemble faults time the holder's write and the outages from it, so it must outlast an
+  // election. A scheme that takes `session_timeout` gets it in the ensemble cells' URIs.
+  std::chrono::milliseconds (*ensemble_session)(std::chrono::milliseconds ttl) = nullptr;
   std::uint16_t default_port = 0;  // when a URI names no port
   // How long after its server's start the family's schemes grant nothing by design to a lock of
   // `ttl` (memcached's delayed restart): server-restart runs that long past the start, so that
