@@ -1,11 +1,16 @@
 #include "redlock.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <optional>
+#include <stop_token>
 #include <utility>
 
 #include "capabilities.hpp"
+#include "dlock/acquire_stop.hpp"
 #include "script_call.hpp"
 #include "scripts.hpp"
 
@@ -30,6 +35,39 @@ enum class master_answer {
   ok,
 };
 
+// While alive, inside an acquire that can be stopped: its stop request shuts the reading side of
+// the round's connections down, so that each read of a master that stays silent fails at once
+// instead of after its command_timeout (one after another). Their requests' outcomes are then
+// unknown, as after a timeout, and undone like them (undo_late_grants).
+class round_stopper {
+ public:
+  explicit round_stopper(std::vector<int> fds) {
+    if (spi::current_stop_token().stop_possible())
+      on_stop_.emplace(spi::current_stop_token(), shut_down{std::move(fds), &fired_});
+  }
+  round_stopper(const round_stopper&) = delete;
+  round_stopper& operator=(const round_stopper&) = delete;
+  // Ends the watch: the callback has run to its end or never will. Whether it shut the sockets
+  // down, which leaves even a connection whose answer was read unusable.
+  bool stop_watching() noexcept {
+    on_stop_.reset();
+    return fired_.load(std::memory_order_acquire);
+  }
+
+ private:
+  struct shut_down {
+    std::vector<int> fds;
+    std::atomic<bool>* fired;
+    void operator()() const noexcept {
+      for (const int fd : fds) ::shutdown(fd, SHUT_RD);
+      fired->store(true, std::memory_order_release);
+    }
+  };
+  std::atomic<bool> fired_{false};
+  // Reset before the connections can close their sockets.
+  std::optional<std::stop_callback<shut_down>> on_stop_;
+};
+
 // Sends `build(conn)` to every master first and reads the answers afterwards, so the round trips
 // overlap (parallel, not one after another). Returns how many masters answered `ok(reply, i)`.
 // With `late`, the connections whose reply was lost are handed over instead of dropped; with
@@ -45,6 +83,9 @@ std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& fail
   std::vector<pool::handle> conns(s.masters.size());
   std::vector<bool> sent(s.masters.size(), false);
   for (std::size_t i = 0; i < s.masters.size(); ++i) {
+    // A stopped acquire's round (the one round that hands over `late`) asks no further master: a
+    // connect begun now would run to its end. Releases and renewals ask every master.
+    if (late && spi::stop_requested()) break;
     std::error_code ec;
     conns[i] = s.masters[i]->checkout(ec);
     if (ec) {
@@ -59,6 +100,10 @@ std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& fail
     if (answers) (*answers)[i] = master_answer::unknown;  // a part of it may have gone out
     if (!sent[i]) failures += " " + s.masters[i]->where().label() + ": send failed;";
   }
+  std::vector<int> fds;
+  for (std::size_t i = 0; i < s.masters.size(); ++i)
+    if (sent[i] && conns[i]->raw() != nullptr) fds.push_back(conns[i]->raw()->fd);
+  round_stopper stopper(std::move(fds));
   std::size_t count = 0;
   for (std::size_t i = 0; i < s.masters.size(); ++i) {
     if (!sent[i]) continue;
@@ -79,6 +124,9 @@ std::size_t on_all(const redlock_state& s, Build build, Ok ok, std::string& fail
       if (answers) (*answers)[i] = master_answer::ok;
     }
   }
+  if (stopper.stop_watching())
+    for (auto& c : conns)
+      if (c) c->discard();  // shut down: the pool drops it instead of lending it again
   return count;
 }
 
@@ -184,7 +232,7 @@ void undo_late_grants(redlock_state& s, std::vector<unanswered_request> late, co
       auto& c = **pending;
       std::error_code ec;
       constexpr milliseconds slice{100};  // so a stopping backend is not held up
-      if (c->resume_after_timeout(slice)) {
+      if (c && c->resume_after_timeout(slice)) {
         while (!stop.stop_requested() && clock::now() < expires_at) {
           if (c->read(ec)) {
             c->set_read_timeout(c->where().command_timeout);
@@ -234,6 +282,15 @@ class redlock_lock final : public distributed_lock {
           [](redisReply* r, std::size_t) { return r->type == REDIS_REPLY_STATUS; }, failures, &late, &young, ttl,
           &grant);
       const auto valid_until = spi::lease_state::validity_after(start, ttl);
+      if (spi::stop_requested()) {
+        // Stopped: the caller returns now. Whatever the round set, answered or not, is deleted by
+        // its token in the background, on fresh connections, until it would have expired.
+        std::vector<unanswered_request> asked;
+        for (std::size_t i = 0; i < grant.size(); ++i)
+          if (grant[i] != master_answer::not_asked) asked.push_back({i, pool::handle{}});
+        undo_late_grants(*state_, std::move(asked), key_, token, start + ttl);
+        return nullptr;
+      }
       // Held: a late SET is part of this lease, and its release (by token, everywhere) covers it.
       if (n >= state_->quorum() && valid_until > clock::now())
         return std::make_unique<redlock_lease>(state_, std::string(name()), key_, token, ttl, start, grant);
