@@ -137,19 +137,25 @@ DLOCK_TEST_HOOKS("redis+fair",
 DLOCK_TEST_HOOKS("redlock", {.break_lock = break_lock, .is_held_on_server = is_held, .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+sentinel", {.break_lock = sentinel_break_lock,
                                     .is_held_on_server = sentinel_is_held,
+                                    .data_servers_announced = true,
                                     .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+reentrant+sentinel", {.break_lock = sentinel_break_lock,
                                               .is_held_on_server = sentinel_is_held,
+                                              .data_servers_announced = true,
                                               .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+fair+sentinel", {.break_lock = sentinel_break_lock,
                                          .is_held_on_server = sentinel_is_held,
+                                         .data_servers_announced = true,
                                          .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+cluster", {.break_lock = cluster_break_lock,
                                    .is_held_on_server = cluster_is_held,
+                                   .data_servers_announced = true,
                                    .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+reentrant+cluster", {.break_lock = cluster_break_lock,
                                              .is_held_on_server = cluster_is_held,
+                                             .data_servers_announced = true,
                                              .inspection = server_inspection});
 DLOCK_TEST_HOOKS("redis+fair+cluster", {.break_lock = cluster_break_lock,
                                         .is_held_on_server = cluster_is_held,
+                                        .data_servers_announced = true,
                                         .inspection = server_inspection});

@@ -260,12 +260,40 @@ void tcp_proxy::heal() { engine_->set_partitioned(false); }
 void tcp_proxy::reset_connections() { engine_->reset_connections(); }
 std::size_t tcp_proxy::connections_accepted() const { return engine_->accepted(); }
 
+namespace {
+
+// How the URI text spells a server: the form the replacement looks for.
+std::string spelled(const dlock::host_port& h) { return h.host + ":" + std::to_string(h.port_or(0)); }
+
+}  // namespace
+
 std::string through(const std::string& uri, const tcp_proxy& proxy) {
   const auto u = dlock::uri::parse(uri);
-  const std::string hostport = u.hosts().front().host + ":" + std::to_string(u.hosts().front().port_or(0));
+  const std::string hostport = spelled(u.hosts().front());
   auto out = uri;
   const auto at = out.find(hostport);
   if (at != std::string::npos) out.replace(at, hostport.size(), proxy.address());
+  return out;
+}
+
+std::vector<std::unique_ptr<tcp_proxy>> proxies_for(const std::string& uri) {
+  std::vector<std::unique_ptr<tcp_proxy>> proxies;
+  for (const auto& h : dlock::uri::parse(uri).hosts())
+    proxies.push_back(std::make_unique<tcp_proxy>(h.host, static_cast<std::uint16_t>(h.port_or(0))));
+  return proxies;
+}
+
+std::string through(const std::string& uri, const std::vector<std::unique_ptr<tcp_proxy>>& proxies) {
+  const auto hosts = dlock::uri::parse(uri).hosts();
+  auto out = uri;
+  std::size_t from = 0;  // each replacement after the last: a proxy's address never matches a later host
+  for (std::size_t i = 0; i < hosts.size() && i < proxies.size(); ++i) {
+    const std::string hostport = spelled(hosts[i]);
+    const auto at = out.find(hostport, from);
+    if (at == std::string::npos) continue;
+    out.replace(at, hostport.size(), proxies[i]->address());
+    from = at + proxies[i]->address().size();
+  }
   return out;
 }
 

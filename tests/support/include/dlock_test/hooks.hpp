@@ -31,6 +31,10 @@ struct backend_hooks {
   // interrupt a call from another thread). The README says so; the cancellation test then sets a
   // short command_timeout and expects the end within its bound.
   bool stop_waits_out_a_silent_command = false;
+  // True when the URI names servers that announce the ones the locks live on (Redis Sentinel's
+  // sentinels, a Redis Cluster's seed nodes): a proxy in front of each named server does not stand
+  // between the client and its data, so the tests that silence the servers through proxies skip.
+  bool data_servers_announced = false;
   // What backend::inspect, list and force_release do on this backend, as its README declares it.
   // The conformance suite checks it both ways: what is declared works, what is not says
   // errc::not_supported.

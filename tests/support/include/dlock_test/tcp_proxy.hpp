@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dlock::testing {
 
@@ -40,6 +41,11 @@ class tcp_proxy {
 
 // `uri` with its first host:port replaced by the proxy's (a URI of one server).
 std::string through(const std::string& uri, const tcp_proxy& proxy);
+
+// One proxy for each server of `uri`, in the URI's order.
+std::vector<std::unique_ptr<tcp_proxy>> proxies_for(const std::string& uri);
+// `uri` with each host:port replaced by its proxy's (proxies_for's order).
+std::string through(const std::string& uri, const std::vector<std::unique_ptr<tcp_proxy>>& proxies);
 
 // Cuts the link for the life of the guard: heal() runs whatever the test does, even on an ASSERT.
 class partition_guard {
