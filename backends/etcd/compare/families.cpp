@@ -1,62 +1,24 @@
 // What dlock compare's server faults need of the etcd servers (core/compare_spi: family.hpp): the
 // single member, and the three-member cluster the ensemble-* faults stop members of.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <string>
 #include <string_view>
 
 #include "dlock/compare_spi/family.hpp"
+#include "dlock/compare_spi/tcp_exchange.hpp"
 
 namespace dlock::compare_spi {
 
 namespace {
 
-class socket_fd {
- public:
-  socket_fd() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {}
-  ~socket_fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  socket_fd(const socket_fd&) = delete;
-  socket_fd& operator=(const socket_fd&) = delete;
-  int get() const noexcept { return fd_; }
-
- private:
-  int fd_;
-};
-
 // The body of the member's answer to a POST of `body` to `path` on its v3 JSON gateway (HTTP/1.1,
 // the connection closed after it); empty when it did not answer within `timeout` or not with 200.
 std::string post(const std::string& host, int port, std::string_view path, std::string_view body,
                  std::chrono::milliseconds timeout) {
-  socket_fd s;
-  if (s.get() < 0) return {};
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);
-  ::setsockopt(s.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(s.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1) return {};
-  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) return {};
-  std::string request = "POST " + std::string(path) + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
-                        "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-                        "\r\nConnection: close\r\n\r\n" + std::string(body);
-  for (std::size_t sent = 0; sent < request.size();) {
-    const auto n = ::send(s.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) return {};
-    sent += static_cast<std::size_t>(n);
-  }
-  std::string answer;
-  char buf[1024];
-  for (ssize_t n; (n = ::recv(s.get(), buf, sizeof buf, 0)) > 0 && answer.size() < 65536;)
-    answer.append(buf, static_cast<std::size_t>(n));
+  const std::string request = "POST " + std::string(path) + " HTTP/1.1\r\nHost: " + host + ":" + std::to_string(port) +
+                              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\nConnection: close\r\n\r\n" + std::string(body);
+  const auto answer = tcp_exchange(host, port, request, timeout);
   if (!answer.starts_with("HTTP/1.1 200") && !answer.starts_with("HTTP/1.0 200")) return {};
   const auto body_at = answer.find("\r\n\r\n");
   return body_at == std::string::npos ? std::string() : answer.substr(body_at + 4);
