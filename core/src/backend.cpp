@@ -8,6 +8,7 @@
 #include "errors_caught.hpp"
 #include "local_wait_queue.hpp"
 #include "observation.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -39,10 +40,7 @@ std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, std:
 }
 
 std::unique_ptr<distributed_lock> backend::make_lock(std::string_view name, lock_options options) {
-  std::error_code ec;
-  auto lock = make_lock(name, std::move(options), ec);
-  throw_if(ec);
-  return lock;
+  return detail::or_throw([&](std::error_code& ec) { return make_lock(name, std::move(options), ec); });
 }
 
 bool backend::check_lock_name(std::string_view name, std::error_code& ec) const noexcept {
@@ -121,10 +119,7 @@ std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, std::error
 }
 
 std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, lock_options options) {
-  std::error_code ec;
-  auto made = make_rw_lock(name, std::move(options), ec);
-  throw_if(ec);
-  return made;
+  return detail::or_throw([&](std::error_code& ec) { return make_rw_lock(name, std::move(options), ec); });
 }
 
 std::unique_ptr<rw_lock> backend::make_rw_lock(std::string_view name, lock_options options,
@@ -152,10 +147,8 @@ std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> na
 }
 
 std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> names, lock_options options) {
-  std::error_code ec;
-  auto made = make_multi_lock(std::move(names), std::move(options), ec);
-  throw_if(ec);
-  return made;
+  return detail::or_throw(
+      [&](std::error_code& ec) { return make_multi_lock(std::move(names), std::move(options), ec); });
 }
 
 std::unique_ptr<multi_lock> backend::make_multi_lock(std::vector<std::string> names, lock_options options,
@@ -204,10 +197,7 @@ std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::u
 
 std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count,
                                                    lock_options options) {
-  std::error_code ec;
-  auto made = make_semaphore(name, max_count, std::move(options), ec);
-  throw_if(ec);
-  return made;
+  return detail::or_throw([&](std::error_code& ec) { return make_semaphore(name, max_count, std::move(options), ec); });
 }
 
 std::unique_ptr<semaphore> backend::make_semaphore(std::string_view name, std::uint32_t max_count, lock_options options,
@@ -260,10 +250,7 @@ void check_lock_options(const lock_options& options, std::error_code& ec) noexce
 }
 
 std::size_t backend::sweep_expired() {
-  std::error_code ec;
-  const auto n = sweep_expired(ec);
-  throw_if(ec);
-  return n;
+  return detail::or_throw([&](std::error_code& ec) { return sweep_expired(ec); });
 }
 
 std::size_t backend::sweep_expired(std::error_code& ec) noexcept {
@@ -282,10 +269,7 @@ std::string backend::sweep_target() const { return do_sweep_target(); }
 std::string backend::do_sweep_target() const { return {}; }
 
 lock_info backend::inspect(std::string_view name) {
-  std::error_code ec;
-  auto info = inspect(name, ec);
-  throw_if(ec);
-  return info;
+  return detail::or_throw([&](std::error_code& ec) { return inspect(name, ec); });
 }
 
 lock_info backend::inspect(std::string_view name, std::error_code& ec) noexcept {
@@ -301,10 +285,7 @@ lock_info backend::inspect(std::string_view name, std::error_code& ec) noexcept 
 }
 
 std::vector<std::string> backend::list(std::string_view prefix) {
-  std::error_code ec;
-  auto names = list(prefix, ec);
-  throw_if(ec);
-  return names;
+  return detail::or_throw([&](std::error_code& ec) { return list(prefix, ec); });
 }
 
 std::vector<std::string> backend::list(std::string_view prefix, std::error_code& ec) noexcept {
@@ -321,10 +302,7 @@ std::vector<std::string> backend::list(std::string_view prefix, std::error_code&
 }
 
 std::vector<lock_holder> backend::force_release(std::string_view name) {
-  std::error_code ec;
-  auto removed = force_release(name, ec);
-  throw_if(ec);
-  return removed;
+  return detail::or_throw([&](std::error_code& ec) { return force_release(name, ec); });
 }
 
 std::vector<lock_holder> backend::force_release(std::string_view name, std::error_code& ec) noexcept {

@@ -10,6 +10,7 @@
 #include "dlock/spi.hpp"
 #include "local_wait_queue.hpp"
 #include "observation.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -23,10 +24,7 @@ lease distributed_lock::adopt(std::unique_ptr<spi::lease_state> state) noexcept 
 }
 
 lease distributed_lock::try_acquire() {
-  std::error_code ec;
-  auto l = try_acquire(ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire(ec); });
 }
 
 lease distributed_lock::try_acquire(std::error_code& ec) noexcept {
@@ -42,10 +40,7 @@ lease distributed_lock::try_acquire_until(clock::time_point deadline, std::error
 }
 
 lease distributed_lock::try_acquire_until(clock::time_point deadline, std::stop_token stop) {
-  std::error_code ec;
-  auto l = try_acquire_until(deadline, std::move(stop), ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire_until(deadline, std::move(stop), ec); });
 }
 
 lease distributed_lock::try_acquire_until(clock::time_point deadline, std::stop_token stop,
@@ -65,10 +60,7 @@ lease distributed_lock::acquire() { return acquire(std::stop_token{}); }
 lease distributed_lock::acquire(std::error_code& ec) noexcept { return acquire(std::stop_token{}, ec); }
 
 lease distributed_lock::acquire(std::stop_token stop) {
-  std::error_code ec;
-  auto l = acquire(std::move(stop), ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return acquire(std::move(stop), ec); });
 }
 
 lease distributed_lock::acquire(std::stop_token stop, std::error_code& ec) noexcept {

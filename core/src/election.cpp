@@ -3,6 +3,7 @@
 #include "dlock/backend.hpp"
 #include "dlock/error.hpp"
 #include "errors_caught.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -40,10 +41,7 @@ leadership election::campaign(std::stop_token stop, std::error_code& ec) noexcep
 }
 
 leader_info election::leader() {
-  std::error_code ec;
-  auto info = leader(ec);
-  throw_if(ec);
-  return info;
+  return detail::or_throw([&](std::error_code& ec) { return leader(ec); });
 }
 
 leader_info election::leader(std::error_code& ec) noexcept {
@@ -66,10 +64,7 @@ std::unique_ptr<election> backend::make_election(std::string_view name, std::err
 }
 
 std::unique_ptr<election> backend::make_election(std::string_view name, lock_options options) {
-  std::error_code ec;
-  auto made = make_election(name, std::move(options), ec);
-  throw_if(ec);
-  return made;
+  return detail::or_throw([&](std::error_code& ec) { return make_election(name, std::move(options), ec); });
 }
 
 std::unique_ptr<election> backend::make_election(std::string_view name, lock_options options,

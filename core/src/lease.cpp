@@ -5,6 +5,7 @@
 #include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
+#include "or_throw.hpp"
 #include "watchdog.hpp"
 
 namespace dlock {
@@ -63,9 +64,7 @@ void lease::renew() {
 }
 
 void lease::renew(std::chrono::milliseconds ttl) {
-  std::error_code ec;
-  renew(ttl, ec);
-  throw_if(ec);
+  detail::or_throw([&](std::error_code& ec) { renew(ttl, ec); });
 }
 
 void lease::renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept {
@@ -78,9 +77,7 @@ void lease::renew(std::chrono::milliseconds ttl, std::error_code& ec) noexcept {
 }
 
 void lease::release() {
-  std::error_code ec;
-  release(ec);
-  throw_if(ec);
+  detail::or_throw([&](std::error_code& ec) { release(ec); });
 }
 
 void lease::release(std::error_code& ec) noexcept {

@@ -6,6 +6,7 @@
 #include "dlock/diagnostics.hpp"
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -125,9 +126,7 @@ std::string multi_lease::lost_member() const {
 }
 
 void multi_lease::renew() {
-  std::error_code ec;
-  renew(ec);
-  throw_if(ec);
+  detail::or_throw([&](std::error_code& ec) { renew(ec); });
 }
 
 void multi_lease::renew(std::error_code& ec) noexcept {
@@ -151,9 +150,7 @@ void multi_lease::renew(std::error_code& ec) noexcept {
 }
 
 void multi_lease::release() {
-  std::error_code ec;
-  release(ec);
-  throw_if(ec);
+  detail::or_throw([&](std::error_code& ec) { release(ec); });
 }
 
 void multi_lease::release(std::error_code& ec) noexcept {
@@ -251,10 +248,7 @@ multi_lease multi_lock::take(mode how, clock::time_point deadline, const std::st
 }
 
 multi_lease multi_lock::try_acquire() {
-  std::error_code ec;
-  auto l = try_acquire(ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire(ec); });
 }
 
 multi_lease multi_lock::try_acquire(std::error_code& ec) noexcept {
@@ -270,10 +264,7 @@ multi_lease multi_lock::try_acquire_until(clock::time_point deadline, std::error
 }
 
 multi_lease multi_lock::try_acquire_until(clock::time_point deadline, std::stop_token stop) {
-  std::error_code ec;
-  auto l = try_acquire_until(deadline, std::move(stop), ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire_until(deadline, std::move(stop), ec); });
 }
 
 multi_lease multi_lock::try_acquire_until(clock::time_point deadline, std::stop_token stop,
@@ -286,10 +277,7 @@ multi_lease multi_lock::acquire() { return acquire(std::stop_token{}); }
 multi_lease multi_lock::acquire(std::error_code& ec) noexcept { return acquire(std::stop_token{}, ec); }
 
 multi_lease multi_lock::acquire(std::stop_token stop) {
-  std::error_code ec;
-  auto l = acquire(std::move(stop), ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return acquire(std::move(stop), ec); });
 }
 
 multi_lease multi_lock::acquire(std::stop_token stop, std::error_code& ec) noexcept {

@@ -9,6 +9,7 @@
 #include "dlock/spi.hpp"
 #include "errors_caught.hpp"
 #include "module_index.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -150,10 +151,7 @@ void registry::load_all_plugins() {
 }
 
 std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities required) const {
-  std::error_code ec;
-  auto b = open(uri_text, required, ec);
-  throw_if(ec);
-  return b;
+  return detail::or_throw([&](std::error_code& ec) { return open(uri_text, required, ec); });
 }
 
 std::shared_ptr<backend> registry::open(std::string_view uri_text, std::shared_ptr<observer> target) const {
@@ -162,10 +160,7 @@ std::shared_ptr<backend> registry::open(std::string_view uri_text, std::shared_p
 
 std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities required,
                                         std::shared_ptr<observer> target) const {
-  std::error_code ec;
-  auto b = open(uri_text, required, std::move(target), ec);
-  throw_if(ec);
-  return b;
+  return detail::or_throw([&](std::error_code& ec) { return open(uri_text, required, std::move(target), ec); });
 }
 
 std::shared_ptr<backend> registry::open(std::string_view uri_text, capabilities required,

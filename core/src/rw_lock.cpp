@@ -4,6 +4,7 @@
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
 #include "observation.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -15,10 +16,7 @@ rw_lock::rw_lock(std::string name, capabilities caps, lock_options options)
 rw_lock::~rw_lock() = default;
 
 lease rw_lock::try_acquire(access side) {
-  std::error_code ec;
-  auto l = try_acquire(side, ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire(side, ec); });
 }
 
 lease rw_lock::try_acquire(access side, std::error_code& ec) noexcept {
@@ -34,10 +32,7 @@ lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::e
 }
 
 lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::stop_token stop) {
-  std::error_code ec;
-  auto l = try_acquire_until(side, deadline, std::move(stop), ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire_until(side, deadline, std::move(stop), ec); });
 }
 
 lease rw_lock::try_acquire_until(access side, clock::time_point deadline, std::stop_token stop,
@@ -62,10 +57,7 @@ lease rw_lock::acquire(access side) { return acquire(side, std::stop_token{}); }
 lease rw_lock::acquire(access side, std::error_code& ec) noexcept { return acquire(side, std::stop_token{}, ec); }
 
 lease rw_lock::acquire(access side, std::stop_token stop) {
-  std::error_code ec;
-  auto l = acquire(side, std::move(stop), ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return acquire(side, std::move(stop), ec); });
 }
 
 lease rw_lock::acquire(access side, std::stop_token stop, std::error_code& ec) noexcept {

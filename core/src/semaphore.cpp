@@ -4,6 +4,7 @@
 #include "dlock/error.hpp"
 #include "dlock/lease_state.hpp"
 #include "observation.hpp"
+#include "or_throw.hpp"
 
 namespace dlock {
 
@@ -21,10 +22,7 @@ bool semaphore::check_permits(std::uint32_t permits, std::error_code& ec) const 
 }
 
 lease semaphore::try_acquire(std::uint32_t permits) {
-  std::error_code ec;
-  auto l = try_acquire(permits, ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return try_acquire(permits, ec); });
 }
 
 lease semaphore::try_acquire(std::uint32_t permits, std::error_code& ec) noexcept {
@@ -40,10 +38,8 @@ lease semaphore::try_acquire_until(clock::time_point deadline, std::uint32_t per
 }
 
 lease semaphore::try_acquire_until(clock::time_point deadline, std::stop_token stop, std::uint32_t permits) {
-  std::error_code ec;
-  auto l = try_acquire_until(deadline, std::move(stop), permits, ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw(
+      [&](std::error_code& ec) { return try_acquire_until(deadline, std::move(stop), permits, ec); });
 }
 
 lease semaphore::try_acquire_until(clock::time_point deadline, std::stop_token stop, std::uint32_t permits,
@@ -73,10 +69,7 @@ lease semaphore::acquire(std::uint32_t permits, std::error_code& ec) noexcept {
 }
 
 lease semaphore::acquire(std::stop_token stop, std::uint32_t permits) {
-  std::error_code ec;
-  auto l = acquire(std::move(stop), permits, ec);
-  throw_if(ec);
-  return l;
+  return detail::or_throw([&](std::error_code& ec) { return acquire(std::move(stop), permits, ec); });
 }
 
 lease semaphore::acquire(std::stop_token stop, std::uint32_t permits, std::error_code& ec) noexcept {

@@ -62,6 +62,24 @@ using raw_redis::reply_ptr;
 raw_redis::context_ptr raw() { return raw_redis::connect(server_uri("DLOCK_REDIS_URI")); }
 std::string str(const reply_ptr& r) { return r && r->str ? std::string(r->str, r->len) : std::string(); }
 long long num(const reply_ptr& r) { return r ? r->integer : -99; }
+
+// The start of the tests on a read hold: a backend opened with `query`, a raw connection, a fresh
+// name (`what` and a random suffix) and a read hold of it (try_acquire_read: the test asserts it).
+struct fresh_read {
+  std::shared_ptr<dlock::backend> b;
+  raw_redis::context_ptr c;
+  std::string name;
+  dlock::lease reading;
+};
+
+fresh_read read_fresh_name(std::string_view query, const std::string& what) {
+  fresh_read r;
+  r.b = open_redis(query);
+  r.c = raw();
+  r.name = unique_name(what);
+  r.reading = r.b->make_rw_lock(r.name)->try_acquire_read();
+  return r;
+}
 // HGETALL as field -> value.
 std::map<std::string, std::string> hgetall(redisContext* c, const std::string& key) {
   std::map<std::string, std::string> out;
@@ -271,10 +289,7 @@ TEST(RedisShared, AWaitingMutexHoldsBackNewReadersAndTheLastReaderWakesIt) {
 
 // A waiting mutex that gives up takes its entry out, and the reader it held back gets in.
 TEST(RedisShared, AMutexThatGivesUpLetsTheReadersItHeldBackIn) {
-  auto b = open_redis("ttl=60s&poll=60s..60s");
-  auto c = raw();
-  const auto name = unique_name("mutex-gives-up");
-  auto first = b->make_rw_lock(name)->try_acquire_read();
+  auto [b, c, name, first] = read_fresh_name("ttl=60s&poll=60s..60s", "mutex-gives-up");
   ASSERT_TRUE(first);
   EXPECT_FALSE(b->make_lock(name)->try_acquire_for(500ms));
   EXPECT_EQ(num(command(c.get(), {"ZCARD", "{" + name + "}:dlock_writers_waiting"})), 0);
@@ -352,10 +367,7 @@ TEST(RedisShared, KilledReadersHoldExpiresAndAWriterGetsIn) {
 }
 
 TEST(RedisShared, ReleaseAfterLossIsNotOwnerAndLostFires) {
-  auto b = open_redis("ttl=1s");
-  auto c = raw();
-  const auto name = unique_name("rw-lost");
-  auto r = b->make_rw_lock(name)->try_acquire_read();
+  auto [b, c, name, r] = read_fresh_name("ttl=1s", "rw-lost");
   ASSERT_TRUE(r);
   command(c.get(), {"DEL", name});
   EXPECT_TRUE(dlock::testing::fires_within(r.lost_token(), 5s));
@@ -497,10 +509,7 @@ TEST(RedisShared, WaitingWriterHoldsBackNewReaders) {
 }
 
 TEST(RedisShared, KilledWaitingWritersEntryExpires) {
-  auto b = open_redis("ttl=1s");
-  auto c = raw();
-  const auto name = unique_name("rw-pref-killed");
-  auto r = b->make_rw_lock(name)->try_acquire_read();
+  auto [b, c, name, r] = read_fresh_name("ttl=1s", "rw-pref-killed");
   ASSERT_TRUE(r);
   dlock::testing::child_process writer(holder_command("rw write " + name + " 1000"));
   const auto waiting = "{" + name + "}:dlock_writers_waiting";

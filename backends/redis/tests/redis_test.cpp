@@ -46,11 +46,26 @@ reply_ptr cmd(redisContext* c, const char* fmt, std::string_view a) {
   return reply_ptr(static_cast<redisReply*>(redisCommand(c, fmt, a.data(), a.size())));
 }
 
+// What most tests start from: DLOCK_REDIS_URI, a backend opened on it with `query`, a fresh name
+// (`what` and a random suffix), and a lease of that name (try_acquire: the test asserts it).
+struct fresh_hold {
+  std::string uri;
+  std::shared_ptr<dlock::backend> b;
+  std::string name;
+  dlock::lease lease;
+};
+
+fresh_hold hold_fresh_name(const std::string& query, const std::string& what) {
+  fresh_hold h;
+  h.uri = server_uri("DLOCK_REDIS_URI");
+  h.b = open_uri(h.uri + query);
+  h.name = unique_name(what);
+  h.lease = h.b->make_lock(h.name)->try_acquire();
+  return h;
+}
+
 TEST(Redis, SimpleLayoutIsRedisPys) {
-  const auto uri = server_uri("DLOCK_REDIS_URI");
-  auto b = open_uri(uri + "?ttl=5s");
-  const auto name = unique_name("layout");
-  auto l = b->make_lock(name)->try_acquire();
+  auto [uri, b, name, l] = hold_fresh_name("?ttl=5s", "layout");
   ASSERT_TRUE(l);
   auto c = raw_redis::connect(uri);
   auto type = cmd(c.get(), "TYPE %b", name);
@@ -76,10 +91,7 @@ TEST(Redis, SimpleLayoutIsRedisPys) {
 }
 
 TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
-  const auto uri = server_uri("DLOCK_REDIS_URI");
-  auto b = open_uri(uri + "?ttl=600ms&watchdog=false");
-  const auto name = unique_name("expiry");
-  auto first = b->make_lock(name)->try_acquire();
+  auto [uri, b, name, first] = hold_fresh_name("?ttl=600ms&watchdog=false", "expiry");
   ASSERT_TRUE(first);
   const auto t1 = *first.fencing_token();
   std::this_thread::sleep_for(900ms);  // expires on the server while the holder "still works"
@@ -93,10 +105,7 @@ TEST(Redis, FencingTokenGrowsAcrossExpiryAndLostFires) {
 }
 
 TEST(Redis, DeletedOutOfBandIsReportedLostByRenewal) {
-  const auto uri = server_uri("DLOCK_REDIS_URI");
-  auto b = open_uri(uri + "?ttl=900ms");
-  const auto name = unique_name("deleted");
-  auto l = b->make_lock(name)->try_acquire();
+  auto [uri, b, name, l] = hold_fresh_name("?ttl=900ms", "deleted");
   ASSERT_TRUE(l);
   auto c = raw_redis::connect(uri);
   cmd(c.get(), "DEL %b", name);  // what a restart without persistence leaves behind
@@ -118,24 +127,13 @@ TEST(Redis, WatchdogRenewsLeasesDueTogetherInOneBatch) {
 }
 
 TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
-  const auto uri = server_uri("DLOCK_REDIS_URI");
-  auto b = open_uri(uri + "?ttl=3s");
-  const auto name = unique_name("killed");
-  auto l = b->make_lock(name)->try_acquire();
+  auto [uri, b, name, l] = hold_fresh_name("?ttl=3s", "killed");
   ASSERT_TRUE(l);
   auto c = raw_redis::connect(uri);
   // Kill this process's dlock connections (named dlock-<pid>), and only those: the server may be
   // shared with other tests. The pooled connection of the holder goes away.
-  auto list = reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "CLIENT LIST TYPE normal")));
-  ASSERT_TRUE(list && list->type == REDIS_REPLY_STRING);
-  const std::string mine = " name=dlock-" + std::to_string(::getpid()) + " ";
   int killed = 0;
-  std::string text(list->str, list->len);
-  for (std::size_t at = 0; at < text.size();) {
-    const auto end = std::min(text.find('\n', at), text.size());
-    const auto line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.find(mine) == std::string::npos) continue;
+  for (const auto& line : raw_redis::this_process_clients(c.get())) {
     const auto id = line.substr(3, line.find(' ') - 3);  // "id=<n> ..."
     auto r = reply_ptr(static_cast<redisReply*>(redisCommand(c.get(), "CLIENT KILL ID %s", id.c_str())));
     killed += r && r->type == REDIS_REPLY_INTEGER ? static_cast<int>(r->integer) : 0;
@@ -151,17 +149,14 @@ TEST(Redis, ClientKillOfEveryConnectionKeepsTheLeaseAndReconnects) {
 }
 
 TEST(Redis, WaiterIsWokenByReleaseMessage) {
-  const auto uri = server_uri("DLOCK_REDIS_URI");
   // A 60s ttl and poll=59s..60s: only the release message can wake the waiter before the deadline.
-  auto b = open_uri(uri + "?ttl=60s&poll=59s..60s");
-  const auto name = unique_name("wake");
-  auto held = b->make_lock(name)->try_acquire();
-  ASSERT_TRUE(held);
+  auto fresh = hold_fresh_name("?ttl=60s&poll=59s..60s", "wake");
+  ASSERT_TRUE(fresh.lease);
   std::thread releaser([&] {
     std::this_thread::sleep_for(200ms);
-    held.release();
+    fresh.lease.release();
   });
-  auto waiter = b->make_lock(name)->try_acquire_for(20s);
+  auto waiter = fresh.b->make_lock(fresh.name)->try_acquire_for(20s);
   releaser.join();
   EXPECT_TRUE(waiter);
 }

@@ -288,17 +288,11 @@ std::unique_ptr<spi::release_watch> index_lock::do_watch_release() noexcept {
                         [this](std::error_code& e) { return do_try_acquire(e); });
 }
 
-class index_backend final : public backend {
+class index_backend final : public row_inspected_backend<index_state, index_lock> {
  public:
-  explicit index_backend(std::shared_ptr<index_state> st)
-      : backend(st->setup.caps, st->setup.primitives, lock_scope::network, name_limits{st->setup.max_name_length},
-                st->setup.defaults, st->setup.redacted_uri),
-        st_(std::move(st)) {}
+  explicit index_backend(std::shared_ptr<index_state> st) : row_inspected_backend(st, st->setup.primitives) {}
 
  private:
-  std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override {
-    return std::make_unique<index_lock>(st_, std::move(name), std::move(options));
-  }
   // Offered (primitives() set) only when st_->units is.
   std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override {
     return st_->units->make_rw_lock(std::move(name), rw_caps(), std::move(options));
@@ -326,23 +320,6 @@ class index_backend final : public backend {
       return table_label(t) + " and " + table_label(t, "_waiters");
     return table_label(t);
   }
-  // The lock rows: owner, fence, ttl left; with fair=true the queue's live waiters.
-  lock_info do_inspect(const std::string& name) override {
-    const auto& sql = st_->sql.inspection;
-    if (sql.holders.empty()) return backend::do_inspect(name);
-    return inspect_rows(*st_, sql, name, st_->setup.params.fair);
-  }
-  std::vector<std::string> do_list(const std::string& prefix) override {
-    if (st_->sql.inspection.list.empty()) return backend::do_list(prefix);
-    return list_rows(*st_, st_->sql.inspection, prefix);
-  }
-  // Deletes the live row: the holder's renewal and release then match no row of theirs (not_owner).
-  std::vector<lock_holder> do_force_release(const std::string& name) override {
-    const auto& sql = st_->sql.inspection;
-    if (sql.lock_holders.empty() || sql.remove.empty()) return backend::do_force_release(name);
-    return force_release_rows(*st_, sql, name);
-  }
-  std::shared_ptr<index_state> st_;
 };
 
 // Every lease named this batch is an index_lease of this backend.

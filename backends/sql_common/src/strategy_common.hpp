@@ -174,13 +174,14 @@ class strategy_lock : public distributed_lock {
   const std::shared_ptr<State> st_;
 };
 
-// The backend of a strategy with the mutex only, making Locks over its State.
+// The backend of a strategy, making Locks over its State; `primitives`: what its reader-writer lock
+// and semaphore declare (none: the mutex only).
 template <class State, class Lock>
 class strategy_backend : public backend {
  public:
-  explicit strategy_backend(std::shared_ptr<State> st)
-      : backend(st->setup.caps, lock_scope::network, name_limits{st->setup.max_name_length}, st->setup.defaults,
-                st->setup.redacted_uri),
+  explicit strategy_backend(std::shared_ptr<State> st, primitive_caps primitives = {})
+      : backend(st->setup.caps, primitives, lock_scope::network, name_limits{st->setup.max_name_length},
+                st->setup.defaults, st->setup.redacted_uri),
         st_(std::move(st)) {}
 
  protected:
@@ -189,6 +190,34 @@ class strategy_backend : public backend {
   }
 
   const std::shared_ptr<State> st_;
+};
+
+// A strategy_backend that answers backend::inspect, list and force_release from its lock rows
+// through the State's `sql.inspection` (with fair=true inspect reads the queue's live waiters too);
+// where the dialect has no such statement, the core's refusal. force_release ends the grants by the
+// dialect's `remove` (the row deleted, or freed where its version must outlive them): the holder's
+// renewal and release then match no row of theirs (not_owner).
+template <class State, class Lock>
+class row_inspected_backend : public strategy_backend<State, Lock> {
+ public:
+  using strategy_backend<State, Lock>::strategy_backend;
+
+ protected:
+  lock_info do_inspect(const std::string& name) override {
+    const auto& sql = this->st_->sql.inspection;
+    if (sql.holders.empty()) return backend::do_inspect(name);
+    return inspect_rows(*this->st_, sql, name, this->st_->setup.params.fair);
+  }
+  std::vector<std::string> do_list(const std::string& prefix) override {
+    const auto& sql = this->st_->sql.inspection;
+    if (sql.list.empty()) return backend::do_list(prefix);
+    return list_rows(*this->st_, sql, prefix);
+  }
+  std::vector<lock_holder> do_force_release(const std::string& name) override {
+    const auto& sql = this->st_->sql.inspection;
+    if (sql.lock_holders.empty() || sql.remove.empty()) return backend::do_force_release(name);
+    return force_release_rows(*this->st_, sql, name);
+  }
 };
 
 // A backend's State: the setup, the dialect's statements, and the lock table created

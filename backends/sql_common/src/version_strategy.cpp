@@ -102,9 +102,9 @@ class version_lock final : public strategy_lock<version_state> {
   }
 };
 
-class version_backend final : public strategy_backend<version_state, version_lock> {
+class version_backend final : public row_inspected_backend<version_state, version_lock> {
  public:
-  using strategy_backend::strategy_backend;
+  using row_inspected_backend::row_inspected_backend;
 
  private:
   // Expired grants are freed, their rows kept: the version column is the fencing token.
@@ -114,21 +114,6 @@ class version_backend final : public strategy_backend<version_state, version_loc
   std::string do_sweep_target() const override {
     if (st_->sql.sweep.empty()) return {};
     return table_label(st_->setup.params.table) + " (grants freed, rows kept: the version is the fencing token)";
-  }
-  lock_info do_inspect(const std::string& name) override {
-    if (st_->sql.inspection.holders.empty()) return backend::do_inspect(name);
-    return inspect_rows(*st_, st_->sql.inspection, name, false);
-  }
-  std::vector<std::string> do_list(const std::string& prefix) override {
-    if (st_->sql.inspection.list.empty()) return backend::do_list(prefix);
-    return list_rows(*st_, st_->sql.inspection, prefix);
-  }
-  // Frees the grant, keeping the row and its version: the holder's release and renewal, bound to
-  // its owner and version, then match nothing (not_owner).
-  std::vector<lock_holder> do_force_release(const std::string& name) override {
-    const auto& sql = st_->sql.inspection;
-    if (sql.lock_holders.empty() || sql.remove.empty()) return backend::do_force_release(name);
-    return force_release_rows(*st_, sql, name);
   }
 };
 

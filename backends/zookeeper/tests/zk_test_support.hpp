@@ -8,6 +8,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -22,6 +23,7 @@
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
 #include "four_letter.hpp"
+#include "name_mapping.hpp"
 #include "sequence.hpp"
 
 namespace dlock::zookeeper::testing {
@@ -75,6 +77,41 @@ inline void wait_for_contenders(zhandle_t* zh, const std::string& parent, std::s
   ASSERT_EQ(lock_nodes_in_order(children(zh, parent)).size(), n);
 }
 
+// The czxid of the node at `path` (the zxid of its create: the fencing token of a grant it
+// holds); none if it cannot be read.
+inline std::optional<std::uint64_t> czxid_of(zhandle_t* zh, const std::string& path) {
+  Stat st{};
+  if (zoo_exists(zh, path.c_str(), 0, &st) != ZOK) return std::nullopt;
+  return static_cast<std::uint64_t>(st.czxid);
+}
+
+// The URI's path without trailing slashes: the root the backend puts its folders under.
+inline std::string root_of(const std::string& text) {
+  auto p = dlock::uri::parse(text).path();
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  return p;
+}
+
+// What a test of the nodes of one name starts from: DLOCK_ZOOKEEPER_URI, a backend on it, a fresh
+// name (`what` and a random suffix), the folder its nodes go in, and a raw handle to look at them.
+struct name_in_view {
+  std::string uri;
+  std::shared_ptr<dlock::backend> b;
+  std::string name;
+  std::string parent;
+  zh_ptr zh;
+};
+
+inline name_in_view fresh_name_in_view(const std::string& what) {
+  name_in_view v;
+  v.uri = server_uri("DLOCK_ZOOKEEPER_URI");
+  v.b = dlock::open(v.uri);
+  v.name = unique_name(what);
+  v.parent = parent_path(root_of(v.uri), v.name);
+  v.zh = raw_connect(v.uri);
+  return v;
+}
+
 // Collects what reaches dlock's background error handler; the previous handler comes back at the end.
 class collected_diagnostics {
  public:
@@ -96,13 +133,6 @@ class collected_diagnostics {
   std::vector<std::string> lines_;
   dlock::background_error_handler previous_;
 };
-
-// The URI's path without trailing slashes: the root the backend puts its folders under.
-inline std::string root_of(const std::string& text) {
-  auto p = dlock::uri::parse(text).path();
-  while (!p.empty() && p.back() == '/') p.pop_back();
-  return p;
-}
 
 // The clock the kazoo peer reports its events in (CLOCK_MONOTONIC, as Python's time.monotonic).
 inline double steady_seconds() {

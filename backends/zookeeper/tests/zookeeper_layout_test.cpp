@@ -72,11 +72,7 @@ TEST(zookeeper, NodesAreNamedAsCuratorNamesThem) {
 }
 
 TEST(zookeeper, WaitersAreGrantedInArrivalOrder) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  const auto name = unique_name("fifo");
-  const auto parent = zk::parent_path(root_of(uri), name);
-  auto zh = raw_connect(uri);
+  auto [uri, b, name, parent, zh] = fresh_name_in_view("fifo");
   auto first = b->make_lock(name)->acquire();
   std::mutex m;
   std::vector<int> order;
@@ -217,11 +213,7 @@ TEST(zookeeper, FencingIsTheCzxidAndIncreases) {
 // (the launcher sets znode.container.checkIntervalMs=1000; the server default sweeps every 60 s),
 // so a service locking millions of distinct names does not leave millions of empty parents.
 TEST(zookeeper, EmptyParentsAreRemovedByTheServer) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  const auto name = unique_name("container");
-  const auto parent = zk::parent_path(root_of(uri), name);
-  auto zh = raw_connect(uri);
+  auto [uri, b, name, parent, zh] = fresh_name_in_view("container");
   {
     auto held = b->make_lock(name)->acquire();
     Stat st{};
@@ -328,11 +320,7 @@ TEST(zookeeper_inspection, ListFindsTheHeldFoldersWithThePrefix) {
 }
 
 TEST(zookeeper_inspection, ReadersHoldTogetherUpToTheFirstWriter) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  const auto name = unique_name("inspect-rw");
-  const auto parent = zk::parent_path(root_of(uri), name);
-  auto zh = raw_connect(uri);
+  auto [uri, b, name, parent, zh] = fresh_name_in_view("inspect-rw");
   auto r1 = b->make_rw_lock(name)->acquire_read();
   auto r2 = b->make_rw_lock(name)->acquire_read();
   auto writer = b->make_rw_lock(name);

@@ -170,11 +170,8 @@ void hold_permits(dlock::semaphore& sem, int rounds, std::chrono::seconds wait, 
 // ---- layout ----
 
 TEST(zookeeper_rw, NodesAreNamedAsCuratorsReadWriteLockNamesThem) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  auto zh = raw_connect(uri);
-  const auto name = unique_name("rw-layout");
-  const auto parent = zk::parent_path(root_of(uri), name);  // the folder a mutex of this name uses
+  // `parent`: the folder a mutex of this name uses.
+  auto [uri, b, name, parent, zh] = fresh_name_in_view("rw-layout");
   auto rw = b->make_rw_lock(name);
   {
     auto reading = rw->try_acquire_read();
@@ -193,9 +190,9 @@ TEST(zookeeper_rw, NodesAreNamedAsCuratorsReadWriteLockNamesThem) {
   ASSERT_EQ(kids.size(), 1u);
   EXPECT_TRUE(named(kids[0], "__WRIT__")) << kids[0];
   // The fencing token is the node's czxid.
-  Stat st{};
-  ASSERT_EQ(zoo_exists(zh.get(), (parent + "/" + kids[0]).c_str(), 0, &st), ZOK);
-  EXPECT_EQ(writing.fencing_token(), static_cast<std::uint64_t>(st.czxid));
+  const auto czxid = czxid_of(zh.get(), parent + "/" + kids[0]);
+  ASSERT_TRUE(czxid);
+  EXPECT_EQ(writing.fencing_token(), czxid);
   writing.release();
   EXPECT_TRUE(children(zh.get(), parent).empty());
 }
@@ -204,11 +201,7 @@ TEST(zookeeper_rw, NodesAreNamedAsCuratorsReadWriteLockNamesThem) {
 // folder, the candidate id as data, the leader's term its czxid, the leader the lowest node; and a
 // latch node keeps the mutex of the name out (it is a contender like the mutex's own nodes).
 TEST(zookeeper_election, CandidatesAreLeaderLatchNodesThatExcludeTheMutex) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  auto zh = raw_connect(uri);
-  const auto name = unique_name("latch-layout");
-  const auto parent = zk::parent_path(root_of(uri), name);
+  auto [uri, b, name, parent, zh] = fresh_name_in_view("latch-layout");
   auto vote = b->make_election(name);
   auto leading = vote->try_campaign();
   ASSERT_TRUE(leading);
@@ -216,9 +209,9 @@ TEST(zookeeper_election, CandidatesAreLeaderLatchNodesThatExcludeTheMutex) {
   ASSERT_EQ(kids.size(), 1u);
   EXPECT_TRUE(named(kids[0], "latch-")) << kids[0];
   EXPECT_EQ(data_of(zh.get(), parent + "/" + kids[0]), vote->id());
-  Stat st{};
-  ASSERT_EQ(zoo_exists(zh.get(), (parent + "/" + kids[0]).c_str(), 0, &st), ZOK);
-  EXPECT_EQ(leading.term(), static_cast<std::uint64_t>(st.czxid));
+  const auto czxid = czxid_of(zh.get(), parent + "/" + kids[0]);
+  ASSERT_TRUE(czxid);
+  EXPECT_EQ(leading.term(), *czxid);
   EXPECT_FALSE(b->make_lock(name)->try_acquire()) << "the mutex of the name was taken beside a leader";
   EXPECT_EQ(children(zh.get(), parent).size(), 1u) << "the refused mutex left its node";
   const auto seen = vote->leader();
@@ -229,11 +222,7 @@ TEST(zookeeper_election, CandidatesAreLeaderLatchNodesThatExcludeTheMutex) {
 }
 
 TEST(zookeeper_semaphore, LayoutIsCuratorsSemaphoreV2WithLocksAndLeases) {
-  const auto uri = server_uri("DLOCK_ZOOKEEPER_URI");
-  auto b = dlock::open(uri);
-  auto zh = raw_connect(uri);
-  const auto name = unique_name("sem-layout");
-  const auto path = zk::parent_path(root_of(uri), name);
+  auto [uri, b, name, path, zh] = fresh_name_in_view("sem-layout");
   auto sem = b->make_semaphore(name, 3);
   auto two = sem->try_acquire_for(10s, 2);  // a waiting form: through the internal mutex
   ASSERT_TRUE(two);
@@ -242,15 +231,15 @@ TEST(zookeeper_semaphore, LayoutIsCuratorsSemaphoreV2WithLocksAndLeases) {
   EXPECT_EQ(folders, (std::vector<std::string>{"leases", "locks"}));
   const auto leases = children(zh.get(), path + "/leases");
   ASSERT_EQ(leases.size(), 2u);
-  std::int64_t newest = 0;
+  std::uint64_t newest = 0;
   for (const auto& lease : leases) {
     EXPECT_TRUE(named(lease, "lease-")) << lease;
     EXPECT_EQ(data_of(zh.get(), path + "/leases/" + lease), sem->owner());
-    Stat st{};
-    ASSERT_EQ(zoo_exists(zh.get(), (path + "/leases/" + lease).c_str(), 0, &st), ZOK);
-    newest = std::max(newest, st.czxid);
+    const auto czxid = czxid_of(zh.get(), path + "/leases/" + lease);
+    ASSERT_TRUE(czxid);
+    newest = std::max(newest, *czxid);
   }
-  EXPECT_EQ(two.fencing_token(), static_cast<std::uint64_t>(newest));
+  EXPECT_EQ(two.fencing_token(), newest);
   EXPECT_TRUE(children(zh.get(), path + "/locks").empty()) << "the internal mutex is held only while acquiring";
   // try_acquire skips the mutex: refused without leaving nodes, granted while permits are free.
   EXPECT_FALSE(sem->try_acquire(2)) << "2 + 2 permits of 3";
