@@ -34,14 +34,15 @@ grep -q "DLOCK_LOCK_NAME_<i>" "$work/out" || { fail "run --help lacks DLOCK_LOCK
 
 # Another process holds the last name: the set times out (75), and the names it took are free.
 coproc HOLD { "$dlock" hold "$uri" "$p-c"; }
-pids+=("$HOLD_PID")
+# Bash unsets HOLD_PID and HOLD once it has reaped the holder, which may come before our wait.
+holder=$HOLD_PID hold_in=${HOLD[1]}
+pids+=("$holder")
 read -r -t 10 line <&"${HOLD[0]}"
 if [[ ${line:-} != acquired* ]]; then fail "dlock hold printed '${line:-}'"; fi
 expect 75 "a set with one name held elsewhere times out" -- "$dlock" run "$uri" "$p-a" "$p-b" "$p-c" --wait 300ms -- true
 expect 0 "no partial hold: the names taken were given back" -- "$dlock" run "$uri" "$p-a" "$p-b" --wait 0 -- true
-hold_in=${HOLD[1]}
 exec {hold_in}>&-  # closing stdin ends the holder
-wait "$HOLD_PID"
+wait "$holder"
 
 # Two loops naming the same set in opposite orders: each run is bounded by --wait (a deadlock would
 # be exit 75), and a marker directory per name catches two holders inside at once (exit 3).
