@@ -99,12 +99,15 @@ void close_and_delete(Closable* p) noexcept {
 
 void connection_deleter::operator()(::sql::Connection* c) const noexcept { close_and_delete(c); }
 
-namespace {
-::sql::mysql::MySQL_Driver& driver() {
+::sql::mysql::MySQL_Driver& loaded_driver() {
   // get_mysql_driver_instance initialises the client library once; not safe to race.
+  static std::mutex init_mutex;
+  const std::lock_guard lock(init_mutex);
   static ::sql::mysql::MySQL_Driver* d = ::sql::mysql::get_mysql_driver_instance();
   return *d;
 }
+
+namespace {
 int whole_seconds(std::chrono::milliseconds d) {
   return static_cast<int>(std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(d).count()));
 }
@@ -116,12 +119,7 @@ int whole_seconds_within(std::chrono::milliseconds d) {
 }  // namespace
 
 connection_ptr connect(const connection_settings& s) {
-  static std::mutex init_mutex;
-  ::sql::mysql::MySQL_Driver* d = nullptr;
-  {
-    std::lock_guard lock(init_mutex);
-    d = &driver();
-  }
+  ::sql::mysql::MySQL_Driver* d = &loaded_driver();
   ::sql::ConnectOptionsMap options;
   options["hostName"] = ::sql::SQLString(s.host);
   options["port"] = static_cast<int>(s.port);

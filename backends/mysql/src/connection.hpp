@@ -21,6 +21,9 @@ namespace sql {
 class Connection;
 class PreparedStatement;
 class SQLException;
+namespace mysql {
+class MySQL_Driver;
+}  // namespace mysql
 }  // namespace sql
 
 namespace dlock::mysql {
@@ -74,6 +77,9 @@ using connection_ptr = std::unique_ptr<::sql::Connection, connection_deleter>;
 // would drop every GET_LOCK and row lock the session held without telling us). Throws
 // dlock::error: authentication_failed, backend_unavailable or backend_error (unknown database).
 connection_ptr connect(const connection_settings& s);
+
+// Connector/C++'s driver, the client library initialised on first use (from any thread).
+::sql::mysql::MySQL_Driver& loaded_driver();
 
 struct statement_deleter {
   void operator()(::sql::PreparedStatement* p) const noexcept;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "detached_threads.hpp"
 #include "dlock_sql/deadline.hpp"
 
 namespace dlock::mysql {
@@ -56,13 +57,13 @@ bool returns_rows(std::string_view text) noexcept {
 void end_on_the_server(const connection_settings& settings, std::uint64_t server_id) noexcept {
   if (server_id == 0) return;
   try {
-    std::thread([settings, server_id] {
+    start_detached([settings, server_id] {
       std::error_code ec;
       auto killer = open_sql_connection(settings, ec);
       dlock::sql::result ignored;
       dlock::sql::sql_error err;
       if (killer) killer->execute("KILL CONNECTION " + std::to_string(server_id), {}, ignored, err);
-    }).detach();
+    });
   } catch (...) {  // no thread: the statement ends by itself, as above
   }
 }
@@ -230,7 +231,7 @@ std::unique_ptr<dlock::sql::connection> open_abandonable(const connection_settin
   std::shared_ptr<pending_connect> pending;
   try {
     pending = std::make_shared<pending_connect>();
-    std::thread([pending, s, deadline = dlock::spi::current_deadline()] {
+    start_detached([pending, s, deadline = dlock::spi::current_deadline()] {
       std::optional<dlock::spi::deadline_scope> scope;
       if (deadline != std::chrono::steady_clock::time_point::max()) scope.emplace(deadline);
       std::error_code e;
@@ -247,7 +248,7 @@ std::unique_ptr<dlock::sql::connection> open_abandonable(const connection_settin
         pending->done = true;
       }
       pending->finished.notify_all();
-    }).detach();
+    });
   } catch (...) {  // no thread: connect on this one, unabandonable
     return open_sql_connection(s, ec);
   }
