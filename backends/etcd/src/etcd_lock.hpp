@@ -55,6 +55,9 @@ class etcd_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override;
   lock_info do_inspect(const std::string& name) override;
   std::vector<std::string> do_list(const std::string& prefix) override;
   std::vector<lock_holder> do_force_release(const std::string& name) override;
