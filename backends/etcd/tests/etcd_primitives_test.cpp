@@ -186,7 +186,7 @@ TEST(EtcdSemaphoreLayout, AnotherMaxCountForTheSameNameIsRefusedAndLeavesNoKey) 
   std::error_code ec;
   auto other = backend->make_semaphore(name, 3)->try_acquire(ec);
   EXPECT_FALSE(other);
-  EXPECT_EQ(ec, dlock::errc::invalid_argument) << ec.message();
+  EXPECT_EQ(ec, dlock::errc::name_conflict) << ec.message();
   EXPECT_NE(dlock::last_error_message().find("max_count 2"), std::string::npos) << dlock::last_error_message();
   EXPECT_EQ(keys_under(gw, name + "/").size(), 1u) << "the refused acquire left its key";
 }
