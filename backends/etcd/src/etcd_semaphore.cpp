@@ -51,9 +51,9 @@ class permits_entry final : public queue_entry {
       const auto e = parse_semaphore_value(base64_decode(kv.value("value", "")));
       if (e.max_count != 0 && e.max_count != entry_.max_count)
         throw error(errc::name_conflict, "etcd: semaphore '" + std::string(name_) + "' is in use with max_count " +
-                                                std::to_string(e.max_count) + " (by '" + e.owner + "'), not " +
-                                                std::to_string(entry_.max_count) +
-                                                ": every process must use the same max_count for a name");
+                                             std::to_string(e.max_count) + " (by '" + e.owner + "'), not " +
+                                             std::to_string(entry_.max_count) +
+                                             ": every process must use the same max_count for a name");
       permits += e.permits;
     }
     queue_look seen;
