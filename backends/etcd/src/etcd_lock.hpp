@@ -9,6 +9,9 @@
 //          again: the holder check is repeated, and our own key must still be there (a lease that
 //          expired while we waited has lost its place)
 //   fence  our key's create revision
+// The name's reader-writer lock and semaphore keep their keys in the same folder (layout.hpp): the
+// mutex waits for a reader's or writer's key as for another mutex's, and refuses the name
+// (errc::name_conflict) while a semaphore's key is there.
 #include <chrono>
 #include <cstdint>
 #include <memory>
