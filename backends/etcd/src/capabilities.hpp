@@ -14,4 +14,11 @@ namespace dlock::etcd {
 inline constexpr capabilities etcd_caps{capability::blocking, capability::expiring, capability::renewable,
                                         capability::fencing, capability::lost_notification};
 
+// The reader-writer lock (Go's contrib recipe RWMutex layout) and the semaphore (layout.hpp): what
+// the mutex declares, for the same reasons (one lease and one key per grant, in the same line;
+// blocking: a waiter watches a deletion, the semaphore's any deletion among its keys). The
+// reader-writer lock is writer_preferred: a waiting writer's key is in the line, and a reader
+// created after it waits for it.
+inline constexpr primitive_caps etcd_primitives{etcd_caps.with(capability::writer_preferred), etcd_caps};
+
 }  // namespace dlock::etcd

@@ -1,100 +1,18 @@
 #include "etcd_lock.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <optional>
 
 #include "capabilities.hpp"
 #include "dlock/acquire_deadline.hpp"
-#include "dlock/acquire_stop.hpp"
+#include "layout.hpp"
+#include "primitives.hpp"
+#include "requests.hpp"
 
 namespace dlock::etcd {
 
 namespace {
 
 using clock = std::chrono::steady_clock;
-
-// The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
-std::string prefix_end(std::string prefix) {
-  while (!prefix.empty()) {
-    auto& last = reinterpret_cast<unsigned char&>(prefix.back());
-    if (last < 0xff) {
-      ++last;
-      return prefix;
-    }
-    prefix.pop_back();
-  }
-  return std::string(1, '\0');  // every key
-}
-
-std::string hex_of(std::int64_t id) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(id));
-  return text;
-}
-
-// A range over the name's keys, one key: the first (holder) or, below `below`, the last created.
-json first_created(const std::string& prefix) {
-  return {{"key", base64_encode(prefix)},
-          {"range_end", base64_encode(prefix_end(prefix))},
-          {"sort_order", "ASCEND"},
-          {"sort_target", "CREATE"},
-          {"limit", "1"}};
-}
-json last_created_below(const std::string& prefix, std::int64_t below) {
-  return {{"key", base64_encode(prefix)},
-          {"range_end", base64_encode(prefix_end(prefix))},
-          {"sort_order", "DESCEND"},
-          {"sort_target", "CREATE"},
-          {"limit", "1"},
-          {"max_create_revision", std::to_string(below - 1)}};
-}
-
-const json& range_kvs(const json& response) {
-  static const json none = json::array();
-  return response.is_object() && response.contains("kvs") ? response["kvs"] : none;
-}
-const json& txn_range(const json& txn, std::size_t i) {
-  static const json none = json::object();
-  if (!txn.contains("responses") || txn["responses"].size() <= i) return none;
-  const auto& r = txn["responses"][i];
-  return r.contains("response_range") ? r["response_range"] : none;
-}
-std::int64_t first_create_revision(const json& range) {
-  const auto& kvs = range_kvs(range);
-  return kvs.empty() ? 0 : int64_field(kvs[0], "create_revision");
-}
-
-struct granted_lease {
-  std::int64_t id = 0;
-  std::int64_t seconds = 0;
-};
-granted_lease grant(gateway& gw, std::int64_t seconds) {
-  const auto r = gw.call("/v3/lease/grant", {{"TTL", std::to_string(seconds)}});
-  granted_lease g{int64_field(r, "ID"), int64_field(r, "TTL")};
-  if (g.id == 0 || g.seconds <= 0)
-    throw error(errc::backend_error, "etcd: /v3/lease/grant: " + (r.contains("error") ? r["error"].dump() : r.dump()));
-  return g;
-}
-
-void revoke_quietly(gateway& gw, std::int64_t id) noexcept {
-  // A withdrawal after a stop request runs to its end, but bounded by deadline_grace: the stop
-  // should end the acquire soon even when the server went silent, and a lease whose revoke did not
-  // get through still expires within its TTL.
-  std::optional<spi::deadline_scope> grace;
-  if (spi::stop_requested()) grace.emplace(clock::now());
-  spi::unstoppable_scope unstoppable;
-  try {
-    gw.call("/v3/lease/revoke", {{"ID", std::to_string(id)}});
-  } catch (...) {  // gone already, or unreachable: the lease then expires on its own within its TTL
-  }
-}
-
-// The remaining TTL a keep-alive reports; 0 when the lease is gone.
-std::int64_t keep_alive(gateway& gw, std::int64_t id) {
-  const auto r = gw.call("/v3/lease/keepalive", {{"ID", std::to_string(id)}});
-  return int64_field(r.contains("result") ? r["result"] : r, "TTL");
-}
 
 // Thrown inside an acquire when our lease expired while we waited: our place in the line is gone.
 struct place_lost {};
@@ -157,11 +75,13 @@ class etcd_lock final : public distributed_lock {
                                      {{"key", base64_encode(key)},
                                       {"value", base64_encode(options().owner)},
                                       {"lease", std::to_string(lease.id)}}}},
-                                   {{"request_range", first_created(prefix_)}}})},
+                                   {{"request_range", first_created(prefix_)}},
+                                   {{"request_range", semaphore_keys(prefix_)}}})},
           {"failure", json::array({{{"request_range", {{"key", base64_encode(key)}}}},
                                    {{"request_range", first_created(prefix_)}}})}};
       const auto r = gw_->call("/v3/kv/txn", txn);
       const bool created = r.value("succeeded", false);
+      if (created) refuse_if_semaphore(r, 2, name(), "a mutex");  // one name, one lock (layout.hpp)
       const std::int64_t mine = created ? int64_field(r["header"], "revision") : first_create_revision(txn_range(r, 0));
       std::int64_t holder = first_create_revision(txn_range(r, 1));
       auto kept_alive_at = start;
@@ -295,7 +215,7 @@ std::string prefix_of(const uri& u) {
 }  // namespace
 
 etcd_backend::etcd_backend(const uri& u, const lock_options& defaults)
-    : backend(etcd_caps, lock_scope::network, name_limits{}, defaults, u.redacted()),
+    : backend(etcd_caps, etcd_primitives, lock_scope::network, name_limits{}, defaults, u.redacted()),
       gw_(std::make_shared<gateway>(options_of(u))),
       prefix_(prefix_of(u)) {
   // Connects (and authenticates) now, so a wrong address or password fails open().
@@ -306,6 +226,17 @@ etcd_backend::etcd_backend(const uri& u, const lock_options& defaults)
 std::unique_ptr<distributed_lock> etcd_backend::do_make_lock(std::string name, lock_options options) {
   auto prefix = name_prefix(prefix_, name);
   return std::make_unique<etcd_lock>(std::move(name), std::move(options), gw_, std::move(prefix));
+}
+
+std::unique_ptr<rw_lock> etcd_backend::do_make_rw_lock(std::string name, lock_options options) {
+  auto folder = name_prefix(prefix_, name);
+  return etcd::make_rw_lock(std::move(name), rw_caps(), std::move(options), gw_, std::move(folder));
+}
+
+std::unique_ptr<semaphore> etcd_backend::do_make_semaphore(std::string name, std::uint32_t max_count,
+                                                           lock_options options) {
+  auto folder = name_prefix(prefix_, name);
+  return etcd::make_semaphore(std::move(name), max_count, semaphore_caps(), std::move(options), gw_, std::move(folder));
 }
 
 namespace {
@@ -326,11 +257,50 @@ std::string owner_of(const json& kv) {
   return owner;
 }
 
-lock_holder holder_of(gateway& gw, const json& kv) {
+// One key of a name's folder, by the rules of its kind (layout.hpp).
+struct contender {
+  const json* kv = nullptr;
+  bool holds = false;
+  hold_kind kind = hold_kind::mutex;
+  std::uint32_t count = 1;
+  std::string owner;
+};
+
+// The keys of `folder` in create-revision order (`kvs`, as contenders() reads them): a mutex's or
+// writer's key holds when it is the first, a reader's when only readers' keys came before it, a
+// semaphore's when the permits up to it fit its max_count.
+std::vector<contender> line_of(const std::string& folder, const json& kvs) {
+  std::vector<contender> line;
+  bool any_before = false, writer_before = false;
+  std::uint64_t permits = 0;
+  for (const auto& kv : kvs) {
+    const auto key = base64_decode(kv.value("key", ""));
+    const auto kind = kind_of_key(std::string_view(key).substr(std::min(folder.size(), key.size())));
+    contender c{&kv, !any_before, hold_kind::mutex, 1, {}};
+    if (kind == key_kind::semaphore) {
+      const auto e = parse_semaphore_value(base64_decode(kv.value("value", "")));
+      permits += e.permits;
+      c = {&kv, e.max_count == 0 || permits <= e.max_count, hold_kind::permits, e.permits, e.owner};
+    } else {
+      c.owner = owner_of(kv);
+      if (kind == key_kind::read) c.holds = !writer_before;
+      if (kind == key_kind::read) c.kind = hold_kind::read;
+      if (kind == key_kind::write) c.kind = hold_kind::write;
+    }
+    any_before = true;
+    if (kind != key_kind::read) writer_before = true;
+    line.push_back(std::move(c));
+  }
+  return line;
+}
+
+lock_holder holder_of(gateway& gw, const contender& c) {
   lock_holder h;
-  h.owner = owner_of(kv);
-  h.fencing_token = static_cast<std::uint64_t>(int64_field(kv, "create_revision"));
-  if (const auto lease = int64_field(kv, "lease"); lease != 0) {
+  h.owner = c.owner;
+  h.kind = c.kind;
+  h.count = c.count;
+  h.fencing_token = static_cast<std::uint64_t>(int64_field(*c.kv, "create_revision"));
+  if (const auto lease = int64_field(*c.kv, "lease"); lease != 0) {
     const auto left = int64_field(gw.call("/v3/lease/timetolive", {{"ID", std::to_string(lease)}}), "TTL");
     if (left > 0) h.ttl_left = std::chrono::seconds(left);
   }
@@ -343,12 +313,13 @@ lock_info etcd_backend::do_inspect(const std::string& name) {
   lock_info info;
   info.name = name;
   info.waiters_known = true;
-  const auto r = contenders(*gw_, name_prefix(prefix_, name));
-  for (const auto& kv : range_kvs(r)) {
-    if (info.holders.empty())
-      info.holders.push_back(holder_of(*gw_, kv));
+  const auto folder = name_prefix(prefix_, name);
+  const auto r = contenders(*gw_, folder);
+  for (const auto& c : line_of(folder, range_kvs(r))) {
+    if (c.holds)
+      info.holders.push_back(holder_of(*gw_, c));
     else
-      info.waiters.push_back({owner_of(kv), hold_kind::mutex});
+      info.waiters.push_back({c.owner, c.kind});
   }
   info.held = !info.holders.empty();
   return info;
@@ -367,10 +338,11 @@ std::vector<std::string> etcd_backend::do_list(const std::string& prefix) {
   for (const auto& kv : range_kvs(r)) {
     const auto key = base64_decode(kv.value("key", ""));
     if (!key.starts_with(prefix_)) continue;
-    const auto slash = key.rfind('/');
-    if (slash == std::string::npos || slash < prefix_.size()) continue;
+    const auto slash = key.find('/', prefix_.size());  // a name dlock keeps as is has none
+    if (slash == std::string::npos || slash == prefix_.size()) continue;
+    if (kind_of_key(std::string_view(key).substr(slash + 1)) == key_kind::foreign) continue;
     auto name = key.substr(prefix_.size(), slash - prefix_.size());
-    if (name.empty() || !name.starts_with(prefix) || name_prefix(prefix_, name) != key.substr(0, slash + 1)) continue;
+    if (!name.starts_with(prefix) || name_prefix(prefix_, name) != key.substr(0, slash + 1)) continue;
     names.push_back(std::move(name));
   }
   std::sort(names.begin(), names.end());
@@ -378,34 +350,38 @@ std::vector<std::string> etcd_backend::do_list(const std::string& prefix) {
   return names;
 }
 
-// Revokes the holder's lease rather than deleting its key: a Go holder (concurrency.Mutex, etcdctl
+// Revokes each holder's lease rather than deleting its key: a Go holder (concurrency.Mutex, etcdctl
 // lock) never looks at its key again once it holds, but its session's keep-alive sees the lease
 // gone and closes Done(), the loss signal it acts on; a dlock holder's watchdog finds the lease gone
 // as well. The key goes with the lease. dlock's leases carry one key each; a Go session's lease may
 // carry others of that session, which are lost with it. A key put without a lease is deleted at its
 // create revision.
 std::vector<lock_holder> etcd_backend::do_force_release(const std::string& name) {
-  const auto r = contenders(*gw_, name_prefix(prefix_, name));
-  const auto& kvs = range_kvs(r);
-  if (kvs.empty()) return {};
-  const auto& kv = kvs[0];
-  auto holder = holder_of(*gw_, kv);
-  if (const auto lease = int64_field(kv, "lease"); lease != 0) {
-    try {
-      gw_->call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
-    } catch (const error& e) {
-      if (e.detail().find("lease not found") != std::string::npos) return {};  // released meanwhile
-      throw;
+  const auto folder = name_prefix(prefix_, name);
+  const auto r = contenders(*gw_, folder);
+  std::vector<lock_holder> removed;
+  for (const auto& c : line_of(folder, range_kvs(r))) {
+    if (!c.holds) continue;
+    auto holder = holder_of(*gw_, c);
+    const auto& kv = *c.kv;
+    if (const auto lease = int64_field(kv, "lease"); lease != 0) {
+      try {
+        gw_->call("/v3/lease/revoke", {{"ID", std::to_string(lease)}});
+      } catch (const error& e) {
+        if (e.detail().find("lease not found") != std::string::npos) continue;  // released meanwhile
+        throw;
+      }
+      removed.push_back(std::move(holder));
+      continue;
     }
-    return {std::move(holder)};
+    const json txn = {{"compare", json::array({{{"key", kv["key"]},
+                                                {"target", "CREATE"},
+                                                {"result", "EQUAL"},
+                                                {"create_revision", std::to_string(*holder.fencing_token)}}})},
+                      {"success", json::array({{{"request_delete_range", {{"key", kv["key"]}}}}})}};
+    if (gw_->call("/v3/kv/txn", txn).value("succeeded", false)) removed.push_back(std::move(holder));
   }
-  const json txn = {{"compare", json::array({{{"key", kv["key"]},
-                                              {"target", "CREATE"},
-                                              {"result", "EQUAL"},
-                                              {"create_revision", std::to_string(*holder.fencing_token)}}})},
-                    {"success", json::array({{{"request_delete_range", {{"key", kv["key"]}}}}})}};
-  if (!gw_->call("/v3/kv/txn", txn).value("succeeded", false)) return {};  // released meanwhile
-  return {std::move(holder)};
+  return removed;
 }
 
 }  // namespace dlock::etcd

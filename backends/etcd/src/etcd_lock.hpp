@@ -9,6 +9,9 @@
 //          again: the holder check is repeated, and our own key must still be there (a lease that
 //          expired while we waited has lost its place)
 //   fence  our key's create revision
+// The name's reader-writer lock and semaphore keep their keys in the same folder (layout.hpp): the
+// mutex waits for a reader's or writer's key as for another mutex's, and refuses the name
+// (errc::name_conflict) while a semaphore's key is there.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -55,6 +58,9 @@ class etcd_backend final : public backend {
 
  protected:
   std::unique_ptr<distributed_lock> do_make_lock(std::string name, lock_options options) override;
+  std::unique_ptr<rw_lock> do_make_rw_lock(std::string name, lock_options options) override;
+  std::unique_ptr<semaphore> do_make_semaphore(std::string name, std::uint32_t max_count,
+                                               lock_options options) override;
   lock_info do_inspect(const std::string& name) override;
   std::vector<std::string> do_list(const std::string& prefix) override;
   std::vector<lock_holder> do_force_release(const std::string& name) override;

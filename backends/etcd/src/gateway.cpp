@@ -374,9 +374,16 @@ std::size_t take_stream(char* data, std::size_t size, std::size_t count, void* t
 
 watch_end gateway::wait_deleted(const std::string& key, std::int64_t from, steady::time_point until,
                                 std::chrono::milliseconds every, const std::function<void()>& between) {
-  const json request = {
+  return wait_deleted_in(key, {}, from, until, every, between);
+}
+
+watch_end gateway::wait_deleted_in(const std::string& key, const std::string& range_end, std::int64_t from,
+                                   steady::time_point until, std::chrono::milliseconds every,
+                                   const std::function<void()>& between) {
+  json request = {
       {"create_request",
        {{"key", base64_encode(key)}, {"start_revision", std::to_string(from)}, {"filters", json::array({"NOPUT"})}}}};
+  if (!range_end.empty()) request["create_request"]["range_end"] = base64_encode(range_end);
   const auto text = request.dump();
   auto next_between = steady::now() + every;
   const std::size_t n = options_.endpoints.size();

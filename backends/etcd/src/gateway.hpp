@@ -56,6 +56,10 @@ class gateway {
   // watch waits (the waiter's lease keep-alive); a throw from it ends the wait. Throws as call().
   watch_end wait_deleted(const std::string& key, std::int64_t from, steady::time_point until,
                          std::chrono::milliseconds every, const std::function<void()>& between);
+  // The same for the deletion of any key in [key, range_end).
+  watch_end wait_deleted_in(const std::string& key, const std::string& range_end, std::int64_t from,
+                            steady::time_point until, std::chrono::milliseconds every,
+                            const std::function<void()>& between);
 
   const gateway_options& options() const noexcept { return options_; }
 
