@@ -46,18 +46,6 @@ class etcd_lock final : public distributed_lock {
   }
 
  private:
-  template <class F>
-  std::unique_ptr<spi::lease_state> guarded(std::error_code& ec, F&& f) noexcept {
-    try {
-      return f();
-    } catch (const error& e) {
-      set_error(ec, e.code(), e.detail());
-    } catch (const std::exception& e) {
-      set_error(ec, errc::backend_error, std::string("etcd: ") + e.what());
-    }
-    return nullptr;
-  }
-
   std::int64_t seconds() const noexcept { return ttl_seconds(options().ttl); }
 
   // One queue entry, kept until granted or until the deadline (min(): a try, which never waits).

@@ -11,18 +11,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-template <class F>
-std::unique_ptr<spi::lease_state> guarded(std::error_code& ec, F&& f) noexcept {
-  try {
-    return f();
-  } catch (const error& e) {
-    set_error(ec, e.code(), e.detail());
-  } catch (const std::exception& e) {
-    set_error(ec, errc::backend_error, std::string("etcd: ") + e.what());
-  }
-  return nullptr;
-}
-
 // One entry, kept until granted or until the deadline (min(): a try, which never waits).
 std::unique_ptr<spi::lease_state> attempt(const queue_context& q, const queue_entry& e, clock::time_point deadline) {
   auto& gw = *q.gw;

@@ -4,11 +4,30 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <memory>
 #include <string>
+#include <system_error>
 
+#include "dlock/error.hpp"
+#include "dlock/spi.hpp"
 #include "gateway.hpp"
 
 namespace dlock::etcd {
+
+// `f()`, an acquire step that may throw: a dlock::error or another exception becomes `ec` (and
+// nullptr), so the SPI's noexcept entry points report what the gateway said.
+template <class F>
+std::unique_ptr<spi::lease_state> guarded(std::error_code& ec, F&& f) noexcept {
+  try {
+    return f();
+  } catch (const error& e) {
+    set_error(ec, e.code(), e.detail());
+  } catch (const std::exception& e) {
+    set_error(ec, errc::backend_error, std::string("etcd: ") + e.what());
+  }
+  return nullptr;
+}
 
 // The first key after every key that starts with `prefix` (etcd's range_end for a prefix).
 std::string prefix_end(std::string prefix);
