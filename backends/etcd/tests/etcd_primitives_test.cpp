@@ -13,6 +13,7 @@
 #include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 #include "gateway.hpp"
+#include "raw_etcd.hpp"
 
 namespace {
 
@@ -21,33 +22,7 @@ using dlock::etcd::base64_decode;
 using dlock::etcd::base64_encode;
 using dlock::etcd::int64_field;
 using dlock::etcd::json;
-
-std::string uri() { return dlock::testing::server_uri("DLOCK_ETCD_URI"); }
-
-dlock::etcd::gateway raw() {
-  dlock::etcd::gateway_options o;
-  for (const auto& h : dlock::uri::parse(uri()).hosts()) o.endpoints.push_back(h.to_string());
-  return dlock::etcd::gateway(o);
-}
-
-// The keys under `prefix`, in create-revision order.
-json keys_under(dlock::etcd::gateway& gw, const std::string& prefix) {
-  auto end = prefix;
-  end.back() = static_cast<char>(end.back() + 1);
-  const auto r = gw.call("/v3/kv/range", {{"key", base64_encode(prefix)},
-                                          {"range_end", base64_encode(end)},
-                                          {"sort_order", "ASCEND"},
-                                          {"sort_target", "CREATE"}});
-  return r.contains("kvs") ? r["kvs"] : json::array();
-}
-
-std::string key_of(const json& kv) { return base64_decode(kv["key"].get<std::string>()); }
-
-std::string hex(std::int64_t v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(v));
-  return text;
-}
+using namespace dlock::etcd::testing;
 
 // A key put raw with a lease of its own, as Go's recipe puts it (an empty value); revoked on destruction.
 struct raw_key {

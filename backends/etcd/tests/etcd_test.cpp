@@ -14,6 +14,7 @@
 #include "dlock_test/tcp_proxy.hpp"
 #include "etcd_lock.hpp"
 #include "gateway.hpp"
+#include "raw_etcd.hpp"
 
 namespace {
 
@@ -22,37 +23,12 @@ using dlock::etcd::base64_decode;
 using dlock::etcd::base64_encode;
 using dlock::etcd::int64_field;
 using dlock::etcd::json;
-
-std::string uri() { return dlock::testing::server_uri("DLOCK_ETCD_URI"); }
-
-dlock::etcd::gateway raw() {
-  dlock::etcd::gateway_options o;
-  for (const auto& h : dlock::uri::parse(uri()).hosts()) o.endpoints.push_back(h.to_string());
-  return dlock::etcd::gateway(o);
-}
+using namespace dlock::etcd::testing;
 
 std::string endpoints() {
   std::string list;
   for (const auto& h : dlock::uri::parse(uri()).hosts()) list += (list.empty() ? "" : ",") + h.to_string();
   return list;
-}
-
-// The keys under "<name>/", in create-revision order.
-json keys_of(dlock::etcd::gateway& gw, const std::string& name) {
-  const auto prefix = name + "/";
-  auto end = prefix;
-  end.back() = '0';  // '/' + 1
-  const auto r = gw.call("/v3/kv/range", {{"key", base64_encode(prefix)},
-                                          {"range_end", base64_encode(end)},
-                                          {"sort_order", "ASCEND"},
-                                          {"sort_target", "CREATE"}});
-  return r.contains("kvs") ? r["kvs"] : json::array();
-}
-
-std::string hex(std::int64_t v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%llx", static_cast<unsigned long long>(v));
-  return text;
 }
 
 TEST(EtcdLayout, TheHolderKeyIsNameSlashLeaseHexWithTheLeaseAndItsCreateRevisionIsTheFence) {
