@@ -16,6 +16,7 @@ std::string_view to_string(capability c) noexcept {
     case capability::read_write: return "read_write";
     case capability::semaphore: return "semaphore";
     case capability::writer_preferred: return "writer_preferred";
+    case capability::atomic_set: return "atomic_set";
   }
   return "?";
 }

@@ -104,6 +104,21 @@ void distributed_lock::hold_in_line(spi::lease_state& state) noexcept {
 
 std::unique_ptr<spi::release_watch> distributed_lock::do_watch_release() noexcept { return nullptr; }
 
+std::vector<std::unique_ptr<spi::lease_state>> distributed_lock::do_try_acquire_set(std::span<distributed_lock* const>,
+                                                                                    std::error_code& ec) noexcept {
+  ec = make_error_code(errc::not_supported);  // asked of every set: no message to build
+  return {};
+}
+
+lease distributed_lock::adopt_set_member(std::unique_ptr<spi::lease_state> state) noexcept {
+  detail::observed_acquire observed(observation_, primitive_kind::mutex, name_, clock::now());
+  if (state) hold_in_line(*state);
+  observed.attach(state.get());
+  auto granted = adopt(std::move(state));
+  observed.finish(static_cast<bool>(granted), std::error_code{});
+  return granted;
+}
+
 std::unique_ptr<spi::lease_state> distributed_lock::do_acquire_until(clock::time_point deadline,
                                                                      std::error_code& ec) noexcept {
   if (!line_) return poll_until(deadline, ec);

@@ -204,6 +204,23 @@ multi_lease multi_lock::take(mode how, clock::time_point deadline, const std::st
   clear_last_error_message();
   ec.clear();
   try {
+    // Asked of every backend: one without capability::atomic_set may still take some sets in one
+    // step (redis+cluster://, when every key shares a slot).
+    if (!stop.stop_requested()) {
+      multi_lease whole;
+      switch (take_in_one_step(whole, ec)) {
+        case one_step::taken:
+          if (!stop.stop_requested()) return whole;
+          whole.release(ec);  // a stop that came meanwhile: nobody worked under it
+          set_error(ec, std::make_error_code(std::errc::operation_canceled), "the wait for a set of locks was stopped");
+          return {};
+        case one_step::failed: return {};
+        case one_step::held:
+          if (how == mode::once) return {};
+          break;  // wait for the members in canonical order
+        case one_step::not_taken: break;
+      }
+    }
     for (;;) {
       std::vector<lease> taken;
       taken.reserve(members_.size());
@@ -245,6 +262,52 @@ multi_lease multi_lock::take(mode how, clock::time_point deadline, const std::st
     set_error(ec, errc::backend_error, std::string("taking a set of locks: ") + x.what());
     return {};
   }
+}
+
+multi_lock::one_step multi_lock::take_in_one_step(multi_lease& whole, std::error_code& ec) {
+  // A try must not overtake this process's waiters for a member: the member-by-member path answers.
+  if (std::any_of(members_.begin(), members_.end(), [](const auto& m) { return m->must_wait_in_line(); }))
+    return one_step::not_taken;
+  std::vector<distributed_lock*> set;
+  set.reserve(members_.size());
+  for (const auto& m : members_) set.push_back(m.get());
+  std::error_code e;
+  auto states = members_.front()->do_try_acquire_set(set, e);
+  if (e == make_error_code(errc::not_supported) || e == make_error_code(errc::backend_unavailable)) {
+    clear_last_error_message();  // taken member by member, which waits out an outage as a single lock does
+    return one_step::not_taken;
+  }
+  if (e) {
+    set_error(ec, e, "a set of " + std::to_string(members_.size()) + " locks in one step: " + last_error_message());
+    return one_step::failed;
+  }
+  if (states.empty()) return one_step::held;
+  const auto now = clock::now();
+  if (states.size() != members_.size() ||
+      !std::all_of(states.begin(), states.end(), [&](const auto& s) { return s && s->valid_until() > now; })) {
+    // Granted without validity left (the server stalled while replying): nobody may use it.
+    for (auto& s : states) {
+      std::error_code ignored;
+      if (s) s->release(ignored);
+    }
+    return one_step::not_taken;
+  }
+  std::vector<lease> taken;
+  taken.reserve(members_.size());
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    taken.push_back(members_[i]->adopt_set_member(std::move(states[i])));
+    if (!taken.back()) {  // its watchdog could not start (it gave the member back)
+      taken.pop_back();
+      give_back(taken);
+      for (std::size_t j = i + 1; j < states.size(); ++j) {
+        std::error_code ignored;
+        states[j]->release(ignored);
+      }
+      return one_step::not_taken;
+    }
+  }
+  whole = multi_lease(std::move(taken));
+  return one_step::taken;
 }
 
 multi_lease multi_lock::try_acquire() {

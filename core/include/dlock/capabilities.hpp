@@ -22,13 +22,16 @@ enum class capability : std::uint32_t {
   read_write = 1u << 7,        // backend::make_rw_lock: many readers or one writer
   semaphore = 1u << 8,         // backend::make_semaphore: at most N permits held at once
   writer_preferred = 1u << 9,  // a waiting writer holds back new readers: no writer starvation
+  // multi_lock (backend::make_multi_lock) tries a whole set in one round trip, all or none at once:
+  // no other client ever sees part of the set taken by a try that fails.
+  atomic_set = 1u << 10,
 };
 
-inline constexpr capability all_capabilities[] = {capability::reentrant,         capability::fair,
-                                                  capability::blocking,          capability::expiring,
-                                                  capability::renewable,         capability::fencing,
-                                                  capability::lost_notification, capability::read_write,
-                                                  capability::semaphore,         capability::writer_preferred};
+inline constexpr capability all_capabilities[] = {
+    capability::reentrant,         capability::fair,       capability::blocking,
+    capability::expiring,          capability::renewable,  capability::fencing,
+    capability::lost_notification, capability::read_write, capability::semaphore,
+    capability::writer_preferred,  capability::atomic_set};
 
 std::string_view to_string(capability c) noexcept;
 

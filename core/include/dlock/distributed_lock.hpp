@@ -8,10 +8,12 @@
 // again through the same object while it holds succeeds; through another object it does not.
 #include <chrono>
 #include <memory>
+#include <span>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include "dlock/capabilities.hpp"
 #include "dlock/lease.hpp"
@@ -126,6 +128,16 @@ class distributed_lock {
   // in between is not missed. Default nullptr: poll with backoff.
   virtual std::unique_ptr<spi::release_watch> do_watch_release() noexcept;
 
+  // Optional: one attempt at a whole set of names in one round trip (capability::atomic_set where
+  // every set can be taken so).
+  // `set` holds the locks of one multi_lock in its canonical order, this lock first, each made by
+  // the backend object that made this one. Either every member is granted (their states, in the
+  // order of `set`) or none is: an empty vector with !ec means a member was held by someone else
+  // and nothing was taken; errc::not_supported means this set cannot be taken in one step here
+  // (multi_lock then takes it member by member). Default: not supported.
+  virtual std::vector<std::unique_ptr<spi::lease_state>> do_try_acquire_set(std::span<distributed_lock* const> set,
+                                                                            std::error_code& ec) noexcept;
+
  private:
   // The loop every acquire form shares (deadline == now: one attempt): refuses expired grants and
   // waits out errc::backend_unavailable until the deadline.
@@ -138,8 +150,11 @@ class distributed_lock {
   bool must_wait_in_line() const;
   // The grant reports its release to the line.
   void hold_in_line(spi::lease_state& state) noexcept;
+  // A member's grant from a set taken in one step, handed out as this lock's own would be.
+  lease adopt_set_member(std::unique_ptr<spi::lease_state> state) noexcept;
 
-  friend class backend;  // gives the lock its name's line and its observer (backend::make_lock)
+  friend class backend;     // gives the lock its name's line and its observer (backend::make_lock)
+  friend class multi_lock;  // takes a set in one step and hands out its grants through the members
 
   std::string name_;
   capabilities caps_;

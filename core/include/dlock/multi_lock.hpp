@@ -13,7 +13,10 @@
 //  * One loss: the set's lost_token fires when any member is lost.
 // The members are the backend's ordinary locks (make_lock with the same lock_options and one owner
 // for the set): each member is renewed by the watchdog as any lease is, and fences with its own
-// token. A set is taken member by member, one round trip (or wait) each.
+// token. A set is first tried in one round trip that takes all of it or none of it, where the
+// backend can (one Redis script, one SQL transaction, one etcd Txn; capability::atomic_set: for
+// every set); otherwise, and to wait for a set that was held, it is taken member by member in
+// canonical order.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -150,6 +153,10 @@ class multi_lock {
 
   enum class mode { once, until, forever };
   multi_lease take(mode how, clock::time_point deadline, const std::stop_token& stop, std::error_code& ec) noexcept;
+  // The backend's one step for the whole set (capability::atomic_set). not_taken: the backend could
+  // not take this set in one step (or must not try now); take it member by member.
+  enum class one_step { taken, held, failed, not_taken };
+  one_step take_in_one_step(multi_lease& whole, std::error_code& ec);
 
   std::vector<std::unique_ptr<distributed_lock>> members_;
   std::vector<std::string> names_;
