@@ -8,7 +8,8 @@
 //   if (auto permit = api_calls->try_acquire_for(std::chrono::seconds(5))) { ...call the API... }
 //
 // Every process using a name must give it the same max_count: the backends that store it check
-// it and refuse a different one (errc::invalid_argument); the others cannot tell.
+// it and refuse a different one (errc::name_conflict, the message naming the max_count in use);
+// the others cannot tell.
 #include <chrono>
 #include <cstdint>
 #include <memory>
