@@ -5,13 +5,16 @@
 
 namespace dlock::redis {
 
-// redis://: blocking (a waiter is woken by the release's publish), expiring (PX ttl on the server
-// clock), renewable (owner-checked PEXPIRE), fencing (INCR counter raised to the server clock),
-// lost_notification (the watchdog's renewal, and a check of every held key after a reconnect).
-inline constexpr capabilities redis_caps{capability::blocking, capability::expiring, capability::renewable,
-                                         capability::fencing, capability::lost_notification};
+// The mutex of every layout on one server: blocking (a waiter is woken by the release's publish),
+// expiring (PX ttl on the server clock), renewable (owner-checked PEXPIRE), fencing (INCR counter
+// raised to the server clock), lost_notification (the watchdog's renewal, and a check of every
+// held key after a reconnect).
+inline constexpr capabilities redis_mutex_caps{capability::blocking, capability::expiring, capability::renewable,
+                                               capability::fencing, capability::lost_notification};
+// redis://: and atomic_set, one script takes a whole multi_lock set or none of it.
+inline constexpr capabilities redis_caps = redis_mutex_caps.with(capability::atomic_set);
 // redis+reentrant://: Redisson's hash of owner -> count adds reentrancy.
-inline constexpr capabilities redis_reentrant_caps = redis_caps.with(capability::reentrant);
+inline constexpr capabilities redis_reentrant_caps = redis_mutex_caps.with(capability::reentrant);
 // redis+fair://: Redisson's FIFO queue adds arrival order.
 inline constexpr capabilities redis_fair_caps = redis_reentrant_caps.with(capability::fair);
 
@@ -37,7 +40,9 @@ inline constexpr capabilities redis_fair_sentinel_caps = redis_fair_caps;
 // The Cluster schemes: the same layouts on the master of each name's slot (all of a lock's keys
 // share it through their hash tag), so the same promises; a master's failover can lose a grant as
 // Sentinel's can (README's "Redis Cluster").
-inline constexpr capabilities redis_cluster_caps = redis_caps;
+// A set is taken in one script only where all its keys share a slot (names with one hash tag), so
+// redis+cluster:// does not promise atomic_set.
+inline constexpr capabilities redis_cluster_caps = redis_mutex_caps;
 inline constexpr capabilities redis_reentrant_cluster_caps = redis_reentrant_caps;
 inline constexpr capabilities redis_fair_cluster_caps = redis_fair_caps;
 

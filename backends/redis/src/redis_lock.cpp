@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <optional>
+#include <span>
 #include <vector>
 
+#include "cluster.hpp"
 #include "dlock/acquire_stop.hpp"
 #include "name_conflict.hpp"
 #include "redis_keys.hpp"
 #include "redis_lease.hpp"
+#include "replication.hpp"
 #include "scripts.hpp"
 #include "shared_scripts.hpp"
 
@@ -105,7 +108,91 @@ class redis_lock final : public distributed_lock {
     return got;
   }
 
+  // Simple mode (the redis-py layout) takes a whole set in one script, on a cluster when every key
+  // of the set shares a slot. The other layouts, and a set the script cannot take (a member's name
+  // in use by a semaphore, a key holding something else), go member by member, whose errors say
+  // which member and why.
+  std::vector<std::unique_ptr<spi::lease_state>> do_try_acquire_set(std::span<distributed_lock* const> set,
+                                                                    std::error_code& ec) noexcept override {
+    std::vector<std::unique_ptr<spi::lease_state>> granted;
+    try {
+      const auto& cfg = state_->config;
+      std::vector<redis_lock*> members;
+      for (auto* l : set) {
+        auto* m = dynamic_cast<redis_lock*>(l);
+        if (m == nullptr || m->state_ != state_ || m->options().ttl != options().ttl) return not_in_one_step(ec);
+        members.push_back(m);
+      }
+      if (cfg.lock_mode != mode::simple) return not_in_one_step(ec);
+      const auto ttl = options().ttl;
+      const auto ttl_text = ms_text(ttl);
+      std::vector<std::string> secrets;
+      std::vector<std::string_view> keys, args{ttl_text};
+      secrets.reserve(members.size());
+      for (auto* m : members) {
+        if (state_->cluster && key_slot(m->key_) != key_slot(key_)) return not_in_one_step(ec);
+        secrets.push_back("dlock:" + spi::random_token());
+        keys.insert(keys.end(), {m->key_, m->fence_key_, m->waiting_key_, m->permits_key_});
+      }
+      for (const auto& secret : secrets) args.emplace_back(secret);
+      const auto start = clock::now();
+      const auto min_age = cfg.wait_after_restart ? ttl : milliseconds::zero();
+      auto out = state_->eval(scripts::simple_acquire_set, keys, args, start + cfg.where.connect_timeout, min_age, ec,
+                              false, replica_wait(cfg));
+      if (out.withdrawn) return not_in_one_step(ec);
+      if (out.server_young > milliseconds::zero()) {  // held by someone else until then, as for one lock
+        state_->note_young_server(out.run_id, out.server_young, ttl);
+        return granted;
+      }
+      const auto whole_set_granted = [&](const redisReply* r) {
+        return r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == members.size() + 1 &&
+               granted_by(r, mode::simple).value_or(false);
+      };
+      if (ec) {
+        if (out.reply) {
+          if (whole_set_granted(out.reply.get()))
+            for (std::size_t i = 0; i < members.size(); ++i) members[i]->give_back(secrets[i], start + ttl);
+        } else if (out.late) {
+          std::vector<undo_target> undo;
+          for (std::size_t i = 0; i < members.size(); ++i)
+            undo.push_back({std::string(members[i]->name()), members[i]->key_, secrets[i]});
+          undo_unanswered(std::move(out.late), out.late_index, std::move(undo), false, start + ttl);
+        }
+        return granted;
+      }
+      const auto* r = out.reply.get();
+      if (!whole_set_granted(r)) {
+        if (granted_by(r, mode::simple) == std::optional<bool>(false) && r->element[0]->integer == 0) return granted;
+        return not_in_one_step(ec);  // a conflict or a foreign key: the members' own tries report it
+      }
+      if (cfg.replicas.wanted() && replication::confirmed(out.trailer.get()) < cfg.replicas.min_replicas) {
+        for (std::size_t i = 0; i < members.size(); ++i) members[i]->give_back(secrets[i], start + ttl);
+        cfg.replicas.set_short_error(
+            ec, server_label(*state_), "a set of " + std::to_string(members.size()) + " locks was granted",
+            out.trailer.get(), "released it: a grant counts only once min_replicas replicas have it");
+        return granted;
+      }
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (r->element[i + 1]->type != REDIS_REPLY_INTEGER) return not_in_one_step(ec);
+      }
+      for (std::size_t i = 0; i < members.size(); ++i)
+        granted.push_back(std::make_unique<redis_lease>(state_, std::string(members[i]->name()), members[i]->key_,
+                                                        std::move(secrets[i]), ttl, start,
+                                                        static_cast<std::uint64_t>(r->element[i + 1]->integer)));
+      return granted;
+    } catch (...) {
+      set_error(ec, errc::backend_unavailable, "redis: out of memory acquiring a set of locks");
+      granted.clear();
+      return granted;
+    }
+  }
+
  private:
+  static std::vector<std::unique_ptr<spi::lease_state>> not_in_one_step(std::error_code& ec) {
+    ec = make_error_code(errc::not_supported);
+    return {};
+  }
+
   // What a try that was not granted learnt: how long the holder may keep the lock (its PTTL, or
   // for a fair waiter the time until its turn could come), whether a release message can come,
   // and whether the try left an entry in the waiting-writers set.
@@ -255,7 +342,8 @@ class redis_lock final : public distributed_lock {
         if (out.reply) {  // the grant's reply came, WAIT's did not: a grant nobody may count
           if (granted_by(out.reply.get(), cfg.lock_mode).value_or(false)) give_back(secret, start + ttl);
         } else if (out.late) {
-          undo_unanswered(std::move(out.late), out.late_index, std::move(secret), enqueue, start + ttl);
+          undo_unanswered(std::move(out.late), out.late_index, {{std::string(name()), key_, std::move(secret)}},
+                          enqueue, start + ttl);
         }
         return nullptr;
       }
@@ -294,43 +382,51 @@ class redis_lock final : public distributed_lock {
     }
   }
 
+  // One grant an unanswered request may have made: the lock's name and key, and its token.
+  struct undo_target {
+    std::string name, key, owner;
+  };
+
   // The acquire request went out but its reply was lost (command_timeout, dropped connection):
-  // the server may have granted the lock to nobody, and it would stay taken for a ttl. Undo it in
-  // the background. On an intact connection (a timeout) the undo goes after the request on the
-  // same connection (`late`, shared with the rest of its batch), so it runs after the grant,
-  // whenever the server gets to it; on a broken connection the request has run or never will,
-  // and the token's compare-and-delete is exact.
-  void undo_unanswered(std::shared_ptr<late_replies> late, std::size_t index, std::string owner, bool enqueued,
-                       clock::time_point expires_at) noexcept {
+  // the server may have granted the lock (or a whole set: `grants`) to nobody, and it would stay
+  // taken for a ttl. Undo it in the background. On an intact connection (a timeout) the undo goes
+  // after the request on the same connection (`late`, shared with the rest of its batch), so it
+  // runs after the grant, whenever the server gets to it; on a broken connection the request has
+  // run or never will, and the token's compare-and-delete is exact.
+  void undo_unanswered(std::shared_ptr<late_replies> late, std::size_t index, std::vector<undo_target> grants,
+                       bool enqueued, clock::time_point expires_at) noexcept {
     try {
-      auto task = [s = state_.get(), late = std::move(late), index, owner = std::move(owner),
-                   name = std::string(name()), key = key_, queue = queue_key_, timeout = timeout_key_, enqueued,
-                   expires_at, ttl = options().ttl](std::stop_token stop) mutable {
+      auto task = [s = state_.get(), late = std::move(late), index, grants = std::move(grants), queue = queue_key_,
+                   timeout = timeout_key_, enqueued, expires_at, ttl = options().ttl](std::stop_token stop) mutable {
         const auto& cfg = s->config;
         constexpr milliseconds slice{100};  // so a stopping backend is not held up
         if (auto outcome = late->take(index, slice, stop, expires_at)) {
           // Once sent, the undo runs even if its own reply is lost: it follows on this connection.
           const bool sent = late->with_connection([&](connection& c) {
             std::error_code ec;
-            if (granted_by(outcome.get(), cfg.lock_mode).value_or(false))
-              (void)release_grant(c, cfg, name, key, owner, ttl, ec, sending::source);
-            else if (cfg.lock_mode == mode::fair && enqueued)
+            if (granted_by(outcome.get(), cfg.lock_mode).value_or(false)) {
+              for (const auto& g : grants)
+                (void)release_grant(c, cfg, g.name, g.key, g.owner, ttl, ec, sending::source);
+            } else if (cfg.lock_mode == mode::fair && enqueued) {
+              const auto& g = grants.front();
               (void)c.eval_source(scripts::fair_cancel,
-                                  {queue, timeout, key, redisson_prefix_name("redisson_lock__channel", key)},
-                                  {owner, ms_text(cfg.fair_wait), publish_command(cfg)}, ec);
+                                  {queue, timeout, g.key, redisson_prefix_name("redisson_lock__channel", g.key)},
+                                  {g.owner, ms_text(cfg.fair_wait), publish_command(cfg)}, ec);
+            }
           });
           if (sent || !granted_by(outcome.get(), cfg.lock_mode).value_or(false)) return;
         }
         late.reset();                               // lets the dead connection go (dropped) before opening another
         if (cfg.lock_mode != mode::simple) return;  // a Redisson owner field's count cannot tell: it expires
-        for (auto pause = milliseconds(50); !stop.stop_requested() && clock::now() < expires_at;
+        for (auto pause = milliseconds(50); !grants.empty() && !stop.stop_requested() && clock::now() < expires_at;
              pause = std::min(pause * 2, milliseconds(1000))) {
-          std::error_code ec;
-          if (auto fresh = s->checkout_for(key, ec); !ec) {
-            (void)release_grant(*fresh, cfg, name, key, owner, ttl, ec);
-            if (!ec) return;
-          }
-          background_thread::pause(stop, pause);
+          std::erase_if(grants, [&](const undo_target& g) {
+            std::error_code ec;
+            if (auto fresh = s->checkout_for(g.key, ec); !ec)
+              (void)release_grant(*fresh, cfg, g.name, g.key, g.owner, ttl, ec);
+            return !ec;
+          });
+          if (!grants.empty()) background_thread::pause(stop, pause);
         }
       };
       state_->post(std::move(task));

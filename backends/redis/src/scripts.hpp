@@ -74,6 +74,24 @@ inline const script simple_acquire{
     "wait_as_writer(KEYS[3], ARGV[3], ARGV[2]); "
     "return {0, redis.call('pttl', KEYS[1]), quiet and 1 or 0}"};
 
+// A whole set of redis-py layout locks in one step (multi_lock): every key is free, and all are
+// set, or none is. Each member has its four keys of simple_acquire and a token of its own.
+// KEYS = [lock, fencing counter, {lock}:dlock_writers_waiting, {lock}:timeout] per member
+// ARGV = [ttl ms, token per member]
+//   -> {1, fencing token per member} | {0, pttl, quiet, member} | {-3, permits, 'semaphore', member}
+inline const script simple_acquire_set{
+    DLOCK_NEXT_FENCING_TOKEN DLOCK_NAME_KIND
+    "local members = #ARGV - 1; "
+    "for i = 1, members do local key = KEYS[4 * i - 3]; "
+    "if redis.call('exists', key) == 1 then local kind, quiet, t = kind_of(key); "
+    "if kind == 'semaphore' then return {-3, redis.call('zcard', KEYS[4 * i]), 'semaphore', i}; end; "
+    "if kind ~= 'mutex' and kind ~= 'rw' then return not_a_lock(t); end; "
+    "return {0, redis.call('pttl', key), quiet and 1 or 0, i}; end; end; "
+    "local granted = {1}; "
+    "for i = 1, members do redis.call('set', KEYS[4 * i - 3], ARGV[i + 1], 'PX', ARGV[1]); "
+    "granted[i + 1] = next_fencing_token(KEYS[4 * i - 2]); end; "
+    "return granted"};
+
 // KEYS = [lock, release channel, reader-writer lock's channel (optional)]  ARGV = [token]
 //   -> 1 released | 0 not ours (redis-py's release). The release also wakes the name's
 // reader-writer lock waiters ('1': every reader may go), who are held back by the mutex too.

@@ -329,6 +329,34 @@ TEST(Redis, AWaiterPollsOnlyBehindAHolderThatPublishesNothing) {
   }
 }
 
+// atomic_set: a multi_lock's try is one script, whatever the size of the set: scripts counted by
+// their first key, the set's first name has one and its other names none (taken member by member,
+// each name would have a script of its own). The set's keys are redis-py's, each with its token.
+TEST(Redis, ASetOfNamesIsTakenInOneScript) {
+  const auto uri = server_uri("DLOCK_REDIS_URI");
+  auto b = open_uri(uri + "?ttl=60s");
+  ASSERT_TRUE(b->caps().has(dlock::capability::atomic_set));
+  const auto base = unique_name("set");
+  const std::vector<std::string> names = {base + "-a", base + "-b", base + "-c"};
+  script_counter first(uri, names[0]), second(uri, names[1]), third(uri, names[2]);
+  auto set = b->make_multi_lock({names[2], names[0], names[1]});
+  auto held = set->try_acquire();
+  ASSERT_TRUE(held);
+  auto c = raw_redis::connect(uri);
+  for (const auto& n : names) {
+    auto value = cmd(c.get(), "GET %b", n);
+    ASSERT_EQ(value->type, REDIS_REPLY_STRING) << n << " was not set";
+    EXPECT_EQ(std::string(value->str).rfind("dlock:", 0), 0u) << n << ": " << value->str;
+  }
+  // The monitor's lines come after the replies: one more command on each counter's server first.
+  raw_redis::command(c.get(), {"PING"});
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(first.stop(), 1) << "the set's try was not one script";
+  EXPECT_EQ(second.stop() + third.stop(), 0) << "the set's other names had scripts of their own";
+  held.release();
+  for (const auto& n : names) EXPECT_EQ(cmd(c.get(), "EXISTS %b", n)->integer, 0) << n << " stayed after the release";
+}
+
 TEST(Redis, ReentrantLayoutIsRedissons) {
   const auto uri = server_uri("DLOCK_REDIS_URI");
   auto b = open_uri(with_scheme(uri, "redis+reentrant") + "?ttl=5s&client_id=11111111-2222-3333-4444-555555555555");
