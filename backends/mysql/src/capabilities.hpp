@@ -26,9 +26,11 @@ inline constexpr primitive_caps mysql_getlock_primitives{
 
 // mysql+index. Not blocking (MySQL cannot notify: waiters poll with the core's jittered
 // backoff); fair only with fair=true (the strategy adds it then). Reentrant through owner +
-// hold_count. lost_notification through the watchdog's failed renewals.
-inline constexpr capabilities mysql_index_caps{capability::reentrant, capability::expiring, capability::renewable,
-                                               capability::fencing, capability::lost_notification};
+// hold_count. lost_notification through the watchdog's failed renewals. atomic_set: a multi_lock
+// set is one transaction (without fair=true, which takes it away).
+inline constexpr capabilities mysql_index_caps{capability::reentrant,         capability::expiring,
+                                               capability::renewable,         capability::fencing,
+                                               capability::lost_notification, capability::atomic_set};
 
 // mysql+index's reader-writer lock and semaphore: holder rows that expire on the server clock
 // (expiring), renew moves expires_at (renewable, and lost_notification through the watchdog's

@@ -6,9 +6,11 @@
 namespace dlock::pg {
 
 // postgres+index: reentrant through owner + hold count; fair only with fair=true (the strategy
-// adds it then); renewable (the row's expiry moves); lost_notification through failed renewals.
-inline constexpr capabilities postgres_index_caps{capability::reentrant, capability::expiring, capability::renewable,
-                                                  capability::fencing, capability::lost_notification};
+// adds it then); renewable (the row's expiry moves); lost_notification through failed renewals;
+// atomic_set: a multi_lock set is one transaction (without fair=true, which takes it away).
+inline constexpr capabilities postgres_index_caps{capability::reentrant,         capability::expiring,
+                                                  capability::renewable,         capability::fencing,
+                                                  capability::lost_notification, capability::atomic_set};
 
 // postgres+forupdate: the server queues waiters on the row lock and frees it with the session
 // (the session monitor fires lost); no ttl on the server, nothing to renew.

@@ -192,6 +192,67 @@ class index_lock final : public strategy_lock<index_state> {
     return false;
   }
 
+  // Outside fair mode, a set of names is one transaction: each member's acquire statement, in the
+  // set's canonical order, committed only when every one of them granted, rolled back otherwise,
+  // so no other session ever sees part of the set taken. Rows are locked in that one order, so two
+  // sets cannot deadlock each other. Anything but a grant or a miss (a deadlock with a single
+  // acquire, a lost connection, a name held by a semaphore) is left to the member-by-member path,
+  // which waits it out or reports it for the member concerned.
+  std::vector<std::unique_ptr<spi::lease_state>> do_try_acquire_set(std::span<distributed_lock* const> set,
+                                                                    std::error_code& ec) noexcept override {
+    std::vector<std::unique_ptr<spi::lease_state>> granted;
+    const auto not_in_one_step = [&] {
+      granted.clear();
+      ec = make_error_code(errc::not_supported);
+      return std::move(granted);
+    };
+    try {
+      if (st_->setup.params.fair || st_->sql.acquire.size() != 1) return not_in_one_step();
+      std::vector<const index_lock*> members;
+      for (auto* l : set) {
+        const auto* m = dynamic_cast<const index_lock*>(l);
+        if (m == nullptr || m->st_ != st_ || m->options().ttl != options().ttl) return not_in_one_step();
+        members.push_back(m);
+      }
+      const auto start = steady::now();
+      auto h = st_->setup.connections->checkout(ec);
+      if (!h) return not_in_one_step();
+      sql_error err;
+      bool whole = h->begin(err), held = false;
+      std::vector<std::uint64_t> fences;
+      for (const auto* m : members) {
+        if (!whole) break;
+        values v;
+        v.name = std::string(m->name());
+        v.owner = m->owner();
+        v.ttl_ms = m->options().ttl.count();
+        result out;
+        whole = run(*h, st_->sql.acquire, v, out, err, 1);
+        const auto fence =
+            whole && !out.rows.empty() && !out.rows.front().empty() ? to_int(out.rows.front()[0]) : std::nullopt;
+        if (whole && !fence) held = true;  // another owner's live row, or live holders of the name's other kinds
+        whole = whole && fence;
+        if (fence) fences.push_back(static_cast<std::uint64_t>(*fence));
+      }
+      if (whole) whole = h->commit(err);
+      if (!whole) {
+        if (h->usable()) {
+          sql_error ignored;
+          h->rollback(ignored);
+        }
+        if (!h->usable()) h.discard();
+        if (held) return granted;  // nothing taken; a miss
+        return not_in_one_step();
+      }
+      for (std::size_t i = 0; i < members.size(); ++i)
+        granted.push_back(std::make_unique<index_lease>(st_, std::string(members[i]->name()), members[i]->owner(),
+                                                        options().ttl, start, fences[i]));
+      return granted;
+    } catch (...) {
+      return not_in_one_step();  // out of memory: member by member, which reports it
+    }
+  }
+
   // Within the deadline whatever the server does (dlock_sql/deadline.hpp).
   std::unique_ptr<spi::lease_state> do_acquire_until(clock::time_point deadline,
                                                      std::error_code& ec) noexcept override {
@@ -339,7 +400,8 @@ std::shared_ptr<backend> make_index_backend(backend_setup setup, index_sql sql, 
     const bool gated = !sql.fair_gate.empty() && !sql.fair_refresh.empty();
     if ((sql.acquire_fair.empty() && !gated) || sql.enqueue.empty() || sql.dequeue.empty())
       throw error(errc::invalid_uri, setup.redacted_uri + ": fair=true is not available with this dialect");
-    setup.caps = setup.caps.with(capability::fair);  // declared only when enabled
+    // Declared only when enabled; a fair set waits in each member's queue, member by member.
+    setup.caps = setup.caps.with(capability::fair).without(capability::atomic_set);
   }
   auto st = make_state<index_state>(std::move(setup), std::move(sql));
   if (st->setup.params.fair) create_schema(*st, st->sql.create_fair);
