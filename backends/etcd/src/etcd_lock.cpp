@@ -1,6 +1,8 @@
 #include "etcd_lock.hpp"
 
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "capabilities.hpp"
 #include "dlock/acquire_deadline.hpp"
@@ -43,6 +45,76 @@ class etcd_lock final : public distributed_lock {
         }
       });
     });
+  }
+
+  // A whole set in one Txn: it compares every member's folder empty (no holder, no waiter, no key
+  // of the name's reader-writer lock or semaphore), then puts each member's key with a lease of its
+  // own; or, when any folder has a key, takes nothing and reads the semaphores' keys, so that a
+  // name in use as a semaphore is refused as a single mutex's try refuses it. The leases are
+  // granted first (a lease without keys holds nothing anyone sees) and revoked when the set was
+  // not taken. Every key of the set has the Txn's revision as its create revision: each name's
+  // fencing token, rising as a single grant's does.
+  std::vector<std::unique_ptr<spi::lease_state>> do_try_acquire_set(std::span<distributed_lock* const> set,
+                                                                    std::error_code& ec) noexcept override {
+    std::vector<std::unique_ptr<spi::lease_state>> granted;
+    std::vector<const etcd_lock*> members;
+    for (auto* l : set) {
+      const auto* m = dynamic_cast<const etcd_lock*>(l);
+      if (m == nullptr || m->gw_ != gw_ || m->options().ttl != options().ttl) {
+        ec = make_error_code(errc::not_supported);
+        return granted;
+      }
+      members.push_back(m);
+    }
+    std::vector<std::int64_t> leases;
+    try {
+      const auto start = clock::now();
+      std::int64_t seconds_granted = 0;
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const auto lease = grant(*gw_, seconds());
+        leases.push_back(lease.id);
+        seconds_granted = lease.seconds;
+      }
+      json compare = json::array(), puts = json::array(), semaphores = json::array();
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const auto& folder = members[i]->prefix_;
+        compare.push_back({{"key", base64_encode(folder)},
+                           {"range_end", base64_encode(prefix_end(folder))},
+                           {"target", "CREATE"},
+                           {"result", "EQUAL"},
+                           {"create_revision", "0"}});
+        puts.push_back({{"request_put",
+                         {{"key", base64_encode(folder + hex_of(leases[i]))},
+                          {"value", base64_encode(members[i]->owner())},
+                          {"lease", std::to_string(leases[i])}}}});
+        semaphores.push_back({{"request_range", semaphore_keys(folder)}});
+      }
+      const auto r = gw_->call("/v3/kv/txn", {{"compare", compare}, {"success", puts}, {"failure", semaphores}});
+      if (!r.value("succeeded", false)) {
+        for (const auto id : leases) revoke_quietly(*gw_, id);
+        leases.clear();
+        for (std::size_t i = 0; i < members.size(); ++i)  // one name, one lock (layout.hpp)
+          refuse_if_semaphore(r, i, members[i]->name(), "a mutex");
+        return granted;  // a member is held or waited for
+      }
+      const auto revision = int64_field(r["header"], "revision");
+      const std::chrono::milliseconds ttl = std::chrono::seconds(seconds_granted);
+      for (std::size_t i = 0; i < members.size(); ++i)
+        granted.push_back(std::make_unique<etcd_lease>(gw_, std::string(members[i]->name()), ttl,
+                                                       spi::lease_state::validity_after(start, ttl), leases[i],
+                                                       members[i]->prefix_ + hex_of(leases[i]), revision));
+      return granted;
+    } catch (const std::exception& e) {
+      // Unanswered, the Txn may still have run: revoking the leases deletes whatever it put.
+      for (const auto id : leases) revoke_quietly(*gw_, id);
+      granted.clear();
+      const auto* dlock_error = dynamic_cast<const error*>(&e);
+      if (dlock_error != nullptr)
+        set_error(ec, dlock_error->code(), dlock_error->detail());
+      else
+        set_error(ec, errc::backend_error, std::string("etcd: ") + e.what());
+      return granted;
+    }
   }
 
  private:
