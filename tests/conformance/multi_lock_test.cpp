@@ -142,6 +142,52 @@ TEST_P(Lock, MultiLockLeavesNothingHeldOnTimeoutOrStop) {
   EXPECT_TRUE(set->try_acquire()) << "the set could not be taken once every name was free";
 }
 
+// atomic_set: a try of a set that cannot be taken takes nothing at all, not even for a moment. A
+// watcher tries the first name all the while a set whose last name is held is tried: taken member
+// by member, the first name would be seen held between its grant and its give-back. Without the
+// capability the set is still all or nothing in the end (the tests above), so there is nothing to
+// watch.
+TEST_P(Lock, MultiLockWithAtomicSetNeverHoldsPartOfASet) {
+  if (!has(capability::atomic_set)) GTEST_SKIP() << label() << " takes a set member by member (no atomic_set)";
+  const auto names = names_of(dlock::testing::unique_name("multi-atomic"), 3);
+  auto other = make(names.back(), options(10000ms));
+  auto blocking = other->try_acquire();
+  ASSERT_TRUE(blocking);
+  auto set = backend_->make_multi_lock(names, options());
+  std::atomic<bool> done{false};
+  std::atomic<int> watched{0}, seen_held{0};
+  std::thread watcher([&] {
+    auto first = make(names.front());
+    while (!done) {
+      std::error_code ec;
+      auto l = first->try_acquire(ec);
+      if (ec) {
+        ADD_FAILURE() << "the watcher's try failed: " << dlock::last_error_message();
+        return;
+      }
+      ++watched;
+      if (!l) ++seen_held;
+    }
+  });
+  constexpr int tries = 200;
+  int refused = 0;
+  for (int i = 0; i < tries; ++i) {
+    std::error_code ec;
+    auto held = set->try_acquire(ec);
+    ASSERT_FALSE(ec) << dlock::last_error_message();
+    if (!held) ++refused;
+  }
+  done = true;
+  watcher.join();
+  EXPECT_EQ(refused, tries) << "a set was taken although one of its names was held";
+  EXPECT_GT(watched.load(), 0);
+  EXPECT_EQ(seen_held.load(), 0) << "the first name was seen held in " << seen_held << " of " << watched
+                                 << " tries: a set that could not be taken held part of itself";
+  blocking.release();
+  auto whole = set->try_acquire();
+  EXPECT_TRUE(whole) << "the set could not be taken once every name was free";
+}
+
 TEST_P(Lock, MultiLockIsLostWhenAnyMemberIsLost) {
   const auto names = names_of(dlock::testing::unique_name("multi-lost"), 3);
   const auto ttl = 1000ms;
