@@ -6,11 +6,11 @@
 namespace dlock::memory {
 
 // Every capability: the lock table is in this process, so it can queue waiters in arrival order
-// (blocking, fair), count re-entries, expire on the steady clock, renew, count grants and tell a
-// holder at once when its grant is gone.
-inline constexpr capabilities memory_caps{capability::reentrant,        capability::fair,      capability::blocking,
-                                          capability::expiring,         capability::renewable, capability::fencing,
-                                          capability::lost_notification};
+// (blocking, fair), count re-entries, expire on the steady clock, renew, count grants, tell a
+// holder at once when its grant is gone, and take a whole multi_lock set under its one mutex.
+inline constexpr capabilities memory_caps{capability::reentrant,         capability::fair,      capability::blocking,
+                                          capability::expiring,          capability::renewable, capability::fencing,
+                                          capability::lost_notification, capability::atomic_set};
 
 // The reader-writer lock and the semaphore: a FIFO pool of units in the same process (memory_table),
 // so both queue waiters in arrival order, and a waiting writer (or mutex) holds back the readers

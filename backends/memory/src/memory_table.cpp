@@ -66,6 +66,13 @@ ticket table::grant_locked(entry& e, const request& r, clock::time_point now) {
   return ticket{id, id, std::move(link), now};
 }
 
+bool table::would_grant_locked(const entry& e, const request& r) {
+  const bool reentry = r.kind == use::mutex && std::any_of(e.holders.begin(), e.holders.end(), [&](const holder& h) {
+                         return h.mutex && h.owner == *r.owner;
+                       });
+  return reentry || (e.queue.empty() && r.units <= e.capacity - e.used);
+}
+
 std::optional<ticket> table::attempt_locked(entry& e, const request& r, clock::time_point now) {
   if (r.kind == use::mutex) {
     // A re-entry joins its owner's grant as one more hold, with the same id and token, wherever
@@ -119,6 +126,29 @@ void table::erase_if_idle_locked(const std::string& name) {
 
 std::optional<ticket> table::try_acquire(const std::string& name, const request& r, std::error_code& ec) {
   return acquire_until(name, r, clock::time_point::min(), ec);
+}
+
+std::optional<std::vector<ticket>> table::try_acquire_all(std::span<const std::string* const> names, const request& r,
+                                                          std::error_code& ec) {
+  lost_notes notes;
+  std::unique_lock lock(mutex_);
+  const auto now = clock::now();
+  std::vector<entry*> found;  // an unordered_map's elements stay where they are as others are added
+  for (const auto* name : names) {
+    if (auto it = entries_.find(*name); it != entries_.end()) expire_due_locked(it->second, now, notes);
+    entry* e = entry_for_locked(*name, r, ec);
+    if (e == nullptr || !would_grant_locked(*e, r)) break;
+    found.push_back(e);
+  }
+  std::optional<std::vector<ticket>> granted;
+  if (found.size() == names.size()) {
+    granted.emplace();
+    for (auto* e : found) granted->push_back(*attempt_locked(*e, r, now));
+  }
+  for (const auto* name : names) erase_if_idle_locked(*name);
+  lock.unlock();
+  deliver_lost_notes(notes);
+  return granted;
 }
 
 std::optional<ticket> table::acquire_until(const std::string& name, const request& r, clock::time_point deadline,

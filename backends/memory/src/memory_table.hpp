@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <system_error>
 #include <unordered_map>
@@ -72,6 +73,11 @@ class table {
   // mutex's owner re-entering its own grant is not barging). errc::name_conflict when the name
   // is held as the other use, or as a semaphore of another max_count.
   std::optional<ticket> try_acquire(const std::string& name, const request& r, std::error_code& ec);
+  // One attempt at every name of a set for one request (a multi_lock's mutexes), under one hold
+  // of the table's mutex: a ticket for each name, in order, or nullopt and nothing taken. ec as
+  // try_acquire's, for the first name that refuses.
+  std::optional<std::vector<ticket>> try_acquire_all(std::span<const std::string* const> names, const request& r,
+                                                     std::error_code& ec);
   // Queues behind earlier waiters and sleeps on a per-waiter condition variable until granted
   // (FIFO hand-off) or until the deadline (nullopt). Refused as try_acquire, without queueing.
   std::optional<ticket> acquire_until(const std::string& name, const request& r, clock::time_point deadline,
@@ -126,6 +132,8 @@ class table {
   entry* entry_for_locked(const std::string& name, const request& r, std::error_code& ec);
   // One attempt on an entry whose expired grants were freed: a re-entry, a grant, or nullopt.
   std::optional<ticket> attempt_locked(entry& e, const request& r, clock::time_point now);
+  // Whether attempt_locked would give a ticket: a re-entry, or free units and nobody queued.
+  static bool would_grant_locked(const entry& e, const request& r);
   ticket grant_locked(entry& e, const request& r, clock::time_point now);
   // Grants queued waiters in arrival order while the head fits (after units were freed).
   void hand_on_locked(entry& e, clock::time_point now);
