@@ -156,6 +156,27 @@ function(dlock_backend_test TARGET)
   gtest_discover_tests(${TARGET} TEST_PREFIX "${folder}/" DISCOVERY_MODE PRE_TEST ${ARG_DISCOVER})
 endfunction()
 
+# dlock_backend_bench(<target> SOURCES <file>... LINK <target>... [INCLUDE <dir>...])
+#   A Google Benchmark executable of the calling backend folder, built only with
+#   DLOCK_BUILD_BENCHMARKS and when the benchmark package is found (it is optional: none
+#   otherwise). SOURCES, linked PRIVATE with LINK and benchmark::benchmark; INCLUDE: PRIVATE
+#   include directories (src: the folder's internal headers).
+function(dlock_backend_bench TARGET)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "SOURCES;LINK;INCLUDE")
+  if(NOT DLOCK_BUILD_BENCHMARKS)
+    return()
+  endif()
+  find_package(benchmark QUIET)
+  if(NOT benchmark_FOUND)
+    return()
+  endif()
+  add_executable(${TARGET} ${ARG_SOURCES})
+  if(ARG_INCLUDE)
+    target_include_directories(${TARGET} PRIVATE ${ARG_INCLUDE})
+  endif()
+  target_link_libraries(${TARGET} PRIVATE ${ARG_LINK} benchmark::benchmark)
+endfunction()
+
 # dlock_write_module_index(<module target> <scheme>...)
 #   Writes lib<output name>.schemes next to the module (DlockInstall installs it with it): the
 #   schemes the module registers, one a line, which registry::open reads to load the one module

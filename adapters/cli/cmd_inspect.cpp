@@ -25,7 +25,7 @@ int cmd_inspect(const arguments& argv) {
   const auto info = backend->inspect(name);  // throws dlock::error -> 64 (not_supported) / 69
   if (a.flag("json")) {
     std::string out =
-        "{\"name\":" + json_quote(info.name) + ",\"held\":" + (info.held ? "true" : "false") + ",\"holders\":[";
+        "{\"name\":" + json_string(info.name) + ",\"held\":" + (info.held ? "true" : "false") + ",\"holders\":[";
     for (std::size_t i = 0; i < info.holders.size(); ++i) out += (i ? "," : "") + holder_json(info.holders[i]);
     out += "]";
     if (info.waiters_known) {

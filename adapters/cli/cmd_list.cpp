@@ -22,7 +22,7 @@ int cmd_list(const arguments& argv) {
   const auto names = backend->list(a.get("prefix").value_or(""));
   if (a.flag("json")) {
     std::string out = "[";
-    for (std::size_t i = 0; i < names.size(); ++i) out += (i ? "," : "") + json_quote(names[i]);
+    for (std::size_t i = 0; i < names.size(); ++i) out += (i ? "," : "") + json_string(names[i]);
     std::printf("%s]\n", out.c_str());
     return 0;
   }

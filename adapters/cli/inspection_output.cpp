@@ -1,6 +1,5 @@
 #include "inspection_output.hpp"
 
-#include <cstdio>
 #include <ctime>
 
 namespace dlock::cli {
@@ -23,36 +22,18 @@ std::string kind_text(const lock_holder& h) {
 
 }  // namespace
 
-std::string json_quote(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 std::string holder_json(const lock_holder& h) {
-  std::string out = "{\"owner\":" + json_quote(h.owner) + ",\"kind\":" + json_quote(to_string(h.kind));
+  std::string out = "{\"owner\":" + json_string(h.owner) + ",\"kind\":" + json_string(to_string(h.kind));
   if (h.kind == hold_kind::permits) out += ",\"count\":" + std::to_string(h.count);
-  if (h.since) out += ",\"since\":" + json_quote(utc_text(*h.since));
+  if (h.since) out += ",\"since\":" + json_string(utc_text(*h.since));
   if (h.ttl_left) out += ",\"ttl_left_ms\":" + std::to_string(h.ttl_left->count());
   if (h.fencing_token) out += ",\"fencing_token\":" + std::to_string(*h.fencing_token);
   return out + "}";
 }
 
 std::string waiter_json(const lock_waiter& w) {
-  std::string out = "{\"owner\":" + json_quote(w.owner);
-  if (w.kind) out += ",\"kind\":" + json_quote(to_string(*w.kind));
+  std::string out = "{\"owner\":" + json_string(w.owner);
+  if (w.kind) out += ",\"kind\":" + json_string(to_string(*w.kind));
   return out + "}";
 }
 

@@ -6,10 +6,12 @@
 #include <vector>
 
 #include "dlock/inspection.hpp"
+#include "dlock_compare/text_table.hpp"
 
 namespace dlock::cli {
 
-std::string json_quote(std::string_view text);
+// A JSON string literal, written as the compare reports write theirs.
+using compare::json_string;
 std::string holder_json(const lock_holder& h);
 std::string waiter_json(const lock_waiter& w);
 // "owner=<id> kind=mutex token=7 ttl-left=2500ms since=2026-11-28T00:12:00Z" (fields it has).

@@ -20,78 +20,37 @@ using namespace dlock;
 using namespace std::chrono_literals;
 using clock_type = std::chrono::steady_clock;
 
-// What an event said, its views copied (they live only for the call).
+// What an event said, its views copied (they live only for the call). Every member has an
+// initializer: an event names only the members it sets.
 struct seen {
-  std::string kind;  // "acquire", "release", "renewal", "lost", "waiters"
-  std::string backend;
+  std::string kind{};  // "acquire", "release", "renewal", "lost", "waiters"
+  std::string backend{};
   primitive_kind primitive = primitive_kind::mutex;
-  std::string name;
+  std::string name{};
   acquire_outcome outcome = acquire_outcome::granted;
   std::chrono::nanoseconds duration{};  // waited, held or margin
   std::uint32_t permits = 0;
   bool renewed = false;
   int change = 0;
   std::size_t waiting = 0;
-  std::error_code error;
+  std::error_code error{};
 };
 
 class recording_observer final : public observer {
  public:
   void on_acquire(const acquire_event& e) noexcept override {
-    add({"acquire", std::string(e.lock.backend), e.lock.primitive, std::string(e.lock.name), e.outcome, e.waited,
-         e.permits, false, 0, 0, e.error});
+    add(e.lock,
+        {.kind = "acquire", .outcome = e.outcome, .duration = e.waited, .permits = e.permits, .error = e.error});
   }
   void on_release(const release_event& e) noexcept override {
-    add({"release",
-         std::string(e.lock.backend),
-         e.lock.primitive,
-         std::string(e.lock.name),
-         {},
-         e.held,
-         0,
-         false,
-         0,
-         0,
-         e.error});
+    add(e.lock, {.kind = "release", .duration = e.held, .error = e.error});
   }
   void on_renewal(const renewal_event& e) noexcept override {
-    add({"renewal",
-         std::string(e.lock.backend),
-         e.lock.primitive,
-         std::string(e.lock.name),
-         {},
-         e.margin,
-         0,
-         e.renewed,
-         0,
-         0,
-         e.error});
+    add(e.lock, {.kind = "renewal", .duration = e.margin, .renewed = e.renewed, .error = e.error});
   }
-  void on_lost(const loss_event& e) noexcept override {
-    add({"lost",
-         std::string(e.lock.backend),
-         e.lock.primitive,
-         std::string(e.lock.name),
-         {},
-         {},
-         0,
-         false,
-         0,
-         0,
-         e.reason});
-  }
+  void on_lost(const loss_event& e) noexcept override { add(e.lock, {.kind = "lost", .error = e.reason}); }
   void on_waiters(const waiters_event& e) noexcept override {
-    add({"waiters",
-         std::string(e.lock.backend),
-         e.lock.primitive,
-         std::string(e.lock.name),
-         {},
-         {},
-         0,
-         false,
-         e.change,
-         e.waiting,
-         {}});
+    add(e.lock, {.kind = "waiters", .change = e.change, .waiting = e.waiting});
   }
 
   std::vector<seen> of(const std::string& kind) const {
@@ -109,7 +68,11 @@ class recording_observer final : public observer {
   }
 
  private:
-  void add(seen s) {
+  // `s` with the lock's fields copied from the event's `lock`.
+  void add(const observed_lock& lock, seen s) {
+    s.backend = std::string(lock.backend);
+    s.primitive = lock.primitive;
+    s.name = std::string(lock.name);
     {
       std::lock_guard guard(mutex_);
       events_.push_back(std::move(s));

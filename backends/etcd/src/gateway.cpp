@@ -10,6 +10,7 @@
 
 #include "dlock/acquire_deadline.hpp"
 #include "dlock/acquire_stop.hpp"
+#include "dlock/detail/c_handle.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::etcd {
@@ -23,18 +24,9 @@ struct curl_global {
 };
 void init_curl_once() { static const curl_global once; }
 
-struct easy_cleanup {
-  void operator()(CURL* c) const noexcept { curl_easy_cleanup(c); }
-};
-using easy_ptr = std::unique_ptr<CURL, easy_cleanup>;
-struct slist_free {
-  void operator()(curl_slist* l) const noexcept { curl_slist_free_all(l); }
-};
-using slist_ptr = std::unique_ptr<curl_slist, slist_free>;
-struct multi_cleanup {
-  void operator()(CURLM* m) const noexcept { curl_multi_cleanup(m); }
-};
-using multi_ptr = std::unique_ptr<CURLM, multi_cleanup>;
+using easy_ptr = detail::c_handle<CURL, curl_easy_cleanup>;
+using slist_ptr = detail::c_handle<curl_slist, curl_slist_free_all>;
+using multi_ptr = detail::c_handle<CURLM, curl_multi_cleanup>;
 
 std::size_t append_body(char* data, std::size_t size, std::size_t count, void* target) {
   static_cast<std::string*>(target)->append(data, size * count);

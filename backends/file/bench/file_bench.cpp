@@ -198,15 +198,18 @@ void raw_semaphore_protocol(benchmark::State& state) {
   }
 }
 
+// One dlock cycle: the lease a try-acquire returned (none: `refused` stops the benchmark), then its
+// release.
+void dlock_cycle(benchmark::State& state, dlock::lease l, const char* refused) {
+  if (!l) state.SkipWithError(refused);
+  l.release();
+}
+
 // One iteration = try_acquire_read + release on one name; with Threads(8), 8 readers of one name
 // at once (each thread its own rw_lock object), whose holds overlap.
 void dlock_read(benchmark::State& state) {
   auto rw = file_backend()->make_rw_lock("bench-read");
-  for (auto _ : state) {
-    auto l = rw->try_acquire_read();
-    if (!l) state.SkipWithError("try_acquire_read failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, rw->try_acquire_read(), "try_acquire_read failed");
   state.SetItemsProcessed(state.iterations());
 }
 
@@ -219,11 +222,7 @@ void raw_read_threads(benchmark::State& state) {
 
 void dlock_write(benchmark::State& state) {
   auto rw = file_backend()->make_rw_lock("bench-write");
-  for (auto _ : state) {
-    auto l = rw->try_acquire_write();
-    if (!l) state.SkipWithError("try_acquire_write failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, rw->try_acquire_write(), "try_acquire_write failed");
 }
 
 // Raw semaphore of one permit taken: one slot file, LOCK_EX.
@@ -236,21 +235,13 @@ void raw_flock_slot(benchmark::State& state) {
 // A semaphore of 4, one permit per acquire (the first slot is free every time).
 void dlock_semaphore(benchmark::State& state) {
   auto sem = file_backend()->make_semaphore("bench-sem", 4);
-  for (auto _ : state) {
-    auto l = sem->try_acquire();
-    if (!l) state.SkipWithError("try_acquire failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, sem->try_acquire(), "try_acquire failed");
 }
 
 // The mutex for reference: its counter is fdatasync'ed on every grant (name_lock.hpp).
 void dlock_mutex(benchmark::State& state) {
   auto lock = file_backend()->make_lock("bench-mutex");
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("try_acquire failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, lock->try_acquire(), "try_acquire failed");
 }
 
 }  // namespace

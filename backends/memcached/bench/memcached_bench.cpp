@@ -77,25 +77,23 @@ void raw_libmemcached_add_incr_gets_cas(benchmark::State& state) {
   }
 }
 
+// One dlock cycle: the lease a try-acquire returned (none stops the benchmark), then its release.
+void dlock_cycle(benchmark::State& state, dlock::lease l) {
+  if (!l) state.SkipWithError("try_acquire failed");
+  l.release();
+}
+
 void dlock_acquire_release(benchmark::State& state) {
   auto b = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
   auto lock = b->make_lock("dlock-" + dlock::spi::random_token());
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("try_acquire failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, lock->try_acquire());
 }
 
 // The first grant of a name creates its fencing counter from the server's clock: one more
 // connection to the name's server for `stats`, and an `add` of the counter (README: Fencing).
 void dlock_first_grant_of_a_name(benchmark::State& state) {
   auto b = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
-  for (auto _ : state) {
-    auto l = b->make_lock("first-" + dlock::spi::random_token())->try_acquire();
-    if (!l) state.SkipWithError("try_acquire failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, b->make_lock("first-" + dlock::spi::random_token())->try_acquire());
 }
 
 // The semaphore: raw libmemcached taking one permit slot with `add` and giving it back with a
@@ -119,11 +117,7 @@ void raw_semaphore_add_delete(benchmark::State& state) {
 void dlock_semaphore_acquire_release(benchmark::State& state) {
   auto b = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
   auto sem = b->make_semaphore("sem-" + dlock::spi::random_token(), 4);
-  for (auto _ : state) {
-    auto l = sem->try_acquire();
-    if (!l) state.SkipWithError("try_acquire failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, sem->try_acquire());
 }
 
 // Scaling convention: one iteration = one uncontended acquire + release, each thread on its own
@@ -139,11 +133,7 @@ void scaling_raw(benchmark::State& state) {
 void scaling_dlock(benchmark::State& state) {
   static const std::shared_ptr<dlock::backend> shared = dlock::open(server() + "?ttl=30s&watchdog=false&prefix=bench:");
   auto lock = shared->make_lock("scale-dlock-" + dlock::spi::random_token());
-  for (auto _ : state) {
-    auto l = lock->try_acquire();
-    if (!l) state.SkipWithError("try_acquire failed");
-    l.release();
-  }
+  for (auto _ : state) dlock_cycle(state, lock->try_acquire());
 }
 
 // What holding many leases costs the process (dlock_test/held_leases_cpu.hpp): the watchdog's timer

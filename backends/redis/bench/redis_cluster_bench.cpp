@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dlock/detail/c_handle.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock/spi.hpp"
 #include "opened_backends.hpp"
@@ -27,10 +28,7 @@ std::string cluster_uri() {
 
 std::string name_for(int thread, int i) { return "bench:cluster:" + std::to_string(thread * 8 + i % 8); }
 
-struct context_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-using context_ptr = std::unique_ptr<redisContext, context_deleter>;
+using context_ptr = dlock::detail::c_handle<redisContext, redisFree>;
 
 redisReply* ask(redisContext* c, const char* format, const std::string& a) {
   return static_cast<redisReply*>(redisCommand(c, format, a.data(), a.size()));

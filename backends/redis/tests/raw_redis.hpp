@@ -13,18 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "dlock/detail/c_handle.hpp"
 #include "dlock/uri.hpp"
 
 namespace dlock::testing::raw_redis {
 
-struct context_deleter {
-  void operator()(redisContext* c) const noexcept { redisFree(c); }
-};
-struct reply_deleter {
-  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
-};
-using context_ptr = std::unique_ptr<redisContext, context_deleter>;
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+using context_ptr = dlock::detail::c_handle<redisContext, redisFree>;
+using reply_ptr = dlock::detail::c_handle<redisReply, freeReplyObject>;
 
 inline timeval timeval_of(std::chrono::milliseconds d) {
   return timeval{static_cast<time_t>(d.count() / 1000), static_cast<suseconds_t>(d.count() % 1000 * 1000)};

@@ -31,6 +31,7 @@
 
 #include "dlock/asio.hpp"
 #include "dlock/dlock.hpp"
+#include "dlock_test/bench_open.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -60,15 +61,6 @@ dlock::lock_options long_ttl() {
   return o;
 }
 
-std::shared_ptr<dlock::backend> open_or_skip(benchmark::State& state, const std::string& uri) {
-  try {
-    return dlock::open(uri);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return nullptr;
-  }
-}
-
 // The grants of one name, in order: when each came and whether two were ever held at once.
 struct turns {
   std::mutex m;
@@ -90,7 +82,7 @@ struct turns {
 };
 
 void many_waiters(benchmark::State& state, const std::string& uri) {
-  auto backend = open_or_skip(state, uri);
+  auto backend = dlock::testing::open_or_skip(state, uri);
   if (!backend) return;
   const int waiters = static_cast<int>(state.range(0));
   long most_threads = 0;
@@ -148,7 +140,7 @@ constexpr int handoff_waiters = 8;
 constexpr int handoff_grants = 200;
 
 void handoff(benchmark::State& state, const std::string& uri, bool async) {
-  auto backend = open_or_skip(state, uri);
+  auto backend = dlock::testing::open_or_skip(state, uri);
   if (!backend) return;
   for (auto _ : state) {
     const auto name = dlock::testing::unique_name("async-bench-handoff");
@@ -202,7 +194,7 @@ void handoff(benchmark::State& state, const std::string& uri, bool async) {
 constexpr int uncontended_pairs = 2000;
 
 void uncontended(benchmark::State& state, const std::string& uri, bool async) {
-  auto backend = open_or_skip(state, uri);
+  auto backend = dlock::testing::open_or_skip(state, uri);
   if (!backend) return;
   const int chains = static_cast<int>(state.range(0));
   std::vector<std::unique_ptr<dlock::distributed_lock>> locks;

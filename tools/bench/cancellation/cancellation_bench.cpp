@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/bench_open.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -31,13 +32,8 @@ using clock_type = std::chrono::steady_clock;
 constexpr auto settle = 50ms;  // from starting the waiter to the stop request
 
 void cancel_a_wait(benchmark::State& state, const std::string& uri) {
-  std::shared_ptr<dlock::backend> backend;
-  try {
-    backend = dlock::open(uri);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  const auto backend = dlock::testing::open_or_skip(state, uri);
+  if (!backend) return;
   dlock::lock_options options;
   options.ttl = 20s;
   const auto name = dlock::testing::unique_name("cancel-bench");

@@ -21,6 +21,7 @@
 
 #include "dlock/dlock.hpp"
 #include "dlock/prometheus.hpp"
+#include "dlock_test/bench_open.hpp"
 #include "dlock_test/support.hpp"
 
 namespace {
@@ -43,13 +44,8 @@ class counting_observer final : public dlock::observer {
 enum class observed { none, counting, prometheus };
 
 void cycles(benchmark::State& state, const std::string& uri, observed how) {
-  std::shared_ptr<dlock::backend> backend;
-  try {
-    backend = dlock::open(uri);
-  } catch (const std::exception& e) {
-    state.SkipWithError(e.what());
-    return;
-  }
+  const auto backend = dlock::testing::open_or_skip(state, uri);
+  if (!backend) return;
   auto counting = std::make_shared<counting_observer>();
   if (how == observed::counting) backend->set_observer(counting);
   if (how == observed::prometheus)

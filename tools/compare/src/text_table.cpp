@@ -19,7 +19,7 @@ std::string markdown_cell(const std::string& s) {
 
 }  // namespace
 
-std::string json_string(const std::string& s) {
+std::string json_string(std::string_view s) {
   std::string out = "\"";
   for (const char ch : s) {
     const auto u = static_cast<unsigned char>(ch);
