@@ -64,13 +64,20 @@ class async_line {
   void start() {
     thread_ = std::jthread([this](std::stop_token engine_stop) { run(engine_stop); });
   }
-  // Called with the engine's mutex held (so the line cannot retire meanwhile).
+  // Called with the engine's mutex held (so the line cannot retire meanwhile, and no other wait
+  // can be queued in between).
   void enqueue(std::shared_ptr<async_wait> wait) {
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(std::move(wait));
     }
     wake_.notify_one();
+  }
+  // Whether a wait queued now would stand behind another (a head, or waits queued before it).
+  // Called with the engine's mutex held, as enqueue.
+  bool occupied() {
+    std::lock_guard lock(mutex_);
+    return head_ || !queue_.empty();
   }
   // A queued wait completes at once; the head is stopped and completes from the line's thread.
   void cancel(async_wait& wait);
@@ -105,6 +112,7 @@ class async_line {
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::deque<std::shared_ptr<async_wait>> queue_;
+  bool head_ = false;  // a head's acquire is running
   std::jthread thread_;
 };
 
@@ -138,7 +146,9 @@ class engine {
         line->start();
       }
       wait = std::make_shared<async_wait>(line, std::move(acquire), deadline, std::move(done));
-      watch_deadline(wait);
+      // A wait that becomes the head at once ends at its deadline by its own acquire: only one
+      // queued behind another needs the timer (which would otherwise be woken for every acquire).
+      if (line->occupied()) watch_deadline(wait);
       line->enqueue(wait);
     }
     // Joins the threads of lines that retired (they have returned or are returning).
@@ -259,6 +269,7 @@ void async_line::run(std::stop_token engine_stop) {
       head = std::move(queue_.front());
       queue_.pop_front();
       head->state = wait_state::at_head;
+      head_ = true;
     }
     std::error_code ec;
     lease granted;
@@ -272,6 +283,7 @@ void async_line::run(std::stop_token engine_stop) {
     {
       std::lock_guard lock(mutex_);
       head->state = wait_state::done;
+      head_ = false;
       done = std::move(head->done);
     }
     if (head->head_stop.stop_requested()) {
