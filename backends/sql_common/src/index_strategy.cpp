@@ -206,6 +206,18 @@ class index_lock final : public strategy_lock<index_state> {
       ec = make_error_code(errc::not_supported);
       return std::move(granted);
     };
+    // Ends the set's transaction on a connection that is still usable, and drops one that is not.
+    const auto roll_back = [](auto& handle) {
+      if (handle->usable()) {
+        sql_error ignored;
+        handle->rollback(ignored);
+      }
+      if (!handle->usable()) handle.discard();
+    };
+    const auto rolled_back_not_in_one_step = [&](auto& handle) {
+      roll_back(handle);
+      return not_in_one_step();
+    };
     try {
       if (st_->setup.params.fair || st_->sql.acquire.size() != 1) return not_in_one_step();
       std::vector<const index_lock*> members;
@@ -230,19 +242,20 @@ class index_lock final : public strategy_lock<index_state> {
         whole = run(*h, st_->sql.acquire, v, out, err, 1);
         const auto fence =
             whole && !out.rows.empty() && !out.rows.front().empty() ? to_int(out.rows.front()[0]) : std::nullopt;
-        if (whole && !fence) held = true;  // another owner's live row, or live holders of the name's other kinds
+        // No row from a dialect with reader-writer locks and semaphores: those may hold the name,
+        // and a semaphore's hold is a conflict, not a miss; the member's own try tells which.
+        if (whole && out.rows.empty() && !st_->sql.units_in_use.empty()) return rolled_back_not_in_one_step(h);
+        if (whole && !fence) held = true;  // another owner's live row
         whole = whole && fence;
         if (fence) fences.push_back(static_cast<std::uint64_t>(*fence));
       }
       if (whole) whole = h->commit(err);
       if (!whole) {
-        if (h->usable()) {
-          sql_error ignored;
-          h->rollback(ignored);
+        if (held) {
+          roll_back(h);
+          return granted;  // nothing taken; a miss
         }
-        if (!h->usable()) h.discard();
-        if (held) return granted;  // nothing taken; a miss
-        return not_in_one_step();
+        return rolled_back_not_in_one_step(h);
       }
       for (std::size_t i = 0; i < members.size(); ++i)
         granted.push_back(std::make_unique<index_lease>(st_, std::string(members[i]->name()), members[i]->owner(),
