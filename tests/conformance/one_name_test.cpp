@@ -7,6 +7,7 @@
 #include <atomic>
 #include <fstream>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -197,6 +198,28 @@ TEST_P(OneName, ASemaphoreAndALockOfOneNameAreRefusedAsAConflict) {
       EXPECT_TRUE(permit.held()) << "the permit was lost to a refused " << name_of(k);
     }
   }
+}
+
+// The rule holds for a set of names too, whether the backend takes the set in one step or member by
+// member: a set with a name in use as a semaphore is refused as a conflict, by a try as by a wait,
+// and none of its other names is left held.
+TEST_P(OneName, ASetWithANameInUseAsASemaphoreIsRefusedAsAConflict) {
+  if (refuses_semaphore()) return;
+  const auto base = dlock::testing::unique_name("one-name-set");
+  const std::vector<std::string> names{base + "-a", base + "-b", base + "-c"};
+  auto permit = keep(sem(names[1], 2))->try_acquire_for(margin);
+  ASSERT_TRUE(permit) << "a permit of a free semaphore was refused";
+  auto set = backend_->make_multi_lock(names, options());
+  for (const bool waiting : {false, true}) {
+    std::error_code ec;
+    auto held = waiting ? set->try_acquire_for(margin, ec) : set->try_acquire(ec);
+    const char* how = waiting ? "a waiting set" : "a set's try";
+    EXPECT_FALSE(held) << how << " was granted beside a permit of one of its names";
+    EXPECT_EQ(ec, make_error_code(errc::name_conflict)) << how << ": " << dlock::last_error_message();
+    for (const auto& n : {names[0], names[2]})
+      EXPECT_TRUE(keep(make(n))->try_acquire()) << n << " was left held by " << how;
+  }
+  EXPECT_TRUE(permit.held()) << "the permit was lost to a refused set";
 }
 
 // Mutex and semaphore threads racing for one name, from two backend objects (so no local state
