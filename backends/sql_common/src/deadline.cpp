@@ -169,8 +169,10 @@ socket_stopper::socket_stopper(int fd) noexcept {
 }
 
 void socket_stopper::shut_down::operator()() const noexcept {
-  ::shutdown(fd, SHUT_RDWR);
+  // Marked first: the statement's thread wakes on the shut socket and asks fired() at once, and a
+  // stopped statement it took for a broken connection would be left waiting on the server.
   fired->store(true, std::memory_order_release);
+  ::shutdown(fd, SHUT_RDWR);
 }
 
 }  // namespace dlock::sql
