@@ -62,8 +62,8 @@ scenario_result run_partition(const scenario_settings& s) {
       cut_at = shared_clock::now();
       ::kill(fleet.pid(*r.victim), SIGCONT);
       std::this_thread::sleep_for(partition_length(s));
+      healed_at = shared_clock::now();  // before the heal: a grant it lets happen comes after this
       net.heal(*r.victim);
-      healed_at = shared_clock::now();
       r.paused_for = std::chrono::duration_cast<milliseconds>(healed_at - cut_at);
       r.watched_after_fault = fleet.stop_at() - cut_at;
     }

@@ -114,8 +114,10 @@ void pause_then_resume(worker_fleet& fleet, const fleet_plan& plan, std::uint32_
                        scenario_result& r) {
   const auto paused_at = shared_clock::now();
   std::this_thread::sleep_for(pause_length(s));
-  ::kill(fleet.pid(victim), SIGCONT);
+  // Read before the SIGCONT: a grant it lets happen must come after the pause's end, even when this
+  // thread loses its core between the signal and the clock (as it did beside the sanitizer builds).
   r.paused_for = std::chrono::duration_cast<milliseconds>(shared_clock::now() - paused_at);
+  ::kill(fleet.pid(victim), SIGCONT);
   r.worker_exit_codes = fleet.wait(fault_steps::wait_deadline(fleet, plan));
   r.recovered_after = time_to_recover(assemble_sections(read_history(plan.history)), paused_at);
   r.watched_after_fault = fleet.stop_at() - paused_at;
