@@ -116,6 +116,64 @@ class async_line {
   std::jthread thread_;
 };
 
+// The releases' threads: a release is one bounded round trip and never waits for another holder,
+// so a few threads serve any number of them, in the order they come. A thread is started when a
+// release finds none free, up to round_trip_threads; they stay until the process exits.
+class round_trip_pool {
+ public:
+  round_trip_pool() = default;
+  round_trip_pool(const round_trip_pool&) = delete;
+  round_trip_pool& operator=(const round_trip_pool&) = delete;
+  ~round_trip_pool() = default;  // threads_ (declared last) are stopped and joined first
+
+  void release(lease held, std::unique_ptr<release_completion> done) {
+    {
+      std::lock_guard lock(mutex_);
+      releases_.push_back({std::move(held), std::move(done)});
+      if (free_ < releases_.size() && threads_.size() < round_trip_threads) {
+        threads_.emplace_back([this](std::stop_token stop) { run(stop); });
+        return;
+      }
+    }
+    wake_.notify_one();
+  }
+
+  std::size_t threads() {
+    std::lock_guard lock(mutex_);
+    return threads_.size();
+  }
+
+ private:
+  struct pending_release {
+    lease held;
+    std::unique_ptr<release_completion> done;
+  };
+
+  void run(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      ++free_;
+      const bool got = wake_.wait(lock, stop, [&] { return !releases_.empty(); });
+      --free_;
+      if (!got) return;  // exiting: a release still queued is made by its lease's destructor
+      auto next = std::move(releases_.front());
+      releases_.pop_front();
+      lock.unlock();
+      std::error_code ec;
+      next.held.release(ec);
+      next.done->complete(ec);
+      next = {};
+      lock.lock();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::deque<pending_release> releases_;
+  std::size_t free_ = 0;  // threads waiting for a release
+  std::vector<std::jthread> threads_;
+};
+
 class engine {
  public:
   engine() = default;
@@ -175,10 +233,15 @@ class engine {
     }
   }
 
+  void release(lease held, std::unique_ptr<release_completion> done) {
+    round_trips_.release(std::move(held), std::move(done));
+  }
+
   std::size_t threads() {
+    std::size_t n = round_trips_.threads();
     std::lock_guard lock(mutex_);
     std::lock_guard timer_lock(timer_mutex_);
-    return lines_.size() + retired_.size() + (timer_.joinable() ? 1 : 0);
+    return n + lines_.size() + retired_.size() + (timer_.joinable() ? 1 : 0);
   }
 
  private:
@@ -232,7 +295,9 @@ class engine {
   std::mutex timer_mutex_;
   std::condition_variable_any timer_wake_;
   std::multimap<clock::time_point, std::weak_ptr<async_wait>> deadlines_;
-  std::jthread timer_;  // last: stopped and joined before the members it reads
+  std::jthread timer_;  // stopped and joined before the members it reads
+
+  round_trip_pool round_trips_;  // last: its threads end first at exit
 };
 
 engine& the_engine() {
@@ -312,6 +377,10 @@ void async_wait_handle::cancel() const noexcept {
 async_wait_handle start_async_wait(line_key key, blocking_acquire acquire, clock::time_point deadline,
                                    std::unique_ptr<async_completion> done) {
   return the_engine().start(key, std::move(acquire), deadline, std::move(done));
+}
+
+void start_async_release(lease held, std::unique_ptr<release_completion> done) {
+  the_engine().release(std::move(held), std::move(done));
 }
 
 std::error_code canceled_error() noexcept { return {ECANCELED, std::system_category()}; }

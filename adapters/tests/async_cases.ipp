@@ -282,4 +282,87 @@ TEST_P(AsyncAcquire, AWaitForLossIsCanceledByItsStopToken) {
   EXPECT_TRUE(held.held());
 }
 
+// A release without a round trip on the io_context's thread: the callback runs on its executor,
+// never inside the initiating call, and the name is free by then; an empty lease completes with no
+// error.
+TEST_P(AsyncAcquire, AnAsyncReleaseFreesTheNameBeforeItCompletesOnItsExecutor) {
+  const auto name = unique("release");
+  auto lock = backend_->make_lock(name);
+  auto other = backend_->make_lock(name);
+  auto held = lock->try_acquire();
+  ASSERT_TRUE(held);
+  ASYNC_NET::io_context io;
+  std::optional<std::error_code> released, empty;
+  bool free_when_completed = false;
+  ASYNC_API::async_release(std::move(held), ASYNC_NET::bind_executor(io, [&](std::error_code ec) {
+                             EXPECT_TRUE(io.get_executor().running_in_this_thread());
+                             released = ec;
+                             free_when_completed = static_cast<bool>(other->try_acquire());
+                           }));
+  ASYNC_API::async_release(dlock::lease{}, ASYNC_NET::bind_executor(io, [&](std::error_code ec) { empty = ec; }));
+  EXPECT_FALSE(released);
+  io.run();
+  ASSERT_TRUE(released);
+  EXPECT_FALSE(*released) << released->message();
+  EXPECT_TRUE(free_when_completed) << "the name was still held when the release completed";
+  ASSERT_TRUE(empty);
+  EXPECT_FALSE(*empty) << empty->message();
+}
+
+// No silent loss: releasing a lease whose ttl ran out and whose name went to another holder says
+// so (not_owner), and leaves that holder's lock alone.
+TEST(AsyncRelease, ALeaseNoLongerOursIsReportedNotOwnerAndTheNewHolderKeepsIt) {
+  auto backend = dlock::open("memory://?ttl=200ms&watchdog=false");
+  const auto name = unique("release-lost");
+  auto expiring = backend->make_lock(name);
+  auto held = expiring->try_acquire();
+  ASSERT_TRUE(held);
+  dlock::lock_options long_lived;
+  long_lived.ttl = 20s;
+  auto successor = backend->make_lock(name, long_lived);
+  auto taken = successor->try_acquire_for(5s);
+  ASSERT_TRUE(taken);
+  ASYNC_NET::io_context io;
+  std::optional<std::error_code> result;
+  ASYNC_API::async_release(std::move(held), ASYNC_NET::bind_executor(io, [&](std::error_code ec) { result = ec; }));
+  io.run();
+  ASSERT_TRUE(result);
+  EXPECT_EQ(*result, dlock::errc::not_owner) << result->message();
+  EXPECT_TRUE(taken.held());
+  EXPECT_FALSE(backend->make_lock(name)->try_acquire()) << "the release freed another holder's lock";
+}
+
+// A chain of acquires and releases on one io_context thread, none making a round trip there: many
+// at once, each name granted and released every time.
+TEST_P(AsyncAcquire, ChainsOfAsyncAcquiresAndReleasesEachTakeTheirNameEveryTime) {
+  constexpr int chains = 16, rounds = 20;
+  std::vector<std::unique_ptr<dlock::distributed_lock>> locks;
+  for (int i = 0; i < chains; ++i) locks.push_back(backend_->make_lock(unique("chain")));
+  const std::size_t threads_before = dlock::detail::async_engine_threads();
+  ASYNC_NET::io_context io;
+  std::atomic<int> completed{0}, failed{0};
+  std::function<void(int, int)> take = [&](int i, int round) {
+    ASYNC_API::async_acquire(*locks[static_cast<std::size_t>(i)], 5s,
+                             ASYNC_NET::bind_executor(io, [&, i, round](std::error_code ec, dlock::lease l) {
+                               if (ec || !l) {
+                                 ++failed;
+                                 return;
+                               }
+                               ASYNC_API::async_release(
+                                   std::move(l), ASYNC_NET::bind_executor(io, [&, i, round](std::error_code rec) {
+                                     if (rec) ++failed;
+                                     ++completed;
+                                     if (round + 1 < rounds) take(i, round + 1);
+                                   }));
+                             }));
+  };
+  for (int i = 0; i < chains; ++i) take(i, 0);
+  io.run();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(completed.load(), chains * rounds);
+  // A line's thread per name, the timer's, and the releases' few, whatever the number of releases.
+  EXPECT_LE(dlock::detail::async_engine_threads(),
+            threads_before + static_cast<std::size_t>(chains) + 1 + dlock::detail::round_trip_threads);
+}
+
 }  // namespace

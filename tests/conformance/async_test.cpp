@@ -1,7 +1,8 @@
 // The asynchronous operations (dlock/asio.hpp), on every backend: waiters that hold no thread are
 // granted one at a time as holders release, a canceled wait (a cancellation slot) completes with
 // operation_aborted and leaves nothing behind, also when the cancel comes at the moment of a
-// release, and the timeout and the reader-writer and semaphore forms behave as the blocking ones.
+// release, the timeout and the reader-writer and semaphore forms behave as the blocking ones, and a
+// release made off the io_context's thread frees the name before it completes.
 // The leases have a long ttl (20 s), so that anything left behind keeps the name far longer than
 // the bounds below, which are correctness bounds for a loaded machine, not speed claims.
 #include <dlock/asio.hpp>
@@ -184,6 +185,35 @@ TEST_P(Async, TheTimeoutAndTheOtherPrimitivesBehaveAsTheBlockingForms) {
     both.release();
     ASSERT_EQ(one.wait_for(bound), std::future_status::ready);
     EXPECT_TRUE(one.get().held());
+  }
+  work.reset();
+  runner.join();
+}
+
+// A release without a round trip on the io_context's thread: it completes with no error once the
+// server has freed the name (another contender takes it at once), and a semaphore's permits are
+// given back the same way.
+TEST_P(Async, AnAsyncReleaseFreesTheNameBeforeItCompletes) {
+  const auto name = dlock::testing::unique_name("async-release");
+  auto holder = make(name, options(long_ttl)), next = make(name, options(long_ttl));
+  auto held = granted_once_ready(*holder);
+  ASSERT_TRUE(held);
+  asio::io_context io;
+  auto work = asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  auto released = dlock::async_release(std::move(held), asio::use_future);
+  ASSERT_EQ(released.wait_for(bound), std::future_status::ready);
+  EXPECT_NO_THROW(released.get());
+  EXPECT_TRUE(next->try_acquire()) << "the name was still held once its release completed";
+  if (offers_semaphore()) {
+    const auto sem_name = dlock::testing::unique_name("async-release-sem");
+    auto taker = sem(sem_name, 2, options(long_ttl)), other = sem(sem_name, 2, options(long_ttl));
+    auto both = taker->try_acquire_for(bound, 2);
+    ASSERT_TRUE(both);
+    auto given_back = dlock::async_release(std::move(both), asio::use_future);
+    ASSERT_EQ(given_back.wait_for(bound), std::future_status::ready);
+    EXPECT_NO_THROW(given_back.get());
+    EXPECT_TRUE(other->try_acquire(2)) << "the permits were still taken once their release completed";
   }
   work.reset();
   runner.join();

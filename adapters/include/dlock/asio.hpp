@@ -1,12 +1,15 @@
 #pragma once
-// dlock::async_acquire, async_campaign and async_wait_lost on standalone Asio (Debian's libasio-dev 1.22):
-// any completion token (a callback, asio::use_future, asio::use_awaitable, as_tuple, deferred) and
-// per-operation cancellation (bind_cancellation_slot, parallel_group, awaitable_operators' ||).
+// dlock::async_acquire, async_campaign, async_wait_lost and async_release on standalone Asio
+// (Debian's libasio-dev 1.22): any completion token (a callback, asio::use_future,
+// asio::use_awaitable, as_tuple, deferred) and per-operation cancellation (bind_cancellation_slot,
+// parallel_group, awaitable_operators' ||).
 // Link dlock::asio. The core stays free of Asio; dlock/boost_asio.hpp serves Boost.Asio the same way.
 //
 //   asio::awaitable<void> handle(dlock::distributed_lock& lock) {
 //     auto [ec, held] = co_await dlock::async_acquire(lock, 5s, asio::as_tuple(asio::use_awaitable));
-//     if (held) { ...work under the lock... }
+//     if (!held) co_return;
+//     ...work under the lock...
+//     auto [released] = co_await dlock::async_release(std::move(held), asio::as_tuple(asio::use_awaitable));
 //   }
 #include <dlock/detail/async_waiters.hpp>
 #include <dlock/distributed_lock.hpp>

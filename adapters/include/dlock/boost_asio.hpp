@@ -1,6 +1,6 @@
 #pragma once
-// dlock::boost_asio::async_acquire and async_wait_lost on Boost.Asio (Debian's Boost 1.74), for
-// services on Boost's io_context (Beast, Boost.MySQL): the same operations as dlock/asio.hpp, from
+// dlock::boost_asio::async_acquire, async_wait_lost and async_release on Boost.Asio (Debian's
+// Boost 1.74), for services on Boost's io_context (Beast, Boost.MySQL): the same operations as dlock/asio.hpp, from
 // the same source. Boost 1.74's Asio has no per-operation cancellation slots, so there the
 // std::stop_token argument is the way to cancel a wait. Link dlock::boost_asio.
 //

@@ -4,7 +4,7 @@
 // ::boost::asio (Boost 1.74, which has no cancellation slots) into namespace dlock::boost_asio.
 // Not a header of its own: no include guard, on purpose.
 //
-// Every operation:
+// Every operation (async_release's exceptions are said at it):
 //  - completes on the completion handler's associated executor (asio::bind_executor picks it), never
 //    inside the initiating call, and keeps outstanding work on that executor until it has completed;
 //  - holds no thread while it waits (dlock/detail/async_waiters.hpp);
@@ -230,6 +230,25 @@ struct initiate_wait_lost {
   }
 };
 
+// async_release: the engine's round-trip thread releases, then the handler is posted with the result.
+template <class Handler>
+class release_completion final : public ::dlock::detail::release_completion {
+ public:
+  explicit release_completion(Handler handler) : handler_(std::move(handler)) {}
+  void complete(std::error_code ec) noexcept override { handler_.deliver(ec); }
+
+ private:
+  posted_completion<Handler, std::error_code> handler_;
+};
+
+struct initiate_release {
+  template <class Handler>
+  void operator()(Handler&& handler, lease held) const {
+    ::dlock::detail::start_async_release(
+        std::move(held), std::make_unique<release_completion<std::decay_t<Handler>>>(std::forward<Handler>(handler)));
+  }
+};
+
 inline unsigned access_kind(access side) noexcept { return side == access::read ? 1U : 2U; }
 
 }  // namespace detail_asio
@@ -313,10 +332,6 @@ auto async_acquire(semaphore& sem, std::chrono::duration<Rep, Period> timeout, s
   return async_acquire(sem, 1U, timeout, std::move(stop), std::forward<CompletionToken>(token));
 }
 
-// Completes with (error_code) once the lease is lost: errc::lock_lost (renewal failed, validity ran
-// out, the session died) or errc::not_owner; error::operation_aborted when canceled;
-// errc::invalid_argument at once for an empty lease. A lease released by its holder is not lost:
-// cancel the wait then. The lease may be moved meanwhile; the wait follows its grant.
 // Campaigns up to `timeout` in the election (election::campaign_for, asynchronously). Completes with
 // (error_code, leadership): elected; an empty leadership and no error at the timeout (another
 // candidate leads); error::operation_aborted when canceled; the backend's error otherwise.
@@ -337,6 +352,10 @@ auto async_campaign(election& vote, std::chrono::duration<Rep, Period> timeout, 
   return async_campaign(vote, timeout, std::stop_token{}, std::forward<CompletionToken>(token));
 }
 
+// Completes with (error_code) once the lease is lost: errc::lock_lost (renewal failed, validity ran
+// out, the session died) or errc::not_owner; error::operation_aborted when canceled;
+// errc::invalid_argument at once for an empty lease. A lease released by its holder is not lost:
+// cancel the wait then. The lease may be moved meanwhile; the wait follows its grant.
 template <class CompletionToken>
 auto async_wait_lost(const lease& held, std::stop_token stop, CompletionToken&& token) {
   return DLOCK_ASIO::async_initiate<CompletionToken, void(std::error_code)>(detail_asio::initiate_wait_lost{}, token,
@@ -345,4 +364,17 @@ auto async_wait_lost(const lease& held, std::stop_token stop, CompletionToken&& 
 template <class CompletionToken>
 auto async_wait_lost(const lease& held, CompletionToken&& token) {
   return async_wait_lost(held, std::stop_token{}, std::forward<CompletionToken>(token));
+}
+
+// Releases the lease without a round trip on the caller's thread (lease::release makes one, and an
+// io_context thread that makes it serves nothing meanwhile). Completes with (error_code) once the
+// server has answered: no error when released (or for an empty lease), errc::not_owner when the
+// lock was no longer this lease's (it expired and went to someone else: the work done under it
+// was not protected), or the backend's error (the lock then ends at its ttl). A release is not
+// canceled: a stop token or cancellation slot would leave the lock held until its ttl, so none is
+// taken.
+template <class CompletionToken>
+auto async_release(lease held, CompletionToken&& token) {
+  return DLOCK_ASIO::async_initiate<CompletionToken, void(std::error_code)>(detail_asio::initiate_release{}, token,
+                                                                            std::move(held));
 }

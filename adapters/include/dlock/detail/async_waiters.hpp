@@ -58,12 +58,27 @@ async_wait_handle start_async_wait(line_key key, blocking_acquire acquire,
                                    std::chrono::steady_clock::time_point deadline,
                                    std::unique_ptr<async_completion> done);
 
+// What a finished release hands to its operation: called once, on an engine thread.
+class release_completion {
+ public:
+  virtual ~release_completion() = default;
+  virtual void complete(std::error_code ec) noexcept = 0;
+};
+
+// Releases `held` on the engine's small pool of round-trip threads (at most
+// `round_trip_threads`, started as needed, whatever the number of waiters), so that the caller's
+// thread, an io_context's, makes no round trip. `done` gets release(ec)'s result: nothing for an
+// empty or released lease, not_owner when the lock was no longer this lease's.
+void start_async_release(lease held, std::unique_ptr<release_completion> done);
+inline constexpr std::size_t round_trip_threads = 4;
+
 // The error a canceled asynchronous operation completes with: ECANCELED in the system category, which
 // is Asio's error::operation_aborted (standalone and Boost) and compares equal to
 // std::errc::operation_canceled.
 std::error_code canceled_error() noexcept;
 
-// For tests and benchmarks: the threads the engine runs now (line threads and the timer thread).
+// For tests and benchmarks: the threads the engine runs now (line threads, the timer thread and the
+// round-trip threads).
 std::size_t async_engine_threads() noexcept;
 
 }  // namespace dlock::detail
