@@ -7,9 +7,10 @@
 //   never two at a time, or the benchmark stops with an error), the median handoff (ms).
 // - handoff/<label>/{async,blocking}: 8 waiters of one name taking turns, 200 grants; the
 //   iteration time is the median handoff (from a release to the next grant), manual time.
-// - uncontended/<label>/{async,blocking}/<n>: n chains at once, each acquiring and releasing a name
-//   of its own (async: n operations in flight on one io_context thread; blocking: n threads);
-//   items_per_second is acquire+release pairs.
+// - uncontended/<label>/{blocking,async,async-release}/<n>: n chains at once, each acquiring and
+//   releasing a name of its own (blocking: n threads; async: n operations in flight on one
+//   io_context thread, each released there by release(), a round trip on that thread;
+//   async-release: released by async_release); items_per_second is acquire+release pairs.
 // Targets: redis, zookeeper, postgres_index (the conformance target table; DLOCK_TEST_EXCLUDE).
 // Repetitions of 5, reported as medians; compare async with blocking in the same run.
 #include <benchmark/benchmark.h>
@@ -193,7 +194,14 @@ void handoff(benchmark::State& state, const std::string& uri, bool async) {
 
 constexpr int uncontended_pairs = 2000;
 
-void uncontended(benchmark::State& state, const std::string& uri, bool async) {
+// How the uncontended chains take and give back their names.
+enum class chain_kind {
+  blocking,       // try_acquire_for and release on n threads
+  async,          // async_acquire; release() on the io_context's thread, a round trip there
+  async_release,  // async_acquire and async_release: no round trip on the io_context's thread
+};
+
+void uncontended(benchmark::State& state, const std::string& uri, chain_kind kind) {
   auto backend = dlock::testing::open_or_skip(state, uri);
   if (!backend) return;
   const int chains = static_cast<int>(state.range(0));
@@ -209,7 +217,7 @@ void uncontended(benchmark::State& state, const std::string& uri, bool async) {
   std::atomic<int> failures{0};
   for (auto _ : state) {
     std::atomic<int> remaining{uncontended_pairs};
-    if (async) {
+    if (kind != chain_kind::blocking) {
       asio::io_context io;
       std::function<void(int)> take = [&](int i) {
         dlock::async_acquire(*locks[static_cast<std::size_t>(i)], 10s,
@@ -218,8 +226,16 @@ void uncontended(benchmark::State& state, const std::string& uri, bool async) {
                                  ++failures;
                                  return;
                                }
-                               l.release();
-                               if (--remaining >= chains) take(i);
+                               if (kind == chain_kind::async) {
+                                 l.release();
+                                 if (--remaining >= chains) take(i);
+                                 return;
+                               }
+                               dlock::async_release(std::move(l),
+                                                    asio::bind_executor(io, [&, i](std::error_code released) {
+                                                      if (released) ++failures;
+                                                      if (--remaining >= chains) take(i);
+                                                    }));
                              }));
       };
       for (int i = 0; i < chains; ++i) take(i);
@@ -269,7 +285,10 @@ int main(int argc, char** argv) {
           ->Repetitions(5)
           ->ReportAggregatesOnly(true)
           ->Unit(benchmark::kMillisecond);
-      benchmark::RegisterBenchmark(("uncontended/" + target.label + "/" + how).c_str(), uncontended, uri, async)
+    }
+    for (const auto& [how, kind] : {std::pair{"blocking", chain_kind::blocking}, std::pair{"async", chain_kind::async},
+                                    std::pair{"async-release", chain_kind::async_release}}) {
+      benchmark::RegisterBenchmark(("uncontended/" + target.label + "/" + how).c_str(), uncontended, uri, kind)
           ->Arg(1)
           ->Arg(64)
           ->Iterations(1)
