@@ -5,9 +5,10 @@
 //
 // A client sends one line per request, "NAME SECONDS": the server waits up to SECONDS for the lock
 // NAME, answers "granted NAME" (with the fencing token where the backend has one), holds the lock
-// until the client sends another line or leaves, then releases it and answers "released NAME". A
-// wait that runs out answers "timeout NAME". On SIGINT or SIGTERM the server stops accepting,
-// cancels the pending acquires (each answers "canceled NAME"), releases what it holds and exits 0.
+// until the client sends another line or leaves, then releases it (async_release) and answers
+// "released NAME", or "error NAME: ..." when the lock was lost meanwhile. A wait that runs out
+// answers "timeout NAME". On SIGINT or SIGTERM the server stops accepting, cancels the pending
+// acquires (each answers "canceled NAME"), releases what it holds and exits 0.
 #include <dlock/asio.hpp>
 #include <dlock/dlock.hpp>
 
@@ -69,8 +70,11 @@ asio::awaitable<void> serve(service& s, tcp::socket socket) {
     if (!held) continue;
     // Held until the client's next line (or its leaving), or until the service shuts down.
     co_await asio::async_read_until(socket, input, '\n', use_tuple);
-    held.release();  // throws not_owner if the lock was lost meanwhile: the client must know
-    co_await asio::async_write(socket, asio::buffer("released " + name + "\n"), use_tuple);
+    // Off this thread: a round trip here would hold up every other request of the service.
+    auto [released] = co_await dlock::async_release(std::move(held), use_tuple);
+    // not_owner: the lock was lost meanwhile, and the client must know its work was not protected.
+    answer = released ? "error " + name + ": " + released.message() + "\n" : "released " + name + "\n";
+    co_await asio::async_write(socket, asio::buffer(answer), use_tuple);
   }
 }
 
