@@ -21,7 +21,9 @@ using clock = std::chrono::steady_clock;
 // lock again soon reuses the thread instead of starting one per acquire.
 constexpr auto idle_line_lifetime = std::chrono::seconds(2);
 
-enum class wait_state { queued, at_head, done };
+// queued: behind the head; first_try: the head, its first try waiting for a round-trip thread;
+// at_head: the head, its acquire running (a first try, or the line thread's wait); done.
+enum class wait_state { queued, first_try, at_head, done };
 
 struct line_key_hash {
   std::size_t operator()(const line_key& k) const noexcept {
@@ -61,25 +63,53 @@ class async_line {
   async_line& operator=(const async_line&) = delete;
   ~async_line() = default;  // thread_ (declared last) is stopped and joined first
 
-  void start() {
-    thread_ = std::jthread([this](std::stop_token engine_stop) { run(engine_stop); });
-  }
   // Called with the engine's mutex held (so the line cannot retire meanwhile, and no other wait
-  // can be queued in between).
-  void enqueue(std::shared_ptr<async_wait> wait) {
+  // can join in between). True: `wait` is the head at once (nothing queued, no head), and the
+  // caller makes its first try. Otherwise it is queued, and the line's thread will lead it.
+  bool join(std::shared_ptr<async_wait> wait) {
     {
       std::lock_guard lock(mutex_);
+      if (!head_ && queue_.empty()) {
+        head_ = true;
+        wait->state = wait_state::first_try;
+        return true;
+      }
       queue_.push_back(std::move(wait));
+      start_thread();
     }
     wake_.notify_one();
+    return false;
   }
-  // Whether a wait queued now would stand behind another (a head, or waits queued before it).
-  // Called with the engine's mutex held, as enqueue.
+  // Whether a wait joining now would stand behind another (a head, or waits queued before it).
+  // Called with the engine's mutex held, as join.
   bool occupied() {
     std::lock_guard lock(mutex_);
     return head_ || !queue_.empty();
   }
-  // A queued wait completes at once; the head is stopped and completes from the line's thread.
+  // A round-trip thread is about to make the head's first try: false when a cancel already
+  // completed the wait.
+  bool begin_first_try(async_wait& head) {
+    std::lock_guard lock(mutex_);
+    if (head.state != wait_state::first_try) return false;
+    head.state = wait_state::at_head;
+    return true;
+  }
+  // The head's first try found the name held and it may still wait: the line's thread goes on
+  // with its blocking acquire.
+  void hand_over(std::shared_ptr<async_wait> head) {
+    {
+      std::lock_guard lock(mutex_);
+      handed_ = std::move(head);
+      start_thread();
+    }
+    wake_.notify_one();
+  }
+  // The head's acquire returned `granted` and `ec`: completes it, unless the process is exiting
+  // (`deliver` false: the completion is destroyed, not run). A grant that crossed a cancel is
+  // given back at once, as the blocking API does.
+  void finish_head(const std::shared_ptr<async_wait>& head, lease granted, std::error_code ec, bool deliver);
+  // A queued wait, or a head whose first try has not started, completes at once; a head whose
+  // acquire runs is stopped, and completes where it runs.
   void cancel(async_wait& wait);
   // A queued wait whose deadline came: empty lease, no error (try_acquire_until's timeout). The
   // head's own acquire ends at its deadline.
@@ -92,14 +122,29 @@ class async_line {
     }
     done->complete({}, lease{});
   }
-  // Nothing queued and no head (the line's thread asks, between waits).
+  // Nothing queued, no head.
   bool idle() {
     std::lock_guard lock(mutex_);
-    return queue_.empty();
+    return idle_locked();
+  }
+  // Idle, and no thread was ever started: nothing to join.
+  bool idle_without_thread() {
+    std::lock_guard lock(mutex_);
+    return idle_locked() && !thread_.joinable();
+  }
+  bool has_thread() {
+    std::lock_guard lock(mutex_);
+    return thread_.joinable();
   }
   line_key key() const noexcept { return key_; }
 
  private:
+  bool idle_locked() const { return queue_.empty() && !head_; }
+  // With mutex_ held. A line's thread, once started, runs until the line retires (retire_if_idle)
+  // or the engine stops; a retired line is out of the engine's map and gets no more waits.
+  void start_thread() {
+    if (!thread_.joinable()) thread_ = std::jthread([this](std::stop_token engine_stop) { run(engine_stop); });
+  }
   std::unique_ptr<async_completion> take_queued(async_wait& wait) {
     std::erase_if(queue_, [&](const std::shared_ptr<async_wait>& w) { return w.get() == &wait; });
     wait.state = wait_state::done;
@@ -112,13 +157,16 @@ class async_line {
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::deque<std::shared_ptr<async_wait>> queue_;
-  bool head_ = false;  // a head's acquire is running
+  bool head_ = false;                   // a head's acquire is running (a first try, or the thread's)
+  std::shared_ptr<async_wait> handed_;  // a head handed over by its first try, for the thread
   std::jthread thread_;
 };
 
-// The releases' threads: a release is one bounded round trip and never waits for another holder,
-// so a few threads serve any number of them, in the order they come. A thread is started when a
-// release finds none free, up to round_trip_threads; they stay until the process exits.
+// The round-trip threads: a first try and a release are each one bounded round trip and never wait
+// for another holder, so a few threads serve any number of them, in the order they come. A thread
+// is started when a task finds none free, up to round_trip_threads; they stay until the process
+// exits. A task still queued then is destroyed, not run (a lease in it is released by its
+// destructor).
 class round_trip_pool {
  public:
   round_trip_pool() = default;
@@ -126,11 +174,11 @@ class round_trip_pool {
   round_trip_pool& operator=(const round_trip_pool&) = delete;
   ~round_trip_pool() = default;  // threads_ (declared last) are stopped and joined first
 
-  void release(lease held, std::unique_ptr<release_completion> done) {
+  void post(std::function<void(const std::stop_token&)> task) {
     {
       std::lock_guard lock(mutex_);
-      releases_.push_back({std::move(held), std::move(done)});
-      if (free_ < releases_.size() && threads_.size() < round_trip_threads) {
+      tasks_.push_back(std::move(task));
+      if (free_ < tasks_.size() && threads_.size() < round_trip_threads) {
         threads_.emplace_back([this](std::stop_token stop) { run(stop); });
         return;
       }
@@ -144,33 +192,26 @@ class round_trip_pool {
   }
 
  private:
-  struct pending_release {
-    lease held;
-    std::unique_ptr<release_completion> done;
-  };
-
   void run(std::stop_token stop) {
     std::unique_lock lock(mutex_);
     for (;;) {
       ++free_;
-      const bool got = wake_.wait(lock, stop, [&] { return !releases_.empty(); });
+      const bool got = wake_.wait(lock, stop, [&] { return !tasks_.empty(); });
       --free_;
-      if (!got) return;  // exiting: a release still queued is made by its lease's destructor
-      auto next = std::move(releases_.front());
-      releases_.pop_front();
+      if (!got) return;
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
       lock.unlock();
-      std::error_code ec;
-      next.held.release(ec);
-      next.done->complete(ec);
-      next = {};
+      task(stop);
+      task = nullptr;  // what it holds goes before the lock is taken again
       lock.lock();
     }
   }
 
   std::mutex mutex_;
   std::condition_variable_any wake_;
-  std::deque<pending_release> releases_;
-  std::size_t free_ = 0;  // threads waiting for a release
+  std::deque<std::function<void(const std::stop_token&)>> tasks_;
+  std::size_t free_ = 0;  // threads waiting for a task
   std::vector<std::jthread> threads_;
 };
 
@@ -194,24 +235,40 @@ class engine {
   async_wait_handle start(line_key key, blocking_acquire acquire, clock::time_point deadline,
                           std::unique_ptr<async_completion> done) {
     std::shared_ptr<async_wait> wait;
+    std::shared_ptr<async_line> first_try;
     std::vector<std::shared_ptr<async_line>> finished;
     {
       std::lock_guard lock(mutex_);
       finished.swap(retired_);
       auto& line = lines_[key];
-      if (!line) {
-        line = std::make_shared<async_line>(key);
-        line->start();
-      }
+      if (!line) line = std::make_shared<async_line>(key);
       wait = std::make_shared<async_wait>(line, std::move(acquire), deadline, std::move(done));
       // A wait that becomes the head at once ends at its deadline by its own acquire: only one
       // queued behind another needs the timer (which would otherwise be woken for every acquire).
       if (line->occupied()) watch_deadline(wait);
-      line->enqueue(wait);
+      if (line->join(wait)) first_try = line;
     }
     // Joins the threads of lines that retired (they have returned or are returning).
     finished.clear();
+    if (first_try) {
+      round_trips_.post([this, line = std::move(first_try), head = wait](const std::stop_token& exiting) {
+        try_once(line, head, exiting);
+      });
+    }
     return async_wait_handle(std::move(wait));
+  }
+
+  void release(lease held, std::unique_ptr<release_completion> done) {
+    struct pending {
+      lease held;
+      std::unique_ptr<release_completion> done;
+    };
+    round_trips_.post(
+        [release = std::make_shared<pending>(pending{std::move(held), std::move(done)})](const std::stop_token&) {
+          std::error_code ec;
+          release->held.release(ec);
+          release->done->complete(ec);
+        });
   }
 
   // From a line's idle thread: leaves the map if still idle. The line object moves to retired_, to
@@ -233,18 +290,42 @@ class engine {
     }
   }
 
-  void release(lease held, std::unique_ptr<release_completion> done) {
-    round_trips_.release(std::move(held), std::move(done));
-  }
-
   std::size_t threads() {
     std::size_t n = round_trips_.threads();
     std::lock_guard lock(mutex_);
+    for (const auto& [key, line] : lines_) n += line->has_thread() ? 1 : 0;
     std::lock_guard timer_lock(timer_mutex_);
-    return n + lines_.size() + retired_.size() + (timer_.joinable() ? 1 : 0);
+    return n + retired_.size() + (timer_.joinable() ? 1 : 0);
   }
 
  private:
+  // The head's first try, one attempt on a round-trip thread: a grant, an error, a cancel or a
+  // deadline already past completes it there; a name held by another goes on to the line's thread,
+  // which waits for its release.
+  void try_once(const std::shared_ptr<async_line>& line, const std::shared_ptr<async_wait>& head,
+                const std::stop_token& exiting) {
+    if (!line->begin_first_try(*head)) {  // canceled while it waited for this thread
+      forget_if_unused(line);
+      return;
+    }
+    std::error_code ec;
+    auto granted = head->acquire(clock::now(), head->head_stop.get_token(), ec);
+    if (!granted && !ec && !head->head_stop.stop_requested() && clock::now() < head->deadline &&
+        !exiting.stop_requested()) {
+      line->hand_over(head);
+      return;
+    }
+    line->finish_head(head, std::move(granted), ec, !exiting.stop_requested());
+    forget_if_unused(line);
+  }
+
+  // A line that never needed its thread leaves the map once idle (one with a thread retires itself).
+  void forget_if_unused(const std::shared_ptr<async_line>& line) {
+    std::lock_guard lock(mutex_);
+    auto it = lines_.find(line->key());
+    if (it != lines_.end() && it->second == line && line->idle_without_thread()) lines_.erase(it);
+  }
+
   void watch_deadline(const std::shared_ptr<async_wait>& wait) {
     if (wait->deadline == clock::time_point::max()) return;
     bool earliest = false;
@@ -307,17 +388,53 @@ engine& the_engine() {
 
 void async_line::cancel(async_wait& wait) {
   std::unique_ptr<async_completion> done;
+  bool queued = false;
   {
     std::lock_guard lock(mutex_);
     if (wait.state == wait_state::at_head) {
       wait.head_stop.request_stop();
       return;
     }
-    if (wait.state != wait_state::queued) return;
-    done = take_queued(wait);
+    if (wait.state == wait_state::first_try) {
+      // Not begun (the round-trip threads are busy): it ends now, and the next in line leads.
+      wait.head_stop.request_stop();
+      wait.state = wait_state::done;
+      head_ = false;
+      done = std::move(wait.done);
+      queued = !queue_.empty();
+    } else if (wait.state == wait_state::queued) {
+      done = take_queued(wait);
+    } else {
+      return;
+    }
   }
+  if (queued) wake_.notify_one();
   the_engine().forget_deadline(wait);
   done->complete(canceled_error(), lease{});
+}
+
+void async_line::finish_head(const std::shared_ptr<async_wait>& head, lease granted, std::error_code ec, bool deliver) {
+  the_engine().forget_deadline(*head);
+  std::unique_ptr<async_completion> done;
+  bool queued = false;
+  {
+    std::lock_guard lock(mutex_);
+    head->state = wait_state::done;
+    head_ = false;
+    done = std::move(head->done);
+    queued = !queue_.empty();  // the thread leads the next (it was started when they were queued)
+  }
+  if (queued) wake_.notify_one();
+  if (head->head_stop.stop_requested()) {
+    if (granted) {
+      std::error_code ignored;
+      granted.release(ignored);
+    }
+    ec = canceled_error();
+  } else if (ec == std::errc::operation_canceled) {
+    ec = canceled_error();
+  }
+  if (deliver) done->complete(ec, std::move(granted));
 }
 
 void async_line::run(std::stop_token engine_stop) {
@@ -325,16 +442,21 @@ void async_line::run(std::stop_token engine_stop) {
     std::shared_ptr<async_wait> head;
     {
       std::unique_lock lock(mutex_);
-      if (!wake_.wait_for(lock, engine_stop, idle_line_lifetime, [&] { return !queue_.empty(); })) {
+      if (!wake_.wait_for(lock, engine_stop, idle_line_lifetime,
+                          [&] { return handed_ || (!head_ && !queue_.empty()); })) {
         if (engine_stop.stop_requested()) return;
         lock.unlock();
         if (the_engine().retire_if_idle(*this)) return;
         continue;
       }
-      head = std::move(queue_.front());
-      queue_.pop_front();
-      head->state = wait_state::at_head;
-      head_ = true;
+      if (handed_) {
+        head = std::move(handed_);  // at the head already
+      } else {
+        head = std::move(queue_.front());
+        queue_.pop_front();
+        head->state = wait_state::at_head;
+        head_ = true;
+      }
     }
     std::error_code ec;
     lease granted;
@@ -343,27 +465,8 @@ void async_line::run(std::stop_token engine_stop) {
       std::stop_callback shutdown(engine_stop, [&head] { head->head_stop.request_stop(); });
       granted = head->acquire(head->deadline, head->head_stop.get_token(), ec);
     }
-    the_engine().forget_deadline(*head);
-    std::unique_ptr<async_completion> done;
-    {
-      std::lock_guard lock(mutex_);
-      head->state = wait_state::done;
-      head_ = false;
-      done = std::move(head->done);
-    }
-    if (head->head_stop.stop_requested()) {
-      // Canceled while the grant came back: give it back at once, as the blocking API does when a
-      // grant crosses its stop.
-      if (granted) {
-        std::error_code ignored;
-        granted.release(ignored);
-      }
-      ec = canceled_error();
-    } else if (ec == std::errc::operation_canceled) {
-      ec = canceled_error();
-    }
-    if (engine_stop.stop_requested()) return;  // exiting: the completion is destroyed, not run
-    done->complete(ec, std::move(granted));
+    finish_head(head, std::move(granted), ec, !engine_stop.stop_requested());
+    if (engine_stop.stop_requested()) return;
   }
 }
 

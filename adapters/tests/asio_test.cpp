@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -149,6 +150,67 @@ TEST(AsioDeferred, ADeferredAcquireStartsWhenInvoked) {
   }));
   io.run();  // the other holder keeps the lock: the acquire times out
   EXPECT_TRUE(done);
+}
+
+// The engine itself (dlock/detail/async_waiters.hpp), with acquires it is handed as functions: every
+// round-trip thread busy in a first try that does not return, a wait whose first try is queued
+// behind them is canceled at once, never tried, and the wait queued behind it in its line leads
+// without waiting for a round-trip thread.
+TEST(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsIsCanceledAtOnce) {
+  using dlock::detail::round_trip_threads;
+  struct recorded final : dlock::detail::async_completion {
+    std::promise<std::error_code> result;
+    void complete(std::error_code ec, dlock::lease) noexcept override { result.set_value(ec); }
+  };
+  const auto start = [](const void* name, dlock::detail::blocking_acquire acquire) {
+    auto done = std::make_unique<recorded>();
+    auto result = done->result.get_future();
+    auto handle = dlock::detail::start_async_wait({name, 0}, std::move(acquire), std::chrono::steady_clock::now() + 60s,
+                                                  std::move(done));
+    return std::pair{handle, std::move(result)};
+  };
+  const auto failing = [](std::error_code& ec) {
+    ec = std::make_error_code(std::errc::io_error);
+    return dlock::lease{};
+  };
+  std::promise<void> unblock;
+  const std::shared_future<void> unblocked = unblock.get_future().share();
+  // Lets the busy first tries return however the test ends (a failed ASSERT returns early).
+  struct unblock_at_end {
+    std::promise<void>& p;
+    bool done = false;
+    void now() {
+      if (!std::exchange(done, true)) p.set_value();
+    }
+    ~unblock_at_end() { now(); }
+  } unblock_busy{unblock};
+  std::atomic<std::size_t> blocked{0};
+  std::vector<int> busy_names(round_trip_threads);
+  std::vector<std::future<std::error_code>> busy;
+  for (auto& name : busy_names) {
+    busy.push_back(start(&name, [&blocked, unblocked, failing](auto, std::stop_token, std::error_code& ec) {
+                     ++blocked;
+                     unblocked.wait();
+                     return failing(ec);
+                   }).second);
+  }
+  for (int i = 0; i < 1000 && blocked.load() < round_trip_threads; ++i) std::this_thread::sleep_for(5ms);
+  ASSERT_EQ(blocked.load(), round_trip_threads) << "the first tries did not all start";
+  int name = 0;
+  std::atomic<bool> tried{false};
+  auto [head, head_result] = start(&name, [&](auto, std::stop_token, std::error_code& ec) {
+    tried = true;
+    return failing(ec);
+  });
+  auto [next, next_result] = start(&name, [&](auto, std::stop_token, std::error_code& ec) { return failing(ec); });
+  head.cancel();
+  ASSERT_EQ(head_result.wait_for(5s), std::future_status::ready) << "the cancel waited for a round-trip thread";
+  EXPECT_EQ(head_result.get(), dlock::detail::canceled_error());
+  ASSERT_EQ(next_result.wait_for(5s), std::future_status::ready) << "the next in line waited for a round-trip thread";
+  EXPECT_EQ(next_result.get(), std::errc::io_error);
+  unblock_busy.now();
+  for (auto& b : busy) EXPECT_EQ(b.get(), std::errc::io_error);
+  EXPECT_FALSE(tried.load()) << "a canceled wait was tried";
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 #pragma once
 // The engine under dlock::async_acquire (dlock/asio.hpp, dlock/boost_asio.hpp), free of Asio so
 // both flavours share it. Pending acquires of one lock object (and access kind or permit count)
-// form a line: one thread per line makes the head's blocking, stoppable acquire, so the head is
-// woken by the backend's own release event (pub/sub, watch, LISTEN, inotify, condition variable)
-// exactly as a blocking waiter is, and every other waiter of the line holds no thread. One timer
-// thread ends the waits whose deadline comes while they are not at the head. A line's thread
-// leaves after it was idle for a while.
+// form a line. The head's first try (one attempt) and every release run on a small pool of
+// round-trip threads, so uncontended acquires of any number of names share a few threads. A head
+// that must wait goes on in the line's own thread, which makes its blocking, stoppable acquire, so
+// it is woken by the backend's own release event (pub/sub, watch, LISTEN, inotify, condition
+// variable) exactly as a blocking waiter is; every other waiter of the line holds no thread. One
+// timer thread ends the waits whose deadline comes while they are not at the head. A line's thread
+// starts when a wait of it must wait, and leaves after it was idle for a while.
 #include <dlock/lease.hpp>
 
 #include <chrono>
@@ -65,9 +67,9 @@ class release_completion {
   virtual void complete(std::error_code ec) noexcept = 0;
 };
 
-// Releases `held` on the engine's small pool of round-trip threads (at most
-// `round_trip_threads`, started as needed, whatever the number of waiters), so that the caller's
-// thread, an io_context's, makes no round trip. `done` gets release(ec)'s result: nothing for an
+// Releases `held` on the engine's pool of round-trip threads (at most `round_trip_threads`,
+// started as needed, whatever the number of waiters), so that the caller's thread, an
+// io_context's, makes no round trip. `done` gets release(ec)'s result: nothing for an
 // empty or released lease, not_owner when the lock was no longer this lease's.
 void start_async_release(lease held, std::unique_ptr<release_completion> done);
 inline constexpr std::size_t round_trip_threads = 4;
