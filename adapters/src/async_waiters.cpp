@@ -165,8 +165,8 @@ class async_line {
 // The round-trip threads: a first try and a release are each one bounded round trip and never wait
 // for another holder, so a few threads serve any number of them, in the order they come. A thread
 // is started when a task finds none free, up to round_trip_threads; they stay until the process
-// exits. A task still queued then is destroyed, not run (a lease in it is released by its
-// destructor).
+// exits, and run what is still queued then before they leave (a first try then completes
+// nothing: its completion is destroyed, not run).
 class round_trip_pool {
  public:
   round_trip_pool() = default;

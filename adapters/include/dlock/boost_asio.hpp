@@ -1,8 +1,8 @@
 #pragma once
 // dlock::boost_asio::async_acquire, async_wait_lost and async_release on Boost.Asio (Debian's
-// Boost 1.74), for services on Boost's io_context (Beast, Boost.MySQL): the same operations as dlock/asio.hpp, from
-// the same source. Boost 1.74's Asio has no per-operation cancellation slots, so there the
-// std::stop_token argument is the way to cancel a wait. Link dlock::boost_asio.
+// Boost 1.74), for services on Boost's io_context (Beast, Boost.MySQL): the same operations as
+// dlock/asio.hpp, from the same source. Boost 1.74's Asio has no per-operation cancellation slots,
+// so there the std::stop_token argument is the way to cancel a wait. Link dlock::boost_asio.
 //
 //   using dlock::boost_asio::async_acquire;
 //   async_acquire(lock, 5s, stop_source.get_token(), [](std::error_code ec, dlock::lease held) { ... });
