@@ -43,14 +43,16 @@ echo 0 >"$work/store"
 
 # The command of candidate $2: records its pid (its process group's id) and start, then writes its
 # term to the fenced store every 50 ms until told to stop (SIGTERM: records when) or to quit (a file).
+# A write goes through a file of its own and a rename: a command SIGKILLed in the middle of one (as a
+# demoted leader's is) leaves the store's old term, never an empty store that refuses every term.
 cat >"$work/leader.sh" <<'EOF'
 dir=$1 me=$2
 echo $$ > "$dir/cmd.$me.pid"
 echo "$DLOCK_TERM $(date +%s%N)" > "$dir/started.$me"
 trap 'date +%s%N > "$dir/stopped.$me"; exit 0' TERM
 while :; do
-  flock "$dir/store.lock" sh -c 'max=$(cat "$1/store"); if [ "$2" -ge "$max" ]; then echo "$2" > "$1/store"; else echo "$2" >> "$1/refused"; fi' \
-    store "$dir" "$DLOCK_TERM"
+  flock "$dir/store.lock" sh -c 'max=$(cat "$1/store"); if [ "$2" -ge "$max" ]; then echo "$2" > "$1/store.$3" && mv "$1/store.$3" "$1/store"; else echo "$2" >> "$1/refused"; fi' \
+    store "$dir" "$DLOCK_TERM" "$me"
   [ -e "$dir/quit.$me" ] && exit 7
   sleep 0.05
 done
