@@ -81,11 +81,13 @@ TEST_P(Lock, WatchdogKeepsTheLockPastItsTtl) {
   if (!has(capability::renewable))
     GTEST_SKIP() << "not renewable: no watchdog runs (the renew test asserts not_supported)";
   const auto name = dlock::testing::unique_name("watchdog");
-  const auto ttl = 600ms;
+  // Renewals every 400 ms, each with 800 ms to spare: a starved machine (a sanitizer, three tests at
+  // a time on two cores) delays one by a few hundred milliseconds, and this is not a timing test.
+  const auto ttl = 1200ms;
   auto mine = make(name, options(ttl, true)), theirs = make(name);
   auto held = mine->try_acquire();
   ASSERT_TRUE(held);
-  std::this_thread::sleep_for(3 * ttl);
+  std::this_thread::sleep_for(2 * ttl);
   EXPECT_FALSE(theirs->try_acquire()) << "the watchdog did not keep the lock";
   EXPECT_TRUE(held.held());
 }

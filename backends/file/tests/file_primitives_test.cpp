@@ -630,9 +630,12 @@ TEST_F(FilePrimitives, TokensContinueAboveTheCountersOfOlderVersions) {
 
 // Mutex holders and semaphore permit holders of one name in racing processes: never both held at
 // once (racing acquirers of the two kinds may both be refused, never both granted), and every
-// refusal is a name_conflict, never another error.
+// refusal is a name_conflict, never another error. Each process goes on past its rounds until both
+// kinds have been granted (within a bound): on a starved machine the permits can be held through
+// every try of the other kind, and a race of one kind only would prove nothing.
 TEST_F(FilePrimitives, ASemaphoreAndALockOfOneNameNeverHoldTogetherAcrossProcesses) {
   constexpr int processes = 4, rounds = 150;
+  const auto give_up = std::chrono::steady_clock::now() + 20s;
   struct kinds {
     std::atomic<int> locks{0}, permits{0}, both{0}, errors{0}, lock_grants{0}, permit_grants{0};
   };
@@ -645,7 +648,8 @@ TEST_F(FilePrimitives, ASemaphoreAndALockOfOneNameNeverHoldTogetherAcrossProcess
       auto mutex = b->make_lock("contested");
       auto rw = b->make_rw_lock("contested");
       auto sem = b->make_semaphore("contested", 3);
-      for (int i = 0; i < rounds; ++i) {
+      const auto both_granted = [&] { return k->lock_grants.load() > 0 && k->permit_grants.load() > 0; };
+      for (int i = 0; i < rounds || (!both_granted() && std::chrono::steady_clock::now() < give_up); ++i) {
         std::error_code ec;
         const int what = (i + p) % 3;  // 0: mutex, 1: a reader, 2: a permit
         auto held = what == 0 ? mutex->try_acquire(ec) : what == 1 ? rw->try_acquire_read(ec) : sem->try_acquire(1, ec);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <latch>
 #include <memory>
 #include <string>
 #include <thread>
@@ -57,9 +58,12 @@ TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
   const auto key = unique_name("pipeline-incr");
   constexpr int threads = 64, each = 50;
   std::atomic<int> failures{0};
+  // All start together: a thread still being created while the first ones run would send alone.
+  std::latch start(threads);
   std::vector<std::thread> spawned;
   for (int t = 0; t < threads; ++t)
     spawned.emplace_back([&] {
+      start.arrive_and_wait();
       for (int i = 0; i < each; ++i) {
         std::error_code ec;
         auto out = p.command({"INCR", key}, clock_type::time_point::max(), ec);
