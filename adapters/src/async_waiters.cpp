@@ -111,15 +111,24 @@ class async_line {
   // A queued wait, or a head whose first try has not started, completes at once; a head whose
   // acquire runs is stopped, and completes where it runs.
   void cancel(async_wait& wait);
-  // A queued wait whose deadline came: empty lease, no error (try_acquire_until's timeout). The
-  // head's own acquire ends at its deadline.
+  // A wait whose deadline came while queued, or while its first try waited for a round-trip
+  // thread: empty lease, no error (try_acquire_until's timeout). A head whose acquire runs ends at
+  // its deadline by that acquire.
   void expire(async_wait& wait) {
     std::unique_ptr<async_completion> done;
+    bool next_leads = false;
     {
       std::lock_guard lock(mutex_);
-      if (wait.state != wait_state::queued) return;
-      done = take_queued(wait);
+      if (wait.state == wait_state::queued) {
+        done = take_queued(wait);
+      } else if (wait.state == wait_state::first_try) {
+        done = take_unstarted_head(wait);
+        next_leads = !queue_.empty();
+      } else {
+        return;
+      }
     }
+    if (next_leads) wake_.notify_one();
     done->complete({}, lease{});
   }
   // Nothing queued, no head.
@@ -144,6 +153,14 @@ class async_line {
   // or the engine stops; a retired line is out of the engine's map and gets no more waits.
   void start_thread() {
     if (!thread_.joinable()) thread_ = std::jthread([this](std::stop_token engine_stop) { run(engine_stop); });
+  }
+  // A head whose first try has not begun ends here: its round-trip task finds it done and makes no
+  // try, and the next in line leads.
+  std::unique_ptr<async_completion> take_unstarted_head(async_wait& wait) {
+    wait.head_stop.request_stop();
+    wait.state = wait_state::done;
+    head_ = false;
+    return std::move(wait.done);
   }
   std::unique_ptr<async_completion> take_queued(async_wait& wait) {
     std::erase_if(queue_, [&](const std::shared_ptr<async_wait>& w) { return w.get() == &wait; });
@@ -174,16 +191,22 @@ class round_trip_pool {
   round_trip_pool& operator=(const round_trip_pool&) = delete;
   ~round_trip_pool() = default;  // threads_ (declared last) are stopped and joined first
 
-  void post(std::function<void(const std::stop_token&)> task) {
+  // True when the task waits behind busy threads: every thread has one, and no more may start.
+  bool post(std::function<void(const std::stop_token&)> task) {
+    bool behind_busy = false;
     {
       std::lock_guard lock(mutex_);
       tasks_.push_back(std::move(task));
-      if (free_ < tasks_.size() && threads_.size() < round_trip_threads) {
-        threads_.emplace_back([this](std::stop_token stop) { run(stop); });
-        return;
+      if (free_ < tasks_.size()) {
+        if (threads_.size() < round_trip_threads) {
+          threads_.emplace_back([this](std::stop_token stop) { run(stop); });
+          return false;
+        }
+        behind_busy = true;
       }
     }
     wake_.notify_one();
+    return behind_busy;
   }
 
   std::size_t threads() {
@@ -251,9 +274,13 @@ class engine {
     // Joins the threads of lines that retired (they have returned or are returning).
     finished.clear();
     if (first_try) {
-      round_trips_.post([this, line = std::move(first_try), head = wait](const std::stop_token& exiting) {
-        try_once(line, head, exiting);
-      });
+      const bool behind_busy =
+          round_trips_.post([this, line = std::move(first_try), head = wait](const std::stop_token& exiting) {
+            try_once(line, head, exiting);
+          });
+      // Its deadline may come before a thread is free: the timer ends it then. (A first try that
+      // starts at once needs no timer: it is one round trip.)
+      if (behind_busy) watch_deadline(wait);
     }
     return async_wait_handle(std::move(wait));
   }
@@ -397,10 +424,7 @@ void async_line::cancel(async_wait& wait) {
     }
     if (wait.state == wait_state::first_try) {
       // Not begun (the round-trip threads are busy): it ends now, and the next in line leads.
-      wait.head_stop.request_stop();
-      wait.state = wait_state::done;
-      head_ = false;
-      done = std::move(wait.done);
+      done = take_unstarted_head(wait);
       queued = !queue_.empty();
     } else if (wait.state == wait_state::queued) {
       done = take_queued(wait);

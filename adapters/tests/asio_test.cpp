@@ -152,65 +152,98 @@ TEST(AsioDeferred, ADeferredAcquireStartsWhenInvoked) {
   EXPECT_TRUE(done);
 }
 
-// The engine itself (dlock/detail/async_waiters.hpp), with acquires it is handed as functions: every
-// round-trip thread busy in a first try that does not return, a wait whose first try is queued
-// behind them is canceled at once, never tried, and the wait queued behind it in its line leads
-// without waiting for a round-trip thread.
-TEST(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsIsCanceledAtOnce) {
-  using dlock::detail::round_trip_threads;
+// The engine itself (dlock/detail/async_waiters.hpp), with acquires it is handed as functions,
+// every round-trip thread busy in a first try that does not return until the test lets it.
+class AsyncEngine : public ::testing::Test {
+ protected:
   struct recorded final : dlock::detail::async_completion {
     std::promise<std::error_code> result;
     void complete(std::error_code ec, dlock::lease) noexcept override { result.set_value(ec); }
   };
-  const auto start = [](const void* name, dlock::detail::blocking_acquire acquire) {
+  static std::pair<dlock::detail::async_wait_handle, std::future<std::error_code>> start(
+      const void* name, std::chrono::steady_clock::time_point deadline, dlock::detail::blocking_acquire acquire) {
     auto done = std::make_unique<recorded>();
     auto result = done->result.get_future();
-    auto handle = dlock::detail::start_async_wait({name, 0}, std::move(acquire), std::chrono::steady_clock::now() + 60s,
-                                                  std::move(done));
+    auto handle = dlock::detail::start_async_wait({name, 0}, std::move(acquire), deadline, std::move(done));
     return std::pair{handle, std::move(result)};
-  };
-  const auto failing = [](std::error_code& ec) {
+  }
+  static dlock::lease failing(std::error_code& ec) {
     ec = std::make_error_code(std::errc::io_error);
     return dlock::lease{};
-  };
-  std::promise<void> unblock;
-  const std::shared_future<void> unblocked = unblock.get_future().share();
-  // Lets the busy first tries return however the test ends (a failed ASSERT returns early).
-  struct unblock_at_end {
-    std::promise<void>& p;
-    bool done = false;
-    void now() {
-      if (!std::exchange(done, true)) p.set_value();
-    }
-    ~unblock_at_end() { now(); }
-  } unblock_busy{unblock};
-  std::atomic<std::size_t> blocked{0};
-  std::vector<int> busy_names(round_trip_threads);
-  std::vector<std::future<std::error_code>> busy;
-  for (auto& name : busy_names) {
-    busy.push_back(start(&name, [&blocked, unblocked, failing](auto, std::stop_token, std::error_code& ec) {
-                     ++blocked;
-                     unblocked.wait();
-                     return failing(ec);
-                   }).second);
   }
-  for (int i = 0; i < 1000 && blocked.load() < round_trip_threads; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(blocked.load(), round_trip_threads) << "the first tries did not all start";
+
+  void SetUp() override {
+    for (auto& name : busy_names_) {
+      busy_.push_back(
+          start(&name, std::chrono::steady_clock::now() + 60s, [this](auto, std::stop_token, std::error_code& ec) {
+            ++blocked_;
+            unblocked_.wait();
+            return failing(ec);
+          }).second);
+    }
+    for (int i = 0; i < 1000 && blocked_.load() < round_trip_threads; ++i) std::this_thread::sleep_for(5ms);
+    ASSERT_EQ(blocked_.load(), round_trip_threads) << "the first tries did not all start";
+  }
+  // The busy first tries return however the test ends (a failed ASSERT returns early).
+  void TearDown() override {
+    unblock_busy();
+    for (auto& b : busy_) EXPECT_EQ(b.get(), std::errc::io_error);
+  }
+  void unblock_busy() {
+    if (!std::exchange(unblocked_now_, true)) unblock_.set_value();
+  }
+
+  static constexpr std::size_t round_trip_threads = dlock::detail::round_trip_threads;
+
+ private:
+  std::promise<void> unblock_;
+  std::shared_future<void> unblocked_ = unblock_.get_future().share();
+  bool unblocked_now_ = false;
+  std::atomic<std::size_t> blocked_{0};
+  std::vector<int> busy_names_ = std::vector<int>(round_trip_threads);
+  std::vector<std::future<std::error_code>> busy_;
+};
+
+// A wait whose first try is queued behind the busy threads is canceled at once, never tried, and
+// the wait queued behind it in its line leads without waiting for a round-trip thread.
+TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsIsCanceledAtOnce) {
   int name = 0;
   std::atomic<bool> tried{false};
-  auto [head, head_result] = start(&name, [&](auto, std::stop_token, std::error_code& ec) {
+  const auto later = std::chrono::steady_clock::now() + 60s;
+  auto [head, head_result] = start(&name, later, [&](auto, std::stop_token, std::error_code& ec) {
     tried = true;
     return failing(ec);
   });
-  auto [next, next_result] = start(&name, [&](auto, std::stop_token, std::error_code& ec) { return failing(ec); });
+  auto [next, next_result] =
+      start(&name, later, [](auto, std::stop_token, std::error_code& ec) { return failing(ec); });
   head.cancel();
   ASSERT_EQ(head_result.wait_for(5s), std::future_status::ready) << "the cancel waited for a round-trip thread";
   EXPECT_EQ(head_result.get(), dlock::detail::canceled_error());
   ASSERT_EQ(next_result.wait_for(5s), std::future_status::ready) << "the next in line waited for a round-trip thread";
   EXPECT_EQ(next_result.get(), std::errc::io_error);
-  unblock_busy.now();
-  for (auto& b : busy) EXPECT_EQ(b.get(), std::errc::io_error);
+  unblock_busy();
   EXPECT_FALSE(tried.load()) << "a canceled wait was tried";
+}
+
+// Its deadline passes while its first try is queued behind the busy threads: it times out then
+// (no error: try_acquire_until's timeout), never tried, and the next in line leads.
+TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsTimesOutAtItsDeadline) {
+  int name = 0;
+  std::atomic<bool> tried{false};
+  auto [head, head_result] =
+      start(&name, std::chrono::steady_clock::now() + 100ms, [&](auto, std::stop_token, std::error_code& ec) {
+        tried = true;
+        return failing(ec);
+      });
+  auto [next, next_result] = start(&name, std::chrono::steady_clock::now() + 60s,
+                                   [](auto, std::stop_token, std::error_code& ec) { return failing(ec); });
+  ASSERT_EQ(head_result.wait_for(10s), std::future_status::ready)
+      << "the deadline passed unseen while the first try waited for a round-trip thread";
+  EXPECT_FALSE(head_result.get()) << "a timeout is no error";
+  ASSERT_EQ(next_result.wait_for(5s), std::future_status::ready) << "the next in line waited for a round-trip thread";
+  EXPECT_EQ(next_result.get(), std::errc::io_error);
+  unblock_busy();
+  EXPECT_FALSE(tried.load()) << "a wait past its deadline was tried";
 }
 
 }  // namespace

@@ -336,7 +336,8 @@ TEST(AsyncRelease, ALeaseNoLongerOursIsReportedNotOwnerAndTheNewHolderKeepsIt) {
 
 // Chains of acquires and releases on one io_context thread, none making a round trip there: many
 // at once, each name granted and released every time, and no thread for any of these names (they
-// are never held when tried: the round-trip threads serve them all).
+// are never held when tried: the round-trip threads serve them all, and the deadline timer watches
+// the first tries that wait for one).
 TEST_P(AsyncAcquire, ChainsOfAsyncAcquiresAndReleasesEachTakeTheirNameEveryTime) {
   constexpr int chains = 16, rounds = 20;
   std::vector<std::unique_ptr<dlock::distributed_lock>> locks;
@@ -363,7 +364,7 @@ TEST_P(AsyncAcquire, ChainsOfAsyncAcquiresAndReleasesEachTakeTheirNameEveryTime)
   io.run();
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(completed.load(), chains * rounds);
-  EXPECT_LE(dlock::detail::async_engine_threads(), threads_before + dlock::detail::round_trip_threads)
+  EXPECT_LE(dlock::detail::async_engine_threads(), threads_before + dlock::detail::round_trip_threads + 1)
       << "the engine ran a thread per name";
 }
 
