@@ -99,7 +99,9 @@ TEST_P(Lock, WatchdogKeepsTheLockPastItsTtl) {
 // and the lease was lost, its session ended, under a holder just granted it.)
 TEST_P(Lock, AGrantAfterAWaitLongerThanItsTtlHasItsTtlAhead) {
   const auto name = dlock::testing::unique_name("long-wait");
-  const auto ttl = 600ms;
+  // A second: the checks below leave the watchdog and the grant's delivery half of it to spare,
+  // which a starved machine (a sanitizer, three tests at a time on two cores) can use up at 600 ms.
+  const auto ttl = 1000ms;
   auto theirs = make(name, options(ttl, true)), third = make(name), mine = make(name, options(ttl, true));
   // The holder is another process, so that the wait happens on the server (one backend object may
   // queue its own waiters locally), and is killed; a process-scoped lock's holder is in here.
@@ -114,7 +116,7 @@ TEST_P(Lock, AGrantAfterAWaitLongerThanItsTtlHasItsTtlAhead) {
     ASSERT_TRUE(line && line->starts_with("acquired")) << "the holder process did not acquire";
   }
   auto waiting = std::async(std::launch::async, [&] { return theirs->try_acquire_for(3 * ttl + margin); });
-  std::this_thread::sleep_for(2 * ttl);  // the property needs a wait longer than the ttl
+  std::this_thread::sleep_for(3 * ttl / 2);  // the property needs a wait longer than the ttl
   if (holder) {
     holder->kill_hard();
     holder->wait(10s);
