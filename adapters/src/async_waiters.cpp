@@ -191,22 +191,25 @@ class round_trip_pool {
   round_trip_pool& operator=(const round_trip_pool&) = delete;
   ~round_trip_pool() = default;  // threads_ (declared last) are stopped and joined first
 
-  // True when the task waits behind busy threads: every thread has one, and no more may start.
-  bool post(std::function<void(const std::stop_token&)> task) {
-    bool behind_busy = false;
+  void post(std::function<void(const std::stop_token&)> task) {
+    post(std::move(task), [] {});
+  }
+  // `behind_busy` runs when the task must wait for a thread (every thread has a task, and no more
+  // may start), under the pool's lock: before any thread can take the task.
+  template <class BehindBusy>
+  void post(std::function<void(const std::stop_token&)> task, BehindBusy behind_busy) {
     {
       std::lock_guard lock(mutex_);
       tasks_.push_back(std::move(task));
       if (free_ < tasks_.size()) {
         if (threads_.size() < round_trip_threads) {
           threads_.emplace_back([this](std::stop_token stop) { run(stop); });
-          return false;
+          return;
         }
-        behind_busy = true;
+        behind_busy();
       }
     }
     wake_.notify_one();
-    return behind_busy;
   }
 
   std::size_t threads() {
@@ -244,8 +247,16 @@ class engine {
   engine(const engine&) = delete;
   engine& operator=(const engine&) = delete;
   ~engine() {
-    // Lines first (their threads are stopped and joined: a head's acquire ends by its stop), then
-    // the timer. Completions still pending are destroyed, not run: the process is exiting.
+    // The timer first, so that no deadline completes a wait from here on; then the lines (their
+    // threads are stopped and joined: a head's acquire ends by its stop); then the round-trip
+    // threads. Completions still pending are destroyed, not run: the process is exiting.
+    {
+      std::jthread timer;
+      {
+        std::lock_guard lock(timer_mutex_);
+        timer.swap(timer_);
+      }
+    }
     std::unordered_map<line_key, std::shared_ptr<async_line>, line_key_hash> lines;
     std::vector<std::shared_ptr<async_line>> retired;
     {
@@ -266,21 +277,23 @@ class engine {
       auto& line = lines_[key];
       if (!line) line = std::make_shared<async_line>(key);
       wait = std::make_shared<async_wait>(line, std::move(acquire), deadline, std::move(done));
-      // A wait that becomes the head at once ends at its deadline by its own acquire: only one
-      // queued behind another needs the timer (which would otherwise be woken for every acquire).
+      // A wait that becomes the head at once ends at its deadline by its own acquire: one queued
+      // behind another needs the timer (which would otherwise be woken for every acquire), and so
+      // does a first try that waits for a round-trip thread (below).
       if (line->occupied()) watch_deadline(wait);
       if (line->join(wait)) first_try = line;
     }
     // Joins the threads of lines that retired (they have returned or are returning).
     finished.clear();
     if (first_try) {
-      const bool behind_busy =
-          round_trips_.post([this, line = std::move(first_try), head = wait](const std::stop_token& exiting) {
-            try_once(line, head, exiting);
-          });
-      // Its deadline may come before a thread is free: the timer ends it then. (A first try that
-      // starts at once needs no timer: it is one round trip.)
-      if (behind_busy) watch_deadline(wait);
+      // A first try that starts at once needs no timer: it is one round trip. One that waits for a
+      // busy thread may see its deadline come first, and the timer ends it then; a deadline already
+      // past keeps its one try, as try_acquire_until's does.
+      round_trips_.post([this, line = std::move(first_try),
+                         head = wait](const std::stop_token& exiting) { try_once(line, head, exiting); },
+                        [&] {
+                          if (wait->deadline > clock::now()) watch_deadline(wait);
+                        });
     }
     return async_wait_handle(std::move(wait));
   }
@@ -353,11 +366,13 @@ class engine {
     if (it != lines_.end() && it->second == line && line->idle_without_thread()) lines_.erase(it);
   }
 
+  // Once per wait: a wait found occupied may still become the head when it joins.
   void watch_deadline(const std::shared_ptr<async_wait>& wait) {
     if (wait->deadline == clock::time_point::max()) return;
     bool earliest = false;
     {
       std::lock_guard lock(timer_mutex_);
+      if (wait->deadline_entry) return;
       earliest = deadlines_.empty() || wait->deadline < deadlines_.begin()->first;
       wait->deadline_entry = deadlines_.emplace(wait->deadline, wait);
       if (!timer_.joinable()) timer_ = std::jthread([this](std::stop_token stop) { run_timer(stop); });

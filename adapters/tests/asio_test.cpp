@@ -16,6 +16,7 @@
 #include <atomic>
 #include <filesystem>
 #include <future>
+#include <latch>
 #include <optional>
 #include <string>
 #include <thread>
@@ -184,10 +185,32 @@ class AsyncEngine : public ::testing::Test {
     for (int i = 0; i < 1000 && blocked_.load() < round_trip_threads; ++i) std::this_thread::sleep_for(5ms);
     ASSERT_EQ(blocked_.load(), round_trip_threads) << "the first tries did not all start";
   }
-  // The busy first tries return however the test ends (a failed ASSERT returns early).
+  // The busy first tries return however the test ends (a failed ASSERT returns early). Then every
+  // round-trip thread takes a sentinel at once, so the tasks queued before them are done, and a
+  // wait ended before its first try began was never tried.
   void TearDown() override {
     unblock_busy();
     for (auto& b : busy_) EXPECT_EQ(b.get(), std::errc::io_error);
+    auto all_taken = std::make_shared<std::latch>(static_cast<std::ptrdiff_t>(round_trip_threads));
+    std::vector<int> sentinel_names(round_trip_threads);
+    std::vector<std::future<std::error_code>> sentinels;
+    for (auto& name : sentinel_names) {
+      sentinels.push_back(
+          start(&name, std::chrono::steady_clock::now() + 60s, [all_taken](auto, std::stop_token, std::error_code& ec) {
+            all_taken->arrive_and_wait();
+            return failing(ec);
+          }).second);
+    }
+    for (auto& sentinel : sentinels)
+      ASSERT_EQ(sentinel.wait_for(10s), std::future_status::ready) << "the round-trip threads did not drain";
+    EXPECT_FALSE(tried_->load()) << "a wait that ended before its first try began was tried";
+  }
+  // An acquire that records that it ran.
+  dlock::detail::blocking_acquire tracked() const {
+    return [tried = tried_](auto, std::stop_token, std::error_code& ec) {
+      *tried = true;
+      return failing(ec);
+    };
   }
   void unblock_busy() {
     if (!std::exchange(unblocked_now_, true)) unblock_.set_value();
@@ -200,6 +223,7 @@ class AsyncEngine : public ::testing::Test {
   std::shared_future<void> unblocked_ = unblock_.get_future().share();
   bool unblocked_now_ = false;
   std::atomic<std::size_t> blocked_{0};
+  std::shared_ptr<std::atomic<bool>> tried_ = std::make_shared<std::atomic<bool>>(false);
   std::vector<int> busy_names_ = std::vector<int>(round_trip_threads);
   std::vector<std::future<std::error_code>> busy_;
 };
@@ -208,12 +232,8 @@ class AsyncEngine : public ::testing::Test {
 // the wait queued behind it in its line leads without waiting for a round-trip thread.
 TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsIsCanceledAtOnce) {
   int name = 0;
-  std::atomic<bool> tried{false};
   const auto later = std::chrono::steady_clock::now() + 60s;
-  auto [head, head_result] = start(&name, later, [&](auto, std::stop_token, std::error_code& ec) {
-    tried = true;
-    return failing(ec);
-  });
+  auto [head, head_result] = start(&name, later, tracked());
   auto [next, next_result] =
       start(&name, later, [](auto, std::stop_token, std::error_code& ec) { return failing(ec); });
   head.cancel();
@@ -221,20 +241,14 @@ TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsIsCanceledAtOnce) {
   EXPECT_EQ(head_result.get(), dlock::detail::canceled_error());
   ASSERT_EQ(next_result.wait_for(5s), std::future_status::ready) << "the next in line waited for a round-trip thread";
   EXPECT_EQ(next_result.get(), std::errc::io_error);
-  unblock_busy();
-  EXPECT_FALSE(tried.load()) << "a canceled wait was tried";
 }
 
 // Its deadline passes while its first try is queued behind the busy threads: it times out then
-// (no error: try_acquire_until's timeout), never tried, and the next in line leads.
+// (no error: try_acquire_until's timeout), never tried, and the next in line leads. (A second, so
+// that the next joins the line before it ends, even on a starved machine.)
 TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsTimesOutAtItsDeadline) {
   int name = 0;
-  std::atomic<bool> tried{false};
-  auto [head, head_result] =
-      start(&name, std::chrono::steady_clock::now() + 100ms, [&](auto, std::stop_token, std::error_code& ec) {
-        tried = true;
-        return failing(ec);
-      });
+  auto [head, head_result] = start(&name, std::chrono::steady_clock::now() + 1s, tracked());
   auto [next, next_result] = start(&name, std::chrono::steady_clock::now() + 60s,
                                    [](auto, std::stop_token, std::error_code& ec) { return failing(ec); });
   ASSERT_EQ(head_result.wait_for(10s), std::future_status::ready)
@@ -242,8 +256,6 @@ TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsTimesOutAtItsDeadli
   EXPECT_FALSE(head_result.get()) << "a timeout is no error";
   ASSERT_EQ(next_result.wait_for(5s), std::future_status::ready) << "the next in line waited for a round-trip thread";
   EXPECT_EQ(next_result.get(), std::errc::io_error);
-  unblock_busy();
-  EXPECT_FALSE(tried.load()) << "a wait past its deadline was tried";
 }
 
 }  // namespace

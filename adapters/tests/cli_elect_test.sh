@@ -43,8 +43,9 @@ echo 0 >"$work/store"
 
 # The command of candidate $2: records its pid (its process group's id) and start, then writes its
 # term to the fenced store every 50 ms until told to stop (SIGTERM: records when) or to quit (a file).
-# A write goes through a file of its own and a rename: a command SIGKILLed in the middle of one (as a
-# demoted leader's is) leaves the store's old term, never an empty store that refuses every term.
+# A write goes through a file of its own and a rename: a writer killed in the middle of one (a demoted
+# leader's process group gets SIGTERM, which only leader.sh traps) leaves the store's old term, never
+# an empty store that refuses every term.
 cat >"$work/leader.sh" <<'EOF'
 dir=$1 me=$2
 echo $$ > "$dir/cmd.$me.pid"

@@ -6,8 +6,9 @@
 // that must wait goes on in the line's own thread, which makes its blocking, stoppable acquire, so
 // it is woken by the backend's own release event (pub/sub, watch, LISTEN, inotify, condition
 // variable) exactly as a blocking waiter is; every other waiter of the line holds no thread. One
-// timer thread ends the waits whose deadline comes while they are not at the head. A line's thread
-// starts when a wait of it must wait, and leaves after it was idle for a while.
+// timer thread ends the waits whose deadline comes while they are queued behind the head, or while
+// their first try waits for a busy round-trip thread. A line's thread starts when a wait of it must
+// wait, and leaves after it was idle for a while.
 #include <dlock/lease.hpp>
 
 #include <chrono>
