@@ -175,7 +175,9 @@ lock_info zookeeper_backend::do_inspect(const std::string& name) {
 // the folder a/b: a name's folder may also hold other names' folders). A folder with contender
 // nodes is a held name (a mutex or a reader-writer lock; a semaphore's leases are no contenders).
 // Hashed folders ("#...", names ZooKeeper cannot store as a path) keep no trace of their name and
-// are not listed.
+// are not listed. A folder whose ACL this client may not read (another identity's names, made with
+// its credentials) is not listed either: one such folder must not make the whole list fail. A root
+// it may not read is an error.
 std::vector<std::string> zookeeper_backend::do_list(const std::string& prefix) {
   const auto deadline = steady::now() + std::chrono::seconds(30);
   auto s = connection_->live(deadline, "within 30s (list)");
@@ -187,8 +189,11 @@ std::vector<std::string> zookeeper_backend::do_list(const std::string& prefix) {
     const auto path = folder.empty() ? (settings_.root.empty() ? "/" : settings_.root) : settings_.root + "/" + folder;
     std::vector<std::string> children;
     const int rc = request::children(*s, path, deadline, children);
-    if (rc == ZNONODE) continue;  // gone meanwhile
-    if (rc != ZOK) throw error(errc::backend_unavailable, "zookeeper: cannot list " + path + ": " + zerror(rc));
+    if (rc == ZNONODE) continue;                     // gone meanwhile
+    if (rc == ZNOAUTH && !folder.empty()) continue;  // another identity's folder
+    if (rc != ZOK)
+      throw error(rc == ZNOAUTH ? errc::authentication_failed : errc::backend_unavailable,
+                  "zookeeper: cannot list " + path + ": " + zerror(rc));
     bool contended = false;
     for (const auto& child : children) {
       if (sequence_of(child)) {

@@ -7,6 +7,7 @@
 #include <openssl/sha.h>
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <ostream>
@@ -134,6 +135,28 @@ TEST(zookeeper_auth, CreatorAclKeepsOutClientsWithoutTheCredentialsAndSameCreden
   auto next = waiter.get();
   EXPECT_TRUE(next) << "the second backend with the same credentials did not get the lock after release";
   EXPECT_EQ(zk::lock_nodes_in_order(children(authed.get(), parent)).size(), 1u);
+}
+
+// A name held with credentials sits in a folder only that identity may read: a list by a client
+// without them leaves it out and still lists the rest (one such folder beside others' names must
+// not fail the whole list); the owner lists it.
+TEST(zookeeper_auth, AListSkipsTheFoldersOfAnotherIdentityAndListsTheRest) {
+  const auto base = server_uri("DLOCK_ZOOKEEPER_URI");
+  const auto user = unique_name("user"), password = unique_name("pw");
+  auto owner = dlock::open(with_credentials(base, user, password));
+  auto anonymous = dlock::open(base);
+  const auto prefix = unique_name("acl-list");
+  // The open name first: its folder, made without credentials, makes the prefix's folder open too.
+  auto open_name = anonymous->make_lock(prefix + "/open")->try_acquire();
+  auto protected_name = owner->make_lock(prefix + "/protected")->try_acquire();
+  ASSERT_TRUE(protected_name && open_name);
+  std::vector<std::string> listed;
+  ASSERT_NO_THROW(listed = anonymous->list(prefix)) << dlock::last_error_message();
+  EXPECT_EQ(listed, std::vector<std::string>{prefix + "/open"});
+  ASSERT_NO_THROW(listed = anonymous->list());
+  EXPECT_NE(std::find(listed.begin(), listed.end(), prefix + "/open"), listed.end());
+  EXPECT_EQ(std::find(listed.begin(), listed.end(), prefix + "/protected"), listed.end());
+  EXPECT_EQ(owner->list(prefix), (std::vector<std::string>{prefix + "/open", prefix + "/protected"}));
 }
 
 TEST(zookeeper_auth, WrongPasswordIsRefusedClearlyAndNeverShown) {
