@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
+#include <list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -17,9 +18,10 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// A line whose queue stayed empty this long gives its thread back; a service that takes the same
-// lock again soon reuses the thread instead of starting one per acquire.
-constexpr auto idle_line_lifetime = std::chrono::seconds(2);
+// A line whose queue stayed empty this long, or a round-trip thread that had no task for as long,
+// gives its thread back; a service that takes locks again soon reuses the thread instead of
+// starting one per acquire, and a burst leaves no threads behind.
+constexpr auto idle_thread_lifetime = std::chrono::seconds(2);
 
 // queued: behind the head; first_try: the head, its first try waiting for a round-trip thread;
 // at_head: the head, its acquire running (a first try, or the line thread's wait); done.
@@ -181,15 +183,24 @@ class async_line {
 
 // The round-trip threads: a first try and a release are each one bounded round trip and never wait
 // for another holder, so a few threads serve any number of them, in the order they come. A thread
-// is started when a task finds none free, up to round_trip_threads; they stay until the process
-// exits, and run what is still queued then before they leave (a first try then completes
-// nothing: its completion is destroyed, not run).
+// is started when a task finds none free, up to round_trip_threads, and leaves after
+// idle_thread_lifetime without a task. At exit they run what is still queued before they leave (a
+// first try then completes nothing: its completion is destroyed, not run).
 class round_trip_pool {
  public:
   round_trip_pool() = default;
   round_trip_pool(const round_trip_pool&) = delete;
   round_trip_pool& operator=(const round_trip_pool&) = delete;
-  ~round_trip_pool() = default;  // threads_ (declared last) are stopped and joined first
+  ~round_trip_pool() {
+    std::list<std::jthread> threads;
+    std::vector<std::jthread> retired;
+    {
+      std::lock_guard lock(mutex_);
+      exiting_ = true;  // from here on no thread retires: each is stopped and joined below
+      threads.swap(threads_);
+      retired.swap(retired_);
+    }
+  }
 
   void post(std::function<void(const std::stop_token&)> task) {
     post(std::move(task), [] {});
@@ -198,13 +209,16 @@ class round_trip_pool {
   // may start), under the pool's lock: before any thread can take the task.
   template <class BehindBusy>
   void post(std::function<void(const std::stop_token&)> task, BehindBusy behind_busy) {
+    std::vector<std::jthread> retired;
     {
       std::lock_guard lock(mutex_);
+      retired.swap(retired_);
       tasks_.push_back(std::move(task));
       if (free_ < tasks_.size()) {
         if (threads_.size() < round_trip_threads) {
-          threads_.emplace_back([this](std::stop_token stop) { run(stop); });
-          return;
+          auto self = threads_.emplace(threads_.end());
+          *self = std::jthread([this, self](std::stop_token stop) { run(stop, self); });
+          return;  // `retired` are joined on the way out: they have returned or are returning
         }
         behind_busy();
       }
@@ -212,19 +226,29 @@ class round_trip_pool {
     wake_.notify_one();
   }
 
+  // Retired threads are not counted: they have returned, or return as soon as the lock is free.
   std::size_t threads() {
     std::lock_guard lock(mutex_);
     return threads_.size();
   }
 
  private:
-  void run(std::stop_token stop) {
+  // `self`: this thread's place in threads_, valid while it is there (list iterators stay valid).
+  void run(std::stop_token stop, std::list<std::jthread>::iterator self) {
     std::unique_lock lock(mutex_);
     for (;;) {
       ++free_;
-      const bool got = wake_.wait(lock, stop, [&] { return !tasks_.empty(); });
+      const bool got = wake_.wait_for(lock, stop, idle_thread_lifetime, [&] { return !tasks_.empty(); });
       --free_;
-      if (!got) return;
+      if (!got) {
+        // Idle: the thread moves itself to retired_, to be joined by another one (a later post, or
+        // the pool's destructor); at exit it is in a local list of the destructor instead.
+        if (!stop.stop_requested() && !exiting_) {
+          retired_.push_back(std::move(*self));
+          threads_.erase(self);
+        }
+        return;
+      }
       auto task = std::move(tasks_.front());
       tasks_.pop_front();
       lock.unlock();
@@ -238,7 +262,9 @@ class round_trip_pool {
   std::condition_variable_any wake_;
   std::deque<std::function<void(const std::stop_token&)>> tasks_;
   std::size_t free_ = 0;  // threads waiting for a task
-  std::vector<std::jthread> threads_;
+  bool exiting_ = false;
+  std::list<std::jthread> threads_;
+  std::vector<std::jthread> retired_;  // left after an idle spell; returned or returning
 };
 
 class engine {
@@ -481,7 +507,7 @@ void async_line::run(std::stop_token engine_stop) {
     std::shared_ptr<async_wait> head;
     {
       std::unique_lock lock(mutex_);
-      if (!wake_.wait_for(lock, engine_stop, idle_line_lifetime,
+      if (!wake_.wait_for(lock, engine_stop, idle_thread_lifetime,
                           [&] { return handed_ || (!head_ && !queue_.empty()); })) {
         if (engine_stop.stop_requested()) return;
         lock.unlock();

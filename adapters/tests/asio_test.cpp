@@ -258,4 +258,18 @@ TEST_F(AsyncEngine, AFirstTryQueuedBehindBusyRoundTripThreadsTimesOutAtItsDeadli
   EXPECT_EQ(next_result.get(), std::errc::io_error);
 }
 
+// A burst leaves no threads behind: the round-trip threads it started leave once idle, as a line's
+// thread does, so a service's thread count follows its load. (Every one is busy at the start.)
+TEST_F(AsyncEngine, TheRoundTripThreadsOfABurstLeaveOnceIdle) {
+  const auto during = dlock::detail::async_engine_threads();
+  ASSERT_GE(during, round_trip_threads);
+  unblock_busy();
+  const auto give_up = std::chrono::steady_clock::now() + 15s;
+  while (dlock::detail::async_engine_threads() + round_trip_threads > during &&
+         std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_LE(dlock::detail::async_engine_threads() + round_trip_threads, during)
+      << "the round-trip threads stayed after the burst";
+}
+
 }  // namespace
