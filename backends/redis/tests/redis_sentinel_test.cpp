@@ -6,12 +6,16 @@
 #include <hiredis/hiredis.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -78,30 +82,92 @@ std::vector<int> replicas_of(int master) {
   return out;
 }
 
+// A sentinel's view of the master set (SENTINEL MASTER: port, flags, num-slaves, num-other-sentinels,
+// failover-state while it runs one, ...); empty when it does not answer.
+std::map<std::string, std::string> sentinel_view(int sentinel) {
+  std::map<std::string, std::string> out;
+  auto r = ask(sentinel, {"SENTINEL", "MASTER", "mymaster"});
+  if (r && r->type == REDIS_REPLY_ARRAY)
+    for (std::size_t i = 0; i + 1 < r->elements; i += 2)
+      if (r->element[i]->str && r->element[i + 1]->str) out[r->element[i]->str] = r->element[i + 1]->str;
+  return out;
+}
+
+bool in_tilt(int sentinel) {
+  return raw_redis::bulk_text(ask(sentinel, {"INFO", "sentinel"})).find("sentinel_tilt:1") != std::string::npos;
+}
+
+// The master a data node replicates from (ROLE), or -1 when it is not a replica or does not answer.
+int following(int port) {
+  auto r = ask(port, {"ROLE"});
+  return r && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 && std::string_view(r->element[0]->str) == "slave"
+             ? static_cast<int>(r->element[2]->integer)
+             : -1;
+}
+
+// The replicas a master lists (INFO replication), each as "port:state", e.g. "16391:online".
+std::vector<std::string> replicas_listed_by(int master) {
+  std::vector<std::string> out;
+  std::istringstream in(raw_redis::bulk_text(ask(master, {"INFO", "replication"})));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("slave") || line.find(":ip=") == std::string::npos) continue;
+    const auto field = [&line](std::string_view key) {
+      const auto at = line.find(key);
+      if (at == std::string::npos) return std::string("?");
+      const auto from = at + key.size();
+      return line.substr(from, line.find(',', from) - from);
+    };
+    out.push_back(field(",port=") + ":" + field(",state="));
+  }
+  return out;
+}
+
 // The set is healthy: one master the sentinels agree on, ROLE master, two replicas linked to it,
 // and every sentinel seeing two replicas and two other sentinels.
 bool healthy() {
   const int m = master_port();
   if (m < 0 || role_of(m) != "master") return false;
   for (int s : sentinel_ports()) {
-    auto r = ask(s, {"SENTINEL", "master", "mymaster"});
-    if (!r || r->type != REDIS_REPLY_ARRAY) return false;
-    std::string slaves, others, port;
-    for (std::size_t i = 0; i + 1 < r->elements; i += 2) {
-      const std::string k = r->element[i]->str, v = r->element[i + 1]->str;
-      if (k == "num-slaves") slaves = v;
-      if (k == "num-other-sentinels") others = v;
-      if (k == "port") port = v;
-    }
-    if (slaves != "2" || others != "2" || port != std::to_string(m)) return false;
+    auto v = sentinel_view(s);
+    if (v["num-slaves"] != "2" || v["num-other-sentinels"] != "2" || v["port"] != std::to_string(m)) return false;
   }
-  auto info = ask(m, {"INFO", "replication"});
-  if (!info || info->type != REDIS_REPLY_STRING) return false;
   // Both replicas linked and done syncing (a replica still loading the master's data acks nothing).
-  const std::string text(info->str, info->len);
-  std::size_t online = 0;
-  for (auto at = text.find("state=online"); at != std::string::npos; at = text.find("state=online", at + 1)) ++online;
-  return online == 2;
+  const auto replicas = replicas_listed_by(m);
+  return std::ranges::count_if(replicas, [](const std::string& r) { return r.ends_with(":online"); }) == 2;
+}
+
+// What every member of the set says, for a failure message: each data node's process, role and the master it
+// follows or the replicas it lists; each sentinel's master, flags, counts, failover state and TILT (a sentinel
+// that saw its own clock jump, or was not scheduled for 2 s, acts on nothing for 30 s).
+std::string describe_set() {
+  std::ostringstream out;
+  for (int p : data_ports()) {
+    const auto proc = process_of(p);
+    const auto pid = dlock::testing::launcher_pid(proc);
+    out << "\n  " << proc << " (" << p << (pid > 0 ? ")" : ", not running)") << ": ";
+    auto r = ask(p, {"ROLE"});
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+      out << "no answer";
+    } else if (const std::string role = r->element[0]->str; role == "slave" && r->elements >= 4) {
+      out << "replica of " << r->element[2]->integer << ", link " << r->element[3]->str;
+    } else {
+      out << role << ", replicas";
+      for (const auto& replica : replicas_listed_by(p)) out << ' ' << replica;
+    }
+  }
+  for (int s : sentinel_ports()) {
+    auto v = sentinel_view(s);
+    out << "\n  sentinel " << s << ": ";
+    if (v.empty()) {
+      out << "no answer";
+      continue;
+    }
+    out << "master " << v["port"] << " (" << v["flags"] << "), " << v["num-slaves"] << " replicas, "
+        << v["num-other-sentinels"] << " other sentinels";
+    if (v.contains("failover-state")) out << ", failover " << v["failover-state"];
+    if (in_tilt(s)) out << ", TILT";
+  }
+  return out.str();
 }
 
 // How long the master has been up (INFO server), or 0 when it does not answer.
@@ -121,45 +187,92 @@ bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds bound
   return done();
 }
 
-// Waits (90 s at most) until the set is ready for a test whose locks have `ttl`: healthy, and a
-// master old enough to grant such a lock. A younger one grants nothing for now (wait_after_restart),
-// and the tests run one after another, each restarting a process of the set, so the master one test
-// finds may be one an earlier test restarted moments ago.
-bool ready_for(std::chrono::seconds ttl) {
-  return wait_for([ttl] { return healthy() && master_uptime() > ttl + std::chrono::seconds(2); }, 90s);
+// No sentinel runs a failover or sees the master objectively down (one is about to start).
+bool no_failover_running() {
+  for (int s : sentinel_ports())
+    if (auto v = sentinel_view(s);
+        v["flags"].find("failover_in_progress") != std::string::npos || v["flags"].find("o_down") != std::string::npos)
+      return false;
+  return true;
 }
-constexpr const char* not_ready =
-    "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
 
-// Leaves the set healthy when the scope ends, whatever the test did: frozen members thawed,
-// stopped ones started again and made replicas of the current master, the sentinels reset (they
-// forget the members they saw go) until they agree again.
-class set_restorer {
- public:
-  ~set_restorer() {
-    for (int p : data_ports()) {
-      const auto proc = process_of(p);
-      if (auto pid = dlock::testing::launcher_pid(proc); pid > 0) ::kill(pid, SIGCONT);
-    }
-    wait_for([] { return master_port() > 0 && role_of(master_port()) == "master"; }, 30s);
-    const int m = master_port();
-    for (int p : data_ports()) {
-      if (dlock::testing::launcher_pid(process_of(p)) <= 0) dlock::testing::run_launcher("start " + process_of(p));
-      if (p != m && role_of(p) != "slave") ask(p, {"REPLICAOF", "127.0.0.1", std::to_string(m)});
-    }
-    if (wait_for(healthy, 20s)) return;
-    // A sentinel that still names another master cannot learn the switch any more once it has
-    // lost every member it knew (other sentinels announce through the master and replicas):
-    // monitor the current master again there, with the recipe's settings.
+// The master the set is rebuilt around: the one most sentinels name, when it says ROLE master (a set that is
+// only settling keeps its master), else the first data node that says ROLE master, else the first data node.
+int intended_master() {
+  std::map<int, int> named;
+  for (int s : sentinel_ports())
+    if (auto r = ask(s, {"SENTINEL", "get-master-addr-by-name", "mymaster"});
+        r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+      ++named[std::stoi(r->element[1]->str)];
+  int best = -1;
+  for (const auto& [port, count] : named)
+    if (role_of(port) == "master" && (best < 0 || count > named[best])) best = port;
+  if (best > 0) return best;
+  for (int p : data_ports())
+    if (role_of(p) == "master") return p;
+  return data_ports()[0];
+}
+
+// Puts the set back together from its known ports: every data node running and thawed, and every one but the
+// intended master made its replica, also one still replicating from another node (a replica of a replica, or of
+// an old master, is not listed by the master and never counts). With `remonitor`, every sentinel monitors that
+// master afresh: SENTINEL REMOVE before the data nodes move (no sentinel acts on the set meanwhile), MONITOR
+// after, so each forgets the master, replicas and failover it may be stuck on, and learns the replicas from
+// the master's INFO and the other sentinels from their hello messages. Sentinels never repair a set whose
+// replicas follow another node than the master they monitor: they learn replicas from that master's INFO
+// only, and see no reason to fail over a master that answers.
+void rebuild_set(bool remonitor) {
+  for (int p : data_ports())
+    if (auto pid = dlock::testing::launcher_pid(process_of(p)); pid > 0) ::kill(pid, SIGCONT);
+  // A failover the sentinels run (the test's, or one a loaded machine's missed pings started) is let finish,
+  // not raced: its new master is then the one kept (failover-timeout is 3 s; the bound is a hang guard).
+  wait_for(no_failover_running, 15s);
+  for (int p : data_ports())
+    if (dlock::testing::launcher_pid(process_of(p)) <= 0) dlock::testing::run_launcher("start " + process_of(p));
+  const int m = intended_master();
+  if (remonitor)
+    for (int s : sentinel_ports()) ask(s, {"SENTINEL", "REMOVE", "mymaster"});
+  for (int p : data_ports())
+    if (p != m && following(p) != m) ask(p, {"REPLICAOF", "127.0.0.1", std::to_string(m)});
+  if (remonitor)
     for (int s : sentinel_ports()) {
-      auto r = ask(s, {"SENTINEL", "get-master-addr-by-name", "mymaster"});
-      if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && std::stoi(r->element[1]->str) == m) continue;
-      ask(s, {"SENTINEL", "REMOVE", "mymaster"});
       ask(s, {"SENTINEL", "MONITOR", "mymaster", "127.0.0.1", std::to_string(m), "2"});
       ask(s, {"SENTINEL", "SET", "mymaster", "down-after-milliseconds", "1000", "failover-timeout", "3000",
               "parallel-syncs", "2"});
     }
-    if (!wait_for(healthy, 40s)) ADD_FAILURE() << "the Sentinel set is not healthy again after the test";
+}
+
+// Rebuilds the set until it is healthy: the data nodes alone first (enough once the sentinels agree), then the
+// sentinels too, twice at most. False when it is still not healthy.
+bool restore_set() {
+  rebuild_set(false);
+  if (wait_for(healthy, 20s)) return true;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    rebuild_set(true);
+    if (wait_for(healthy, 40s)) return true;
+  }
+  return false;
+}
+
+// Waits until the set is ready for a test whose locks have `ttl`: healthy, and a master old enough to grant
+// such a lock. A younger one grants nothing for now (wait_after_restart), and the tests run one after another,
+// each restarting a process of the set, so the master one test finds may be one an earlier test restarted
+// moments ago. A set an earlier test left broken (its restorer failed, or it was killed before the restorer
+// ran) is rebuilt first, so that one test's failure is not every later test's.
+::testing::AssertionResult ready_for(std::chrono::seconds ttl) {
+  const auto ready = [ttl] { return healthy() && master_uptime() > ttl + std::chrono::seconds(2); };
+  if ((wait_for(healthy, 20s) || restore_set()) && wait_for(ready, 90s)) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "master up " << master_uptime().count() << " s;" << describe_set();
+}
+constexpr const char* not_ready =
+    "the Sentinel set is not healthy (or its master is younger than the ttl) before the test";
+
+// Leaves the set healthy when the scope ends, whatever the test did: frozen members thawed, stopped ones
+// started again, and the set rebuilt around its master until it is healthy (restore_set).
+class set_restorer {
+ public:
+  ~set_restorer() {
+    if (!restore_set()) ADD_FAILURE() << "the Sentinel set is not healthy again after the test:" << describe_set();
   }
 };
 
