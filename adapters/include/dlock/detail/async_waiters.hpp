@@ -74,9 +74,9 @@ class release_completion {
 // empty or released lease, not_owner when the lock was no longer this lease's.
 void start_async_release(lease held, std::unique_ptr<release_completion> done);
 // How many first tries and releases are in flight at once, each a blocking round trip: 64
-// concurrent uncontended operations reached half the blocking API's throughput on redis and
-// zookeeper with 4 (a Redis pipeline's batches and ZooKeeper's group commits stay small), 0.8-0.95x
-// with 16. The threads start only when that many operations are in flight at once: 10,000 waiters
+// concurrent uncontended operations reached 0.56-0.70x the blocking API's throughput on redis and
+// 0.70x on zookeeper with 4 (a Redis pipeline's batches and ZooKeeper's group commits stay small),
+// 0.8-0.95x with 16. The threads start only when that many operations are in flight at once: 10,000 waiters
 // of one name use 7 to 10 threads in all.
 inline constexpr std::size_t round_trip_threads = 16;
 
