@@ -67,7 +67,10 @@ std::pair<lease, std::error_code> stopped_wait(Wait wait, std::chrono::milliseco
 
 }  // namespace
 
-class Cancellation : public SharedPrimitives {};
+class Cancellation : public SharedPrimitives {
+ protected:
+  std::string who_holds(const std::string& name) const;
+};
 
 TEST_P(Cancellation, AStopEndsAWaitingAcquireAndTheNextContenderIsGrantedAtOnce) {
   const auto name = dlock::testing::unique_name("cancel-wait");
@@ -122,6 +125,17 @@ TEST_P(Cancellation, AStopEndsAnAcquireWhoseServerNeverAnswers) {
   EXPECT_FALSE(got) << "granted through links that deliver nothing";
   EXPECT_EQ(ec, canceled) << ec.message() << ": " << dlock::last_error_message();
   for (auto& p : proxies) p->heal();
+}
+
+// What the server says of `name`, for a failure's message: whose grant was left behind.
+std::string Cancellation::who_holds(const std::string& name) const {
+  std::error_code ec;
+  const auto info = backend_->inspect(name, ec);
+  if (ec) return "the server cannot say who holds it (" + ec.message() + ")";
+  std::string out = info.held ? "held by" : "not held now";
+  for (const auto& h : info.holders)
+    out += " '" + h.owner + "'" + (h.ttl_left ? " (" + std::to_string(h.ttl_left->count()) + " ms left)" : "");
+  return out;
 }
 
 TEST_P(Cancellation, TheThrowingFormsThrowOperationCanceled) {
@@ -199,7 +213,8 @@ TEST_P(Cancellation, AStopThatCrossesAGrantNeverLeavesTheLockTaken) {
     }
     auto after = next->try_acquire_for(bound);
     EXPECT_TRUE(after) << "race " << i << ": the lock stayed taken after a " << (got ? "granted" : "stopped")
-                       << " waiter (a grant left behind)";
+                       << " waiter (a grant left behind); " << who_holds(name) << "; the holder is '" << holder->owner()
+                       << "', the waiter '" << waiter->owner() << "'";
   }
   std::cout << "[ races   ] " << n << ": " << granted << " granted before the stop, " << stopped << " stopped\n";
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -122,18 +123,36 @@ redisContext* connect_context(const endpoint& where) noexcept {
 // While alive, when abandoned_at_stop(): the stop request shuts the socket's reading side down,
 // so a handshake command (AUTH, PING, ...) that gets no answer reads end-of-file at once. Only
 // the reading side: hiredis writes with write(2), which would raise SIGPIPE on a socket shut for
-// writing. A connection being opened holds no lock: nothing is left behind.
+// writing. A connection being opened holds no lock: nothing is left behind, provided a connection
+// whose socket was shut is never handed out (see stop_watching).
 class handshake_stopper {
  public:
   explicit handshake_stopper(int fd) {
-    if (abandoned_at_stop()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd});
+    if (abandoned_at_stop()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd, &fired_});
+  }
+  handshake_stopper(const handshake_stopper&) = delete;
+  handshake_stopper& operator=(const handshake_stopper&) = delete;
+  // Ends the watch: the callback has run to its end or never will. Whether it shut the socket:
+  // a stop that came after the handshake's last answer was read still leaves a connection that
+  // sends its next command and cannot read the answer. Pooled, it would run an acquire whose
+  // grant nobody receives, and a reentrant or fair grant cannot be undone without its answer.
+  bool stop_watching() noexcept {
+    on_stop_.reset();
+    return fired_.load(std::memory_order_acquire);
   }
 
  private:
   struct shut_down {
     int fd;
-    void operator()() const noexcept { ::shutdown(fd, SHUT_RD); }
+    std::atomic<bool>* fired;
+    void operator()() const noexcept {
+      fired->store(true, std::memory_order_release);
+      ::shutdown(fd, SHUT_RD);
+    }
   };
+  std::atomic<bool> fired_{false};
+  // Declared after the connection that owns `fd` (destroyed first): the callback then never
+  // shuts down a descriptor number that was closed and handed to another socket.
   std::optional<std::stop_callback<shut_down>> on_stop_;
 };
 
@@ -183,8 +202,9 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
     }
     redisSetTimeout(ctx.get(), to_timeval(where.command_timeout));
     redisEnableKeepAlive(ctx.get());
-    const handshake_stopper stopper(ctx->fd);
+    const int fd = ctx->fd;
     std::unique_ptr<connection> c(new connection(where, std::move(ctx)));
+    handshake_stopper stopper(fd);
     if (where.password) {
       std::vector<std::string_view> auth{"AUTH"};
       if (!where.user.empty()) auth.push_back(where.user);
@@ -239,6 +259,11 @@ std::unique_ptr<connection> connection::open(const endpoint& where, std::error_c
                   "redis " + where.label() + ": SELECT " + db + " refused: " + std::string(error_text(r.get())));
         return nullptr;
       }
+    }
+    if (stopper.stop_watching()) {
+      set_error(ec, errc::backend_unavailable,
+                "redis " + where.label() + ": connection abandoned: the acquire was asked to stop");
+      return nullptr;
     }
     return c;
   } catch (const std::exception& e) {

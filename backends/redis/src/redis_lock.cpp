@@ -226,8 +226,9 @@ class redis_lock final : public distributed_lock {
       if (got || ec) return got;
       if (sub) channel = sub->subscribe(channel_, ec);
       if (!channel) {
-        // No subscriber connection: fall back to the core's jittered polling rather than fail.
         ec.clear();
+        if (spi::stop_requested()) return nullptr;  // the subscription was given up at the stop
+        // No subscriber connection: fall back to the core's jittered polling rather than fail.
         held.polled = true;
         return distributed_lock::do_acquire_until(deadline, ec);
       }
@@ -244,6 +245,10 @@ class redis_lock final : public distributed_lock {
           if (fair) leave_queue();
           return nullptr;
         }
+      } else if (spi::stop_requested()) {
+        // Stopped between a wake-up and its retry: the release it stood for is the next waiter's,
+        // who would otherwise sleep until its PTTL bound.
+        place->pass_on();
       }
       try_now = true;
       const auto now = clock::now();

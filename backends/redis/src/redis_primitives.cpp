@@ -273,8 +273,9 @@ std::unique_ptr<spi::lease_state> wait_for_grant(backend_state& s, const std::st
   auto sub = s.subscriber_for_waits();
   auto state = sub ? sub->subscribe(channel, ec, rule) : nullptr;
   if (!state) {
-    ec.clear();  // no subscriber connection: the core's jittered polling rather than fail
-    return poll();
+    ec.clear();
+    if (spi::stop_requested()) return nullptr;  // the subscription was given up at the stop
+    return poll();  // no subscriber connection: the core's jittered polling rather than fail
   }
   struct unsubscribe_at_exit {
     subscriber& s;
@@ -283,7 +284,10 @@ std::unique_ptr<spi::lease_state> wait_for_grant(backend_state& s, const std::st
   } guard{*sub, channel};
   channel_waiter place(state);
   for (;;) {
-    if (spi::stop_requested()) return nullptr;
+    if (spi::stop_requested()) {
+      place.pass_on();  // a wake-up it holds is the next waiter's (see redis_lock's wait)
+      return nullptr;
+    }
     got = attempt(ec, last, deadline);
     if (got) return got;
     if (ec) {

@@ -146,12 +146,17 @@ std::shared_ptr<channel_state> subscriber::subscribe(const std::string& channel,
     }
     wake();
     std::unique_lock lock(state->mutex_);
-    if (!state->confirmed_cv_.wait_for(lock, where_.connect_timeout + where_.command_timeout,
-                                       [&] { return state->confirmed_; })) {
+    // Also ended by the acquire's stop request: the subscriber's connect is not the caller's to
+    // cut short, but its wait for it is.
+    const auto give_up_at = std::chrono::steady_clock::now() + where_.connect_timeout + where_.command_timeout;
+    if (!spi::wait_until(state->confirmed_cv_, lock, give_up_at, [&] { return state->confirmed_; })) {
       lock.unlock();
       unsubscribe(channel);
-      set_error(ec, errc::backend_unavailable,
-                "redis " + where_.label() + ": SUBSCRIBE was not confirmed in time (subscriber connection down?)");
+      if (spi::stop_requested())
+        set_error(ec, errc::backend_unavailable, "redis " + where_.label() + ": SUBSCRIBE abandoned at a stop request");
+      else
+        set_error(ec, errc::backend_unavailable,
+                  "redis " + where_.label() + ": SUBSCRIBE was not confirmed in time (subscriber connection down?)");
       return nullptr;
     }
     return state;

@@ -59,7 +59,7 @@ class channel_state {
   wake_rule rule_ = wake_rule::one;  // set when the channel is first subscribed
 
   mutable std::mutex mutex_;
-  std::condition_variable confirmed_cv_;
+  std::condition_variable_any confirmed_cv_;  // waited on with the acquire's stop (spi::wait_until)
   bool confirmed_ = false;
   std::size_t users_ = 0;     // subscriptions of this process's waiting calls
   std::size_t retrying_ = 0;  // waiters holding a wake-up (retrying the acquire now)

@@ -1,20 +1,25 @@
 // The auto-pipelining layer (src/pipeline.hpp) on a real server: requests of many threads share
 // one write on a pool of one connection, a request still queued at its deadline is never sent,
 // and a connection killed in the middle of a batch fails that batch's requests and is replaced.
+// And the connection it pools: one opened as a stoppable acquire is stopped is usable or refused.
 // Counts and outcomes, never timings. Needs DLOCK_REDIS_URI; FAILS when it is unset.
 // Alone (RUN_SERIAL): it kills its own connections by name.
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <latch>
 #include <memory>
+#include <random>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "connection.hpp"
+#include "dlock/acquire_stop.hpp"
 #include "dlock/dlock.hpp"
 #include "dlock_test/support.hpp"
 #include "pipeline.hpp"
@@ -184,6 +189,66 @@ TEST(RedisPipeline, NoscriptInABatchIsRetriedWithTheSource) {
     });
   for (auto& t : callers) t.join();
   EXPECT_EQ(answered.load(), threads) << dlock::last_error_message();
+}
+
+// A stoppable acquire that opens a connection gives the open up at its stop request: the stop
+// shuts the socket's reading side, so a handshake command waiting for its answer fails at once.
+// A stop that lands after the handshake's last answer was read must refuse the connection too:
+// handed to the pool, it would send its next command (an acquire, which the server grants) and
+// fail to read the answer, leaving a grant nobody received. The stops are spread over the time an
+// open takes, so that some land in each part of it.
+TEST(RedisConnection, AConnectionOpenedAsItsAcquireIsStoppedIsUsableOrRefused) {
+  auto where = server();
+  where.learn_server_start = true;  // the backends' handshake: AUTH, PING, CLIENT SETNAME, INFO
+  std::vector<clock_type::duration> took;
+  for (int i = 0; i < 21; ++i) {
+    std::error_code ec;
+    const auto start = clock_type::now();
+    ASSERT_TRUE(dlock::redis::connection::open(where, ec)) << dlock::last_error_message();
+    took.push_back(clock_type::now() - start);
+  }
+  std::nth_element(took.begin(), took.begin() + 10, took.end());
+  const auto spread = std::chrono::duration_cast<std::chrono::microseconds>(took[10] * 3 / 2).count() + 1;
+  std::mt19937 random(std::random_device{}());
+  int refused = 0, usable = 0, unusable = 0, rounds = 0;
+  // 1,000 rounds, and more (at most 20,000) until both outcomes were seen: on a loaded machine the
+  // stops may land mostly after the opens or mostly inside them.
+  for (; rounds < 20000 && (rounds < 1000 || refused == 0 || usable == 0); ++rounds) {
+    std::stop_source source;
+    // The stopping thread runs before the open starts: its own start-up is not part of the delay.
+    std::atomic<bool> running{false};
+    std::atomic<clock_type::rep> stop_at{clock_type::time_point::max().time_since_epoch().count()};
+    std::jthread stopper([&] {
+      running = true;
+      while (clock_type::now().time_since_epoch().count() < stop_at.load()) {
+      }
+      source.request_stop();
+    });
+    while (!running) std::this_thread::yield();
+    std::error_code ec;
+    std::unique_ptr<dlock::redis::connection> c;
+    {
+      const dlock::spi::stop_scope stoppable(source.get_token());
+      stop_at = (clock_type::now() + std::chrono::microseconds(random() % spread)).time_since_epoch().count();
+      c = dlock::redis::connection::open(where, ec);
+    }
+    stopper.join();
+    if (!c) {
+      ++refused;
+      EXPECT_EQ(ec, dlock::errc::backend_unavailable) << dlock::last_error_message();
+      continue;
+    }
+    auto pong = c->command({"PING"}, ec);
+    if (ec || !pong)
+      ++unusable;
+    else
+      ++usable;
+  }
+  std::printf("[ figure ] %d opens stopped within %lld us: %d refused, %d usable\n", rounds,
+              static_cast<long long>(spread), refused, usable);
+  EXPECT_EQ(unusable, 0) << "connections handed out with their reading side shut by the stop";
+  EXPECT_GT(refused, 0) << "no stop landed inside an open: the test did not test it";
+  EXPECT_GT(usable, 0) << "every open was stopped: the test did not test a stop after the handshake";
 }
 
 }  // namespace
