@@ -84,11 +84,6 @@ int finish_connect(int fd, std::chrono::steady_clock::time_point deadline) noexc
   }
 }
 
-// Whether a connect begun now is abandoned at the acquire's stop request: inside an acquire that
-// can be stopped (the forms that take a std::stop_token) and not yet asked to (a connect begun
-// after the stop request runs to its end: a withdrawal or a release may need it).
-bool abandoned_at_stop() noexcept { return spi::current_stop_token().stop_possible() && !spi::stop_requested(); }
-
 // Connects within where.connect_timeout. When abandoned_at_stop(), the TCP connect is driven
 // without blocking and ends at the stop request; the socket is then made blocking, as hiredis'
 // blocking API expects.
@@ -157,6 +152,8 @@ class handshake_stopper {
 };
 
 }  // namespace
+
+bool abandoned_at_stop() noexcept { return spi::current_stop_token().stop_possible() && !spi::stop_requested(); }
 
 std::string endpoint::label() const {
   if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
@@ -461,23 +458,48 @@ pool::handle pool::checkout(std::chrono::steady_clock::time_point deadline, std:
         return open_new(closed_found, ec);
       }
     }
-    // Full, or others were first: wait in line, FIFO, until served or the caller's deadline.
+    // Full, or others were first: wait in line, FIFO, until served, the caller's deadline or its
+    // acquire's stop request.
     waiter me;
     waiting_.push_back(&me);
+    // Registered with mutex_ let go (a stop already requested runs the callback here); ended before
+    // `me` goes, and never while mutex_ is held (every return below lets it go first).
+    struct wake_at_stop {
+      pool* p;
+      waiter* w;
+      void operator()() const noexcept {
+        std::lock_guard held(p->mutex_);
+        w->stopped = true;
+        w->served_cv.notify_all();
+      }
+    };
+    std::optional<std::stop_callback<wake_at_stop>> on_stop;
+    if (abandoned_at_stop()) {
+      lock.unlock();
+      on_stop.emplace(spi::current_stop_token(), wake_at_stop{this, &me});
+      lock.lock();
+    }
     const bool forever = deadline == std::chrono::steady_clock::time_point::max();
-    while (!me.served) {
-      if (forever) {
+    while (!me.served && !me.stopped) {
+      if (forever)
         me.served_cv.wait(lock);
-      } else if (me.served_cv.wait_until(lock, deadline) == std::cv_status::timeout && !me.served) {
-        waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
-        lock.unlock();
-        if (closed_found) server_changed();
+      else if (me.served_cv.wait_until(lock, deadline) == std::cv_status::timeout)
+        break;
+    }
+    if (!me.served) {
+      waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &me));
+      const bool stopped = me.stopped;
+      lock.unlock();
+      if (closed_found) server_changed();
+      if (stopped)
+        set_error(ec, errc::backend_unavailable,
+                  "redis " + where_.label() + ": the wait for a pooled connection was abandoned at a stop request");
+      else
         set_error(ec, errc::backend_unavailable,
                   "redis " + where_.label() + ": all " + std::to_string(max_size_) +
                       " pooled connections (pool_size) stayed busy until the caller's deadline (connect_timeout " +
                       std::to_string(where_.connect_timeout.count()) + "ms for a call without one); raise pool_size");
-        return {};
-      }
+      return {};
     }
     auto c = std::move(me.given);
     lock.unlock();

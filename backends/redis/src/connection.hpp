@@ -31,6 +31,12 @@ struct reply_deleter {
 using context_ptr = std::unique_ptr<redisContext, context_deleter>;
 using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
 
+// Whether a wait begun now ends at the acquire's stop request: inside an acquire that can be
+// stopped (the forms that take a std::stop_token) and not yet asked to. A connect, a wait for a
+// pooled connection or for a turn in the pipeline begun after the stop request runs to its end: a
+// withdrawal or a release may need it.
+bool abandoned_at_stop() noexcept;
+
 // Where and how to connect. The password stays here and in AUTH; never in a message.
 struct endpoint {
   std::string host = "127.0.0.1";
@@ -181,6 +187,7 @@ class pool : public std::enable_shared_from_this<pool> {
   struct waiter {
     std::condition_variable served_cv;
     bool served = false;
+    bool stopped = false;               // the caller's acquire was asked to stop while it waited (under mutex_)
     std::unique_ptr<connection> given;  // empty when served with room to open a connection
   };
   void serve_next_locked(std::unique_ptr<connection> c) noexcept;    // c empty: room for one more

@@ -1,7 +1,10 @@
 #include "pipeline.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <stop_token>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::redis {
@@ -71,6 +74,7 @@ struct pipeline::node {
   std::condition_variable cv;
   bool finished = false;  // under m
   bool nudged = false;    // under m: promoted to lead
+  bool stopped = false;   // under m: its caller's acquire was asked to stop while it was queued
 
   void fail(std::error_code code, std::string text) noexcept {
     ec = code;
@@ -190,26 +194,45 @@ void pipeline::submit(node& me) noexcept {
     return;
   }
   lock.unlock();
+  // A request queued inside a stoppable acquire is withdrawn at its stop request as at its
+  // deadline: never sent. Registered with no mutex held (a stop already requested runs the
+  // callback here), and ended before the node goes.
+  struct wake_at_stop {
+    node* n;
+    void operator()() const noexcept {
+      std::lock_guard own(n->m);
+      n->stopped = true;
+      n->cv.notify_one();
+    }
+  };
+  std::optional<std::stop_callback<wake_at_stop>> on_stop;
+  if (abandoned_at_stop()) on_stop.emplace(spi::current_stop_token(), wake_at_stop{&me});
   const bool forever = me.deadline == clock::time_point::max();
   for (;;) {
-    bool deadline_passed = false;
+    bool deadline_passed = false, stopped = false;
     {
       std::unique_lock own(me.m);
-      const auto woken = [&] { return me.finished || me.nudged; };
+      const auto woken = [&] { return me.finished || me.nudged || me.stopped; };
       if (forever)
         me.cv.wait(own, woken);
       else
         deadline_passed = !me.cv.wait_until(own, me.deadline, woken);
       if (me.finished) return;
+      stopped = me.stopped;
     }
     lock.lock();
     if (me.where == node::place::promoted) {
       lock.unlock();
-      lead(me);
+      if (!stopped) {
+        lead(me);
+      } else {  // its turn to lead came with the stop: the next one leads instead
+        me.out.withdrawn = true;
+        hand_off();
+      }
       return;
     }
     if (me.where == node::place::taken) break;  // sent (or being sent): its leader answers it
-    if (deadline_passed) {
+    if (deadline_passed || stopped) {
       queue_.erase(std::find(queue_.begin(), queue_.end(), &me));
       lock.unlock();
       me.out.withdrawn = true;

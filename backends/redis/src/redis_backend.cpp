@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "capabilities.hpp"
+#include "dlock/acquire_stop.hpp"
 #include "redis_keys.hpp"
 #include "redis_lease.hpp"
 #include "redis_lock.hpp"
@@ -40,7 +41,7 @@ std::shared_ptr<node> make_node(backend_state& s, const endpoint& where) {
     auto c = connection::open(at, ec);
     if (c) {
       raw->cluster->reachable(at);
-    } else {
+    } else if (!spi::stop_requested()) {  // an open abandoned at the acquire's stop says nothing of the node
       raw->cluster->unreachable(at);
     }
     return c;

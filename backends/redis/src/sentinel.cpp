@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "dlock/acquire_stop.hpp"
 #include "dlock/error.hpp"
 #include "dlock/uri.hpp"
 
@@ -209,6 +210,7 @@ std::unique_ptr<connection> sentinel_watch::open_master(const endpoint& where, s
       e.port = at->port;
       auto c = connection::open(e, ec);
       if (!c) {
+        if (spi::stop_requested()) return nullptr;  // abandoned at the acquire's stop: nothing learnt of the master
         forget(*at);
         if (ec == make_error_code(errc::backend_unavailable) && cached) continue;  // moved? ask again
         set_error(ec, ec, last_error_message() + " (the master of " + label() + ")");

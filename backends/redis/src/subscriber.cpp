@@ -347,11 +347,21 @@ void subscriber::dispatch(redisReply* r, const std::string& label) {
     if (requested) l.leaving.erase(p);
   }
   std::shared_ptr<channel_state> state;
+  // A later SUBSCRIBE of the channel, or an UNSUBSCRIBE, is still to be answered: this answer is
+  // an earlier subscription's (its waiter gave up), and an UNSUBSCRIBE may cut the channel off
+  // before the later SUBSCRIBE makes it whole. Only the last one confirms it.
+  bool superseded = false;
   {
     std::lock_guard lock(mutex_);
     auto it = channels_.find(channel);
     if (it == channels_.end()) return;
     state = it->second;
+    if (kind == "subscribe") {
+      const auto named = [&](const std::vector<std::string>& list) {
+        return std::find(list.begin(), list.end(), channel) != list.end();
+      };
+      superseded = named(l.pending) || named(l.leaving) || named(to_subscribe_);
+    }
     if (kind == "unsubscribe") {
       {
         std::lock_guard state_lock(state->mutex_);
@@ -371,6 +381,7 @@ void subscriber::dispatch(redisReply* r, const std::string& label) {
     }
   }
   if (kind == "subscribe") {
+    if (superseded) return;
     {
       std::lock_guard state_lock(state->mutex_);
       state->confirmed_ = true;
