@@ -97,6 +97,11 @@ class pipeline {
   std::uint64_t batches_sent() const noexcept { return batches_.load(std::memory_order_relaxed); }
   std::uint64_t requests_sent() const noexcept { return requests_.load(std::memory_order_relaxed); }
   std::size_t lanes() const noexcept { return lanes_; }
+  // Requests waiting for their batch (what a test sees before it stops one of them).
+  std::size_t queued() noexcept {
+    std::lock_guard lock(mutex_);
+    return queue_.size();
+  }
 
  private:
   // One request, on its caller's stack: the caller is blocked in submit() until it is finished or

@@ -55,6 +55,14 @@ bool eventually(F ready) {
   return false;
 }
 
+// Whether `key` exists on the server, asked on a connection of its own.
+bool exists(const std::string& key) {
+  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
+  auto value = raw_redis::command(c.get(), {"EXISTS", key});
+  EXPECT_TRUE(value && value->type == REDIS_REPLY_INTEGER);
+  return value && value->type == REDIS_REPLY_INTEGER && value->integer != 0;
+}
+
 // Before: every request had a connection to itself for its round trip. Now, on a single
 // connection, the requests queued while a batch is in flight go out together in the next write.
 TEST(RedisPipeline, RequestsOfManyThreadsShareOneWrite) {
@@ -114,10 +122,7 @@ TEST(RedisPipeline, QueuedRequestPastItsDeadlineIsNeverSent) {
   ASSERT_TRUE(blocking.reply);
   EXPECT_EQ(blocking.reply->type, REDIS_REPLY_NIL);
   EXPECT_EQ(p.requests_sent(), 1u);  // the BLPOP only
-  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
-  auto value = raw_redis::command(c.get(), {"EXISTS", marker});
-  ASSERT_TRUE(value && value->type == REDIS_REPLY_INTEGER);
-  EXPECT_EQ(value->integer, 0) << "the withdrawn INCR reached the server";
+  EXPECT_FALSE(exists(marker)) << "the withdrawn INCR reached the server";
 }
 
 // The same at a stop request of the caller's acquire, long before its deadline: the request is
@@ -141,7 +146,8 @@ TEST(RedisPipeline, QueuedRequestWhoseAcquireIsStoppedIsNeverSent) {
     queued = p.command({"INCR", marker}, clock_type::now() + 30s, queued_ec);
     returned = true;
   });
-  std::this_thread::sleep_for(100ms);  // into the queue, most of the time (a stop before it withdraws as well)
+  // Queued first: a request made after the stop request runs to its end (a release may need it).
+  ASSERT_TRUE(eventually([&] { return p.queued() == 1; }));
   source.request_stop();
   EXPECT_TRUE(eventually([&] { return returned.load(); })) << "the stopped request waited for the batch in flight";
   EXPECT_EQ(p.batches_sent(), 1u) << "a second batch went out: the stopped request, once the BLPOP ended";
@@ -150,10 +156,7 @@ TEST(RedisPipeline, QueuedRequestWhoseAcquireIsStoppedIsNeverSent) {
   EXPECT_TRUE(queued.withdrawn);
   EXPECT_FALSE(queued_ec) << dlock::last_error_message();
   EXPECT_EQ(p.requests_sent(), 1u);  // the BLPOP only
-  auto c = raw_redis::connect(server_uri("DLOCK_REDIS_URI"));
-  auto value = raw_redis::command(c.get(), {"EXISTS", marker});
-  ASSERT_TRUE(value && value->type == REDIS_REPLY_INTEGER);
-  EXPECT_EQ(value->integer, 0) << "the stopped INCR reached the server";
+  EXPECT_FALSE(exists(marker)) << "the stopped INCR reached the server";
 }
 
 // A caller waiting for a pooled connection (every one checked out) leaves the line at its
