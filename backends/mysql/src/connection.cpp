@@ -263,7 +263,7 @@ session::session(connection_ptr c, int server_port, const std::set<ino_t>& socke
   socket_fd_ = new_socket_to(server_port, sockets_before);
   // The setup statements belong to the connect: inside an acquire's deadline they are bounded by
   // it (dlock_sql/deadline.hpp) when the socket is known.
-  const dlock::sql::socket_guard guard(socket_fd_);
+  dlock::sql::socket_guard guard(socket_fd_);
   std::unique_ptr<::sql::Statement> st(connection_->createStatement());
   // Whatever the server's default: mysql+index's grants rely on REPEATABLE READ's locking reads
   // in INSERT ... SELECT (shared next-key locks on what the check reads), which READ COMMITTED
@@ -272,9 +272,13 @@ session::session(connection_ptr c, int server_port, const std::set<ino_t>& socke
   std::unique_ptr<::sql::ResultSet> rs(st->executeQuery(
       socket_fd_ >= 0 ? "SELECT CONNECTION_ID()"
                       : "SELECT ID, HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()"));
-  if (!rs->next()) return;
-  server_id_ = rs->getUInt64(1);
-  if (socket_fd_ < 0 && !rs->isNull(2)) socket_fd_ = find_socket(std::string(rs->getString(2)), server_port);
+  if (rs->next()) {
+    server_id_ = rs->getUInt64(1);
+    if (socket_fd_ < 0 && !rs->isNull(2)) socket_fd_ = find_socket(std::string(rs->getString(2)), server_port);
+  }
+  // Cut as the last answer came: the session is ending on the server, so it is not handed out.
+  if (guard.disarm())
+    throw error(errc::backend_unavailable, "connecting: the caller's deadline shut the new connection down");
 }
 
 bool session::poll_alive() const noexcept {

@@ -153,13 +153,19 @@ class mysql_sql_connection final : public dlock::sql::connection {
   bool run(dlock::sql::sql_error& err, F&& f) noexcept {
     err = {};
     // Inside an acquire's deadline: a statement unanswered by then has its socket shut down.
-    const dlock::sql::socket_guard guard(session_->socket_fd());
-    const dlock::sql::socket_stopper stopper(session_->socket_fd());  // a waiting statement, on a stop request
+    dlock::sql::socket_guard guard(session_->socket_fd());
+    dlock::sql::socket_stopper stopper(session_->socket_fd());  // a waiting statement, on a stop request
+    // Both watches end before the answer is trusted. A socket shut down just after the answer
+    // arrived ends the session on the server all the same, and a named lock or a row lock the
+    // statement was granted goes with it: that answer is a failure too.
+    bool stopped = false, cut = false;
     try {
       f();
-      if (!guard.fired() && !stopper.fired()) return true;
+      stopped = stopper.disarm();
+      cut = guard.disarm();
+      if (!stopped && !cut) return true;
       err.kind = dlock::sql::failure::connection_lost;
-      err.message = "no answer by the caller's deadline: the connection was shut down";
+      err.message = "the answer came as the socket was shut down";
     } catch (const ::sql::SQLException& e) {
       err.kind = failure_of(e);
       err.code = std::to_string(e.getErrorCode()) + (e.getSQLState().empty() ? "" : "/" + e.getSQLState());
@@ -171,11 +177,13 @@ class mysql_sql_connection final : public dlock::sql::connection {
       err.kind = dlock::sql::failure::other;
       err.message = "unknown exception from Connector/C++";
     }
-    if (stopper.fired()) {
+    stopped = stopped || stopper.disarm();
+    cut = cut || guard.disarm();
+    if (stopped) {
       end_on_the_server(settings_, session_->server_id());
       err.kind = dlock::sql::failure::connection_lost;
       err.message = "the waiting statement was stopped: its connection was shut down (" + err.message + ")";
-    } else if (guard.fired()) {
+    } else if (cut) {
       err.kind = dlock::sql::failure::connection_lost;
       err.message = "no answer by the caller's deadline (+" + std::to_string(dlock::sql::deadline_grace.count()) +
                     " ms): the connection was shut down (" + err.message + ")";

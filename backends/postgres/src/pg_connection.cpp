@@ -185,14 +185,7 @@ pg_connection::pg_connection(pgconn_ptr c) noexcept : conn_(std::move(c)) {
 bool pg_connection::check(PGresult* raw, sql::result* out, sql::sql_error& err) noexcept {
   pgresult_ptr r(raw);
   if (guard_ && guard_->fired()) {
-    usable_ = false;
-    if (spi::stop_requested())
-      err = {sql::failure::connection_lost, "",
-             "the statement outlived its cancel request: the connection was shut down"};
-    else
-      err = {sql::failure::connection_lost, "",
-             "no answer by the caller's deadline (+" + std::to_string(sql::deadline_grace.count()) +
-                 " ms): the connection was shut down"};
+    err = cut_short();
     return false;
   }
   const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
@@ -243,6 +236,23 @@ pg_connection::statement_deadline::statement_deadline(pg_connection& c) noexcept
   if (cancel_) on_stop_.emplace(spi::current_stop_token(), send_cancel{cancel_.get(), &guard_});
 }
 
+sql::sql_error pg_connection::cut_short() noexcept {
+  usable_ = false;
+  if (spi::stop_requested())
+    return {sql::failure::connection_lost, "",
+            "the statement outlived its cancel request: the connection was shut down"};
+  return {sql::failure::connection_lost, "",
+          "no answer by the caller's deadline (+" + std::to_string(sql::deadline_grace.count()) +
+              " ms): the connection was shut down"};
+}
+
+bool pg_connection::statement_deadline::settle(bool ok, sql::sql_error& err) noexcept {
+  on_stop_.reset();  // waits for a cancel request being sent, which may still move the cut
+  if (!guard_.disarm() || !ok) return ok;
+  err = c_.cut_short();
+  return false;
+}
+
 void pg_connection::statement_deadline::send_cancel::operator()() const noexcept {
   char reason[256];
   (void)PQcancel(cancel, reason, sizeof reason);
@@ -257,12 +267,12 @@ sql::sql_error stopped_before_sending() {
 }  // namespace
 
 bool pg_connection::simple(const char* sql, sql::sql_error& err) noexcept {
-  const statement_deadline d(*this);
+  statement_deadline d(*this);
   if (d.stopped_before_sending()) {
     err = stopped_before_sending();
     return false;
   }
-  return check(PQexec(conn_.get(), sql), nullptr, err);
+  return d.settle(check(PQexec(conn_.get(), sql), nullptr, err), err);
 }
 
 namespace {
@@ -272,11 +282,16 @@ constexpr std::size_t max_prepared = 64;
 
 bool pg_connection::execute(std::string_view sql, std::span<const sql::param> params, sql::result& out,
                             sql::sql_error& err) noexcept {
-  const statement_deadline d(*this);
+  statement_deadline d(*this);
   if (d.stopped_before_sending()) {
     err = stopped_before_sending();
     return false;
   }
+  return d.settle(execute_bounded(sql, params, out, err), err);
+}
+
+bool pg_connection::execute_bounded(std::string_view sql, std::span<const sql::param> params, sql::result& out,
+                                    sql::sql_error& err) noexcept {
   try {
     // Values point into the caller's params (alive for the call; std::string data is
     // NUL-terminated as libpq's text format wants); only integers need their text form.

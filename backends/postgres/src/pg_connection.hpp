@@ -79,7 +79,12 @@ class pg_connection final : public sql::connection {
 
  private:
   bool simple(const char* sql, sql::sql_error& err) noexcept;
+  // execute() inside the statement_deadline that execute() holds.
+  bool execute_bounded(std::string_view sql, std::span<const sql::param> params, sql::result& out,
+                       sql::sql_error& err) noexcept;
   bool check(PGresult* r, sql::result* out, sql::sql_error& err) noexcept;
+  // The failure of a statement whose socket the deadline or a stop request shut down.
+  sql::sql_error cut_short() noexcept;
 
   // Inside an acquire's deadline scope (dlock_sql/deadline.hpp): the statement's socket is shut
   // down if it has not answered by the deadline + grace; check() then reports that.
@@ -97,6 +102,10 @@ class pg_connection final : public sql::connection {
     // A stop request that came before the statement was sent (its cancel request found nothing to
     // cancel): the statement must not be sent.
     bool stopped_before_sending() const noexcept { return on_stop_.has_value() && spi::stop_requested(); }
+    // The statement's outcome `ok`, once no cancel request and no cut can come any more: false
+    // with `err` set when the socket was shut down, even after a good answer (the session ends on
+    // the server all the same, and an advisory lock or a row lock it was granted goes with it).
+    bool settle(bool ok, sql::sql_error& err) noexcept;
 
     static constexpr std::chrono::milliseconds cancel_grace{250};
     struct send_cancel {

@@ -131,8 +131,11 @@ socket_guard::socket_guard(int fd) noexcept : fd_(fd) {
   }
 }
 
-socket_guard::~socket_guard() {
-  if (const auto id = id_.load()) socket_cutter::instance().disarm(id);
+socket_guard::~socket_guard() { disarm(); }
+
+bool socket_guard::disarm() noexcept {
+  const auto id = id_.exchange(0);
+  return id && socket_cutter::instance().disarm(id);
 }
 
 bool socket_guard::fired() const noexcept {
@@ -165,14 +168,22 @@ bool statements_stoppable() noexcept {
 }
 
 socket_stopper::socket_stopper(int fd) noexcept {
-  if (fd >= 0 && statements_stoppable()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd, &fired_});
+  if (fd >= 0 && statements_stoppable()) on_stop_.emplace(spi::current_stop_token(), shut_down{fd, &state_});
+}
+
+bool socket_stopper::disarm() noexcept {
+  auto seen = watch_state::watching;
+  state_.compare_exchange_strong(seen, watch_state::disarmed, std::memory_order_acq_rel);
+  return seen == watch_state::fired;
 }
 
 void socket_stopper::shut_down::operator()() const noexcept {
   // Marked first: the statement's thread wakes on the shut socket and asks fired() at once, and a
-  // stopped statement it took for a broken connection would be left waiting on the server.
-  fired->store(true, std::memory_order_release);
-  ::shutdown(fd, SHUT_RDWR);
+  // stopped statement it took for a broken connection would be left waiting on the server. Only
+  // while watching: once disarmed, the statement's answer has been trusted.
+  auto seen = socket_stopper::watch_state::watching;
+  if (state->compare_exchange_strong(seen, socket_stopper::watch_state::fired, std::memory_order_acq_rel))
+    ::shutdown(fd, SHUT_RDWR);
 }
 
 }  // namespace dlock::sql

@@ -34,8 +34,13 @@ class socket_guard {
   socket_guard& operator=(const socket_guard&) = delete;
   // Whether it shut the socket down (the statement's failure is the deadline's).
   bool fired() const noexcept;
+  // Ends the watch: from its return on, the guard never touches the socket. Whether it had shut
+  // it down. A statement's answer is trusted only after this says no: the socket may be shut down
+  // right after the answer arrived, and then the session ends on the server all the same, with
+  // whatever lock it was granted (the destructor disarms too, without telling).
+  bool disarm() noexcept;
   // Shut the socket down at `when` instead, if that is sooner, inside a scope or not. Callable
-  // from another thread while the statement runs (a stop callback), never after the destructor.
+  // from another thread while the statement runs (a stop callback), never after disarm().
   void cut_at(steady_clock::time_point when) noexcept;
 
  private:
@@ -74,15 +79,19 @@ class socket_stopper {
   socket_stopper(const socket_stopper&) = delete;
   socket_stopper& operator=(const socket_stopper&) = delete;
   // Whether a stop request shut the socket down.
-  bool fired() const noexcept { return fired_.load(std::memory_order_acquire); }
+  bool fired() const noexcept { return state_.load(std::memory_order_acquire) == watch_state::fired; }
+  // Ends the watch: a stop request from now on leaves the socket alone. Whether one had shut it
+  // down (then the session is ending on the server, whatever the statement answered).
+  bool disarm() noexcept;
 
  private:
+  enum class watch_state { watching, fired, disarmed };
   struct shut_down {
     int fd;
-    std::atomic<bool>* fired;
+    std::atomic<watch_state>* state;
     void operator()() const noexcept;
   };
-  std::atomic<bool> fired_{false};
+  std::atomic<watch_state> state_{watch_state::watching};
   // Destroyed before the connection closes `fd`: the callback then has run to its end or never runs.
   std::optional<std::stop_callback<shut_down>> on_stop_;
 };
