@@ -7,8 +7,10 @@
 // takes, so that some land in the instant between the answer and the end of the watch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <iostream>
 #include <memory>
 #include <random>
 #include <string>
@@ -29,47 +31,65 @@ struct cut_counts {
 template <class Open>
 cut_counts race_deadlines_against_answers(Open open, int statements) {
   using clock = std::chrono::steady_clock;
+  using std::chrono::nanoseconds;
   const auto select_one = [](sql::connection& c, sql::sql_error& err) {
     sql::result out;
     return c.execute("SELECT 1", {}, out, err);
   };
-  auto c = open();
-  // The median time of one statement on this machine, outside any deadline.
-  std::vector<clock::duration> times;
+  // A new connection that has answered once (a server's first statement on a session is slower).
+  const auto reopen = [&] {
+    auto c = open();
+    sql::sql_error err;
+    if (c) {
+      EXPECT_TRUE(select_one(*c, err)) << err.message;
+    }
+    return c;
+  };
+  auto c = reopen();
+  if (!c) return {};
+  // The median time of one statement, inside a deadline that never falls (the watch's cost counted).
+  std::vector<nanoseconds> times;
   for (int i = 0; i < 51; ++i) {
     sql::sql_error err;
+    const spi::deadline_scope far_off(clock::now() + std::chrono::hours{1});
     const auto start = clock::now();
     EXPECT_TRUE(select_one(*c, err)) << err.message;
     times.push_back(clock::now() - start);
   }
   std::nth_element(times.begin(), times.begin() + 25, times.end());
-  const auto median = times[25];
-
+  // A staircase: the cut moves later after a cut and earlier after an answer, so it keeps falling
+  // about where the answers come, jittered by a step either way.
+  const auto step = std::max(times[25] / 16, nanoseconds{1000});
+  auto offset = times[25];
   std::mt19937_64 random(std::random_device{}());
-  std::uniform_int_distribution<long long> offset(std::chrono::nanoseconds(median / 2).count(),
-                                                  std::chrono::nanoseconds(median * 3 / 2).count());
+  std::uniform_int_distribution<long long> jitter(-step.count(), step.count());
   cut_counts counts;
-  for (int i = 0; i < statements; ++i) {
+  for (int i = 0; i < statements && c; ++i) {
     bool reported_good = false;
     sql::sql_error err;
     {
-      // io_deadline() = the deadline + deadline_grace: the cut falls `offset` after now.
-      const spi::deadline_scope scope(clock::now() - spi::deadline_grace + std::chrono::nanoseconds(offset(random)));
+      // io_deadline() = the deadline + deadline_grace: the cut falls about `offset` after now.
+      const spi::deadline_scope scope(clock::now() - spi::deadline_grace + offset + nanoseconds(jitter(random)));
       reported_good = select_one(*c, err);
     }
     if (!reported_good) {
       ++counts.cut;
-      c = open();
+      offset += step;
+      c = reopen();
       continue;
     }
+    offset = std::max(offset - step, step);
     // Outside any deadline now: nothing may shut this socket down any more.
     if (select_one(*c, err)) {
       ++counts.answered;
     } else {
       ++counts.answered_dead;
-      c = open();
+      c = reopen();
     }
   }
+  std::cout << statements << " statements, the cut about " << offset.count()
+            << " ns after each began at the end: " << counts.answered << " answered, " << counts.cut << " cut, "
+            << counts.answered_dead << " answered on a dead connection\n";
   return counts;
 }
 
