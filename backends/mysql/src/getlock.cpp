@@ -45,9 +45,7 @@ class getlock_lease final : public sql::session_lease {
         share_(std::move(share)),
         key_(std::move(key)),
         token_(token),
-        reserved_(std::move(reserved)),
-        free_when_lost_(std::in_place, lost_token(),
-                        sql::free_key_when_lost{s->conn() ? s->conn()->native_socket() : -1, &reserved_}) {
+        reserved_(std::move(reserved)) {
     start_watching();
   }
   // Not released (the lease handle always releases; this is the safety net): RELEASE_LOCK as a
@@ -60,7 +58,6 @@ class getlock_lease final : public sql::session_lease {
       if (connection()) release_session(ignored);
       end_session(false);
     }
-    free_when_lost_.reset();
     reserved_.reset();
   }
 
@@ -69,7 +66,6 @@ class getlock_lease final : public sql::session_lease {
  private:
   void leave(bool keep) noexcept {
     end_session(keep);
-    free_when_lost_.reset();
     reserved_.reset();  // only now: the connection no longer holds the name
   }
   void release_session(std::error_code& ec) noexcept override {
@@ -102,7 +98,6 @@ class getlock_lease final : public sql::session_lease {
     leave(connection()->usable());
   }
   void left_session() noexcept override {
-    free_when_lost_.reset();
     reserved_.reset();  // only now: the session no longer holds the key, or is shut down
   }
   std::string release_label() const override { return "releasing lock '" + name() + "'"; }
@@ -140,7 +135,6 @@ class getlock_lease final : public sql::session_lease {
   std::string key_;
   std::uint64_t token_;
   sql::key_reservation reserved_;
-  std::optional<std::stop_callback<sql::free_key_when_lost>> free_when_lost_;
 };
 
 class getlock_lock final : public distributed_lock {
@@ -238,7 +232,12 @@ class getlock_lock final : public distributed_lock {
           return nullptr;
         }
         s->answered(start);
-        ++s->holders;
+        if (!s->add_holder()) {  // another lease's loss shut the session down: the lock went with it
+          set_error(ec, errc::backend_unavailable,
+                    what + ": the shared connection was shut down as the lock was granted (another lease on it "
+                           "was lost)");
+          return nullptr;
+        }
         try {
           return std::make_unique<getlock_lease>(shared_->monitor, std::string(name()), key_, options().ttl, start,
                                                  static_cast<std::uint64_t>(*got), s, std::move(reserved),

@@ -219,6 +219,15 @@ TEST(GetLock, OneNameStaysMutuallyExclusiveOnASharedConnection) {
   EXPECT_EQ(result.counter, result.expected) << "updates were lost";
 }
 
+// One lease's ttl running out must not end a session other leases hold locks on
+// (shared_sessions.hpp): GET_LOCK's locks are the session's, and the server would free them all.
+TEST(GetLock, ALapsedLeaseLeavesItsSharedConnectionToTheOthers) {
+  auto b = open_getlock("max_connections=3");  // max_dedicated 2: 1 shared
+  auto raw = test::raw_connect(test::server_uri());
+  dlock::sql::testing::expect_a_lapsed_lease_to_leave_its_session_to_the_others(
+      *b, [&](const std::string& name) { return test::query_int(*raw, "SELECT IS_USED_LOCK(?)", getlock_key(name)); });
+}
+
 // A lease outlives its lock and backend: its release still runs on its connection and frees the
 // name in the key guard (which the lease keeps alive).
 TEST(GetLock, ALeaseOutlivesItsLockAndBackend) {

@@ -1,7 +1,5 @@
 #include "advisory_grant.hpp"
 
-#include <sys/socket.h>
-
 #include <charconv>
 #include <optional>
 #include <stop_token>
@@ -30,18 +28,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// Registered on a lease's lost token: the session's socket is shut down first, so no key can be
-// taken again through the dead session, then this process's other callers may ask for the keys
-// (on a live session). free_key_when_lost (sql_common) for several keys.
-struct free_keys_when_lost {
-  int fd;
-  std::vector<sql::key_reservation>* reserved;
-  void operator()() const noexcept {
-    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
-    for (auto& r : *reserved) r.reset();
-  }
-};
-
 // The locks are the session's: the session monitor (sql_common) confirms the session every ttl/3
 // and the lease's validity runs out on its own when it cannot. The session may be shared with
 // other leases (session_share.hpp); the lease keeps its keys' local reservations until released
@@ -55,9 +41,7 @@ class advisory_lease final : public sql::session_lease {
       : session_lease(st->monitor, std::move(name), ttl, start, confirm, s),
         st_(std::move(st)),
         token_(token),
-        hold_(std::move(hold)),
-        free_when_lost_(std::in_place, lost_token(),
-                        free_keys_when_lost{s->conn() ? s->conn()->native_socket() : -1, &hold_.reserved}) {
+        hold_(std::move(hold)) {
     start_watching();
   }
   ~advisory_lease() override {
@@ -69,7 +53,6 @@ class advisory_lease final : public sql::session_lease {
       else
         end_session(false);
     }
-    free_when_lost_.reset();
     forget_keys();
   }
   std::optional<std::uint64_t> fencing_token() const noexcept override { return token_; }
@@ -88,7 +71,6 @@ class advisory_lease final : public sql::session_lease {
     bool was_held = ok && !out.rows.empty() && !out.rows[0].empty() && out.rows[0][0] == "t";
     if (ok) shared_session().answered(start);
     end_session(ok);
-    free_when_lost_.reset();
     forget_keys();  // only now: the session no longer holds the keys
     if (ec && !ok) sql::set_sql_error(*ec, err, release_label());
     if (ec && ok && !was_held) set_error(*ec, errc::not_owner, release_label() + ": the session no longer held it");
@@ -99,7 +81,6 @@ class advisory_lease final : public sql::session_lease {
     if (ec == errc::backend_unavailable) ec = make_error_code(errc::not_owner);
   }
   void left_session() noexcept override {
-    free_when_lost_.reset();
     forget_keys();  // only now: the session no longer holds the keys, or is shut down
   }
   std::string release_label() const override { return "releasing advisory lock " + describe(name()); }
@@ -110,7 +91,6 @@ class advisory_lease final : public sql::session_lease {
   std::shared_ptr<advisory_state> st_;  // the key guard the reservations point into outlives the lease
   std::uint64_t token_;
   advisory_hold hold_;
-  std::optional<std::stop_callback<free_keys_when_lost>> free_when_lost_;
 };
 
 std::size_t index_of(advisory_kind k) { return static_cast<std::size_t>(k); }
@@ -258,8 +238,13 @@ std::unique_ptr<spi::lease_state> advisory_lease_on(const std::shared_ptr<adviso
                                                     const lock_options& options, clock::time_point start,
                                                     std::uint64_t token, advisory_hold hold,
                                                     std::error_code& ec) noexcept {
+  if (!s->add_holder()) {  // another lease's loss shut the session down: the locks went with it
+    set_error(ec, errc::backend_unavailable,
+              "acquiring advisory lock " + describe(name) +
+                  ": the shared session was shut down as the lock was granted (another lease on it was lost)");
+    return nullptr;
+  }
   try {
-    ++s->holders;
     return std::make_unique<advisory_lease>(st, std::move(name), options.ttl, start, options.watchdog, token, s,
                                             std::move(hold));
   } catch (...) {

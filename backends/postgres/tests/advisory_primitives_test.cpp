@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "dlock_test/permit_census.hpp"
 #include "dlock_test/support.hpp"
 #include "pg_probe.hpp"
+#include "shared_sessions.hpp"
 
 using namespace std::chrono_literals;
 namespace probe = dlock::pg::testing;
@@ -440,6 +442,18 @@ TEST(pg_advisory_inspection, force_release_terminates_the_holding_session) {
   EXPECT_EQ(removed[0].owner, before.holders[0].owner);
   EXPECT_TRUE(eventually([&] { return !breaker->inspect(name).held; }));
   EXPECT_TRUE(fires_within(held.lost_token(), 15s)) << "the session monitor reports the lease lost";
+}
+
+// One lease's ttl running out must not end a session other leases hold locks on
+// (shared_sessions.hpp): advisory locks are the session's, and the server would free them all.
+TEST(pg_advisory_sessions, a_lapsed_lease_leaves_its_shared_session_to_the_others) {
+  auto be = dlock::open(advisory_uri("max_connections=3"));  // max_dedicated 2: 1 shared
+  dlock::sql::testing::expect_a_lapsed_lease_to_leave_its_session_to_the_others(
+      *be, [](const std::string& name) -> std::optional<int> {
+        for (const auto& row : probe::advisory_rows(advisory_uri(), name))
+          if (row.granted) return row.pid;
+        return std::nullopt;
+      });
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "dlock/acquire_deadline.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::sql {
@@ -82,6 +83,26 @@ void session::end() noexcept {
   if (conn_ && conn_->native_socket() >= 0) ::shutdown(conn_->native_socket(), SHUT_RDWR);
 }
 
+bool session::add_holder() noexcept {
+  std::lock_guard lk(membership_);
+  if (ended_) return false;
+  ++holders;
+  return true;
+}
+
+session::lost_exit session::exit_of_lost(int fd, lost_exit& decided) noexcept {
+  std::lock_guard lk(membership_);
+  if (decided != lost_exit::undecided) return decided;
+  if (holders > 1 && !ended_) {
+    decided = lost_exit::statement;
+  } else {
+    ended_ = true;
+    if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
+    decided = lost_exit::cut;
+  }
+  return decided;
+}
+
 void session::give_back() noexcept {
   if (ended_) conn_.discard();
   conn_ = {};
@@ -121,10 +142,8 @@ session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::stri
       session_(std::move(s)),
       confirmed_basis_(start),
       next_confirm_(confirm ? start + confirm_period(ttl) : clock::time_point::max()) {
-  // The socket number stays valid while this lease holds the session (closed only when its last
-  // user drops it), so the callback can never shut down a reused number.
-  if (auto* c = session_->conn(); c && c->native_socket() >= 0)
-    cut_when_lost_.emplace(lost_token(), shut_down_socket{c->native_socket()});
+  if (auto* c = session_->conn()) socket_ = c->native_socket();
+  when_lost_.emplace(lost_token(), on_lost{this});
 }
 
 void session_lease::start_watching() {
@@ -148,7 +167,7 @@ void session_lease::stop_watching() noexcept {
 
 void session_lease::end_session(bool keep) noexcept {
   if (!attached_) return;
-  cut_when_lost_.reset();
+  when_lost_.reset();
   attached_ = false;
   if (session_->holders > 0) --session_->holders;
   if (!keep) session_->end();
@@ -164,10 +183,10 @@ void session_lease::do_release(std::error_code& ec) noexcept {
       set_error(ec, errc::not_owner, release_label() + ": " + std::string(freed_with_session()));
       return;
     }
-    if (lost()) {  // the session could not be confirmed in time (its socket is shut down)
-      end_session(false);
+    if (lost()) {  // its validity ran out: the session is shut down, or it gives its lock back now
+      leave_after_loss();
       set_error(ec, errc::not_owner,
-                release_label() + ": the lease was lost (its session could not be confirmed within the ttl)");
+                release_label() + ": the lease was lost (its session was not confirmed within the ttl)");
       return;
     }
   } catch (...) {  // out of memory formatting the message
@@ -178,7 +197,22 @@ void session_lease::do_release(std::error_code& ec) noexcept {
   release_session(ec);
 }
 
-void session_lease::shut_down_socket::operator()() const noexcept { ::shutdown(fd, SHUT_RDWR); }
+void session_lease::on_lost::operator()() const noexcept {
+  (void)lease->session_->exit_of_lost(lease->socket_, lease->exit_);
+  lease->monitor_->wake();
+}
+
+void session_lease::leave_after_loss() noexcept {
+  if (!attached_) return;
+  if (session_->exit_of_lost(socket_, exit_) == session::lost_exit::statement && connection()) {
+    // Bounded: a session that cannot answer within deadline_grace is shut down (and with it the
+    // other leases' locks, which a silent session could not keep anyway).
+    const spi::deadline_scope bounded(clock::now());
+    std::error_code ignored;
+    release_session(ignored);
+  }
+  end_session(false);  // a no-op once release_session left; else the session is shut down already
+}
 
 bool session_lease::confirm_session() noexcept {
   auto& s = *session_;
@@ -199,7 +233,13 @@ bool session_lease::confirm_session() noexcept {
 }
 
 void session_lease::check() noexcept {
-  if (lost() || released()) return;
+  if (released()) return;
+  if (lost()) {
+    // try_lock: a release in progress leaves the session itself.
+    std::unique_lock lk(connection_mutex(), std::try_to_lock);
+    if (lk.owns_lock()) leave_after_loss();
+    return;
+  }
   {
     // try_lock: a release in progress owns the connection; it will tell the holder itself. On a
     // shared session the mutex is busy with other leases' short statements: when a confirmation

@@ -1,8 +1,6 @@
 // Shared sessions and the local key guard (session_share.hpp).
 #include "dlock_sql/session_share.hpp"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 
 #include "dlock/acquire_stop.hpp"
@@ -162,11 +160,6 @@ void session_share::unreserve(const std::string& key, bool shared) noexcept {
     if (it->second.shared == 0 && it->second.exclusive == 0) keys_.erase(it);
   }
   key_freed_.notify_all();
-}
-
-void free_key_when_lost::operator()() const noexcept {
-  if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
-  reservation->reset();
 }
 
 }  // namespace dlock::sql

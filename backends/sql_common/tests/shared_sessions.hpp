@@ -9,11 +9,13 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "dlock/dlock.hpp"
+#include "dlock_test/eventually.hpp"
 #include "dlock_test/support.hpp"
 
 namespace dlock::sql::testing {
@@ -183,6 +185,43 @@ inline void expect_each_lease_lost_and_its_name_free(dlock::backend& b, const st
     EXPECT_EQ(ec, dlock::errc::not_owner) << i;
     EXPECT_TRUE(b.make_lock(names[i])->try_acquire()) << "the ended session's lock " << i << " was not free";
   }
+}
+
+// A lease lost because its ttl ran out (its lock's watchdog off), on a session another lease of
+// `b` holds a lock on: the session lives on for the other lease, whose lock stays held on the
+// server (it is not lost), and the lapsed lease's own lock is given back there. `session_of(name)`:
+// the server's id of the session holding `name`, nullopt when nobody holds it.
+template <class SessionOf>
+void expect_a_lapsed_lease_to_leave_its_session_to_the_others(dlock::backend& b, SessionOf session_of) {
+  using namespace std::chrono_literals;
+  const auto staying = dlock::testing::unique_name("stays"), lapsing = dlock::testing::unique_name("lapses");
+  lock_options stay_options;
+  stay_options.ttl = 10s;
+  lock_options lapse_options;
+  lapse_options.ttl = 1s;
+  lapse_options.watchdog = false;
+  auto stays = b.make_lock(staying, stay_options)->try_acquire();
+  auto lapses = b.make_lock(lapsing, lapse_options)->try_acquire();
+  ASSERT_TRUE(stays && lapses);
+  const auto session = session_of(staying);
+  ASSERT_TRUE(session);
+  ASSERT_EQ(session_of(lapsing), session) << "the two leases were expected on one shared session";
+
+  ASSERT_TRUE(dlock::testing::fires_within(lapses.lost_token(), 5s)) << "the lapsed lease was not told";
+  // A few monitor ticks (100 ms) on: the staying lock is still its session's on the server.
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(session_of(staying), session)
+        << "the staying lease's lock went with its session, " << i * 100 << " ms after the other lease lapsed";
+    EXPECT_FALSE(stays.lost_token().stop_requested()) << "the staying lease was lost";
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(dlock::testing::eventually([&] { return !session_of(lapsing); }, 5s))
+      << "the lapsed lease's lock is still held on the server";
+  std::error_code ec;
+  lapses.release(ec);
+  EXPECT_EQ(ec, dlock::errc::not_owner) << ec.message();
+  EXPECT_NO_THROW(stays.release());
+  EXPECT_TRUE(b.make_lock(staying)->try_acquire()) << "the staying lock was not given back";
 }
 
 }  // namespace dlock::sql::testing

@@ -20,7 +20,11 @@
 // closed, or ended by one lease that could not leave it clean, is lost for every lease on it,
 // each reported by its own check within one tick) and its confirmation (one SELECT 1 per
 // session per period: a lease whose check falls due reuses a confirmation another lease of the
-// same session made after this lease's last one).
+// same session made after this lease's last one). A lease lost because its validity ran out (its
+// watchdog off, or renewals too late) while other leases hold locks on its session does not
+// shut the session down, which would free their locks under them: the monitor gives its lock
+// back with a statement instead (bounded: a session that does not answer it within
+// deadline_grace is shut down after all).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -79,8 +83,21 @@ class session {
   // Leases holding a lock on this session (changed under mutex(); session_share reads it
   // without, to pick the least used).
   std::atomic<std::size_t> holders{0};
+  // Under mutex(), for a grant a statement on this session just made: counts its lease among
+  // the holders, unless a lost lease shut the session down meanwhile (false: the lock went with it).
+  bool add_holder() noexcept;
+
+  // How a lost lease leaves its session, decided once (the first of its lost callback, the
+  // monitor and its release to ask): `cut`, the session shut down (socket `fd`), when no other
+  // lease holds a lock on it (the server frees the lease's lock with it, even over a silent link);
+  // `statement`, when others do: the session lives on for them, and the lost lease gives its own
+  // lock back. `decided` is the lease's, read and written only here. Any thread; never waits on
+  // the network.
+  enum class lost_exit : std::uint8_t { undecided, cut, statement };
+  lost_exit exit_of_lost(int fd, lost_exit& decided) noexcept;
 
  private:
+  std::mutex membership_;  // orders a lost lease's cut against a grant joining the session
   dlock::detail::timed_mutex m_;
   pool::handle conn_;
   std::atomic<bool> ended_{false};
@@ -110,6 +127,8 @@ class session_monitor {
   void add(session_lease* l);
   // Returns once no check of `l` is running (a lease's destructor calls it first).
   void remove(session_lease* l) noexcept;
+  // Checks every lease now rather than at the next tick (a lease was lost: it leaves its session).
+  void wake() noexcept { wake_.notify_all(); }
 
  private:
   void loop() noexcept;
@@ -170,13 +189,16 @@ class session_lease : public spi::lease_state {
 
  private:
   // The checks every session lease makes before release_session: a session that ended or a lease
-  // that was lost is not_owner (its socket shut down, the lock freed by the server).
+  // that was lost is not_owner (its socket shut down, or its lock given back).
   void do_release(std::error_code& ec) noexcept final;
-  // Shuts the lease's socket down when the lease is lost, so a statement blocked on it returns.
-  struct shut_down_socket {
-    int fd;
+  // On the lost token: the lease's exit is decided at once (a cut shuts the socket down, so a
+  // statement blocked on it returns), and the monitor is woken to carry it out.
+  struct on_lost {
+    session_lease* lease;
     void operator()() const noexcept;
   };
+  // Under the session's mutex, once lost: leaves the session by its exit (exit_of_lost).
+  void leave_after_loss() noexcept;
   bool confirm_session() noexcept;  // under the session's mutex: true when the session answered
 
   std::shared_ptr<session_monitor> monitor_;
@@ -184,8 +206,13 @@ class session_lease : public spi::lease_state {
   bool attached_ = true;               // under the session's mutex
   clock::time_point confirmed_basis_;  // the start of the check this lease's validity counts from
   clock::time_point next_confirm_;
-  std::optional<std::stop_callback<shut_down_socket>> cut_when_lost_;
+  // The socket number stays valid while this lease holds the session (closed only when its last
+  // user drops it), so a cut can never shut down a reused number.
+  int socket_ = -1;
+  session::lost_exit exit_ = session::lost_exit::undecided;  // the session's membership mutex guards it
   bool watched_ = false;
+  // Last: destroyed first, while everything its callback reads still lives.
+  std::optional<std::stop_callback<on_lost>> when_lost_;
 };
 
 }  // namespace dlock::sql

@@ -115,13 +115,4 @@ class key_reservation {
   bool shared_ = false;
 };
 
-// A shared-session lease registers this on its lost token (std::stop_callback): the session's
-// socket is shut down first, so the key can never be taken again through the dead session, then
-// the key is free for this process's other callers (who ask the server, on a live session).
-struct free_key_when_lost {
-  int fd;
-  key_reservation* reservation;
-  void operator()() const noexcept;
-};
-
 }  // namespace dlock::sql
