@@ -26,11 +26,12 @@ namespace sql = dlock::sql;
 constexpr const char* still_ours_sql = "SELECT IS_USED_LOCK(?) = CONNECTION_ID()";
 
 // The lock belongs to the lease's connection, which the session monitor (sql_common) watches:
-// a connection the server closed (KILL, restart) is lost at once, for every lease on it, and
-// once lost the socket is shut down so a check or release stuck on a partitioned link returns at
-// once. The connection may be shared with other leases (session_share.hpp); the lease holds its
-// key's local reservation until released or lost, so no other lease of this process can take the
-// same name through the same connection (GET_LOCK would grant it again). The lock has no ttl on
+// a connection the server closed (KILL, restart) is lost at once, for every lease on it, and a
+// lost lease leaves its connection (session_lease.hpp: shut down, or its lock given back, within
+// deadline_grace), so a check or release stuck on a partitioned link returns. The connection may
+// be shared with other leases (session_share.hpp); the lease holds its key's local reservation
+// until it has left the connection, so no other lease of this process can take the same name
+// through the same connection (GET_LOCK would grant it again). The lock has no ttl on
 // the server; the lease's validity is local: start + ttl - drift, moved forward by each
 // successful liveness check (the core's renew), so the watchdog fires lost on its own when the
 // checks cannot get through.
@@ -54,8 +55,12 @@ class getlock_lease final : public sql::session_lease {
     stop_watching();
     {
       std::lock_guard lk(connection_mutex());
-      std::error_code ignored;
-      if (connection()) release_session(ignored);
+      if (lost()) {
+        leave_after_loss();
+      } else if (connection()) {
+        std::error_code ignored;
+        release_session(ignored);
+      }
       end_session(false);
     }
     reserved_.reset();

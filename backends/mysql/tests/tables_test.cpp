@@ -505,6 +505,18 @@ TEST_P(Partition, APartitionedHolderIsToldBeforeTheLinkReturns) {
   const auto ec = dlock::sql::testing::release_after_a_partition(u, proxy, GetParam());
   EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost) << ec.message();
 }
+TEST(MysqlPartition, LeasesOfAPartitionedSharedConnectionLeaveItWithoutWaitingOnTheLink) {
+  const char* host = std::getenv("DLOCK_MYSQL_HOST");
+  const char* port = std::getenv("DLOCK_MYSQL_PORT");
+  ASSERT_TRUE(host && port) << "DLOCK_MYSQL_HOST/PORT are not set: start the servers with dlock-servers up mariadb";
+  dlock::testing::tcp_proxy proxy(host, static_cast<std::uint16_t>(std::stoi(port)));
+  auto u = test::uri_for("mysql+getlock", "ttl=3s&max_connections=3");
+  const std::string server = std::string(host) + ":" + port;
+  ASSERT_NE(u.find(server), std::string::npos);
+  u.replace(u.find(server), server.size(), proxy.address());
+  dlock::sql::testing::expect_partitioned_shared_leases_to_leave(u, proxy);
+}
+
 INSTANTIATE_TEST_SUITE_P(Mysql, Partition, ::testing::Values("mysql+forupdate", "mysql+getlock"),
                          [](const auto& info) { return info.param.substr(info.param.find('+') + 1); });
 

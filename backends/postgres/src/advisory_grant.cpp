@@ -30,8 +30,9 @@ using clock = std::chrono::steady_clock;
 
 // The locks are the session's: the session monitor (sql_common) confirms the session every ttl/3
 // and the lease's validity runs out on its own when it cannot. The session may be shared with
-// other leases (session_share.hpp); the lease keeps its keys' local reservations until released
-// or lost, so no other lease of this process stacks a grant on them through the same session.
+// other leases (session_share.hpp); the lease keeps its keys' local reservations until it has
+// left the session (released, or lost: session_lease.hpp), so no other lease of this process
+// stacks a grant on them through the same session.
 class advisory_lease final : public sql::session_lease {
  public:
   // Under s->mutex(), s->holders already counting this lease.
@@ -48,10 +49,11 @@ class advisory_lease final : public sql::session_lease {
     stop_watching();
     {
       std::lock_guard lk(connection_mutex());
-      if (connection())
+      if (lost())
+        leave_after_loss();
+      else if (connection())
         unlock_and_leave(nullptr);
-      else
-        end_session(false);
+      end_session(false);
     }
     forget_keys();
   }

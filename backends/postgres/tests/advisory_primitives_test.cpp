@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <set>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "dlock_test/eventually.hpp"
 #include "dlock_test/permit_census.hpp"
 #include "dlock_test/support.hpp"
+#include "partition.hpp"
 #include "pg_probe.hpp"
 #include "shared_sessions.hpp"
 
@@ -454,6 +456,18 @@ TEST(pg_advisory_sessions, a_lapsed_lease_leaves_its_shared_session_to_the_other
           if (row.granted) return row.pid;
         return std::nullopt;
       });
+}
+
+TEST(pg_advisory_sessions, leases_of_a_partitioned_shared_session_leave_it_without_waiting_on_the_link) {
+  const char* host = std::getenv("DLOCK_POSTGRES_HOST");
+  const char* port = std::getenv("DLOCK_POSTGRES_PORT");
+  ASSERT_TRUE(host && port) << "DLOCK_POSTGRES_HOST/PORT are not set: start the servers with dlock-servers up postgres";
+  dlock::testing::tcp_proxy proxy(host, static_cast<std::uint16_t>(std::stoi(port)));
+  auto u = advisory_uri("ttl=3s&max_connections=3");
+  const std::string server = std::string(host) + ":" + port;
+  ASSERT_NE(u.find(server), std::string::npos);
+  u.replace(u.find(server), server.size(), proxy.address());
+  dlock::sql::testing::expect_partitioned_shared_leases_to_leave(u, proxy);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "dlock/acquire_deadline.hpp"
 #include "dlock/error.hpp"
 
 namespace dlock::sql {
@@ -85,18 +84,19 @@ void session::end() noexcept {
 
 bool session::add_holder() noexcept {
   std::lock_guard lk(membership_);
-  if (ended_) return false;
+  if (ended_ || cut_) return false;
   ++holders;
   return true;
 }
 
-session::lost_exit session::exit_of_lost(int fd, lost_exit& decided) noexcept {
+session::lost_exit session::exit_of_lost(int fd, lost_exit& decided, socket_guard& bound) noexcept {
   std::lock_guard lk(membership_);
   if (decided != lost_exit::undecided) return decided;
-  if (holders > 1 && !ended_) {
+  if (holders > 1 && !cut_ && !ended_) {
     decided = lost_exit::statement;
+    bound.cut_at(std::chrono::steady_clock::now() + deadline_grace);
   } else {
-    ended_ = true;
+    cut_ = true;
     if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
     decided = lost_exit::cut;
   }
@@ -141,8 +141,9 @@ session_lease::session_lease(std::shared_ptr<session_monitor> monitor, std::stri
       monitor_(std::move(monitor)),
       session_(std::move(s)),
       confirmed_basis_(start),
-      next_confirm_(confirm ? start + confirm_period(ttl) : clock::time_point::max()) {
-  if (auto* c = session_->conn()) socket_ = c->native_socket();
+      next_confirm_(confirm ? start + confirm_period(ttl) : clock::time_point::max()),
+      socket_(session_->conn() ? session_->conn()->native_socket() : -1),
+      exit_bound_(socket_, socket_guard::only_by_cut_at{}) {
   when_lost_.emplace(lost_token(), on_lost{this});
 }
 
@@ -167,7 +168,8 @@ void session_lease::stop_watching() noexcept {
 
 void session_lease::end_session(bool keep) noexcept {
   if (!attached_) return;
-  when_lost_.reset();
+  when_lost_.reset();    // no exit is decided (nor its bound armed) from here on
+  exit_bound_.disarm();  // before the socket may be closed: the lease no longer holds the session
   attached_ = false;
   if (session_->holders > 0) --session_->holders;
   if (!keep) session_->end();
@@ -178,15 +180,15 @@ void session_lease::end_session(bool keep) noexcept {
 void session_lease::do_release(std::error_code& ec) noexcept {
   std::lock_guard lk(connection_mutex());
   try {
+    if (lost()) {  // it leaves its session now if still on it: shut down, or its lock given back
+      leave_after_loss();
+      set_error(ec, errc::not_owner,
+                release_label() + ": the lease was lost (its session ended, or was not confirmed within the ttl)");
+      return;
+    }
     if (!connection()) {
       end_session(false);  // no-op unless the session ended under us
       set_error(ec, errc::not_owner, release_label() + ": " + std::string(freed_with_session()));
-      return;
-    }
-    if (lost()) {  // its validity ran out: the session is shut down, or it gives its lock back now
-      leave_after_loss();
-      set_error(ec, errc::not_owner,
-                release_label() + ": the lease was lost (its session was not confirmed within the ttl)");
       return;
     }
   } catch (...) {  // out of memory formatting the message
@@ -198,20 +200,20 @@ void session_lease::do_release(std::error_code& ec) noexcept {
 }
 
 void session_lease::on_lost::operator()() const noexcept {
-  (void)lease->session_->exit_of_lost(lease->socket_, lease->exit_);
+  (void)lease->session_->exit_of_lost(lease->socket_, lease->exit_, lease->exit_bound_);
   lease->monitor_->wake();
 }
 
 void session_lease::leave_after_loss() noexcept {
   if (!attached_) return;
-  if (session_->exit_of_lost(socket_, exit_) == session::lost_exit::statement && connection()) {
-    // Bounded: a session that cannot answer within deadline_grace is shut down (and with it the
-    // other leases' locks, which a silent session could not keep anyway).
-    const spi::deadline_scope bounded(clock::now());
+  // The statement is bounded by exit_bound_: a session that cannot answer it within
+  // deadline_grace of the loss is shut down (and with it the other leases' locks, which a silent
+  // session could not keep anyway).
+  if (session_->exit_of_lost(socket_, exit_, exit_bound_) == session::lost_exit::statement && connection()) {
     std::error_code ignored;
     release_session(ignored);
   }
-  end_session(false);  // a no-op once release_session left; else the session is shut down already
+  end_session(false);  // a no-op once release_session left; else the socket is shut down already
 }
 
 bool session_lease::confirm_session() noexcept {

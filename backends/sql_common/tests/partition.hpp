@@ -44,4 +44,31 @@ inline std::error_code release_after_a_partition(const std::string& uri, dlock::
   return ec;
 }
 
+// Two leases of one backend on one shared session (`uri`: max_connections=3, ttl=3s, its server
+// reached through `proxy`), cut off by a partition: both are told while the link is down, and
+// each one's release returns without waiting on the silent link (a lost lease on a session that
+// others hold locks on gives its lock back with a statement, and the session is shut down when
+// that cannot finish within deadline_grace). The 5 s bound is a margin on "not command_timeout
+// (30 s) or TCP's timeouts", not a speed claim.
+inline void expect_partitioned_shared_leases_to_leave(const std::string& uri, dlock::testing::tcp_proxy& proxy) {
+  using namespace std::chrono_literals;
+  auto b = dlock::open(uri);
+  auto first = b->make_lock(dlock::testing::unique_name("partition-a"))->try_acquire();
+  auto second = b->make_lock(dlock::testing::unique_name("partition-b"))->try_acquire();
+  ASSERT_TRUE(first && second);
+  dlock::testing::partition_guard partition(proxy);
+  EXPECT_TRUE(dlock::testing::fires_within(first.lost_token(), 3s + 10s)) << "the first holder was not told";
+  EXPECT_TRUE(dlock::testing::fires_within(second.lost_token(), 3s + 10s)) << "the second holder was not told";
+  for (auto* held : {&first, &second}) {
+    const auto start = std::chrono::steady_clock::now();
+    std::error_code ec;
+    held->release(ec);
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_TRUE(ec == dlock::errc::not_owner || ec == dlock::errc::lock_lost) << ec.message();
+    EXPECT_LT(took, 5s) << "a lost lease's release waited "
+                        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                        << " ms on the silent link";
+  }
+}
+
 }  // namespace dlock::sql::testing

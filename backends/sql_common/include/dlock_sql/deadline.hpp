@@ -29,6 +29,9 @@ using spi::wait_out_outages;
 class socket_guard {
  public:
   explicit socket_guard(int fd) noexcept;
+  // A guard of `fd` that only cut_at arms, inside a deadline scope or not.
+  struct only_by_cut_at {};
+  socket_guard(int fd, only_by_cut_at) noexcept : fd_(fd) {}
   ~socket_guard();
   socket_guard(const socket_guard&) = delete;
   socket_guard& operator=(const socket_guard&) = delete;

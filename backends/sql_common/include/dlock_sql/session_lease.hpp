@@ -11,7 +11,8 @@
 // neither the check nor the socket can answer, the holder is told within ttl of the last answer,
 // not when the link returns. Once the lease is lost its socket is shut down, so a check or a
 // release stuck on the silent link returns at once instead of after the kernel's TCP timeouts:
-// no call that decides whether the lease is held can block longer than the validity it protects.
+// no call that decides whether the lease is held can block much longer than the validity it
+// protects (on a shared session, deadline_grace longer: below).
 // Shutting the socket down also sends the server our FIN when the link works: a lease lost
 // because its validity ran out ends its session, and the server frees the lock.
 //
@@ -23,8 +24,9 @@
 // same session made after this lease's last one). A lease lost because its validity ran out (its
 // watchdog off, or renewals too late) while other leases hold locks on its session does not
 // shut the session down, which would free their locks under them: the monitor gives its lock
-// back with a statement instead (bounded: a session that does not answer it within
-// deadline_grace is shut down after all).
+// back with a statement instead. That exit is bounded: a session that has not let the lease
+// leave within deadline_grace of the loss (a silent link, a statement stuck on it) is shut down
+// after all, so no call blocks on it longer than that.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -42,6 +44,7 @@
 
 #include "dlock/detail/timed_mutex.hpp"
 #include "dlock/spi.hpp"
+#include "dlock_sql/deadline.hpp"
 #include "dlock_sql/pool.hpp"
 
 namespace dlock::sql {
@@ -84,20 +87,24 @@ class session {
   // without, to pick the least used).
   std::atomic<std::size_t> holders{0};
   // Under mutex(), for a grant a statement on this session just made: counts its lease among
-  // the holders, unless a lost lease shut the session down meanwhile (false: the lock went with it).
+  // the holders, unless a lost lease shut the session's socket down meanwhile (false: the lock
+  // goes with the session).
   bool add_holder() noexcept;
 
   // How a lost lease leaves its session, decided once (the first of its lost callback, the
-  // monitor and its release to ask): `cut`, the session shut down (socket `fd`), when no other
-  // lease holds a lock on it (the server frees the lease's lock with it, even over a silent link);
-  // `statement`, when others do: the session lives on for them, and the lost lease gives its own
-  // lock back. `decided` is the lease's, read and written only here. Any thread; never waits on
-  // the network.
+  // monitor, its release or its destructor to ask): `cut`, the socket `fd` shut down, when no
+  // other lease holds a lock on the session (the server frees the lease's lock with it, even over
+  // a silent link); `statement`, when others do: the session lives on for them, and the lost
+  // lease gives its own lock back, by deadline_grace from now, when `bound` (the lease's, on
+  // `fd`) shuts the socket down after all. `decided` is the lease's, read and written only here.
+  // Any thread; never waits on the network, and never ends the session itself (that happens
+  // under mutex(), when a statement on it fails).
   enum class lost_exit : std::uint8_t { undecided, cut, statement };
-  lost_exit exit_of_lost(int fd, lost_exit& decided) noexcept;
+  lost_exit exit_of_lost(int fd, lost_exit& decided, socket_guard& bound) noexcept;
 
  private:
   std::mutex membership_;  // orders a lost lease's cut against a grant joining the session
+  bool cut_ = false;       // under membership_: a lost lease shut the socket down
   dlock::detail::timed_mutex m_;
   pool::handle conn_;
   std::atomic<bool> ended_{false};
@@ -153,11 +160,10 @@ class session_lease : public spi::lease_state {
   // `start`: taken before the granting statement was sent. `ttl`: how long the holder may go
   // without a confirmed session before it must assume the lock is gone. `confirm`: the lock
   // option `watchdog`; without it the session is never confirmed, so the lease ends at
-  // start + ttl - drift like any unrenewed grant (and its session is closed then, which frees
-  // the lock on the server).
+  // start + ttl - drift like any unrenewed grant (and leaves its session then: exit_of_lost).
   session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
                 clock::time_point start, bool confirm, pool::handle h);
-  // A lease on a session others may share; the caller counted it in s->holders, under its mutex.
+  // A lease on a session others may share; the caller counted it (s->add_holder()), under its mutex.
   session_lease(std::shared_ptr<session_monitor> monitor, std::string name, std::chrono::milliseconds ttl,
                 clock::time_point start, bool confirm, std::shared_ptr<session> s);
 
@@ -173,6 +179,9 @@ class session_lease : public spi::lease_state {
   // The lease leaves its session: clean (keep: the lock released, the session usable by others
   // and the pool) or not (the session ends, for every lease on it). No connection after this.
   void end_session(bool keep) noexcept;
+  // Under connection_mutex(), once lost: leaves the session by its exit (session::exit_of_lost),
+  // giving the lock back with release_session when others hold locks on it. For a destructor too.
+  void leave_after_loss() noexcept;
   // The session this lease is on (for statements that prove it alive: session::answered).
   session& shared_session() noexcept { return *session_; }
 
@@ -197,8 +206,6 @@ class session_lease : public spi::lease_state {
     session_lease* lease;
     void operator()() const noexcept;
   };
-  // Under the session's mutex, once lost: leaves the session by its exit (exit_of_lost).
-  void leave_after_loss() noexcept;
   bool confirm_session() noexcept;  // under the session's mutex: true when the session answered
 
   std::shared_ptr<session_monitor> monitor_;
@@ -210,6 +217,7 @@ class session_lease : public spi::lease_state {
   // user drops it), so a cut can never shut down a reused number.
   int socket_ = -1;
   session::lost_exit exit_ = session::lost_exit::undecided;  // the session's membership mutex guards it
+  socket_guard exit_bound_;  // armed on socket_ by a statement exit, disarmed when the lease leaves
   bool watched_ = false;
   // Last: destroyed first, while everything its callback reads still lives.
   std::optional<std::stop_callback<on_lost>> when_lost_;
