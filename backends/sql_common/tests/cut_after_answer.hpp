@@ -93,4 +93,23 @@ cut_counts race_deadlines_against_answers(Open open, int statements) {
   return counts;
 }
 
+// `open(ec)` returns a new connection, or nullptr with ec set. 2,000 statements race their cuts:
+// none may be reported good on a connection that no longer answers, and both outcomes must
+// have happened (the race was run).
+template <class Open>
+void expect_answers_cut_as_they_come_to_be_failures(Open open) {
+  const auto counts = race_deadlines_against_answers(
+      [&] {
+        std::error_code ec;
+        auto c = open(ec);
+        if (!c) ADD_FAILURE() << "cannot connect: " << ec.message();
+        return c;
+      },
+      2000);
+  EXPECT_EQ(counts.answered_dead, 0) << counts.answered_dead << " statements reported good on a connection cut as "
+                                     << "they were answered (" << counts.answered << " good, " << counts.cut << " cut)";
+  EXPECT_GT(counts.answered, 0);
+  EXPECT_GT(counts.cut, 0);
+}
+
 }  // namespace dlock::sql_testing
