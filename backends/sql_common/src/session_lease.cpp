@@ -168,8 +168,10 @@ void session_lease::stop_watching() noexcept {
 
 void session_lease::end_session(bool keep) noexcept {
   if (!attached_) return;
-  when_lost_.reset();    // no exit is decided (nor its bound armed) from here on
-  exit_bound_.disarm();  // before the socket may be closed: the lease no longer holds the session
+  when_lost_.reset();  // no exit is decided (nor its bound armed) from here on
+  // Before the socket may be closed. A bound that fired shut the socket down: whatever the
+  // give-back answered, the session is ending on the server, for every lease on it.
+  if (exit_bound_.disarm()) keep = false;
   attached_ = false;
   if (session_->holders > 0) --session_->holders;
   if (!keep) session_->end();
@@ -237,9 +239,11 @@ bool session_lease::confirm_session() noexcept {
 void session_lease::check() noexcept {
   if (released()) return;
   if (lost()) {
-    // try_lock: a release in progress leaves the session itself.
-    std::unique_lock lk(connection_mutex(), std::try_to_lock);
-    if (lk.owns_lock()) leave_after_loss();
+    // The give-back must start well within its bound (deadline_grace from the loss): wait for the
+    // other leases' short statements, but not for one stuck on a silent link (the bound ends it),
+    // nor for a release in progress (it leaves the session itself).
+    std::unique_lock lk(connection_mutex(), std::defer_lock);
+    if (lk.try_lock_for(deadline_grace / 2)) leave_after_loss();
     return;
   }
   {

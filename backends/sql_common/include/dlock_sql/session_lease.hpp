@@ -87,8 +87,10 @@ class session {
   // without, to pick the least used).
   std::atomic<std::size_t> holders{0};
   // Under mutex(), for a grant a statement on this session just made: counts its lease among
-  // the holders, unless a lost lease shut the session's socket down meanwhile (false: the lock
-  // goes with the session).
+  // the holders, unless a lost lease that was its only other holder shut the socket down
+  // meanwhile (false: the lock goes with the session). A give-back's bound that fires later (its
+  // session could not let the lost lease leave within deadline_grace) is not seen here: the
+  // session's other leases, this one included, are then lost at the monitor's next tick.
   bool add_holder() noexcept;
 
   // How a lost lease leaves its session, decided once (the first of its lost callback, the
