@@ -26,6 +26,10 @@ by backends (sql_common), not a backend. What is checked, each failure naming th
   backends/CMakeLists.txt discovers the folders: it names none of them in add_subdirectory().
   no file under backends/ includes a header of the compare harness (tools/compare's
   "dlock_compare/..."): the harness uses the backends' declarations, which see dlock/compare_spi only.
+  nothing outside a backend folder depends on that backend's code: no CMake file outside
+  backends/<name>/ names its targets (dlock::<name>, dlock_<name>...) and no source outside it
+  includes a file under backends/ (the examples/ excepted: they show a user's build). The rest of
+  the tree reaches backends through the registry (dlock::open, dlock::all) only.
 
 usage: backend_folders_test.py DLOCK SOURCE_DIR
 """
@@ -170,6 +174,26 @@ def main() -> int:
                 if re.match(r'\s*#\s*include\s*[<"]dlock_compare/', line):
                     need(False, f"{path.relative_to(source)}:{number} includes a header of the compare harness "
                                 f"({line.strip()}): a backend builds against dlock/compare_spi/ only")
+
+    tracked = subprocess.run(["git", "-C", str(source), "ls-files"], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    names = "|".join(sorted(f.name for f in folders))
+    target = re.compile(rf"\bdlock(::|_)({names})(\b|_)")
+    for name in tracked:
+        if name.startswith(("backends/", "examples/")):
+            continue
+        path = source / name
+        if path.name == "CMakeLists.txt" or path.suffix == ".cmake":
+            for number, line in enumerate(read(path).splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if target.search(code):
+                    need(False, f"{name}:{number} names a backend's target ({code.strip()}): only the backend's "
+                                "folder may; the rest of the tree links dlock::all")
+        elif path.suffix in (".cpp", ".hpp", ".h", ".cc"):
+            for number, line in enumerate(read(path).splitlines(), 1):
+                if re.match(r'\s*#\s*include\s*[<"](\.\./)*backends/', line):
+                    need(False, f"{name}:{number} includes a backend's file ({line.strip()}): only the backend's "
+                                "folder may")
 
     for p in problems:
         print("FAIL:", p)
