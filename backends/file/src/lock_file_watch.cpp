@@ -22,6 +22,12 @@ namespace {
 // inode under the name (unlink, rename over it): the next attempt sees which.
 constexpr std::uint32_t watched_events = IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF;
 
+// The kernel queues a close's event before it drops the closing fd's flock (__fput runs
+// fsnotify_close, then locks_remove_file), so the attempt right after a wake-up may still find
+// the lock held, and no later event will come for that release. After a wake-up, the next sleep
+// ends this soon for one more attempt.
+constexpr std::chrono::milliseconds recheck_after_wake{5};
+
 }  // namespace
 
 lock_file_watch::lock_file_watch(const lock_directory& dir, std::string file_name)
@@ -87,6 +93,10 @@ std::optional<held_file> lock_file_watch::try_flock(int operation, std::error_co
 }
 
 void lock_file_watch::wait_until(clock::time_point until) noexcept {
+  if (woken_) {
+    woken_ = false;
+    until = std::min(until, clock::now() + recheck_after_wake);
+  }
   for (;;) {
     const auto now = clock::now();
     if (now >= until) return;
@@ -103,6 +113,7 @@ void lock_file_watch::wait_until(clock::time_point until) noexcept {
       alignas(inotify_event) std::array<char, 4096> buffer;
       while (::read(inotify_.get(), buffer.data(), buffer.size()) > 0) {
       }
+      woken_ = true;
       return;
     }
     if (n < 0 && errno != EINTR) {

@@ -43,7 +43,9 @@ class lock_file_watch {
   // held file takes the watch's fd (the wait is over); its token is 0 (name_lock::grant sets it).
   std::optional<held_file> try_flock(int operation, std::error_code& ec);
 
-  // Until the lock file may have been released, or until `until`.
+  // Until the lock file may have been released, or until `until`; after a wake-up by an event,
+  // the next call returns within a few milliseconds even without another (the release may lag
+  // its close event: lock_file_watch.cpp).
   void wait_until(clock::time_point until) noexcept;
 
  private:
@@ -56,7 +58,8 @@ class lock_file_watch {
   unique_fd inotify_;
   int watch_ = -1;
   unique_fd file_;
-  dev_t device_ = 0;  // the inode file_ refers to
+  bool woken_ = false;  // the last wait ended on an event
+  dev_t device_ = 0;    // the inode file_ refers to
   ino_t inode_ = 0;
 };
 
